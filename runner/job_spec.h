@@ -1,0 +1,59 @@
+// The job model: one job file, parsed and validated. A JobSpec is complete and
+// consistent (see job_file.h); nothing in it has been checked against a live
+// host yet.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/inventory.h"
+#include "cluster/roles.h"
+#include "container/container_spec.h"
+#include "ssh/session_options.h"
+
+namespace barge::runner {
+
+struct SshSettings {
+  std::string known_hosts;  // expanded path; default ~/.ssh/known_hosts
+  std::string config_file;  // expanded path; default ~/.ssh/config
+  ssh::HostKeyChecking host_key_checking = ssh::HostKeyChecking::kStrict;
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // Job-wide defaults for hosts that do not set their own.
+  std::optional<std::string> user;
+  std::optional<int> port;
+  std::optional<std::string> identity_file;
+};
+
+enum class ImagePull { kAlways, kMissing, kNever, kPush };
+enum class OnWorkerExit { kFail, kIgnore };
+
+struct TeardownHooks {
+  std::optional<std::string> host_command;   // run on each host over SSH
+  std::optional<std::string> local_command;  // run on the controller, once per host
+};
+
+struct JobSpec {
+  std::string file;      // the job file's path as given
+  std::string base_dir;  // directory of the job file; relative paths resolve here
+  std::string name;      // [A-Za-z0-9][A-Za-z0-9_.-]*, at most 63 chars
+  std::string image;     // job-wide image; a role may override
+  std::optional<std::vector<std::string>> command;  // nullopt = image CMD
+  container::ContainerOptions container;
+  // Empty = one local host (the local Docker engine).
+  std::vector<cluster::Host> hosts;
+  std::string docker_command = "docker";  // job-wide; a host may override
+  SshSettings ssh;
+  // Keys "head" and/or "worker". Empty = every node runs the job's command,
+  // rank 0 being the head.
+  std::map<std::string, cluster::RoleSpec> roles;
+  cluster::RendezvousOptions rendezvous;
+  ImagePull image_pull = ImagePull::kMissing;
+  OnWorkerExit on_worker_exit = OnWorkerExit::kFail;
+  std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};
+  TeardownHooks teardown;
+};
+
+}  // namespace barge::runner

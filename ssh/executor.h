@@ -1,0 +1,64 @@
+// Runs shell command lines on one host: over an open SSH session
+// (SshExecutor, session.h) or on this machine (LocalExecutor,
+// local_executor.h). This is the seam between barge's controller and the
+// transport; the controller never knows which one it drives.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace barge::ssh {
+
+struct ExitStatus {
+  // The command's exit code; 128+N when it was killed by signal N.
+  // -1 when the outcome is unknown (see error).
+  int code = -1;
+  std::string signal;  // e.g. "KILL" when the remote reported a signal
+  // Set when the command's outcome is unknown: the channel could not be
+  // opened, or the connection was lost before an exit status arrived.
+  std::string error;
+
+  bool known() const { return error.empty(); }
+};
+
+// Callbacks of one command. All run on the event loop's thread, from inside
+// EventLoop::Poll, never from inside Executor::Start.
+struct CommandCallbacks {
+  std::function<void(std::string_view)> on_stdout;  // raw bytes, any chunking
+  std::function<void(std::string_view)> on_stderr;
+  // Called exactly once, after the last on_stdout/on_stderr call.
+  std::function<void(const ExitStatus&)> on_exit;
+};
+
+// One running command. Must not be destroyed from inside its own callbacks.
+// Destroying it closes its channel (or pipes) and drops later callbacks; it
+// does not promise to stop the remote process.
+class Command {
+ public:
+  virtual ~Command() = default;
+  // Queues bytes for the command's stdin; written as the transport allows.
+  virtual void WriteStdin(std::string_view data) = 0;
+  // Sends EOF once everything queued has been written.
+  virtual void CloseStdin() = 0;
+  // True once on_exit has run.
+  virtual bool done() const = 0;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Starts `command_line`, a POSIX shell command line whose arguments the
+  // caller has quoted (quote.h). Returns at once; progress is delivered
+  // through `callbacks` from EventLoop::Poll. Fails only when the command
+  // cannot even be attempted (e.g. the connection is already known dead).
+  [[nodiscard]] virtual Result<std::unique_ptr<Command>> Start(
+      const std::string& command_line, CommandCallbacks callbacks) = 0;
+  // What to call this host in messages, e.g. "root@127.0.0.2:2222" or "local".
+  virtual std::string label() const = 0;
+};
+
+}  // namespace barge::ssh
