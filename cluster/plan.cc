@@ -1,0 +1,176 @@
+#include "cluster/plan.h"
+
+#include <algorithm>
+
+#include "cluster/rendezvous.h"
+
+namespace barge::cluster {
+
+std::string ContainerName(const std::string& job_name, const std::string& job_id, int rank) {
+  return "barge-" + job_name + "-" + job_id + "-" + std::to_string(rank);
+}
+
+std::string InternalAddress(const Host& host) {
+  if (!host.internal_address.empty()) return host.internal_address;
+  if (host.is_local()) return "127.0.0.1";
+  return host.address;
+}
+
+namespace {
+
+struct Slot {
+  size_t host_index;
+  int slot;
+};
+
+// Every container slot in inventory order, the head's slot moved first.
+std::vector<Slot> OrderedSlots(const std::vector<Host>& hosts) {
+  size_t head_host = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (hosts[i].role && *hosts[i].role == kHeadRole) {
+      head_host = i;
+      break;
+    }
+  }
+  std::vector<Slot> slots;
+  slots.push_back({head_host, 0});
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    for (int s = 0; s < std::max(hosts[i].nodes, 1); ++s) {
+      if (i == head_host && s == 0) continue;
+      slots.push_back({i, s});
+    }
+  }
+  return slots;
+}
+
+const RoleSpec* FindRole(const std::map<std::string, RoleSpec>& roles, const std::string& name) {
+  auto it = roles.find(name);
+  return it == roles.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+Result<Plan> MakePlan(const PlanInput& in) {
+  if (in.hosts.empty()) return Status::Error("the job has no hosts");
+  Plan plan;
+  plan.job_id = in.job_id;
+  plan.job_name = in.job_name;
+  plan.hosts = in.hosts;
+
+  std::vector<Slot> slots = OrderedSlots(in.hosts);
+  const RoleSpec* head_role = FindRole(in.roles, kHeadRole);
+  const RoleSpec* worker_role = FindRole(in.roles, kWorkerRole);
+  size_t workers = slots.size() - 1;
+  if (worker_role && worker_role->count) {
+    if (*worker_role->count < 0) return Status::Error("roles.worker.count must not be negative");
+    if (static_cast<size_t>(*worker_role->count) > workers) {
+      return Status::Error("roles.worker.count is " + std::to_string(*worker_role->count) +
+                           " but the hosts carry only " + std::to_string(workers) +
+                           " nodes besides the head");
+    }
+    workers = *worker_role->count;
+  }
+  slots.resize(workers + 1);
+  if (head_role) plan.head_ready = head_role->ready;
+
+  std::vector<std::string> addresses;
+  for (const Slot& s : slots) addresses.push_back(InternalAddress(in.hosts[s.host_index]));
+
+  // GPUs per node: from the inventory, else from the live host, else a
+  // placeholder. With nodes of different hosts disagreeing, the head's count
+  // is what the *_GPUS_PER_NODE variables carry (torchrun's nproc_per_node
+  // is one number too).
+  auto gpus_of = [&](size_t h) -> std::optional<int> {
+    if (in.hosts[h].gpus) return in.hosts[h].gpus;
+    auto it = in.detected_gpus.find(h);
+    if (it != in.detected_gpus.end()) return it->second;
+    return std::nullopt;
+  };
+  std::optional<int> total = 0;
+  for (const Slot& s : slots) {
+    std::optional<int> g = gpus_of(s.host_index);
+    if (g && total) {
+      *total += *g;
+    } else {
+      total.reset();
+    }
+  }
+
+  for (size_t rank = 0; rank < slots.size(); ++rank) {
+    const Slot& s = slots[rank];
+    const Host& host = in.hosts[s.host_index];
+    const bool is_head = rank == 0;
+    const RoleSpec* role = is_head ? head_role : worker_role;
+    NodePlan node;
+    node.rank = static_cast<int>(rank);
+    node.role = is_head ? kHeadRole : kWorkerRole;
+    node.host_index = s.host_index;
+    node.slot = s.slot;
+
+    container::ContainerSpec& c = node.container;
+    c.name = ContainerName(in.job_name, in.job_id, node.rank);
+    c.image = role && role->image ? *role->image : in.image;
+    if (c.image.empty()) {
+      return Status::Error("no image for the " + node.role + " (set image: at the top or in roles." +
+                           node.role + ")");
+    }
+    c.command = role && role->command ? role->command : in.command;
+    container::ContainerOptions options = in.container;
+    if (role) options = container::Merge(options, role->container);
+    options = container::Merge(options, host.container);
+    c.labels = {{kJobLabel, in.job_id}, {kRoleLabel, node.role}, {kRankLabel, std::to_string(node.rank)}};
+
+    RendezvousInput r;
+    r.job_id = in.job_id;
+    r.job_name = in.job_name;
+    r.role = node.role;
+    r.rank = node.rank;
+    r.node_addresses = addresses;
+    r.port = in.rendezvous.port;
+    r.conventions = in.rendezvous.conventions;
+    r.restart_count = in.restart_count;
+    std::optional<int> gpus = gpus_of(slots[0].host_index);
+    if (gpus) {
+      r.gpus_per_node = std::to_string(*gpus);
+    } else if (!options.gpus) {
+      r.gpus_per_node = "0";  // no GPUs asked for: none are visible
+    } else {
+      r.gpus_per_node = "<gpus of " + in.hosts[slots[0].host_index].address + ">";
+      plan.has_placeholders = true;
+    }
+    r.total_gpus = total;
+    if (!total) {
+      if (options.gpus) {
+        plan.has_placeholders = true;
+      } else {
+        r.total_gpus = 0;
+      }
+    }
+    c.env = RendezvousEnv(r);
+    // The user's env comes last so that it can override a rendezvous value.
+    if (options.env) {
+      for (const auto& kv : *options.env) {
+        auto it = std::find_if(c.env.begin(), c.env.end(),
+                               [&](const auto& e) { return e.first == kv.first; });
+        if (it != c.env.end()) {
+          it->second = kv.second;
+        } else {
+          c.env.push_back(kv);
+        }
+      }
+    }
+    options.env.reset();
+    c.options = std::move(options);
+    plan.nodes.push_back(std::move(node));
+  }
+
+  for (size_t h = 0; h < in.hosts.size(); ++h) {
+    if (std::any_of(plan.nodes.begin(), plan.nodes.end(),
+                    [&](const NodePlan& n) { return n.host_index == h; })) {
+      plan.used_hosts.push_back(h);
+    }
+  }
+  return plan;
+}
+
+}  // namespace barge::cluster

@@ -1,0 +1,69 @@
+// The Plan: pure data computed from a job, saying which container runs on
+// which host with which rank, role, flags and rendezvous environment.
+// `barge plan` prints it; `barge run` executes it. Computing it touches
+// nothing.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/inventory.h"
+#include "cluster/roles.h"
+#include "container/container_spec.h"
+
+namespace barge::cluster {
+
+// What the plan needs to know of a job (runner's JobSpec, minus transport).
+struct PlanInput {
+  std::string job_id;
+  std::string job_name;
+  std::string image;                                // job-wide default
+  std::optional<std::vector<std::string>> command;  // job-wide default
+  container::ContainerOptions container;            // job-wide default
+  std::vector<Host> hosts;                          // at least one
+  std::map<std::string, RoleSpec> roles;            // may be empty
+  RendezvousOptions rendezvous;
+  int restart_count = 0;
+  // GPUs per host, by host index, when known from a live host (preflight).
+  // Overrides nothing: the inventory's `gpus` wins when set.
+  std::map<size_t, int> detected_gpus;
+};
+
+struct NodePlan {
+  int rank = 0;
+  std::string role;       // kHeadRole or kWorkerRole
+  size_t host_index = 0;  // into Plan::hosts
+  int slot = 0;           // 0-based index among this job's nodes on that host
+  container::ContainerSpec container;
+};
+
+struct Plan {
+  std::string job_id;
+  std::string job_name;
+  std::vector<Host> hosts;      // the input's hosts, all of them
+  std::vector<NodePlan> nodes;  // in rank order; nodes[0] is the head
+  ReadinessProbe head_ready;
+  // Hosts that carry at least one node, in inventory order.
+  std::vector<size_t> used_hosts;
+  // True when some env value is a placeholder only a live host can fill.
+  bool has_placeholders = false;
+};
+
+// Container names and labels barge gives every container of a job.
+std::string ContainerName(const std::string& job_name, const std::string& job_id, int rank);
+inline constexpr const char* kJobLabel = "barge.job";
+inline constexpr const char* kRoleLabel = "barge.role";
+inline constexpr const char* kRankLabel = "barge.rank";
+
+// The internal address of a host: its internal_address, else its address;
+// for the local engine, 127.0.0.1.
+std::string InternalAddress(const Host& host);
+
+// Fails (without side effects) when the input is inconsistent, e.g. more
+// workers asked for than hosts can carry.
+[[nodiscard]] Result<Plan> MakePlan(const PlanInput& in);
+
+}  // namespace barge::cluster

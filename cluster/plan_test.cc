@@ -1,0 +1,161 @@
+#include "cluster/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace barge::cluster {
+namespace {
+
+std::map<std::string, std::string> EnvOf(const NodePlan& n) {
+  return {n.container.env.begin(), n.container.env.end()};
+}
+
+Host MakeHost(const std::string& address, const std::string& internal = "") {
+  Host h;
+  h.address = address;
+  h.internal_address = internal;
+  return h;
+}
+
+PlanInput ThreeHosts() {
+  PlanInput in;
+  in.job_id = "a1b2c3d4";
+  in.job_name = "ddp";
+  in.image = "barge/torch:local";
+  in.command = std::vector<std::string>{"python3", "train.py"};
+  in.hosts = {MakeHost("203.0.113.10", "10.0.0.10"), MakeHost("203.0.113.11", "10.0.0.11"),
+              MakeHost("203.0.113.12", "10.0.0.12")};
+  return in;
+}
+
+TEST(Plan, TheFirstHostCarriesTheHeadAndWorkersFollowInInventoryOrder) {
+  Result<Plan> plan = MakePlan(ThreeHosts());
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->nodes.size(), 3u);
+  EXPECT_EQ(plan->nodes[0].role, "head");
+  EXPECT_EQ(plan->nodes[0].host_index, 0u);
+  EXPECT_EQ(plan->nodes[1].role, "worker");
+  EXPECT_EQ(plan->nodes[1].host_index, 1u);
+  EXPECT_EQ(plan->nodes[2].rank, 2);
+  EXPECT_EQ(plan->nodes[2].host_index, 2u);
+  EXPECT_EQ(plan->nodes[1].container.name, "barge-ddp-a1b2c3d4-1");
+}
+
+TEST(Plan, AHostMarkedHeadGetsRankZero) {
+  PlanInput in = ThreeHosts();
+  in.hosts[2].role = "head";
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->nodes[0].host_index, 2u);
+  EXPECT_EQ(plan->nodes[1].host_index, 0u);
+  EXPECT_EQ(plan->nodes[2].host_index, 1u);
+  EXPECT_EQ(EnvOf(plan->nodes[1])["MASTER_ADDR"], "10.0.0.12");
+}
+
+TEST(Rendezvous, WorkersSeeTheHeadAddressAndTheirOwnRank) {
+  Result<Plan> plan = MakePlan(ThreeHosts());
+  ASSERT_TRUE(plan.ok());
+  auto env = EnvOf(plan->nodes[2]);
+  EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.10");
+  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  EXPECT_EQ(env["RANK"], "2");
+  EXPECT_EQ(env["NODE_RANK"], "2");
+  EXPECT_EQ(env["WORLD_SIZE"], "3");
+  EXPECT_EQ(env["BARGE_ROLE"], "worker");
+  EXPECT_EQ(env["BARGE_NODE_IPS"], "10.0.0.10,10.0.0.11,10.0.0.12");
+  EXPECT_EQ(env["SKYPILOT_NODE_IPS"], "10.0.0.10\n10.0.0.11\n10.0.0.12");
+  EXPECT_EQ(env["DSTACK_MASTER_NODE_IP"], "10.0.0.10");
+  EXPECT_EQ(env["RAY_HEAD_IP"], "10.0.0.10");
+  EXPECT_EQ(env["SM_HOSTS"], "[\"10.0.0.10\",\"10.0.0.11\",\"10.0.0.12\"]");
+  EXPECT_EQ(env["SM_CURRENT_HOST"], "10.0.0.12");
+  EXPECT_EQ(env["BARGE_GPUS_PER_NODE"], "0");
+  EXPECT_EQ(env["BARGE_JOB_ID"], "a1b2c3d4");
+}
+
+TEST(Rendezvous, OnlyTheAskedConventionsAreInjected) {
+  PlanInput in = ThreeHosts();
+  in.rendezvous.conventions = {"torch"};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok());
+  auto env = EnvOf(plan->nodes[0]);
+  EXPECT_EQ(env.count("MASTER_ADDR"), 1u);
+  EXPECT_EQ(env.count("BARGE_JOB_ID"), 0u);
+  EXPECT_EQ(env.count("RAY_HEAD_IP"), 0u);
+}
+
+TEST(Rendezvous, UnknownGpuCountsArePlaceholdersUntilAHostReportsThem) {
+  PlanInput in = ThreeHosts();
+  in.container.gpus = "all";
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->has_placeholders);
+  EXPECT_EQ(EnvOf(plan->nodes[1])["BARGE_GPUS_PER_NODE"], "<gpus of 203.0.113.10>");
+  in.detected_gpus = {{0, 8}, {1, 8}, {2, 8}};
+  plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->has_placeholders);
+  EXPECT_EQ(EnvOf(plan->nodes[1])["DSTACK_GPUS_PER_NODE"], "8");
+  EXPECT_EQ(EnvOf(plan->nodes[1])["DSTACK_GPUS_NUM"], "24");
+}
+
+TEST(Plan, RoleAndHostBlocksLayerOverTheJobWideContainer) {
+  PlanInput in = ThreeHosts();
+  in.container.shm_size = "1g";
+  in.container.env = container::KeyValues{{"EPOCHS", "3"}, {"MASTER_PORT", "1234"}};
+  RoleSpec head;
+  head.container.shm_size = "20g";
+  head.command = std::vector<std::string>{"python3", "head.py"};
+  in.roles["head"] = head;
+  in.hosts[2].container.shm_size = "4g";
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->nodes[0].container.options.shm_size, "20g");
+  EXPECT_EQ(plan->nodes[1].container.options.shm_size, "1g");
+  EXPECT_EQ(plan->nodes[2].container.options.shm_size, "4g");
+  EXPECT_EQ((*plan->nodes[0].container.command)[1], "head.py");
+  EXPECT_EQ((*plan->nodes[1].container.command)[1], "train.py");
+  // The user's env wins over a rendezvous value of the same name.
+  EXPECT_EQ(EnvOf(plan->nodes[1])["MASTER_PORT"], "1234");
+  EXPECT_EQ(EnvOf(plan->nodes[1])["EPOCHS"], "3");
+}
+
+TEST(Plan, WorkerCountLimitsTheNodesAndTooManyIsAnError) {
+  PlanInput in = ThreeHosts();
+  RoleSpec worker;
+  worker.count = 1;
+  in.roles["worker"] = worker;
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->nodes.size(), 2u);
+  EXPECT_EQ(plan->used_hosts, (std::vector<size_t>{0, 1}));
+  in.roles["worker"].count = 3;
+  plan = MakePlan(in);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("only 2 nodes"), std::string::npos);
+}
+
+TEST(Plan, ALocalHostCanCarrySeveralNodes) {
+  PlanInput in;
+  in.job_id = "x";
+  in.job_name = "local";
+  in.image = "img";
+  Host local = MakeHost("local");
+  local.nodes = 3;
+  in.hosts = {local};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->nodes.size(), 3u);
+  EXPECT_EQ(plan->nodes[2].slot, 2);
+  EXPECT_EQ(EnvOf(plan->nodes[2])["MASTER_ADDR"], "127.0.0.1");
+  EXPECT_EQ(EnvOf(plan->nodes[2])["NNODES"], "3");
+}
+
+TEST(Plan, AJobWithoutAnImageIsRefused) {
+  PlanInput in = ThreeHosts();
+  in.image.clear();
+  EXPECT_FALSE(MakePlan(in).ok());
+}
+
+}  // namespace
+}  // namespace barge::cluster
