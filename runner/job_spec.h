@@ -17,8 +17,10 @@
 namespace barge::runner {
 
 struct SshSettings {
-  std::string known_hosts;  // expanded path; default ~/.ssh/known_hosts
-  std::string config_file;  // expanded path; default ~/.ssh/config
+  // Expanded, absolute paths; empty = ssh's defaults (~/.ssh/known_hosts,
+  // ~/.ssh/config), as ssh::SessionOptions takes them.
+  std::string known_hosts;
+  std::string config_file;
   ssh::HostKeyChecking host_key_checking = ssh::HostKeyChecking::kStrict;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
   // Job-wide defaults for hosts that do not set their own.
@@ -42,8 +44,13 @@ struct JobSpec {
   std::string image;     // job-wide image; a role may override
   std::optional<std::vector<std::string>> command;  // nullopt = image CMD
   container::ContainerOptions container;
-  // Empty = one local host (the local Docker engine).
+  // Empty = one local host (the local Docker engine). Host::line counts in
+  // hosts_file when that is set. Host::internal_address is left empty when
+  // the file does not set it (cluster::InternalAddress supplies the default).
   std::vector<cluster::Host> hosts;
+  // The file the hosts were read from, as error messages name it (joined to
+  // the job file's directory as given); empty = listed in the job file.
+  std::string hosts_file;
   std::string docker_command = "docker";  // job-wide; a host may override
   SshSettings ssh;
   // Keys "head" and/or "worker". Empty = every node runs the job's command,

@@ -1,13 +1,16 @@
 // The one event loop that drives every SSH session, every channel, every
 // local child process and every timer of a barge process. Single-threaded:
-// all of its methods and all callbacks run on the thread that calls Poll.
+// all of its methods and all callbacks run on the thread that calls Poll
+// (Wakeup is the one exception). Poll is the only call that blocks.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include <libssh/libssh.h>
 
@@ -17,36 +20,76 @@ class EventLoop {
  public:
   using Clock = std::chrono::steady_clock;
   using TimerId = std::uint64_t;
+  using HookId = std::uint64_t;
 
   EventLoop();
+  // Sessions added to raw() must have been removed (their executors
+  // destroyed) before the loop is destroyed.
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
 
-  // Waits at most `timeout` for activity on any session or watched fd, runs
-  // the callbacks that are due (including expired timers), and returns.
+  // Waits at most `timeout` (negative: no limit) for activity on any session
+  // or watched fd, or until the next timer is due, runs the callbacks that
+  // are due (including expired timers), and returns. Must not be called from
+  // inside one of its own callbacks.
   void Poll(std::chrono::milliseconds timeout);
 
-  // Runs `fn` once, from Poll, at or after `when`.
+  // Runs `fn` once, from Poll, at or after `when`. A timer added from a
+  // timer callback runs in a later pass, never in the pass that added it.
   TimerId AddTimer(Clock::time_point when, std::function<void()> fn);
+  // No-op for a timer that already ran or was cancelled.
   void CancelTimer(TimerId id);
 
-  // Calls `fn(revents)` from Poll whenever `fd` has any of `events` (POLLIN...).
-  // The fd stays owned by the caller, who must Unwatch it before closing it.
+  // Calls `fn(revents)` from Poll whenever `fd` has any of `events` (POLLIN...)
+  // or POLLHUP/POLLERR. Watching an fd that is already watched replaces the
+  // old watch. The fd stays owned by the caller, who must Unwatch it before
+  // closing it; after UnwatchFd returns, `fn` is never called again and the
+  // caller may close the fd at once (even from inside `fn`). If the watch
+  // cannot be set up (out of file descriptors), `fn` is called once from Poll
+  // with POLLERR|POLLNVAL.
   void WatchFd(int fd, short events, std::function<void(short revents)> fn);
   void UnwatchFd(int fd);
+
+  // For transports that drive state machines outside libssh's callbacks
+  // (ssh_executor.cc): `fn` runs at the start and at the end of every Poll,
+  // never from inside libssh's dispatch, so it may call any libssh function
+  // on sessions in raw(). RemovePollHook is safe from inside any callback.
+  HookId AddPollHook(std::function<void()> fn);
+  void RemovePollHook(HookId id);
+
+  // Makes a Poll that is waiting (or the next one) return soon. The one
+  // method that may be called from any thread or from a signal handler.
+  void Wakeup();
 
   // For ssh/ internals: the libssh event every session is added to.
   ssh_event raw() const { return event_; }
 
  private:
   struct FdWatch;
+  struct Hook {
+    HookId id;
+    std::function<void()> fn;
+    bool removed = false;
+  };
+
+  static int OnFdEvent(socket_t fd, int revents, void* userdata) noexcept;
   void RunDueTimers();
+  void RunHooks();
+  // Takes retired fd watches out of the libssh event; only outside dispatch.
+  void DropRetiredWatches();
 
   ssh_event event_;
+  int wake_fd_ = -1;  // eventfd, always in event_ so that it is never empty
+  bool polling_ = false;
+  int fd_callback_depth_ = 0;  // > 0 while an fd callback runs
   TimerId next_timer_ = 1;
   std::multimap<Clock::time_point, std::pair<TimerId, std::function<void()>>> timers_;
-  std::map<int, std::unique_ptr<FdWatch>> fds_;
+  std::map<TimerId, decltype(timers_)::iterator> timer_index_;
+  std::map<int, std::unique_ptr<FdWatch>> fds_;      // by the caller's fd
+  std::vector<std::unique_ptr<FdWatch>> retired_;  // unwatched, still in event_
+  HookId next_hook_ = 1;
+  std::list<Hook> hooks_;  // a list: hooks may be added while others run
 };
 
 }  // namespace barge::ssh

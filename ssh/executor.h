@@ -34,9 +34,10 @@ struct CommandCallbacks {
   std::function<void(const ExitStatus&)> on_exit;
 };
 
-// One running command. Must not be destroyed from inside its own callbacks.
-// Destroying it closes its channel (or pipes) and drops later callbacks; it
-// does not promise to stop the remote process.
+// One running command. May be destroyed at any time on the loop's thread,
+// also from inside its own callbacks. Destroying it closes its channel (or
+// pipes) and drops later callbacks; it does not promise to stop the remote
+// process.
 class Command {
  public:
   virtual ~Command() = default;

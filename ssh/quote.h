@@ -15,7 +15,10 @@ namespace barge::ssh {
 // printed commands stay readable. `word` must not contain NUL.
 std::string ShellQuote(std::string_view word);
 
-// Quotes every element and joins them with single spaces.
+// Quotes every element and joins them with single spaces. The first element
+// is quoted even when it is made of safe characters if the shell would read it
+// as an assignment (`A=B`) or a reserved word (`if`), so the line always runs
+// argv[0] as a command.
 std::string ShellJoin(const std::vector<std::string>& argv);
 
 }  // namespace barge::ssh

@@ -1,0 +1,550 @@
+#include "runner/controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "container/docker_args.h"
+#include "container/log_line.h"
+#include "runner/docker_commands.h"
+#include "runner/log_sink.h"
+#include "runner/signals.h"
+#include "runner/state_dir.h"
+#include "ssh/event_loop.h"
+#include "ssh/local_executor.h"
+#include "ssh/session.h"
+#include "ssh/ssh_executor.h"
+
+namespace barge::runner {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id) {
+  cluster::PlanInput in;
+  in.job_id = job_id;
+  in.job_name = spec.name;
+  in.image = spec.image;
+  in.command = spec.command;
+  in.container = spec.container;
+  in.hosts = spec.hosts;
+  if (in.hosts.empty()) {
+    cluster::Host local;
+    local.address = cluster::kLocalAddress;
+    in.hosts.push_back(local);
+  }
+  in.roles = spec.roles;
+  in.rendezvous = spec.rendezvous;
+  return in;
+}
+
+std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Host& host) {
+  const std::string& text = host.docker_command ? *host.docker_command : spec.docker_command;
+  Result<std::vector<std::string>> words = container::SplitDockerCommand(text);
+  if (!words.ok()) return {"docker"};  // validated at parse time; not reached
+  return *words;
+}
+
+namespace {
+
+std::string HostName(const cluster::Host& h) { return h.address; }
+
+// What a finished command produced.
+struct Outcome {
+  ssh::ExitStatus exit;
+  std::string out;
+  std::string err;
+
+  bool ok() const { return exit.known() && exit.code == 0; }
+  // The most useful one-line reason for a failure.
+  std::string Reason() const {
+    if (!exit.known()) return exit.error;
+    std::string text = err.empty() ? out : err;
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (text.empty()) return "exit code " + std::to_string(exit.code);
+    return text;
+  }
+};
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  return s.substr(i);
+}
+
+struct HostState {
+  size_t index = 0;
+  std::string name;  // as in messages and log prefixes
+  std::unique_ptr<ssh::Executor> exec;
+  std::unique_ptr<DockerCommands> docker;
+  std::string image_id;
+  // Commands in flight or finished; reaped by the loop, never from callbacks.
+  std::vector<std::unique_ptr<ssh::Command>> commands;
+};
+
+enum class NodePhase { kPending, kStarting, kRunning, kExited };
+
+struct NodeState {
+  const cluster::NodePlan* plan = nullptr;
+  HostState* host = nullptr;
+  NodePhase phase = NodePhase::kPending;
+  bool run_attempted = false;  // a container may exist on the host
+  std::optional<int> exit_code;
+  bool logs_open = false;
+  std::unique_ptr<container::LineSplitter> out_lines;
+  std::unique_ptr<container::LineSplitter> err_lines;
+};
+
+class Controller {
+ public:
+  Controller(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options)
+      : spec_(spec), input_(input), options_(options) {}
+
+  int Run();
+
+ private:
+  // Starts `line` on `host`; `done` runs from the loop once it has exited.
+  void Exec(HostState& host, const std::string& line, std::function<void(const Outcome&)> done);
+  // Polls the loop until `finished()` or `deadline`. Returns false on deadline.
+  bool RunUntil(const std::function<bool()>& finished, Clock::time_point deadline);
+  void ReapCommands();
+
+  Status Connect();
+  Status Preflight();
+  Status StartNodes(const std::vector<NodeState*>& nodes);
+  void StreamLogs(NodeState& node);
+  void WatchExit(NodeState& node);
+  void Teardown(bool graceful);
+
+  void Say(const std::string& message) { std::fprintf(stderr, "barge: %s\n", message.c_str()); }
+
+  const JobSpec& spec_;
+  cluster::PlanInput input_;
+  ControllerOptions options_;
+  cluster::Plan plan_;
+  ssh::EventLoop loop_;
+  std::map<size_t, std::unique_ptr<HostState>> hosts_;  // by host index
+  std::vector<std::unique_ptr<NodeState>> nodes_;       // by rank
+  std::unique_ptr<LogSink> sink_;
+  int interrupts_ = 0;
+  bool tearing_down_ = false;  // exits from now on are barge's doing
+  std::string failure_;        // set when a worker failed the job
+};
+
+void Controller::Exec(HostState& host, const std::string& line,
+                      std::function<void(const Outcome&)> done) {
+  auto outcome = std::make_shared<Outcome>();
+  auto finish = std::make_shared<std::function<void(const Outcome&)>>(std::move(done));
+  ssh::CommandCallbacks cb;
+  cb.on_stdout = [outcome](std::string_view d) { outcome->out.append(d); };
+  cb.on_stderr = [outcome](std::string_view d) { outcome->err.append(d); };
+  cb.on_exit = [outcome, finish](const ssh::ExitStatus& st) {
+    outcome->exit = st;
+    (*finish)(*outcome);
+  };
+  spdlog::debug("Remote command: start. [host: {}, command: {}]", host.name, line);
+  Result<std::unique_ptr<ssh::Command>> cmd = host.exec->Start(line, std::move(cb));
+  if (!cmd.ok()) {
+    // Deliver the failure from the loop, like any other outcome.
+    outcome->exit.error = cmd.status().message();
+    loop_.AddTimer(Clock::now(), [outcome, finish] { (*finish)(*outcome); });
+    return;
+  }
+  host.commands.push_back(std::move(cmd).value());
+}
+
+void Controller::ReapCommands() {
+  for (auto& [index, host] : hosts_) {
+    auto& cmds = host->commands;
+    cmds.erase(std::remove_if(cmds.begin(), cmds.end(), [](const auto& c) { return c->done(); }),
+               cmds.end());
+  }
+}
+
+bool Controller::RunUntil(const std::function<bool()>& finished, Clock::time_point deadline) {
+  while (!finished()) {
+    auto now = Clock::now();
+    if (now >= deadline) return false;
+    auto wait = std::min<milliseconds>(milliseconds(200),
+                                       std::chrono::duration_cast<milliseconds>(deadline - now));
+    loop_.Poll(std::max(wait, milliseconds(1)));
+    ReapCommands();
+  }
+  return true;
+}
+
+Status Controller::Connect() {
+  std::vector<ssh::SessionOptions> remote;
+  std::vector<size_t> remote_index;
+  for (size_t h : plan_.used_hosts) {
+    const cluster::Host& host = plan_.hosts[h];
+    auto state = std::make_unique<HostState>();
+    state->index = h;
+    state->name = HostName(host);
+    state->docker = std::make_unique<DockerCommands>(DockerCommandOf(spec_, host));
+    if (host.is_local()) {
+      state->exec = std::make_unique<ssh::LocalExecutor>(&loop_);
+    } else {
+      ssh::SessionOptions o;
+      o.host = host.address;
+      o.port = host.port ? host.port : spec_.ssh.port;
+      o.user = host.user ? host.user : spec_.ssh.user;
+      o.identity_file = host.identity_file ? host.identity_file : spec_.ssh.identity_file;
+      o.known_hosts_file = spec_.ssh.known_hosts;
+      o.config_file = spec_.ssh.config_file;
+      o.host_key_checking = spec_.ssh.host_key_checking;
+      o.connect_timeout = spec_.ssh.connect_timeout;
+      remote.push_back(o);
+      remote_index.push_back(h);
+    }
+    hosts_[h] = std::move(state);
+  }
+  if (spec_.ssh.host_key_checking == ssh::HostKeyChecking::kOff && !remote.empty()) {
+    Say("warning: host_key_checking is off: host keys are not verified, an impostor host would be trusted");
+  }
+  if (remote.empty()) return Status::Ok();
+  Say("connecting to " + std::to_string(remote.size()) + " host(s)");
+  auto sessions = ssh::ConnectAll(remote, 32);
+  std::vector<std::string> errors;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    HostState& state = *hosts_[remote_index[i]];
+    if (!sessions[i].ok()) {
+      errors.push_back(sessions[i].status().message());
+      continue;
+    }
+    state.exec = std::make_unique<ssh::SshExecutor>(std::move(sessions[i]).value(), &loop_);
+  }
+  if (!errors.empty()) {
+    std::string msg = "cannot connect:";
+    for (const auto& e : errors) msg += "\n  " + e;
+    return Status::Error(msg);
+  }
+  return Status::Ok();
+}
+
+Status Controller::Preflight() {
+  // Per host, in parallel: the engine answers; every image the host's nodes
+  // need is there (pulled when missing and image_pull allows); GPUs work
+  // where asked for.
+  std::map<size_t, std::vector<std::string>> errors;  // by host
+  int pending = 0;
+  for (auto& [h, host] : hosts_) {
+    HostState* hs = host.get();
+    std::set<std::string> images;
+    const container::ContainerSpec* gpu_spec = nullptr;
+    for (const auto& n : plan_.nodes) {
+      if (n.host_index != h) continue;
+      images.insert(n.container.image);
+      if (n.container.options.gpus && !gpu_spec) gpu_spec = &n.container;
+    }
+    ++pending;
+    Exec(*hs, hs->docker->Version(), [&, hs](const Outcome& o) {
+      --pending;
+      if (!o.ok()) errors[hs->index].push_back("docker is not reachable: " + o.Reason());
+    });
+    for (const std::string& image : images) {
+      ++pending;
+      Exec(*hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& o) {
+        if (o.ok()) {
+          hs->image_id = Trim(o.out);
+          --pending;
+          return;
+        }
+        if (spec_.image_pull == ImagePull::kNever || spec_.image_pull == ImagePull::kPush) {
+          errors[hs->index].push_back("image " + image + " is not present (image_pull: " +
+                                      (spec_.image_pull == ImagePull::kNever ? "never" : "push") +
+                                      "): " + o.Reason());
+          --pending;
+          return;
+        }
+        Say(hs->name + ": pulling " + image);
+        Exec(*hs, hs->docker->Pull(image), [&, hs, image](const Outcome& pulled) {
+          if (!pulled.ok()) {
+            errors[hs->index].push_back("image " + image + " is missing and cannot be pulled: " +
+                                        pulled.Reason());
+            --pending;
+            return;
+          }
+          Exec(*hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& again) {
+            --pending;
+            if (again.ok()) {
+              hs->image_id = Trim(again.out);
+            } else {
+              errors[hs->index].push_back("image " + image + ": " + again.Reason());
+            }
+          });
+        });
+      });
+    }
+    if (gpu_spec) {
+      ++pending;
+      Exec(*hs, hs->docker->GpuProbe(*gpu_spec), [&, hs](const Outcome& o) {
+        --pending;
+        if (!o.ok()) {
+          errors[hs->index].push_back("GPUs requested but unavailable: " + o.Reason());
+          return;
+        }
+        int count = 0;
+        std::istringstream lines(o.out);
+        std::string line;
+        while (std::getline(lines, line)) count += line.rfind("GPU ", 0) == 0;
+        input_.detected_gpus[hs->index] = count;
+      });
+    }
+  }
+  bool done = RunUntil([&] { return pending == 0 || interrupts_ > 0; },
+                       Clock::now() + spec_.ssh.connect_timeout + seconds(120));
+  if (interrupts_ > 0) return Status::Error("interrupted during preflight");
+  if (!done) return Status::Error("preflight did not finish in time");
+  if (errors.empty()) return Status::Ok();
+  std::string msg = "preflight failed; nothing was started:";
+  for (const auto& [h, list] : errors) {
+    for (const auto& e : list) msg += "\n  " + hosts_[h]->name + ": " + e;
+  }
+  return Status::Error(msg);
+}
+
+void Controller::StreamLogs(NodeState& node) {
+  const int rank = node.plan->rank;
+  auto on_line = [this, rank](Stream stream) {
+    return [this, rank, stream](std::string_view line, bool continuation) {
+      if (continuation) {
+        sink_->Line(rank, stream, "", line);
+        return;
+      }
+      Result<container::TimestampedLine> parsed = container::ParseTimestampedLine(line);
+      if (parsed.ok()) {
+        sink_->Line(rank, stream, parsed->timestamp, parsed->text);
+      } else {
+        sink_->Line(rank, stream, "", line);
+      }
+    };
+  };
+  node.out_lines = std::make_unique<container::LineSplitter>(on_line(Stream::kStdout));
+  node.err_lines = std::make_unique<container::LineSplitter>(on_line(Stream::kStderr));
+  node.logs_open = true;
+  ssh::CommandCallbacks cb;
+  NodeState* n = &node;
+  cb.on_stdout = [n](std::string_view d) { n->out_lines->Feed(d); };
+  cb.on_stderr = [n](std::string_view d) { n->err_lines->Feed(d); };
+  cb.on_exit = [this, n](const ssh::ExitStatus& st) {
+    n->out_lines->Flush();
+    n->err_lines->Flush();
+    n->logs_open = false;
+    if (!st.known()) Say(n->host->name + ": log stream of node " + std::to_string(n->plan->rank) + " lost: " + st.error);
+  };
+  const std::string line = node.host->docker->Logs(node.plan->container.name);
+  Result<std::unique_ptr<ssh::Command>> cmd = node.host->exec->Start(line, std::move(cb));
+  if (!cmd.ok()) {
+    node.logs_open = false;
+    Say(node.host->name + ": cannot stream logs: " + cmd.status().message());
+    return;
+  }
+  node.host->commands.push_back(std::move(cmd).value());
+}
+
+void Controller::WatchExit(NodeState& node) {
+  NodeState* n = &node;
+  Exec(*node.host, node.host->docker->Wait(node.plan->container.name), [this, n](const Outcome& o) {
+    n->phase = NodePhase::kExited;
+    if (o.ok()) {
+      try {
+        n->exit_code = std::stoi(Trim(o.out));
+      } catch (...) {
+        n->exit_code.reset();
+      }
+    }
+    if (!n->exit_code) {
+      Say(n->host->name + ": cannot learn how node " + std::to_string(n->plan->rank) +
+          " ended: " + o.Reason());
+    }
+    std::string code = n->exit_code ? std::to_string(*n->exit_code) : "unknown";
+    if (n->plan->rank == 0) {
+      Say("head exited with code " + code);
+      return;
+    }
+    if (tearing_down_) return;
+    if (failure_.empty() && (!n->exit_code || *n->exit_code != 0) &&
+        spec_.on_worker_exit == OnWorkerExit::kFail) {
+      failure_ = "worker " + std::to_string(n->plan->rank) + " on " + n->host->name +
+                 " failed with exit code " + code;
+      Say(failure_);
+    } else {
+      Say("worker " + std::to_string(n->plan->rank) + " on " + n->host->name +
+          " exited with code " + code);
+    }
+  });
+}
+
+Status Controller::StartNodes(const std::vector<NodeState*>& nodes) {
+  std::vector<std::string> errors;
+  int pending = 0;
+  for (NodeState* n : nodes) {
+    n->phase = NodePhase::kStarting;
+    n->run_attempted = true;
+    ++pending;
+    Exec(*n->host, n->host->docker->Run(n->plan->container), [&, n](const Outcome& o) {
+      --pending;
+      if (!o.ok()) {
+        errors.push_back("node " + std::to_string(n->plan->rank) + " (" + n->plan->role + ") on " +
+                         n->host->name + " did not start: " + o.Reason());
+        n->phase = NodePhase::kExited;
+        return;
+      }
+      n->phase = NodePhase::kRunning;
+      StreamLogs(*n);
+      WatchExit(*n);
+    });
+  }
+  bool done = RunUntil([&] { return pending == 0; }, Clock::now() + seconds(300));
+  if (!done) errors.push_back("starting containers did not finish in time");
+  if (errors.empty()) return Status::Ok();
+  std::string msg;
+  for (const auto& e : errors) msg += (msg.empty() ? "" : "\n  ") + e;
+  return Status::Error(msg);
+}
+
+void Controller::Teardown(bool graceful) {
+  // Stop what still runs, let output drain, then remove every container of
+  // the job that may exist, host by host in parallel.
+  tearing_down_ = true;
+  std::map<HostState*, std::vector<std::string>> running, attempted;
+  for (auto& n : nodes_) {
+    if (!n->run_attempted) continue;
+    attempted[n->host].push_back(n->plan->container.name);
+    if (n->phase == NodePhase::kRunning) running[n->host].push_back(n->plan->container.name);
+  }
+  const int grace = static_cast<int>(
+      std::chrono::duration_cast<seconds>(spec_.stop_grace).count());
+  if (!running.empty()) {
+    size_t count = 0;
+    for (auto& [host, names] : running) count += names.size();
+    Say(std::string(graceful ? "stopping " : "killing ") + std::to_string(count) + " container(s)");
+    for (auto& [host, names] : running) {
+      Exec(*host, graceful ? host->docker->Stop(names, grace) : host->docker->Kill(names),
+           [](const Outcome&) {});
+    }
+  }
+  auto drained = [&] {
+    return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) {
+      return !n->run_attempted || (n->phase != NodePhase::kRunning && !n->logs_open);
+    });
+  };
+  int interrupts_before = interrupts_;
+  RunUntil([&] { return drained() || (graceful && interrupts_ > interrupts_before); },
+           Clock::now() + spec_.stop_grace + seconds(15));
+  int pending = 0;
+  for (auto& [host, names] : attempted) {
+    ++pending;
+    HostState* hs = host;
+    Exec(*host, host->docker->Remove(names), [&, hs](const Outcome& o) {
+      --pending;
+      if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
+    });
+  }
+  if (!RunUntil([&] { return pending == 0; }, Clock::now() + seconds(60))) {
+    Say("removing containers did not finish in time; run `docker ps -a --filter label=barge.job=" +
+        plan_.job_id + "` on the hosts");
+  }
+}
+
+int Controller::Run() {
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) {
+    Say(plan.status().message());
+    return kExitBargeFailure;
+  }
+  plan_ = std::move(plan).value();
+  SignalWatcher signals(&loop_, [this](int signo) {
+    ++interrupts_;
+    Say(std::string(interrupts_ == 1 ? "interrupted (signal " : "interrupted again (signal ") +
+        std::to_string(signo) + (interrupts_ == 1 ? "): stopping the job" : "): killing the job"));
+  });
+
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  if (interrupts_ > 0) return kExitInterrupted;
+  if (Status s = Preflight(); !s.ok()) {
+    Say(s.message());
+    return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
+  }
+  // Live hosts may have filled in GPU counts: plan again.
+  plan = cluster::MakePlan(input_);
+  if (!plan.ok()) {
+    Say(plan.status().message());
+    return kExitBargeFailure;
+  }
+  plan_ = std::move(plan).value();
+
+  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  if (Status s = MakeDirs(run_dir); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  std::vector<LogSink::Node> sink_nodes;
+  for (const auto& n : plan_.nodes) {
+    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
+    auto state = std::make_unique<NodeState>();
+    state->plan = &n;
+    state->host = hosts_[n.host_index].get();
+    nodes_.push_back(std::move(state));
+  }
+  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo);
+  if (!sink.ok()) {
+    Say(sink.status().message());
+    return kExitBargeFailure;
+  }
+  sink_ = std::move(sink).value();
+  Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(nodes_.size()) +
+      " node(s); logs in " + run_dir);
+
+  // The head first; workers only once it is ready.
+  NodeState& head = *nodes_[0];
+  if (Status s = StartNodes({&head}); !s.ok()) {
+    Say(s.message());
+    Teardown(false);
+    return kExitBargeFailure;
+  }
+  std::vector<NodeState*> workers;
+  for (size_t i = 1; i < nodes_.size(); ++i) workers.push_back(nodes_[i].get());
+  if (!workers.empty() && head.phase == NodePhase::kRunning && interrupts_ == 0) {
+    if (Status s = StartNodes(workers); !s.ok()) {
+      Say(s.message());
+      Teardown(false);
+      return kExitBargeFailure;
+    }
+  }
+
+  // Running: until the head's main process exits, a worker fails the job, or
+  // an interrupt.
+  RunUntil([&] { return head.phase == NodePhase::kExited || !failure_.empty() || interrupts_ > 0; },
+           Clock::time_point::max());
+  const bool interrupted = interrupts_ > 0;
+  Teardown(interrupts_ < 2);
+  if (interrupted) return kExitInterrupted;
+  if (!failure_.empty()) {
+    Say("job failed: " + failure_);
+    return kExitBargeFailure;
+  }
+  if (!head.exit_code) return kExitBargeFailure;
+  return *head.exit_code;
+}
+
+}  // namespace
+
+int RunJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options) {
+  Controller controller(spec, input, options);
+  return controller.Run();
+}
+
+}  // namespace barge::runner

@@ -1,0 +1,37 @@
+// The Controller runs one job to its end: connect → preflight → start head →
+// ready → start workers → running → completing → torn down, and returns
+// barge's exit code (the head's own code; 125 for barge's failures; 130
+// after an interrupt).
+//
+// It is driven by one ssh::EventLoop: every remote command is a channel on
+// its host's one session (or a local child process), and Poll is the only
+// place it blocks. Single-threaded except for the parallel SSH connects,
+// which finish before the loop starts.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cluster/plan.h"
+#include "runner/job_spec.h"
+
+namespace barge::runner {
+
+// barge's exit codes besides the head's own.
+inline constexpr int kExitBargeFailure = 125;
+inline constexpr int kExitInterrupted = 130;
+
+struct ControllerOptions {
+  std::string state_dir;  // StateDir() unless a test says otherwise
+  bool echo = true;       // container lines to the terminal
+};
+
+// `input` is the job's PlanInput (with job id); the plan is made again after
+// preflight once live hosts have filled in what only they know.
+int RunJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options);
+
+// Helpers shared with `barge plan`.
+cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id);
+std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Host& host);
+
+}  // namespace barge::runner

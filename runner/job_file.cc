@@ -1,0 +1,1334 @@
+#include "runner/job_file.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <span>
+#include <tuple>
+#include <utility>
+
+#include "runner/job_text.h"
+#include "runner/job_values.h"
+#include "runner/suggest.h"
+#include "runner/units.h"
+
+namespace barge::runner {
+
+std::string JobFileError::ToString() const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line) + ":" + std::to_string(column);
+  out += ": ";
+  if (!key.empty()) out += key + ": ";
+  return out + message;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using container::ContainerOptions;
+using container::KeyValues;
+
+// More expanded nodes than this (aliases counted each time they are used)
+// is refused as a possible alias bomb. 1000 hosts of 30 values each fit.
+constexpr long long kMaxExpandedNodes = 100000;
+
+// One file being read: the name its errors carry and the directory its
+// relative paths resolve against. Owned by ParseJobText (the job file) or
+// by JobDraft (a hosts_file); outlives every Entry that points at it.
+struct Source {
+  std::string name;
+  std::string base_dir;
+  std::vector<JobFileError>* errors;
+
+  void Error(int line, int column, std::string key, std::string message) const {
+    errors->push_back(JobFileError{name, line, column, std::move(key), std::move(message)});
+  }
+  void Error(const YAML::Mark& at, std::string key, std::string message) const {
+    Error(at.line + 1, at.column + 1, std::move(key), std::move(message));
+  }
+};
+
+// A value being read, with everything an error about it needs.
+struct Entry {
+  const Source* src;
+  YAML::Node key;    // the key node; for a list element, the element itself
+  YAML::Node value;
+  std::string path;  // "hosts[1].port"
+
+  // An error about the value: placed at the value, or at the key when the
+  // value is empty (yaml-cpp places an empty value at the next token, often
+  // on the next line).
+  void Error(std::string message) const {
+    const YAML::Node& at = value.IsNull() ? key : value;
+    src->Error(at.Mark(), path, std::move(message));
+  }
+  // An error about the key itself: unknown, misplaced, missing parts.
+  void KeyError(std::string message) const { src->Error(key.Mark(), path, std::move(message)); }
+
+  Entry Element(const YAML::Node& element, size_t index) const {
+    return Entry{src, element, element, path + "[" + std::to_string(index) + "]"};
+  }
+  Entry Child(const YAML::Node& child_key, const YAML::Node& child_value) const {
+    std::string name = child_key.Scalar();
+    return Entry{src, child_key, child_value, path.empty() ? name : path + "." + name};
+  }
+};
+
+std::string TypeName(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Scalar:
+      return "a string (" + QuoteValue(n.Scalar()) + ")";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "nothing";
+  }
+}
+
+std::string JoinWords(std::span<const std::string_view> words, std::string_view last_sep) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? last_sep : std::string_view(", ");
+    out += words[i];
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Reading single values. Each reports its own errors and returns nullopt
+// (or false) after one.
+
+std::optional<std::string> ReadScalar(const Entry& e, std::string_view expected = "a string") {
+  if (e.value.IsNull()) {
+    e.Error("missing value (expected " + std::string(expected) + ")");
+    return std::nullopt;
+  }
+  if (!e.value.IsScalar()) {
+    e.Error("expected " + std::string(expected) + ", got " + TypeName(e.value));
+    return std::nullopt;
+  }
+  const std::string& s = e.value.Scalar();
+  // The text was checked for NUL bytes; an escape ("\0") can still make one.
+  if (s.find('\0') != std::string::npos) {
+    e.Error("NUL character in the value (Docker and shells cannot carry it)");
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<std::string> ReadNonEmpty(const Entry& e, std::string_view expected = "a string") {
+  std::optional<std::string> s = ReadScalar(e, expected);
+  if (s && s->empty()) {
+    e.Error("empty value (expected " + std::string(expected) + ")");
+    return std::nullopt;
+  }
+  return s;
+}
+
+// A string that `check` accepts.
+std::optional<std::string> ReadChecked(const Entry& e, Status (*check)(std::string_view)) {
+  std::optional<std::string> s = ReadScalar(e);
+  if (!s) return std::nullopt;
+  if (Status status = check(*s); !status.ok()) {
+    e.Error(status.message());
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<long long> ReadInteger(const Entry& e, long long min, long long max,
+                                     std::string_view what = "an integer") {
+  std::string expected = std::string(what) + " from " + std::to_string(min) + " to " +
+                         std::to_string(max);
+  if (max == LLONG_MAX) expected = std::string(what) + " of at least " + std::to_string(min);
+  std::optional<std::string> s = ReadScalar(e, expected);
+  if (!s) return std::nullopt;
+  long long value;
+  if (!ParseInteger(*s, &value) || value < min || value > max) {
+    e.Error("expected " + expected + ", got " + QuoteValue(*s));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<int> ReadPort(const Entry& e) {
+  std::optional<long long> port = ReadInteger(e, 1, 65535, "a port number");
+  if (!port) return std::nullopt;
+  return static_cast<int>(*port);
+}
+
+std::optional<std::string> ReadEnum(const Entry& e, std::span<const std::string_view> values) {
+  std::string expected = JoinWords(values, " or ");
+  std::optional<std::string> s = ReadScalar(e, expected);
+  if (!s) return std::nullopt;
+  for (std::string_view v : values) {
+    if (v == *s) return s;
+  }
+  std::string message = "invalid value " + QuoteValue(*s) + " (expected " + expected + ")";
+  if (auto close = ClosestMatch(*s, values)) message += "; did you mean '" + *close + "'?";
+  e.Error(message);
+  return std::nullopt;
+}
+
+std::optional<std::string> ReadSize(const Entry& e) {
+  std::optional<std::string> s = ReadScalar(e, "a size, e.g. 512m or 2g");
+  if (!s) return std::nullopt;
+  if (!IsSize(*s)) {
+    e.Error(InvalidSizeMessage(*s));
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<std::chrono::milliseconds> ReadDuration(const Entry& e, bool allow_zero) {
+  std::optional<std::string> s = ReadScalar(e, "a duration, e.g. 10s");
+  if (!s) return std::nullopt;
+  Result<std::chrono::milliseconds> d = ParseDuration(*s);
+  if (!d.ok()) {
+    e.Error(d.status().message());
+    return std::nullopt;
+  }
+  if (!allow_zero && d->count() == 0) {
+    e.Error("must be longer than zero");
+    return std::nullopt;
+  }
+  return *d;
+}
+
+// False (after an error) unless the value is a list. A lone value where a
+// list belongs gets the fix spelled out.
+bool ExpectList(const Entry& e, std::string_view of_what) {
+  if (e.value.IsSequence()) return true;
+  std::string message = "expected a list of " + std::string(of_what) + ", got " + TypeName(e.value);
+  if (e.value.IsScalar()) message += "; write [" + e.value.Scalar() + "]";
+  e.Error(message);
+  return false;
+}
+
+// A list of strings, each accepted by `check` (when given).
+std::optional<std::vector<std::string>> ReadStringList(const Entry& e,
+                                                       Status (*check)(std::string_view)) {
+  if (!ExpectList(e, "strings")) return std::nullopt;
+  std::vector<std::string> out;
+  bool ok = true;
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    Entry item = e.Element(e.value[i], i);
+    std::optional<std::string> s = check ? ReadChecked(item, check) : ReadScalar(item);
+    if (s) {
+      out.push_back(*s);
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+// "~" and "~/..." expand to the home directory; other relative paths
+// resolve against the directory of the file that names them.
+std::optional<std::string> ExpandPath(const Entry& e, const std::string& written) {
+  if (written.empty()) {
+    e.Error("empty path");
+    return std::nullopt;
+  }
+  if (written[0] == '~') {
+    if (written.size() > 1 && written[1] != '/') {
+      e.Error("only '~' and '~/' are expanded, not " + QuoteValue(written));
+      return std::nullopt;
+    }
+    std::string home;
+    if (const char* env = std::getenv("HOME"); env != nullptr && env[0] != '\0') {
+      home = env;
+    } else if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_dir != nullptr) {
+      home = pw->pw_dir;
+    } else {
+      e.Error("cannot expand '~': HOME is not set");
+      return std::nullopt;
+    }
+    return home + written.substr(1);
+  }
+  if (written[0] == '/') return written;
+  return (fs::path(e.src->base_dir) / written).lexically_normal().string();
+}
+
+std::optional<std::string> ReadPath(const Entry& e) {
+  std::optional<std::string> written = ReadScalar(e, "a path");
+  if (!written) return std::nullopt;
+  return ExpandPath(e, *written);
+}
+
+// Opens `path` for reading to see that it can be read: "" or why not.
+std::string Unreadable(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  struct stat st;
+  std::string why;
+  if (fstat(fd, &st) != 0) {
+    why = std::strerror(errno);
+  } else if (S_ISDIR(st.st_mode)) {
+    why = "it is a directory";
+  }
+  close(fd);
+  return why;
+}
+
+// A path to a local file that must be readable now (a local check: nothing
+// is read from it).
+std::optional<std::string> ReadReadableFile(const Entry& e, std::string_view what) {
+  std::optional<std::string> written = ReadScalar(e, "a path");
+  if (!written) return std::nullopt;
+  std::optional<std::string> path = ExpandPath(e, *written);
+  if (!path) return std::nullopt;
+  if (std::string why = Unreadable(*path); !why.empty()) {
+    e.Error("cannot read " + std::string(what) + " " + QuoteValue(*written) + ": " + why);
+    return std::nullopt;
+  }
+  return path;
+}
+
+// A list of strings, or one string meaning ["sh", "-c", STRING].
+std::optional<std::vector<std::string>> ReadCommand(const Entry& e) {
+  const std::string kEmpty = "empty command; remove 'command:' to run the image's CMD";
+  if (e.value.IsSequence()) {
+    if (e.value.size() == 0) {
+      e.Error(kEmpty);
+      return std::nullopt;
+    }
+    return ReadStringList(e, nullptr);
+  }
+  std::optional<std::string> s =
+      ReadScalar(e, "a list of strings, or a string to run with sh -c");
+  if (!s) return std::nullopt;
+  if (s->empty()) {
+    e.Error(kEmpty);
+    return std::nullopt;
+  }
+  return std::vector<std::string>{"sh", "-c", *s};
+}
+
+// ---------------------------------------------------------------------------
+// Reading mappings through a table of known keys per block. Adding a key to
+// a block is one line in its table.
+
+template <typename Out>
+struct KeyRule {
+  std::string_view key;
+  void (*read)(const Entry& e, Out& out);
+  // With read == nullptr the key is known but belongs elsewhere; this says
+  // where, as the error's message.
+  std::string_view misplaced = {};
+};
+
+// The first entry of each key present in a mapping.
+using SeenKeys = std::map<std::string, Entry>;
+
+std::string UnknownMessage(const std::string& name, std::span<const std::string_view> known,
+                           std::string_view noun) {
+  std::string message = "unknown " + std::string(noun);
+  if (auto close = ClosestMatch(name, known)) return message + "; did you mean '" + *close + "'?";
+  return message + " (expected " + JoinWords(known, " or ") + ")";
+}
+
+// Reads the mapping `block.value` through `rules`. An empty value (`key:`
+// with nothing after it) is an empty block. Unknown keys are errors, with a
+// suggestion when one is close; `noun` names what the keys are ("key",
+// "role").
+template <typename Out, size_t N>
+SeenKeys ReadMapping(const Entry& block, const KeyRule<Out> (&rules)[N], Out& out,
+                     std::string_view noun = "key") {
+  SeenKeys seen;
+  if (block.value.IsNull()) return seen;
+  if (!block.value.IsMap()) {
+    block.Error("expected a mapping, got " + TypeName(block.value));
+    return seen;
+  }
+  std::vector<std::string_view> known;
+  for (const KeyRule<Out>& rule : rules) {
+    if (rule.read != nullptr) known.push_back(rule.key);
+  }
+  for (auto it = block.value.begin(); it != block.value.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      block.src->Error(it->first.Mark(), block.path,
+                       "a key must be a plain word, not " + TypeName(it->first));
+      continue;
+    }
+    Entry e = block.Child(it->first, it->second);
+    const std::string& name = it->first.Scalar();
+    if (name == "<<") {
+      e.KeyError("merge keys ('<<') are not supported; repeat the keys, or alias the whole block");
+      continue;
+    }
+    const KeyRule<Out>* rule = nullptr;
+    for (const KeyRule<Out>& r : rules) {
+      if (r.key == name) rule = &r;
+    }
+    if (rule == nullptr) {
+      e.KeyError(UnknownMessage(name, known, noun));
+      continue;
+    }
+    if (rule->read == nullptr) {
+      e.KeyError(std::string(rule->misplaced));
+      continue;
+    }
+    seen.emplace(name, e);
+    rule->read(e, out);
+  }
+  return seen;
+}
+
+// A mapping NAME -> scalar whose names `check_name` accepts; values are
+// kept exactly as written (`3` stays "3", `true` stays "true"). Returns
+// nullopt after any error.
+std::optional<KeyValues> ReadKeyValues(const Entry& e,
+                                       const std::function<bool(const Entry&)>& check_name,
+                                       const std::function<bool(const Entry&, const std::string&)>&
+                                           check_value) {
+  if (e.value.IsNull()) return KeyValues{};
+  if (!e.value.IsMap()) {
+    e.Error("expected a mapping of NAME: value, got " + TypeName(e.value));
+    return std::nullopt;
+  }
+  KeyValues out;
+  bool ok = true;
+  for (auto it = e.value.begin(); it != e.value.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      e.src->Error(it->first.Mark(), e.path, "a name must be a plain word, not " + TypeName(it->first));
+      ok = false;
+      continue;
+    }
+    Entry item = e.Child(it->first, it->second);
+    if (!check_name(item)) {
+      ok = false;
+      continue;
+    }
+    if (item.value.IsNull()) {
+      item.Error("missing value (write \"\" for an empty one)");
+      ok = false;
+      continue;
+    }
+    std::optional<std::string> value = ReadScalar(item, "a string, number or boolean");
+    if (!value || !check_value(item, *value)) {
+      ok = false;
+      continue;
+    }
+    out.emplace_back(it->first.Scalar(), *value);
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+bool IsIdentifier(std::string_view s) {
+  return CheckEnvName(s).ok();
+}
+
+std::optional<KeyValues> ReadEnv(const Entry& e) {
+  return ReadKeyValues(
+      e,
+      [](const Entry& item) {
+        if (Status s = CheckEnvName(item.key.Scalar()); !s.ok()) {
+          item.KeyError(s.message());
+          return false;
+        }
+        return true;
+      },
+      [](const Entry&, const std::string&) { return true; });
+}
+
+std::optional<KeyValues> ReadUlimits(const Entry& e) {
+  return ReadKeyValues(
+      e,
+      [](const Entry& item) {
+        const std::string& name = item.key.Scalar();
+        for (std::string_view known : UlimitNames()) {
+          if (known == name) return true;
+        }
+        item.KeyError(UnknownMessage(name, UlimitNames(), "ulimit"));
+        return false;
+      },
+      [](const Entry& item, const std::string& value) {
+        if (Status s = CheckUlimitValue(value); !s.ok()) {
+          item.Error(s.message());
+          return false;
+        }
+        return true;
+      });
+}
+
+// gpus: all | COUNT | [ID, ...], as Docker's --gpus value: "all", "2",
+// "\"device=0,1\"" (the double quotes belong to the value: Docker's --gpus
+// parses it as CSV, where a bare comma would split the device list).
+std::optional<std::string> ReadGpus(const Entry& e) {
+  const std::string kExpected = "'all', a count, or a list of device ids like [0, 1]";
+  if (e.value.IsSequence()) {
+    if (e.value.size() == 0) {
+      e.Error("empty list of GPU devices (expected " + kExpected + ")");
+      return std::nullopt;
+    }
+    std::optional<std::vector<std::string>> ids = ReadStringList(e, CheckGpuDeviceId);
+    if (!ids) return std::nullopt;
+    std::string joined;
+    for (const std::string& id : *ids) joined += (joined.empty() ? "" : ",") + id;
+    return "\"device=" + joined + "\"";
+  }
+  std::optional<std::string> s = ReadScalar(e, kExpected);
+  if (!s) return std::nullopt;
+  if (*s == "all") return s;
+  long long count;
+  if (ParseInteger(*s, &count)) {
+    if (count < 1 || count > 1024) {
+      e.Error("a GPU count must be from 1 to 1024 (remove 'gpus' for none), got " + QuoteValue(*s));
+      return std::nullopt;
+    }
+    return std::to_string(count);
+  }
+  e.Error("invalid gpus " + QuoteValue(*s) + " (expected " + kExpected + ")");
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// The blocks.
+
+constexpr KeyRule<ContainerOptions> kContainerRules[] = {
+    {"shm_size", [](const Entry& e, ContainerOptions& o) { o.shm_size = ReadSize(e); }},
+    {"cap_add",
+     [](const Entry& e, ContainerOptions& o) { o.cap_add = ReadStringList(e, CheckCapability); }},
+    {"gpus", [](const Entry& e, ContainerOptions& o) { o.gpus = ReadGpus(e); }},
+    {"ipc", [](const Entry& e, ContainerOptions& o) { o.ipc = ReadChecked(e, CheckIpcMode); }},
+    {"network",
+     [](const Entry& e, ContainerOptions& o) { o.network = ReadChecked(e, CheckNetworkMode); }},
+    {"memory", [](const Entry& e, ContainerOptions& o) { o.memory = ReadSize(e); }},
+    {"ulimits", [](const Entry& e, ContainerOptions& o) { o.ulimits = ReadUlimits(e); }},
+    {"devices",
+     [](const Entry& e, ContainerOptions& o) { o.devices = ReadStringList(e, CheckDeviceSpec); }},
+    {"volumes",
+     [](const Entry& e, ContainerOptions& o) { o.volumes = ReadStringList(e, CheckVolumeSpec); }},
+    {"env", [](const Entry& e, ContainerOptions& o) { o.env = ReadEnv(e); }},
+    {"run_options",
+     [](const Entry& e, ContainerOptions& o) { o.run_options = ReadStringList(e, nullptr); }},
+};
+
+void ReadContainer(const Entry& e, ContainerOptions& out) { ReadMapping(e, kContainerRules, out); }
+
+// A host entry, with where its values were written for the checks that
+// compare hosts.
+struct HostDraft {
+  cluster::Host host;
+  Entry entry;  // the list element
+  std::optional<Entry> address;
+  std::optional<Entry> role;
+  std::vector<Entry> ssh_settings;  // user, port, identity_file
+};
+
+constexpr KeyRule<HostDraft> kHostRules[] = {
+    {"address",
+     [](const Entry& e, HostDraft& h) {
+       h.address = e;
+       if (auto a = ReadChecked(e, CheckHostAddress)) h.host.address = *a;
+     }},
+    {"internal_address",
+     [](const Entry& e, HostDraft& h) {
+       std::optional<std::string> a = ReadChecked(e, CheckHostAddress);
+       if (a && *a == cluster::kLocalAddress) {
+         e.Error("'local' is not an address other nodes can reach");
+       } else if (a) {
+         h.host.internal_address = *a;
+       }
+     }},
+    {"user",
+     [](const Entry& e, HostDraft& h) {
+       h.ssh_settings.push_back(e);
+       h.host.user = ReadChecked(e, CheckUserName);
+     }},
+    {"port",
+     [](const Entry& e, HostDraft& h) {
+       h.ssh_settings.push_back(e);
+       h.host.port = ReadPort(e);
+     }},
+    {"identity_file",
+     [](const Entry& e, HostDraft& h) {
+       h.ssh_settings.push_back(e);
+       h.host.identity_file = ReadReadableFile(e, "identity file");
+     }},
+    {"gpus",
+     [](const Entry& e, HostDraft& h) {
+       if (auto n = ReadInteger(e, 0, 1024, "a GPU count")) h.host.gpus = static_cast<int>(*n);
+     }},
+    {"nodes",
+     [](const Entry& e, HostDraft& h) {
+       if (auto n = ReadInteger(e, 1, 1024, "a number of nodes")) h.host.nodes = static_cast<int>(*n);
+     }},
+    {"docker_command",
+     [](const Entry& e, HostDraft& h) { h.host.docker_command = ReadChecked(e, CheckDockerCommand); }},
+    {"role",
+     [](const Entry& e, HostDraft& h) {
+       std::optional<std::string> role = ReadScalar(e, "'head'");
+       if (role && *role != cluster::kHeadRole) {
+         e.Error("invalid role " + QuoteValue(*role) +
+                 ": only 'head' can be set here (the other hosts carry the workers)");
+       } else if (role) {
+         h.role = e;
+         h.host.role = *role;
+       }
+     }},
+    {"container", [](const Entry& e, HostDraft& h) { ReadContainer(e, h.host.container); }},
+    {"vars",
+     [](const Entry& e, HostDraft& h) {
+       std::optional<KeyValues> vars = ReadKeyValues(
+           e,
+           [](const Entry& item) {
+             if (!IsIdentifier(item.key.Scalar())) {
+               item.KeyError("invalid variable name " + QuoteValue(item.key.Scalar()) +
+                             " (letters, digits and '_', not starting with a digit)");
+               return false;
+             }
+             return true;
+           },
+           [](const Entry&, const std::string&) { return true; });
+       if (vars) h.host.vars.insert(vars->begin(), vars->end());
+     }},
+};
+
+struct ReadyDraft {
+  cluster::ReadinessProbe probe;
+  std::vector<Entry> kinds;  // tcp_port, log, command as written
+};
+
+constexpr KeyRule<ReadyDraft> kReadyRules[] = {
+    {"tcp_port",
+     [](const Entry& e, ReadyDraft& r) {
+       r.kinds.push_back(e);
+       r.probe.kind = cluster::ReadinessProbe::Kind::kTcpPort;
+       if (auto port = ReadPort(e)) r.probe.tcp_port = *port;
+     }},
+    {"log",
+     [](const Entry& e, ReadyDraft& r) {
+       r.kinds.push_back(e);
+       r.probe.kind = cluster::ReadinessProbe::Kind::kLog;
+       std::optional<std::string> pattern = ReadNonEmpty(e, "a regular expression");
+       if (!pattern) return;
+       if (pattern->size() > 1000) {
+         e.Error("regular expression longer than 1000 characters");
+         return;
+       }
+       try {
+         std::regex compiled(*pattern, std::regex::ECMAScript);
+         r.probe.log_regex = *pattern;
+       } catch (const std::regex_error& error) {
+         e.Error("invalid regular expression " + QuoteValue(*pattern) + ": " + error.what());
+       }
+     }},
+    {"command",
+     [](const Entry& e, ReadyDraft& r) {
+       r.kinds.push_back(e);
+       r.probe.kind = cluster::ReadinessProbe::Kind::kCommand;
+       if (auto command = ReadNonEmpty(e, "a shell command")) r.probe.command = *command;
+     }},
+    {"timeout",
+     [](const Entry& e, ReadyDraft& r) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) r.probe.timeout = *d;
+     }},
+};
+
+void ReadReady(const Entry& e, cluster::ReadinessProbe& out) {
+  ReadyDraft draft;
+  ReadMapping(e, kReadyRules, draft);
+  if (draft.kinds.size() > 1) {
+    std::string names;
+    for (const Entry& k : draft.kinds) names += (names.empty() ? "" : " and ") + k.key.Scalar();
+    draft.kinds[1].KeyError("give one of tcp_port, log or command, not " + names);
+    return;
+  }
+  if (draft.kinds.empty() && e.value.IsMap()) {
+    e.KeyError("give one of tcp_port, log or command (without 'ready:' the head is ready once "
+               "its container runs)");
+    return;
+  }
+  out = draft.probe;
+}
+
+struct RoleDraft {
+  bool present = false;
+  cluster::RoleSpec role;
+  std::optional<Entry> image;
+  std::optional<Entry> count;  // as written, when valid
+};
+
+constexpr KeyRule<RoleDraft> kHeadRules[] = {
+    {"image",
+     [](const Entry& e, RoleDraft& r) {
+       r.image = e;
+       r.role.image = ReadChecked(e, CheckImageReference);
+     }},
+    {"command", [](const Entry& e, RoleDraft& r) { r.role.command = ReadCommand(e); }},
+    {"container", [](const Entry& e, RoleDraft& r) { ReadContainer(e, r.role.container); }},
+    {"ready", [](const Entry& e, RoleDraft& r) { ReadReady(e, r.role.ready); }},
+    {"count", nullptr, "only role 'worker' has a count; there is always exactly one head"},
+};
+
+constexpr KeyRule<RoleDraft> kWorkerRules[] = {
+    {"image",
+     [](const Entry& e, RoleDraft& r) {
+       r.image = e;
+       r.role.image = ReadChecked(e, CheckImageReference);
+     }},
+    {"command", [](const Entry& e, RoleDraft& r) { r.role.command = ReadCommand(e); }},
+    {"container", [](const Entry& e, RoleDraft& r) { ReadContainer(e, r.role.container); }},
+    {"count",
+     [](const Entry& e, RoleDraft& r) {
+       if (e.value.IsScalar() && e.value.Scalar() == "rest") return;  // count stays nullopt
+       std::optional<std::string> s = ReadScalar(e, "a number of workers or 'rest'");
+       long long n;
+       if (s && (!ParseInteger(*s, &n) || n < 0 || n > 100000)) {
+         e.Error("expected a number of workers (0 or more) or 'rest', got " + QuoteValue(*s));
+       } else if (s) {
+         r.role.count = static_cast<int>(n);
+         r.count = e;
+       }
+     }},
+    {"ready", nullptr, "only the head has a readiness probe ('ready')"},
+};
+
+constexpr std::string_view kHostKeyChecking[] = {"strict", "accept-new", "off"};
+
+constexpr KeyRule<SshSettings> kSshRules[] = {
+    {"known_hosts",
+     [](const Entry& e, SshSettings& s) {
+       if (auto path = ReadPath(e)) s.known_hosts = *path;
+     }},
+    {"config_file",
+     [](const Entry& e, SshSettings& s) {
+       if (auto path = ReadReadableFile(e, "ssh config file")) s.config_file = *path;
+     }},
+    {"host_key_checking",
+     [](const Entry& e, SshSettings& s) {
+       std::optional<std::string> v = ReadEnum(e, kHostKeyChecking);
+       if (!v) return;
+       s.host_key_checking = *v == "strict"       ? ssh::HostKeyChecking::kStrict
+                             : *v == "accept-new" ? ssh::HostKeyChecking::kAcceptNew
+                                                  : ssh::HostKeyChecking::kOff;
+     }},
+    {"connect_timeout",
+     [](const Entry& e, SshSettings& s) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) s.connect_timeout = *d;
+     }},
+    {"user", [](const Entry& e, SshSettings& s) { s.user = ReadChecked(e, CheckUserName); }},
+    {"port", [](const Entry& e, SshSettings& s) { s.port = ReadPort(e); }},
+    {"identity_file",
+     [](const Entry& e, SshSettings& s) {
+       s.identity_file = ReadReadableFile(e, "identity file");
+     }},
+};
+
+constexpr std::string_view kConventions[] = {"barge", "torch", "ray",
+                                             "skypilot", "dstack", "sagemaker"};
+
+constexpr KeyRule<cluster::RendezvousOptions> kRendezvousRules[] = {
+    {"port",
+     [](const Entry& e, cluster::RendezvousOptions& r) {
+       if (auto port = ReadPort(e)) r.port = *port;
+     }},
+    {"env",
+     [](const Entry& e, cluster::RendezvousOptions& r) {
+       if (!ExpectList(e, "conventions (" + JoinWords(kConventions, " or ") + ")")) return;
+       std::vector<std::string> conventions;
+       for (size_t i = 0; i < e.value.size(); ++i) {
+         Entry item = e.Element(e.value[i], i);
+         std::optional<std::string> c = ReadEnum(item, kConventions);
+         if (!c) continue;
+         if (std::find(conventions.begin(), conventions.end(), *c) != conventions.end()) {
+           item.Error(QuoteValue(*c) + " is listed twice");
+           continue;
+         }
+         conventions.push_back(*c);
+       }
+       r.conventions = conventions;
+     }},
+};
+
+struct TeardownDraft {
+  TeardownHooks hooks;
+  std::vector<Entry> commands;  // for the placeholder checks
+};
+
+constexpr KeyRule<TeardownDraft> kTeardownRules[] = {
+    {"host_command",
+     [](const Entry& e, TeardownDraft& t) {
+       t.hooks.host_command = ReadNonEmpty(e, "a shell command");
+       if (t.hooks.host_command) t.commands.push_back(e);
+     }},
+    {"local_command",
+     [](const Entry& e, TeardownDraft& t) {
+       t.hooks.local_command = ReadNonEmpty(e, "a shell command");
+       if (t.hooks.local_command) t.commands.push_back(e);
+     }},
+};
+
+// The whole job while it is read: the spec plus what the checks across
+// blocks need.
+struct JobDraft {
+  JobSpec spec;
+  std::deque<Source> sources;  // a hosts_file's Source; a deque keeps addresses stable
+  std::vector<HostDraft> hosts;
+  bool image_written = false;  // `image:` is there, if perhaps wrong
+  bool hosts_given = false;    // `hosts:` or `hosts_file:` was read
+  bool host_errors = false;  // some host entry is wrong: node counts are unknown
+  RoleDraft head;
+  RoleDraft worker;
+  TeardownDraft teardown;
+};
+
+// The list of hosts, from `hosts:` or from a hosts_file's root.
+void ReadHostList(const Entry& e, JobDraft& d) {
+  d.hosts_given = true;
+  const size_t errors_before = e.src->errors->size();
+  if (e.value.IsNull() || (e.value.IsSequence() && e.value.size() == 0)) {
+    e.Error("no hosts; remove 'hosts:' to run on the local Docker engine, or list at least one");
+  } else if (ExpectList(e, "hosts")) {
+    for (size_t i = 0; i < e.value.size(); ++i) {
+      HostDraft h;
+      h.entry = e.Element(e.value[i], i);
+      const YAML::Node& item = e.value[i];
+      if (item.IsScalar()) {
+        h.address = h.entry;
+        if (auto a = ReadChecked(h.entry, CheckHostAddress)) h.host.address = *a;
+      } else if (item.IsMap()) {
+        ReadMapping(h.entry, kHostRules, h);
+        if (!h.address) {
+          e.src->Error(item.Mark(), h.entry.path + ".address",
+                       "missing; every host needs an address ('local' for the local engine)");
+        }
+      } else {
+        h.entry.Error("expected a host address or a mapping with 'address:', got " +
+                      TypeName(item));
+        continue;
+      }
+      h.host.line = h.entry.key.Mark().line + 1;
+      d.hosts.push_back(std::move(h));
+    }
+  }
+  if (e.src->errors->size() != errors_before) d.host_errors = true;
+}
+
+std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text,
+                                        std::string_view what);
+bool ReadFileCapped(const std::string& path, std::string* out, std::string* error);
+
+void ReadHostsFile(const Entry& e, JobDraft& d) {
+  if (d.hosts_given) return;  // `hosts:` came first: an error, reported once both are seen
+  d.hosts_given = true;
+  std::optional<std::string> written = ReadNonEmpty(e, "a path");
+  if (!written) {
+    d.host_errors = true;
+    return;
+  }
+  std::optional<std::string> path = ExpandPath(e, *written);
+  if (!path) {
+    d.host_errors = true;
+    return;
+  }
+  // Shown joined to the job file's directory as given, so that the name
+  // means the same file from where the user stands.
+  std::string shown = (*written)[0] == '~'
+                          ? *path
+                          : (fs::path(e.src->name).parent_path() / *written).lexically_normal().string();
+  std::string text, error;
+  if (!ReadFileCapped(*path, &text, &error)) {
+    e.Error("cannot read hosts file " + QuoteValue(*written) + ": " + error);
+    d.host_errors = true;
+    return;
+  }
+  d.spec.hosts_file = shown;
+  const Source& hosts_src = d.sources.emplace_back(
+      Source{shown, fs::path(*path).parent_path().string(), e.src->errors});
+  std::optional<YAML::Node> root = ParseDocument(hosts_src, text, "hosts file");
+  if (!root) {
+    d.host_errors = true;
+    return;
+  }
+  ReadHostList(Entry{&hosts_src, *root, *root, "hosts"}, d);
+}
+
+constexpr std::string_view kImagePull[] = {"always", "missing", "never", "push"};
+constexpr std::string_view kOnWorkerExit[] = {"fail", "ignore"};
+
+constexpr KeyRule<JobDraft> kRoleRules[] = {
+    {"head",
+     [](const Entry& e, JobDraft& d) {
+       d.head.present = true;
+       ReadMapping(e, kHeadRules, d.head);
+     }},
+    {"worker",
+     [](const Entry& e, JobDraft& d) {
+       d.worker.present = true;
+       ReadMapping(e, kWorkerRules, d.worker);
+     }},
+};
+
+constexpr KeyRule<JobDraft> kJobRules[] = {
+    {"name",
+     [](const Entry& e, JobDraft& d) {
+       if (auto name = ReadChecked(e, CheckJobName)) d.spec.name = *name;
+     }},
+    {"image",
+     [](const Entry& e, JobDraft& d) {
+       d.image_written = true;
+       if (auto image = ReadChecked(e, CheckImageReference)) d.spec.image = *image;
+     }},
+    {"command", [](const Entry& e, JobDraft& d) { d.spec.command = ReadCommand(e); }},
+    {"container", [](const Entry& e, JobDraft& d) { ReadContainer(e, d.spec.container); }},
+    {"hosts",
+     [](const Entry& e, JobDraft& d) {
+       if (!d.hosts_given) ReadHostList(e, d);  // else: both given, an error
+     }},
+    {"hosts_file", ReadHostsFile},
+    {"docker_command",
+     [](const Entry& e, JobDraft& d) {
+       if (auto c = ReadChecked(e, CheckDockerCommand)) d.spec.docker_command = *c;
+     }},
+    {"ssh", [](const Entry& e, JobDraft& d) { ReadMapping(e, kSshRules, d.spec.ssh); }},
+    {"roles", [](const Entry& e, JobDraft& d) { ReadMapping(e, kRoleRules, d, "role"); }},
+    {"rendezvous",
+     [](const Entry& e, JobDraft& d) { ReadMapping(e, kRendezvousRules, d.spec.rendezvous); }},
+    {"image_pull",
+     [](const Entry& e, JobDraft& d) {
+       std::optional<std::string> v = ReadEnum(e, kImagePull);
+       if (!v) return;
+       d.spec.image_pull = *v == "always"    ? ImagePull::kAlways
+                           : *v == "missing" ? ImagePull::kMissing
+                           : *v == "never"   ? ImagePull::kNever
+                                             : ImagePull::kPush;
+     }},
+    {"on_worker_exit",
+     [](const Entry& e, JobDraft& d) {
+       std::optional<std::string> v = ReadEnum(e, kOnWorkerExit);
+       if (v) d.spec.on_worker_exit = *v == "fail" ? OnWorkerExit::kFail : OnWorkerExit::kIgnore;
+     }},
+    {"stop_grace",
+     [](const Entry& e, JobDraft& d) {
+       if (auto grace = ReadDuration(e, /*allow_zero=*/true)) d.spec.stop_grace = *grace;
+     }},
+    {"teardown", [](const Entry& e, JobDraft& d) { ReadMapping(e, kTeardownRules, d.teardown); }},
+};
+
+// ---------------------------------------------------------------------------
+// Checks across blocks, once everything is read.
+
+void CheckHosts(JobDraft& d) {
+  std::map<std::pair<std::string, int>, const HostDraft*> seen;
+  const HostDraft* head = nullptr;
+  for (const HostDraft& h : d.hosts) {
+    if (h.host.is_local()) {
+      for (const Entry& e : h.ssh_settings) {
+        e.KeyError("not used with address 'local' (the local engine needs no SSH)");
+      }
+    }
+    if (h.address && !h.host.address.empty()) {
+      std::string address = h.host.address;
+      std::transform(address.begin(), address.end(), address.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      int port = h.host.is_local() ? 0 : h.host.port.value_or(d.spec.ssh.port.value_or(22));
+      auto [it, inserted] = seen.emplace(std::make_pair(address, port), &h);
+      if (!inserted) {
+        const std::string first = "line " + std::to_string(it->second->host.line);
+        if (h.host.is_local()) {
+          h.address->Error("the local engine is listed twice (first at " + first +
+                           "); use 'nodes:' to run several containers on it");
+        } else {
+          h.address->Error("host '" + h.host.address + "' port " + std::to_string(port) +
+                           " is listed twice (first at " + first +
+                           "); use 'nodes:' to run several containers on one host");
+        }
+      }
+    }
+    if (h.role) {
+      if (head != nullptr) {
+        h.role->Error("a second head; " + head->entry.path + " (line " +
+                      std::to_string(head->host.line) + ") is the head already");
+      } else {
+        head = &h;
+      }
+    }
+  }
+}
+
+// The image of every role that will run, and enough nodes for the workers.
+void CheckRolesAgainstNodes(JobDraft& d, const Entry& root) {
+  // A host entry with errors counts as its default single node; the count
+  // check then stays silent, as it could only guess.
+  int total = 0;
+  for (const HostDraft& h : d.hosts) total += h.host.nodes;
+  if (!d.hosts_given) total = 1;  // the local engine
+  const int workers = d.worker.role.count.value_or(std::max(total - 1, 0));
+  if (d.worker.count && workers > total - 1 && !d.host_errors) {
+    d.worker.count->Error(std::to_string(workers) + " workers and the head need " +
+                          std::to_string(workers + 1) + " nodes, but the hosts provide " +
+                          std::to_string(total) +
+                          " (add hosts, raise a host's 'nodes:', or use count: rest)");
+  }
+  if (d.image_written) return;  // right, or wrong and reported already
+  std::vector<std::string_view> missing;
+  if (!d.head.role.image && !d.head.image) missing.push_back("roles.head");
+  if (workers > 0 && !d.worker.role.image && !d.worker.image) missing.push_back("roles.worker");
+  if (missing.empty()) return;
+  std::string message = "missing; set 'image:' at the top";
+  if (d.head.present || d.worker.present) {
+    message += " or in " + JoinWords(missing, " and ");
+  }
+  root.src->Error(root.key.Mark(), "image", message + " (e.g. image: debian:12)");
+}
+
+// Teardown hooks may use {host.address}, {host.internal_address},
+// {host.vars.NAME} and {job.id}; other braces are left alone.
+void CheckTeardownPlaceholders(const JobDraft& d) {
+  static constexpr std::string_view kPlaceholders[] = {"{host.address}", "{host.internal_address}",
+                                                       "{host.vars.NAME}", "{job.id}"};
+  for (const Entry& e : d.teardown.commands) {
+    const std::string& command = e.value.Scalar();
+    for (size_t open = command.find('{'); open != std::string::npos;
+         open = command.find('{', open + 1)) {
+      size_t close = command.find('}', open);
+      if (close == std::string::npos) break;
+      std::string placeholder = command.substr(open, close - open + 1);
+      std::string_view inner = std::string_view(placeholder).substr(1, placeholder.size() - 2);
+      if (!inner.starts_with("host.") && !inner.starts_with("job.")) continue;
+      if (placeholder == "{host.address}" || placeholder == "{host.internal_address}" ||
+          placeholder == "{job.id}") {
+        continue;
+      }
+      if (inner.starts_with("host.vars.") && IsIdentifier(inner.substr(10))) {
+        std::string name(inner.substr(10));
+        if (!d.hosts_given) {
+          e.Error(placeholder + " needs hosts with 'vars:' (this job runs on the local engine)");
+          break;
+        }
+        for (const HostDraft& h : d.hosts) {
+          if (!h.host.vars.contains(name)) {
+            e.Error(placeholder + " is not set in " + h.entry.path + ".vars (line " +
+                    std::to_string(h.host.line) + ")");
+            break;
+          }
+        }
+        continue;
+      }
+      std::string message = "unknown placeholder " + placeholder + " (expected " +
+                            JoinWords(kPlaceholders, " or ") + ")";
+      if (auto close_match = ClosestMatch(placeholder, kPlaceholders)) {
+        message += "; did you mean " + *close_match + "?";
+      } else if (inner.starts_with("host.") && IsIdentifier(inner.substr(5))) {
+        // {host.instance_id}: a per-host value lives under vars.
+        message += "; did you mean {host.vars." + std::string(inner.substr(5)) + "}?";
+      }
+      e.Error(message);
+    }
+  }
+}
+
+void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
+  const Entry top{&src, root, root, ""};
+  if (!root.IsMap()) {
+    top.Error("expected a mapping of job keys (name:, image:, hosts:, ...), got " + TypeName(root));
+    return;
+  }
+  SeenKeys seen = ReadMapping(top, kJobRules, d);
+  if (!seen.contains("name")) {
+    src.Error(root.Mark(), "name", "missing; every job needs a name (e.g. name: train)");
+  }
+  if (seen.contains("hosts") && seen.contains("hosts_file")) {
+    seen.at("hosts_file").KeyError("give either 'hosts' or 'hosts_file', not both");
+    d.host_errors = true;
+  }
+  CheckHosts(d);
+  CheckRolesAgainstNodes(d, top);
+  CheckTeardownPlaceholders(d);
+  if (d.head.present) d.spec.roles[cluster::kHeadRole] = d.head.role;
+  if (d.worker.present) d.spec.roles[cluster::kWorkerRole] = d.worker.role;
+  for (HostDraft& h : d.hosts) d.spec.hosts.push_back(std::move(h.host));
+  d.spec.teardown = d.teardown.hooks;
+}
+
+// ---------------------------------------------------------------------------
+// From text to one YAML document.
+
+// Counts nodes as a reader would visit them, aliases expanded, stopping as
+// soon as `*count` passes kMaxExpandedNodes. Recursion depth is bounded by
+// the nesting check made before parsing.
+void CountExpandedNodes(const YAML::Node& n, long long* count) {
+  if (++*count > kMaxExpandedNodes) return;
+  if (n.IsSequence()) {
+    for (const YAML::Node& child : n) {
+      CountExpandedNodes(child, count);
+      if (*count > kMaxExpandedNodes) return;
+    }
+  } else if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      CountExpandedNodes(it->first, count);
+      CountExpandedNodes(it->second, count);
+      if (*count > kMaxExpandedNodes) return;
+    }
+  }
+}
+
+// Finds what yaml-cpp 0.7 accepts silently: duplicate keys (it keeps both)
+// and unterminated quotes (it swallows the rest of the file). Each node is
+// visited once, aliases included.
+class StructureCheck {
+ public:
+  StructureCheck(const Source& src, std::string_view text) : src_(src), text_(text) {}
+
+  void Walk(const YAML::Node& n, const std::string& path) {
+    if (!n.IsDefined() || n.IsNull()) return;
+    if (!visited_.insert({n.Mark().pos, static_cast<int>(n.Type())}).second) return;
+    if (n.IsScalar()) {
+      CheckQuote(n, path);
+    } else if (n.IsSequence()) {
+      for (size_t i = 0; i < n.size(); ++i) Walk(n[i], path + "[" + std::to_string(i) + "]");
+    } else if (n.IsMap()) {
+      std::map<std::string, int> first_line;
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        if (!it->first.IsScalar()) {
+          Walk(it->first, path);
+          Walk(it->second, path);
+          continue;
+        }
+        const std::string& name = it->first.Scalar();
+        std::string child = path.empty() ? name : path + "." + name;
+        CheckQuote(it->first, child);
+        auto [seen, inserted] = first_line.emplace(name, it->first.Mark().line + 1);
+        if (!inserted) {
+          duplicates_.push_back({src_.name, it->first.Mark().line + 1, it->first.Mark().column + 1,
+                                 child,
+                                 "duplicate key; first set at line " + std::to_string(seen->second)});
+        }
+        Walk(it->second, child);
+      }
+    }
+  }
+
+  std::vector<JobFileError>& unterminated() { return unterminated_; }
+  std::vector<JobFileError>& duplicates() { return duplicates_; }
+
+ private:
+  void CheckQuote(const YAML::Node& n, const std::string& path) {
+    if (n.Tag() != "!") return;  // only quoted and block scalars carry "!"
+    size_t pos = n.Mark().pos;
+    if (pos >= text_.size() || (text_[pos] != '"' && text_[pos] != '\'')) return;
+    if (QuotedScalarIsClosed(text_, pos)) return;
+    unterminated_.push_back({src_.name, n.Mark().line + 1, n.Mark().column + 1, path,
+                             UnclosedQuoteMessage(text_[pos])});
+  }
+
+  const Source& src_;
+  std::string_view text_;
+  std::set<std::pair<size_t, int>> visited_;
+  std::vector<JobFileError> unterminated_;
+  std::vector<JobFileError> duplicates_;
+};
+
+// A plain-words reading of yaml-cpp's commonest syntax messages, or "".
+std::string SyntaxHint(const std::string& yaml_message) {
+  static const std::pair<std::string_view, std::string_view> kHints[] = {
+      {"illegal map value",
+       " (a ':' where no key can start: check the indentation, or quote a value that holds ': ')"},
+      {"illegal block entry", " (a '- ' where no list can start: check the indentation)"},
+      {"end of map not found", " (check the indentation of the lines around here)"},
+      {"end of sequence not found", " (check the indentation of the lines around here)"},
+      {"illegal map key", " (check the indentation, or quote a key)"},
+  };
+  for (const auto& [message, hint] : kHints) {
+    if (yaml_message == message) return std::string(hint);
+  }
+  return "";
+}
+
+// Checks and parses one YAML document, reporting every problem to `src`.
+// nullopt when nothing more can be read from it; a document with
+// duplicate keys is returned (its readers report more) with those errors.
+std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text,
+                                        std::string_view what) {
+  const std::string kWhat(what);
+  if (text.size() > kMaxJobFileBytes) {
+    src.Error(1, 1, "", kWhat + " is larger than 1 MiB; barge refuses to parse it");
+    return std::nullopt;
+  }
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
+  std::vector<TextProblem> problems = CheckRawText(text);
+  for (const TextProblem& p : problems) src.Error(p.line, p.column, "", p.message);
+  if (!problems.empty()) return std::nullopt;
+  if (IsBlank(text)) {
+    src.Error(1, 1, "", "empty " + kWhat);
+    return std::nullopt;
+  }
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    int line = e.mark.line + 1;
+    int column = e.mark.column + 1;
+    if (int tab = TabIndentColumn(text, line); tab > 0) {
+      src.Error(line, tab, "", "tab character used for indentation (YAML indents with spaces only)");
+    } else if (std::optional<TextProblem> quote = FindUnclosedQuote(text)) {
+      // yaml-cpp reports these where it gave up, often the end of the file,
+      // nowhere near the cause.
+      src.Error(quote->line, quote->column, "", quote->message);
+    } else if (std::optional<TextProblem> flow = FindUnclosedFlow(text)) {
+      src.Error(flow->line, flow->column, "", flow->message);
+    } else if (e.mark.is_null()) {
+      src.Error(1, 1, "", "YAML syntax error: " + e.msg + SyntaxHint(e.msg));
+    } else {
+      src.Error(line, column, "", "YAML syntax error: " + e.msg + SyntaxHint(e.msg));
+    }
+    return std::nullopt;
+  }
+  if (docs.empty() || (docs.size() == 1 && docs[0].IsNull())) {
+    src.Error(1, 1, "", "empty " + kWhat + " (nothing but comments)");
+    return std::nullopt;
+  }
+  if (docs.size() > 1) {
+    int line = DocumentStartLineAtOrBefore(text, docs[1].Mark().line + 1);
+    src.Error(line > 0 ? line : docs[1].Mark().line + 1, 1, "",
+              "a second YAML document starts here; a " + kWhat + " holds exactly one");
+    return std::nullopt;
+  }
+  const YAML::Node& root = docs[0];
+  long long count = 0;
+  if (root.IsMap()) {
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      CountExpandedNodes(it->second, &count);
+      if (count > kMaxExpandedNodes) {
+        src.Error(it->first.Mark(), it->first.Scalar(),
+                  "aliases expand to more than " + std::to_string(kMaxExpandedNodes) +
+                      " YAML nodes; refusing what looks like an alias bomb "
+                      "('billion laughs'); aliases are fine, but not that many");
+        return std::nullopt;
+      }
+    }
+  } else {
+    CountExpandedNodes(root, &count);
+    if (count > kMaxExpandedNodes) {
+      src.Error(root.Mark(), "",
+                "more than " + std::to_string(kMaxExpandedNodes) +
+                    " YAML nodes (aliases expanded); refusing what looks like an alias bomb");
+      return std::nullopt;
+    }
+  }
+  StructureCheck structure(src, text);
+  structure.Walk(root, "");
+  if (!structure.unterminated().empty()) {
+    // Everything after the quote was swallowed into it: nothing else in the
+    // file can be trusted, so nothing else is reported.
+    for (JobFileError& e : structure.unterminated()) src.errors->push_back(std::move(e));
+    return std::nullopt;
+  }
+  for (JobFileError& e : structure.duplicates()) src.errors->push_back(std::move(e));
+  return root;
+}
+
+// Reads at most kMaxJobFileBytes + 1 bytes of `path`: enough for the size
+// check to see that a file is too big, without reading all of it.
+bool ReadFileCapped(const std::string& path, std::string* out, std::string* error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    *error = "it is a directory";
+    return false;
+  }
+  out->clear();
+  char buf[65536];
+  while (out->size() <= kMaxJobFileBytes) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = std::strerror(errno);
+      close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  if (out->size() > kMaxJobFileBytes + 1) out->resize(kMaxJobFileBytes + 1);
+  return true;
+}
+
+// Orders errors by file (in order of first appearance), then position, and
+// drops exact repeats (a block reached through two aliases).
+void SortErrors(std::vector<JobFileError>* errors) {
+  std::vector<std::string> files;
+  for (const JobFileError& e : *errors) {
+    if (std::find(files.begin(), files.end(), e.file) == files.end()) files.push_back(e.file);
+  }
+  auto rank = [&](const JobFileError& e) {
+    return std::find(files.begin(), files.end(), e.file) - files.begin();
+  };
+  std::stable_sort(errors->begin(), errors->end(),
+                   [&](const JobFileError& a, const JobFileError& b) {
+                     return std::make_tuple(rank(a), a.line, a.column) <
+                            std::make_tuple(rank(b), b.line, b.column);
+                   });
+  std::set<std::tuple<std::string, int, int, std::string>> seen;
+  std::erase_if(*errors, [&](const JobFileError& e) {
+    return !seen.insert({e.file, e.line, e.column, e.message}).second;
+  });
+}
+
+}  // namespace
+
+LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
+                       const std::string& base_dir) {
+  LoadedJob result;
+  Source src{file_name, base_dir, &result.errors};
+  auto draft = std::make_unique<JobDraft>();
+  draft->spec.file = file_name;
+  draft->spec.base_dir = base_dir;
+  try {
+    if (std::optional<YAML::Node> root = ParseDocument(src, text, "job file")) {
+      ReadJob(src, *root, *draft);
+    }
+  } catch (const YAML::Exception& e) {
+    // Not expected (values are read as scalars, which does not throw); an
+    // error value all the same, as promised.
+    src.Error(e.mark.line + 1, e.mark.column + 1, "", "YAML error: " + e.msg);
+  } catch (const std::exception& e) {
+    src.Error(1, 1, "", std::string("internal error while reading the job file: ") + e.what());
+  }
+  SortErrors(&result.errors);
+  if (result.errors.empty()) result.spec = std::move(draft->spec);
+  return result;
+}
+
+LoadedJob LoadJobFile(const std::string& path) {
+  std::string text, error;
+  if (!ReadFileCapped(path, &text, &error)) {
+    LoadedJob result;
+    result.errors.push_back({path, 0, 0, "", "cannot read job file: " + error});
+    return result;
+  }
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec);
+  std::string base_dir = ec ? fs::path(path).parent_path().string()
+                            : absolute.lexically_normal().parent_path().string();
+  return ParseJobText(text, path, base_dir);
+}
+
+}  // namespace barge::runner

@@ -1,0 +1,67 @@
+// Job files: YAML text in, a complete and consistent JobSpec out, or every
+// error in the file.
+//
+// Validation is total: the parser reports every error it finds, each with
+// file, line and column (counted from 1; columns count bytes) and the dotted
+// key path ("hosts[1].port", "roles.worker.count",
+// "container.ulimits.memlock"), and returns a JobSpec only when there is
+// none. It never throws: yaml-cpp's exceptions are caught here and become
+// errors.
+//
+// Nothing here connects anywhere or runs Docker. The only file system access
+// is reading the job file and its hosts_file, and checking that identity
+// files (and an explicit ssh.config_file) are readable.
+//
+// Before the YAML parser sees a file it is refused when larger than 1 MiB,
+// nested deeper than 64 levels, or holding NUL bytes or invalid UTF-8. After
+// parsing, what yaml-cpp 0.7 silently accepts is refused too: duplicate
+// keys, a quoted scalar left open until the end of the file, more than one
+// document, and aliases expanding to more than 100000 nodes (a "billion
+// laughs" bomb; aliases themselves are allowed).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runner/job_spec.h"
+
+namespace barge::runner {
+
+struct JobFileError {
+  // The job file as given to LoadJobFile / ParseJobText; for errors in a
+  // hosts_file, that file's path (relative paths are joined to the job
+  // file's directory as given, so "jobs/inventory.yaml").
+  std::string file;
+  int line = 0;    // 0 only when the file cannot be read at all
+  int column = 0;  // 0 when line is 0
+  // Dotted key path; empty for errors about the text itself (syntax, tabs,
+  // encoding, size). Errors in a hosts_file use the job file's paths
+  // ("hosts[1].port").
+  std::string key;
+  std::string message;
+
+  // "job.yaml:21:3: container.shm_sise: unknown key; did you mean 'shm_size'?"
+  // Without a key: "job.yaml:4:1: tab character used for indentation ..."
+  // Without a line: "job.yaml: cannot read job file: No such file or directory"
+  std::string ToString() const;
+};
+
+struct LoadedJob {
+  std::optional<JobSpec> spec;        // set iff `errors` is empty
+  std::vector<JobFileError> errors;   // each file's errors in line order
+};
+
+// Reads the job file at `path` (no more than its first 1 MiB + 1 byte) and
+// parses it; relative paths in it resolve against its directory.
+[[nodiscard]] LoadedJob LoadJobFile(const std::string& path);
+
+// Parses job file text. `file_name` is used in errors and kept in
+// JobSpec::file; `base_dir` is the directory relative paths (hosts_file,
+// identity files, ssh files) resolve against, and becomes JobSpec::base_dir.
+// Reads the hosts_file, if one is named, from disk.
+[[nodiscard]] LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
+                                     const std::string& base_dir);
+
+}  // namespace barge::runner

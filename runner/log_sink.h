@@ -1,0 +1,51 @@
+// Where the job's own output goes: every line of every container, to the
+// terminal (prefixed by node, stdout to stdout and stderr to stderr, a
+// colour per node on a TTY) and to a per-node log file that outlives the
+// hosts: STATE/runs/<job-id>/<rank>-<host>.log, one line per line as
+//   <docker timestamp> <stdout|stderr> <text>
+// Not thread-safe: used from the event loop's thread only.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace barge::runner {
+
+enum class Stream { kStdout, kStderr };
+
+class LogSink {
+ public:
+  struct Node {
+    int rank;
+    std::string role;
+    std::string host;  // as shown in the prefix and the file name
+  };
+
+  // Opens (creates, 0600) one file per node under `run_dir`.
+  [[nodiscard]] static Result<std::unique_ptr<LogSink>> Open(const std::string& run_dir,
+                                                             const std::vector<Node>& nodes,
+                                                             bool echo_to_terminal);
+  ~LogSink();
+
+  // `timestamp` is Docker's RFC3339Nano stamp of the line (may be empty).
+  void Line(int rank, Stream stream, std::string_view timestamp, std::string_view text);
+
+  std::string path(int rank) const;
+  // The last `n` lines seen from `rank` (for error messages).
+  std::vector<std::string> Tail(int rank, size_t n) const;
+
+ private:
+  struct File;
+  LogSink() = default;
+  std::vector<std::unique_ptr<File>> files_;  // by rank
+  bool echo_ = true;
+  bool stdout_tty_ = false;
+  bool stderr_tty_ = false;
+};
+
+}  // namespace barge::runner

@@ -1,0 +1,75 @@
+#include "runner/plan_printer.h"
+
+#include <set>
+#include <sstream>
+
+#include "runner/controller.h"
+#include "runner/docker_commands.h"
+
+namespace barge::runner {
+namespace {
+
+std::string Transport(const JobSpec& spec, const cluster::Host& host) {
+  if (host.is_local()) return "the local Docker engine, no SSH (commands run with /bin/sh -c)";
+  std::string user = host.user ? *host.user : spec.ssh.user ? *spec.ssh.user : "";
+  std::optional<int> port = host.port ? host.port : spec.ssh.port;
+  std::string target = (user.empty() ? "" : user + "@") + host.address +
+                       (port ? ":" + std::to_string(*port) : "");
+  return "ssh " + target + " (one session; each command below is one channel on it)";
+}
+
+}  // namespace
+
+std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
+  std::ostringstream out;
+  const int grace = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::seconds>(spec.stop_grace).count());
+  out << "# barge plan: job '" << plan.job_name << "' from " << spec.file << "\n"
+      << "# The job id is chosen at run time; this plan uses " << plan.job_id << ".\n"
+      << "# " << plan.nodes.size() << " node(s) on " << plan.used_hosts.size()
+      << " host(s). Nothing below has been run.\n";
+  if (plan.has_placeholders) {
+    out << "# <...> values are filled in at preflight from the live hosts.\n";
+  }
+  for (size_t h : plan.used_hosts) {
+    const cluster::Host& host = plan.hosts[h];
+    DockerCommands docker(DockerCommandOf(spec, host));
+    std::vector<const cluster::NodePlan*> nodes;
+    for (const auto& n : plan.nodes)
+      if (n.host_index == h) nodes.push_back(&n);
+    out << "\n## host " << host.address << ": " << Transport(spec, host) << "\n";
+    out << "# preflight\n" << docker.Version() << "\n";
+    std::set<std::string> images;
+    for (const auto* n : nodes) images.insert(n->container.image);
+    for (const auto& image : images) {
+      out << docker.ImageId(image) << "\n";
+      if (spec.image_pull == ImagePull::kMissing) {
+        out << "#   when missing: " << docker.Pull(image) << "\n";
+      }
+    }
+    for (const auto* n : nodes) {
+      if (n->container.options.gpus) {
+        out << docker.GpuProbe(n->container) << "\n";
+        break;
+      }
+    }
+    for (const auto* n : nodes) {
+      out << "# node " << n->rank << " (" << n->role << ")"
+          << (n->rank == 0 ? "" : ", once the head is ready") << "\n";
+      out << docker.Run(n->container) << "\n";
+      out << docker.Logs(n->container.name) << "\n";
+      out << docker.Wait(n->container.name) << "\n";
+    }
+    std::vector<std::string> workers, all;
+    for (const auto* n : nodes) {
+      all.push_back(n->container.name);
+      if (n->rank != 0) workers.push_back(n->container.name);
+    }
+    out << "# teardown, once the head has exited\n";
+    if (!workers.empty()) out << docker.Stop(workers, grace) << "\n";
+    out << docker.Remove(all) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace barge::runner

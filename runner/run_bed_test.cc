@@ -1,0 +1,305 @@
+// `barge run` and `barge plan` through the real CLI, against the test bed's
+// real sshd (loopback host) and the machine's real dockerd.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "ssh/quote.h"
+#include "tests/bed_env.h"
+
+namespace fs = std::filesystem;
+using barge::testing::GetBed;
+using barge::testing::RunShell;
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("barge-run-test-" + std::string(info->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "home");
+  }
+  void TearDown() override {
+    // Nothing of any job may remain on the engine.
+    EXPECT_EQ(RunShell("docker ps -aq --filter label=barge.job"), "")
+        << "a barge container was left behind";
+    RunShell("docker ps -aq --filter label=barge.job | xargs -r docker rm -f >/dev/null 2>&1");
+    fs::remove_all(dir_);
+  }
+
+  // The ssh: block and a host entry for the bed's loopback sshd.
+  std::string SshHost(const std::string& checking = "strict",
+                      const std::string& known_hosts = "") const {
+    const auto& bed = GetBed();
+    std::ostringstream y;
+    y << "hosts:\n"
+      << "  - address: " << bed.loopback.address << "\n"
+      << "    port: " << bed.loopback.port << "\n"
+      << "    user: " << bed.user << "\n"
+      << "    identity_file: " << bed.key << "\n"
+      << "ssh:\n"
+      << "  known_hosts: " << (known_hosts.empty() ? bed.known_hosts : known_hosts) << "\n"
+      << "  host_key_checking: " << checking << "\n"
+      << "  connect_timeout: 10s\n";
+    return y.str();
+  }
+
+  fs::path WriteJob(const std::string& yaml, const std::string& name = "job.yaml") {
+    fs::path p = dir_ / name;
+    std::ofstream(p) << yaml;
+    return p;
+  }
+
+  Outcome Barge(const std::string& args) {
+    Outcome o;
+    std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) +
+                      " && BARGE_HOME=" + barge::ssh::ShellQuote((dir_ / "home").string()) + " " +
+                      BARGE_BINARY + " " + args + " >out.txt 2>err.txt </dev/null";
+    RunShell(cmd, &o.code);
+    o.out = ReadFile(dir_ / "out.txt");
+    o.err = ReadFile(dir_ / "err.txt");
+    return o;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RunTest, StdoutAndStderrArrivePrefixedByNodeAndTheHeadsExitCodeComesBack) {
+  const auto& bed = GetBed();
+  fs::path job = WriteJob("name: hello\nimage: " + bed.image + "\n" + SshHost() +
+                          "command: [\"sh\", \"-c\", \"echo out; echo err >&2; exit 3\"]\n");
+  Outcome o = Barge("run " + job.string());
+  EXPECT_EQ(o.code, 3) << o.err;
+  const std::string prefix = "[0 head " + bed.loopback.address + "] ";
+  EXPECT_NE(o.out.find(prefix + "out\n"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("err"), std::string::npos) << "stderr leaked into stdout: " << o.out;
+  EXPECT_NE(o.err.find(prefix + "err\n"), std::string::npos) << o.err;
+
+  // The per-node log file outlives the run and keeps the streams apart.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.err, m, std::regex("job ([0-9a-f]{8})"))) << o.err;
+  fs::path log = dir_ / "home" / "runs" / m[1].str() / ("0-" + bed.loopback.address + ".log");
+  std::string text = ReadFile(log);
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\d{4}-\d\d-\d\dT[0-9:.]+Z stdout out\n)"))) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(Z stderr err\n)"))) << text;
+}
+
+TEST_F(RunTest, EveryContainerOptionThisMachineCanHonourTakesEffect) {
+  const auto& bed = GetBed();
+  fs::create_directories(dir_ / "data");
+  std::ofstream(dir_ / "data" / "input.txt") << "from the host\n";
+  // The loopback host's sshd runs in its own mount namespace but shares the
+  // machine's IPC and network namespaces, as the default dockerd does.
+  std::string host_ipc = RunShell("readlink /proc/self/ns/ipc");
+  std::string host_net = RunShell("readlink /proc/self/ns/net");
+  fs::path job = WriteJob(
+      "name: options\nimage: " + bed.image + "\n" + SshHost() +
+      "container:\n"
+      "  shm_size: 64m\n"
+      "  cap_add: [SYS_ADMIN]\n"
+      "  network: host\n"
+      "  ulimits: {memlock: \"4194304:4194304\", nofile: 4096}\n"
+      "  devices: [/dev/fuse]\n"
+      "  volumes: [\"" + (dir_ / "data").string() + ":/data:ro\"]\n"
+      "  env: {EPOCHS: 3, NOTE: \"two words\"}\n"
+      "  run_options: [\"--security-opt\", \"apparmor=unconfined\", \"--hostname\", \"bargetest\"]\n"
+      "command: |\n"
+      "  grep ' /dev/shm ' /proc/mounts\n"
+      "  grep CapEff /proc/self/status\n"
+      "  echo memlock=$(ulimit -l) nofile=$(ulimit -n)\n"
+      "  ls -l /dev/fuse | cut -c1\n"
+      "  cat /data/input.txt\n"
+      "  touch /data/x 2>/dev/null && echo writable || echo read-only\n"
+      "  echo EPOCHS=$EPOCHS NOTE=$NOTE host=$(hostname)\n"
+      "  echo ipc=$(readlink /proc/self/ns/ipc) net=$(readlink /proc/self/ns/net)\n");
+  Outcome o = Barge("run " + job.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("size=65536k"), std::string::npos) << o.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.out, m, std::regex("CapEff:\\s*([0-9a-f]+)"))) << o.out;
+  unsigned long long caps = std::stoull(m[1].str(), nullptr, 16);
+  EXPECT_TRUE(caps & (1ULL << 21)) << "CAP_SYS_ADMIN (bit 21) missing from " << m[1].str();
+  EXPECT_NE(o.out.find("memlock=4096 nofile=4096"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("] c\n"), std::string::npos) << "/dev/fuse is not a character device: " << o.out;
+  EXPECT_NE(o.out.find("from the host"), std::string::npos);
+  EXPECT_NE(o.out.find("read-only"), std::string::npos);
+  EXPECT_NE(o.out.find("EPOCHS=3 NOTE=two words host=bargetest"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("net=" + Trim(host_net)), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("ipc=" + Trim(host_ipc) + " "), std::string::npos) << "ipc shared without ipc: host";
+
+  // --ipc host (Docker then ignores --shm-size: /dev/shm is the host's).
+  job = WriteJob("name: ipc\nimage: " + bed.image + "\n" + SshHost() +
+                 "container:\n  ipc: host\n"
+                 "command: [\"sh\", \"-c\", \"echo ipc=$(readlink /proc/self/ns/ipc)\"]\n",
+                 "ipc.yaml");
+  o = Barge("run " + job.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("ipc=" + Trim(host_ipc)), std::string::npos) << o.out;
+}
+
+TEST_F(RunTest, ArgumentsAndEnvArriveByteExactThroughTheRemoteShell) {
+  const auto& bed = GetBed();
+  fs::create_directories(dir_ / "out");
+  fs::permissions(dir_ / "out", fs::perms::all);
+  const std::vector<std::string> tricky = {
+      "it's \"quoted\"", "$(touch /out/pwned)", "`touch /out/pwned2`", "a;b && c | d",
+      "line1\nline2", "  spaces  ", "naïve — ünïcödé ✓", "$HOME ~ * ?"};
+  std::string env_block = "  env:\n";
+  std::string cmd = "[\"sh\", \"-c\", \"printf '%s' \\\"$V0\\\" > /out/env0";
+  for (size_t i = 0; i < tricky.size(); ++i) {
+    // YAML double-quoted scalars: escape backslash, quote and newline.
+    std::string y;
+    for (char c : tricky[i]) {
+      if (c == '"' || c == '\\') y += '\\';
+      if (c == '\n') { y += "\\n"; continue; }
+      y += c;
+    }
+    env_block += "    V" + std::to_string(i) + ": \"" + y + "\"\n";
+    if (i) cmd += "; printf '%s' \\\"$V" + std::to_string(i) + "\\\" > /out/env" + std::to_string(i);
+  }
+  cmd += "; printf '%s' \\\"$1\\\" > /out/arg1\", \"sh\", \"$(touch /out/pwned3); it's\\n`x`\"]\n";
+  fs::path job = WriteJob("name: quoting\nimage: " + bed.image + "\n" + SshHost() +
+                          "container:\n  volumes: [\"" + (dir_ / "out").string() + ":/out\"]\n" +
+                          env_block + "command: " + cmd);
+  Outcome o = Barge("run " + job.string());
+  ASSERT_EQ(o.code, 0) << o.err << "\n" << ReadFile(job);
+  for (size_t i = 0; i < tricky.size(); ++i) {
+    EXPECT_EQ(ReadFile(dir_ / "out" / ("env" + std::to_string(i))), tricky[i]) << "V" << i;
+  }
+  EXPECT_EQ(ReadFile(dir_ / "out" / "arg1"), "$(touch /out/pwned3); it's\n`x`");
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "pwned"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "pwned2"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "pwned3"));
+}
+
+TEST_F(RunTest, AnUnknownHostKeyIsRefusedWithItsFingerprintAndAcceptNewRecordsIt) {
+  const auto& bed = GetBed();
+  fs::path known = dir_ / "known_hosts";
+  std::ofstream(known) << "";
+  fs::path job = WriteJob("name: keys\nimage: " + bed.image + "\n" + SshHost("strict", known.string()) +
+                          "command: [\"true\"]\n");
+  Outcome o = Barge("run " + job.string());
+  EXPECT_EQ(o.code, 125);
+  EXPECT_NE(o.err.find("SHA256:"), std::string::npos) << o.err;
+  EXPECT_EQ(ReadFile(known), "") << "strict checking must not record keys";
+
+  fs::path job2 = WriteJob("name: keys\nimage: " + bed.image + "\n" +
+                               SshHost("accept-new", known.string()) + "command: [\"true\"]\n",
+                           "job2.yaml");
+  o = Barge("run " + job2.string());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(ReadFile(known).find("ssh-ed25519"), std::string::npos);
+  // Now the key is known: strict checking passes.
+  o = Barge("run " + job.string());
+  EXPECT_EQ(o.code, 0) << o.err;
+}
+
+TEST_F(RunTest, AMisspelledKeyIsRejectedWithFileLineKeyAndASuggestionBeforeConnecting) {
+  const auto& bed = GetBed();
+  fs::path job = WriteJob("name: typo\nimage: " + bed.image + "\n" + SshHost() +
+                          "container:\n  shm_sise: 1g\ncommand: [\"true\"]\n");
+  Outcome o = Barge("run " + job.string());
+  EXPECT_EQ(o.code, 125);
+  EXPECT_NE(o.err.find("job.yaml:13:3: container.shm_sise"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("shm_size"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("connecting"), std::string::npos) << o.err;
+}
+
+TEST_F(RunTest, AGpuRequestWithoutTheNvidiaRuntimeFailsWithDockersReasonAndTheHost) {
+  const auto& bed = GetBed();
+  fs::path job = WriteJob("name: gpus\nimage: " + bed.image + "\n" + SshHost() +
+                          "container:\n  gpus: all\ncommand: [\"sh\", \"-c\", \"echo started\"]\n");
+  Outcome o = Barge("run " + job.string());
+  EXPECT_EQ(o.code, 125);
+  EXPECT_NE(o.err.find(bed.loopback.address), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("could not select device driver"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("started"), std::string::npos) << "the job ran: " << o.out;
+}
+
+TEST_F(RunTest, TheLocalEngineCarriesAHeadAndWorkersOfOneJob) {
+  const auto& bed = GetBed();
+  fs::path job = WriteJob("name: local3\nimage: " + bed.image +
+                          "\nhosts:\n  - address: local\n    nodes: 3\n"
+                          "roles:\n  head:\n    command: [\"sh\", \"-c\", \"sleep 2; echo head $RANK/$WORLD_SIZE\"]\n"
+                          "  worker:\n    command: [\"sh\", \"-c\", \"echo worker $RANK/$WORLD_SIZE at $MASTER_ADDR; sleep 60\"]\n");
+  Outcome o = Barge("run " + job.string());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("[0 head local] head 0/3"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("[1 worker local] worker 1/3 at 127.0.0.1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("[2 worker local] worker 2/3 at 127.0.0.1"), std::string::npos) << o.out;
+}
+
+TEST_F(RunTest, PlanPrintsTheExactCommandsAndConnectsToNothing) {
+  // An address nothing listens on: plan must not care.
+  fs::path job = WriteJob(
+      "name: planned\nimage: barge/demo:local\n"
+      "hosts:\n  - {address: 192.0.2.1, user: root, port: 2222}\n"
+      "docker_command: sudo -n docker\n"
+      "container:\n  shm_size: 1g\n  gpus: all\n  ulimits: {memlock: -1}\n"
+      "command: [\"sh\", \"-c\", \"echo $(hostname) 'x'\"]\n");
+  auto start = std::chrono::steady_clock::now();
+  Outcome o = Barge("plan " + job.string());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("sudo -n docker run -d --name barge-planned-"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--shm-size 1g"), std::string::npos);
+  EXPECT_NE(o.out.find("--gpus all"), std::string::npos);
+  EXPECT_NE(o.out.find("--ulimit memlock=-1"), std::string::npos);
+  EXPECT_NE(o.out.find("barge/demo:local sh -c 'echo $(hostname) '\\''x'\\'''"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("<gpus of 192.0.2.1>"), std::string::npos) << o.out;
+}
+
+TEST_F(RunTest, AnInterruptStopsTheJobRemovesItsContainersAndExits130) {
+  const auto& bed = GetBed();
+  fs::path job = WriteJob("name: sigint\nimage: " + bed.image + "\n" + SshHost() +
+                          "stop_grace: 2s\ncommand: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n");
+  std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " +
+                    BARGE_BINARY + " run job.yaml >out.txt 2>err.txt </dev/null";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  // Wait until the container runs.
+  for (int i = 0; i < 300 && ReadFile(dir_ / "out.txt").find("up") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(ReadFile(dir_ / "out.txt").find("up"), std::string::npos) << ReadFile(dir_ / "err.txt");
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130) << ReadFile(dir_ / "err.txt");
+}
+
+}  // namespace

@@ -1,0 +1,24 @@
+// Where barge keeps what outlives a job's hosts: per-node logs, later the
+// job store and artifacts. $BARGE_HOME, else $XDG_STATE_HOME/barge, else
+// ~/.local/state/barge. Created 0700.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace barge::runner {
+
+// The state directory's path (not created).
+std::string StateDir();
+
+// Creates `path` and its parents, each new directory mode 0700.
+[[nodiscard]] Status MakeDirs(const std::string& path);
+
+// "~/x" → "$HOME/x"; other paths unchanged.
+std::string ExpandHome(const std::string& path);
+
+// A fresh job id: 8 lowercase hex digits from /dev/urandom.
+std::string NewJobId();
+
+}  // namespace barge::runner

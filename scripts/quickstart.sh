@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing (apt), makes sure a
+# Docker engine runs (starts dockerd when none does and we are root), builds
+# barge, builds the sample image offline and runs the sample job on the local
+# engine. Exits with the job's exit code.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "dependencies"
+scripts/install-deps.sh </dev/null
+step "docker engine"
+scripts/ensure-docker.sh
+step "build"
+scripts/build.sh
+step "sample image"
+samples/build-demo-image.sh barge/demo:local
+barge=${BUILD_DIR:-build}/runner/barge
+[[ -x "$barge" ]] || { echo "quickstart: $barge was not built" >&2; exit 1; }
+[[ -f samples/hello.yaml ]] || { echo "quickstart: samples/hello.yaml is missing" >&2; exit 1; }
+step "barge run samples/hello.yaml"
+exec "$barge" run samples/hello.yaml

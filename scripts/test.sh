@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README and CI run it: installs what is missing
+# (apt), makes sure a Docker engine runs, builds, then runs every test with
+# ctest: the unit tests and the bed tests, whose "bed" fixture brings the test
+# bed (tests/bed/bed.sh) up before them and down after them.
+# Needs root (or password-less sudo for the installs; the bed needs root).
+# Extra arguments go to ctest (e.g. -L unit, -R Quote).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+exec </dev/null
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "dependencies"
+scripts/install-deps.sh
+step "docker engine"
+scripts/ensure-docker.sh
+step "build"
+scripts/build.sh
+step "tests"
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --no-tests=error \
+  -j "$(nproc)" "$@"

@@ -1,0 +1,338 @@
+#include "ssh/local_executor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+
+#include <spdlog/spdlog.h>
+
+extern char** environ;
+
+namespace barge::ssh {
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+// Reads per readiness callback, so that one chatty child cannot starve the
+// other fds of the loop.
+constexpr int kReadsPerEvent = 4;
+constexpr std::chrono::milliseconds kFirstReapDelay{1};
+constexpr std::chrono::milliseconds kMaxReapDelay{100};
+
+void CloseFd(int* fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+bool SetNonBlocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+}
+
+// write(2) that turns a SIGPIPE into EPIPE without touching the process's
+// signal dispositions (which children would otherwise inherit): SIGPIPE is
+// blocked around the write and a SIGPIPE it raised is consumed.
+ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t size) {
+  sigset_t pipe_set, pending, old_mask;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigpending(&pending);
+  bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
+  ssize_t n = write(fd, data, size);
+  int saved = errno;
+  if (n < 0 && saved == EPIPE && !was_pending) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  errno = saved;
+  return n;
+}
+
+ExitStatus FromWaitStatus(int status) {
+  ExitStatus exit;
+  if (WIFEXITED(status)) {
+    exit.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    exit.code = 128 + WTERMSIG(status);
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    exit.signal = name ? name : std::to_string(WTERMSIG(status));
+  } else {
+    exit.error = "unexpected wait status " + std::to_string(status);
+  }
+  return exit;
+}
+
+// Reaps a child nobody waits for any more (its command was destroyed), from
+// the loop, with a growing delay.
+void ReapLater(EventLoop* loop, pid_t pid, std::chrono::milliseconds delay) {
+  loop->AddTimer(EventLoop::Clock::now() + delay, [loop, pid, delay] {
+    int status;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == 0) {
+      ReapLater(loop, pid, std::min(delay * 2, std::chrono::milliseconds(1000)));
+    } else {
+      spdlog::debug("Local process: reaped after its command was dropped. [pid: {}]", pid);
+    }
+  });
+}
+
+}  // namespace
+
+// One child process. Owns its pipe ends, its fd watches and its timers; the
+// loop calls back into it only while it exists (the destructor unwatches and
+// cancels everything).
+class LocalExecutor::LocalCommand : public Command {
+ public:
+  LocalCommand(EventLoop* loop, pid_t pid, int stdin_fd, int stdout_fd, int stderr_fd,
+               CommandCallbacks callbacks)
+      : loop_(loop),
+        pid_(pid),
+        stdin_fd_(stdin_fd),
+        stdout_fd_(stdout_fd),
+        stderr_fd_(stderr_fd),
+        callbacks_(std::move(callbacks)),
+        alive_(std::make_shared<bool>(true)) {
+    loop_->WatchFd(stdout_fd_, POLLIN, [this](short) { OnOutput(&stdout_fd_, false); });
+    loop_->WatchFd(stderr_fd_, POLLIN, [this](short) { OnOutput(&stderr_fd_, true); });
+  }
+
+  ~LocalCommand() override {
+    *alive_ = false;
+    if (stdin_watched_) loop_->UnwatchFd(stdin_fd_);
+    if (stdout_fd_ >= 0) loop_->UnwatchFd(stdout_fd_);
+    if (stderr_fd_ >= 0) loop_->UnwatchFd(stderr_fd_);
+    CloseFd(&stdin_fd_);
+    CloseFd(&stdout_fd_);
+    CloseFd(&stderr_fd_);
+    if (reap_timer_) loop_->CancelTimer(reap_timer_);
+    if (!reaped_) {
+      spdlog::debug("Local process: command dropped while running. [pid: {}]", pid_);
+      ReapLater(loop_, pid_, kFirstReapDelay);
+    }
+  }
+
+  LocalCommand(const LocalCommand&) = delete;
+  LocalCommand& operator=(const LocalCommand&) = delete;
+
+  void WriteStdin(std::string_view data) override {
+    if (stdin_fd_ < 0 || stdin_close_requested_) return;
+    stdin_queue_.append(data);
+    FlushStdin();
+  }
+
+  void CloseStdin() override {
+    if (stdin_fd_ < 0 || stdin_close_requested_) return;
+    stdin_close_requested_ = true;
+    FlushStdin();
+  }
+
+  bool done() const override { return done_; }
+
+ private:
+  // Writes what the pipe takes now; watches for POLLOUT while bytes remain.
+  void FlushStdin() {
+    while (stdin_offset_ < stdin_queue_.size()) {
+      ssize_t n = WriteWithoutSigpipe(stdin_fd_, stdin_queue_.data() + stdin_offset_,
+                                      stdin_queue_.size() - stdin_offset_);
+      if (n > 0) {
+        stdin_offset_ += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (!stdin_watched_) {
+          stdin_watched_ = true;
+          loop_->WatchFd(stdin_fd_, POLLOUT, [this](short) { FlushStdin(); });
+        }
+        return;
+      }
+      // EPIPE: the child closed its stdin. What is queued cannot arrive.
+      spdlog::debug("Local process: stdin closed by the child, {} bytes dropped. [pid: {}, error: {}]",
+                    stdin_queue_.size() - stdin_offset_, pid_, std::strerror(errno));
+      ShutStdin();
+      return;
+    }
+    stdin_queue_.clear();
+    stdin_offset_ = 0;
+    if (stdin_watched_) {
+      stdin_watched_ = false;
+      loop_->UnwatchFd(stdin_fd_);
+    }
+    if (stdin_close_requested_) ShutStdin();
+  }
+
+  void ShutStdin() {
+    if (stdin_watched_) {
+      stdin_watched_ = false;
+      loop_->UnwatchFd(stdin_fd_);
+    }
+    CloseFd(&stdin_fd_);
+    stdin_queue_.clear();
+    stdin_offset_ = 0;
+  }
+
+  void OnOutput(int* fd, bool is_stderr) {
+    char buffer[kReadChunk];
+    for (int i = 0; i < kReadsPerEvent && *fd >= 0; ++i) {
+      ssize_t n = read(*fd, buffer, sizeof buffer);
+      if (n > 0) {
+        std::shared_ptr<bool> alive = alive_;
+        auto& callback = is_stderr ? callbacks_.on_stderr : callbacks_.on_stdout;
+        if (callback) {
+          try {
+            callback(std::string_view(buffer, static_cast<size_t>(n)));
+          } catch (const std::exception& e) {
+            spdlog::error("An output callback threw: {} [pid: {}]", e.what(), pid_);
+          } catch (...) {
+            spdlog::error("An output callback threw. [pid: {}]", pid_);
+          }
+        }
+        if (!*alive) return;  // the callback destroyed this command
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n < 0) {
+        spdlog::debug("Local process: read failed, treated as EOF. [pid: {}, error: {}]", pid_,
+                      std::strerror(errno));
+      }
+      loop_->UnwatchFd(*fd);
+      CloseFd(fd);
+    }
+    if (stdout_fd_ < 0 && stderr_fd_ < 0) TryReap();  // last statement: may finish
+  }
+
+  // Once both output pipes are at EOF: collect the exit status, polling with
+  // a short, growing delay if the child has not exited yet.
+  void TryReap() {
+    reap_timer_ = 0;
+    int status = 0;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == 0) {
+      reap_timer_ = loop_->AddTimer(EventLoop::Clock::now() + reap_delay_, [this] { TryReap(); });
+      reap_delay_ = std::min(reap_delay_ * 2, kMaxReapDelay);
+      return;
+    }
+    reaped_ = true;
+    ExitStatus exit;
+    if (r == pid_) {
+      exit = FromWaitStatus(status);
+    } else {
+      exit.error = std::string("local: the exit status of process ") + std::to_string(pid_) +
+                   " was lost: " + std::strerror(errno);
+    }
+    Finish(exit);  // last statement: may destroy this
+  }
+
+  // Delivers on_exit; the callback may destroy this command, so nothing
+  // touches a member after it.
+  void Finish(const ExitStatus& exit) {
+    done_ = true;
+    if (stdin_fd_ >= 0) ShutStdin();
+    spdlog::debug("Local process: exited. [pid: {}, code: {}, error: {}]", pid_, exit.code,
+                  exit.error);
+    std::function<void(const ExitStatus&)> on_exit = std::move(callbacks_.on_exit);
+    if (!on_exit) return;
+    try {
+      on_exit(exit);
+    } catch (const std::exception& e) {
+      spdlog::error("An exit callback threw: {}", e.what());
+    } catch (...) {
+      spdlog::error("An exit callback threw.");
+    }
+  }
+
+  EventLoop* loop_;
+  pid_t pid_;
+  int stdin_fd_;
+  int stdout_fd_;
+  int stderr_fd_;
+  CommandCallbacks callbacks_;
+  std::shared_ptr<bool> alive_;  // false once destroyed; checked after callbacks
+  std::string stdin_queue_;
+  size_t stdin_offset_ = 0;
+  bool stdin_watched_ = false;
+  bool stdin_close_requested_ = false;
+  bool reaped_ = false;
+  bool done_ = false;
+  EventLoop::TimerId reap_timer_ = 0;
+  std::chrono::milliseconds reap_delay_ = kFirstReapDelay;
+};
+
+LocalExecutor::LocalExecutor(EventLoop* loop) : loop_(loop) {}
+
+LocalExecutor::~LocalExecutor() = default;
+
+Result<std::unique_ptr<Command>> LocalExecutor::Start(const std::string& command_line,
+                                                      CommandCallbacks callbacks) {
+  if (command_line.find('\0') != std::string::npos) {
+    return Status::Error("local: the command line contains a NUL byte");
+  }
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* fd : {&in[0], &in[1], &out[0], &out[1], &err[0], &err[1]}) CloseFd(fd);
+  };
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_all();
+    return Status::Error(std::string("local: cannot create pipes: ") + std::strerror(e));
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults, empty;
+  sigemptyset(&defaults);
+  for (int sig = 1; sig < SIGRTMIN; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) sigaddset(&defaults, sig);
+  }
+  sigemptyset(&empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETPGROUP);
+
+  std::string arg0 = "sh", arg1 = "-c";
+  char* argv[] = {arg0.data(), arg1.data(), const_cast<char*>(command_line.c_str()), nullptr};
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  CloseFd(&in[0]);
+  CloseFd(&out[1]);
+  CloseFd(&err[1]);
+  if (rc != 0) {
+    close_all();
+    return Status::Error(std::string("local: cannot start /bin/sh: ") + std::strerror(rc));
+  }
+  if (!SetNonBlocking(in[1]) || !SetNonBlocking(out[0]) || !SetNonBlocking(err[0])) {
+    // Practically impossible; the child runs on with closed pipes and is
+    // reaped from the loop.
+    int e = errno;
+    close_all();
+    ReapLater(loop_, pid, kFirstReapDelay);
+    return Status::Error(std::string("local: cannot set up pipes: ") + std::strerror(e));
+  }
+  spdlog::debug("Local process: started. [pid: {}, command: {}]", pid, command_line);
+  return std::unique_ptr<Command>(
+      std::make_unique<LocalCommand>(loop_, pid, in[1], out[0], err[0], std::move(callbacks)));
+}
+
+}  // namespace barge::ssh

@@ -1,0 +1,40 @@
+// Runs command lines on this machine with /bin/sh -c, with the same callback
+// contract as SshExecutor, driven by the same EventLoop.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ssh/event_loop.h"
+#include "ssh/executor.h"
+
+namespace barge::ssh {
+
+// Each command is `/bin/sh -c LINE` in a process group of its own (so a
+// Ctrl-C at barge's terminal reaches barge, not its children), with the
+// environment of this process, default signal dispositions and an empty
+// signal mask. Its stdin, stdout and stderr are pipes watched on the loop;
+// the child is reaped with waitpid(WNOHANG) once both output pipes are at
+// EOF. Destroying a command closes its pipes but does not kill the child; it
+// is still reaped, from the loop, when it exits.
+//
+// Threading: the loop's thread only. `loop` must outlive the executor and
+// every command it started. Commands may outlive the executor.
+class LocalExecutor : public Executor {
+ public:
+  explicit LocalExecutor(EventLoop* loop);
+  ~LocalExecutor() override;
+  LocalExecutor(const LocalExecutor&) = delete;
+  LocalExecutor& operator=(const LocalExecutor&) = delete;
+
+  // Fails when the pipes or the process cannot be created.
+  [[nodiscard]] Result<std::unique_ptr<Command>> Start(const std::string& command_line,
+                                                       CommandCallbacks callbacks) override;
+  std::string label() const override { return "local"; }
+
+ private:
+  class LocalCommand;
+  EventLoop* loop_;
+};
+
+}  // namespace barge::ssh

@@ -1,0 +1,69 @@
+// One authenticated SSH connection to one host, and a way to open many of
+// them in parallel.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <libssh/libssh.h>
+
+#include "base/status.h"
+#include "ssh/session_options.h"
+
+namespace barge::ssh {
+
+// The RAII owner of one connected, host-verified, authenticated
+// `ssh_session`. Neither copyable nor movable (its address may be libssh
+// userdata).
+//
+// Threading: Connect may run on any thread, one session per thread. After
+// that the session belongs to one thread at a time; once it is handed to an
+// SshExecutor, only the event loop's thread touches it.
+class Session {
+ public:
+  // Connects, verifies the host key and authenticates, blocking for up to
+  // about options.connect_timeout per network round trip of the handshake
+  // (the TCP connect, banner and key exchange are bounded as a whole).
+  //
+  // Precedence, as `ssh -o` has it: every option set in `options` wins over
+  // the ssh config file (options.config_file, else ~/.ssh/config if it
+  // exists), which wins over libssh's defaults. The config file is read
+  // once, here; libssh is told not to read it again in ssh_connect.
+  //
+  // Host keys per options.host_key_checking (session_options.h); the
+  // message of an unknown or changed key carries the SHA256 fingerprint(s)
+  // and the known_hosts file. Authentication: with identity_file, that key
+  // only; otherwise ssh-agent (if SSH_AUTH_SOCK is set), then libssh's
+  // automatic public key auth (agent, default identities, config
+  // IdentityFile). Every error message starts with the host's label.
+  [[nodiscard]] static Result<std::unique_ptr<Session>> Connect(const SessionOptions& options);
+
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // "user@address:port" after the config file was applied, with the alias
+  // the caller used when it differs: "root@10.0.0.5:22 (gpu1)".
+  const std::string& label() const { return label_; }
+  // For ssh/ internals.
+  ssh_session raw() const { return session_; }
+
+ private:
+  Session(ssh_session session, std::string label);
+
+  ssh_session session_;
+  std::string label_;
+};
+
+// Connects to every host in parallel on up to `parallelism` threads (at
+// least one) and returns one result per input, in input order. Blocks until
+// every attempt has finished; each is bounded by its own connect_timeout.
+[[nodiscard]] std::vector<Result<std::unique_ptr<Session>>> ConnectAll(
+    const std::vector<SessionOptions>& options, int parallelism);
+
+// The SHA256 fingerprint of a public key as OpenSSH prints it,
+// "SHA256:base64-without-padding"; empty if it cannot be computed.
+std::string Sha256Fingerprint(ssh_key key);
+
+}  // namespace barge::ssh

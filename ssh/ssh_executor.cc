@@ -1,0 +1,461 @@
+#include "ssh/ssh_executor.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <optional>
+
+#include <libssh/callbacks.h>
+#include <spdlog/spdlog.h>
+
+namespace barge::ssh {
+namespace {
+
+constexpr size_t kMaxWrite = 64 * 1024;
+// After the host refused to open a channel: wait this long before the next
+// open, and treat refusals within kRecentClose of a close as a full host.
+constexpr std::chrono::milliseconds kOpenRetryDelay{20};
+constexpr std::chrono::seconds kRecentClose{2};
+
+// RFC 4254 signal names → this machine's numbers.
+int SignalNumber(const std::string& name) {
+  static const struct {
+    const char* name;
+    int number;
+  } kSignals[] = {{"ABRT", SIGABRT}, {"ALRM", SIGALRM}, {"BUS", SIGBUS},   {"FPE", SIGFPE},
+                  {"HUP", SIGHUP},   {"ILL", SIGILL},   {"INT", SIGINT},   {"KILL", SIGKILL},
+                  {"PIPE", SIGPIPE}, {"QUIT", SIGQUIT}, {"SEGV", SIGSEGV}, {"TERM", SIGTERM},
+                  {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TRAP", SIGTRAP}, {"XCPU", SIGXCPU},
+                  {"XFSZ", SIGXFSZ}, {"SYS", SIGSYS}};
+  for (const auto& s : kSignals) {
+    if (name == s.name) return s.number;
+  }
+  return 0;
+}
+
+template <typename Fn>
+void CallUser(const char* what, const std::string& label, Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    spdlog::error("A command's {} callback threw: {} [host: {}]", what, e.what(), label);
+  } catch (...) {
+    spdlog::error("A command's {} callback threw. [host: {}]", what, label);
+  }
+}
+
+}  // namespace
+
+// One command's channel. Owned by the executor's list (and shared with the
+// caller's Handle, which only flips flags and queues stdin). Its address is
+// the userdata of the libssh channel callbacks, so it is neither copied nor
+// moved; the callbacks are removed before the libssh channel is freed.
+struct SshExecutor::Channel {
+  enum class State { kQueued, kOpening, kExecRequested, kRunning };
+
+  SshExecutor* executor = nullptr;  // null once the executor is gone
+  int id = 0;
+  std::string command_line;
+  CommandCallbacks callbacks;
+  ssh_channel channel = nullptr;
+  struct ssh_channel_callbacks_struct libssh_callbacks = {};
+  State state = State::kQueued;
+  bool finished = false;   // on_exit delivered (or dropped)
+  bool abandoned = false;  // the caller destroyed its Command
+  std::string stdin_queue;
+  size_t stdin_offset = 0;
+  bool stdin_close_requested = false;
+  bool eof_sent = false;
+  std::optional<int> exit_code;
+  std::string exit_signal;
+
+  Channel() = default;
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  bool wants_callbacks() const { return executor != nullptr && !finished && !abandoned; }
+
+  // libssh callbacks. noexcept: user callbacks' exceptions are caught and
+  // logged, and anything else (bad_alloc) ends the program rather than
+  // unwinding through libssh. They never free anything.
+  static int OnData(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr,
+                    void* userdata) noexcept {
+    auto* c = static_cast<Channel*>(userdata);
+    if (!c->wants_callbacks()) return static_cast<int>(len);
+    auto& fn = is_stderr ? c->callbacks.on_stderr : c->callbacks.on_stdout;
+    if (fn) {
+      CallUser(is_stderr ? "stderr" : "stdout", c->executor->session_->label(),
+               [&] { fn(std::string_view(static_cast<const char*>(data), len)); });
+    }
+    return static_cast<int>(len);
+  }
+
+  static void OnExitStatus(ssh_session, ssh_channel, int exit_status, void* userdata) noexcept {
+    static_cast<Channel*>(userdata)->exit_code = exit_status;
+  }
+
+  static void OnExitSignal(ssh_session, ssh_channel, const char* signal, int /*core*/,
+                           const char* /*errmsg*/, const char* /*lang*/, void* userdata) noexcept {
+    static_cast<Channel*>(userdata)->exit_signal = signal ? signal : "";
+  }
+
+  static void OnEof(ssh_session, ssh_channel, void* userdata) noexcept {
+    auto* c = static_cast<Channel*>(userdata);
+    if (c->executor) {
+      spdlog::debug("SSH channel: remote EOF. [host: {}, channel: {}]", c->executor->label(), c->id);
+    }
+  }
+
+  static void OnClose(ssh_session, ssh_channel, void* userdata) noexcept {
+    auto* c = static_cast<Channel*>(userdata);
+    if (c->executor == nullptr || c->finished) return;
+    ExitStatus exit;
+    if (!c->exit_signal.empty()) {
+      exit.signal = c->exit_signal;
+      int number = SignalNumber(c->exit_signal);
+      if (number > 0) {
+        exit.code = 128 + number;
+      } else {
+        exit.error = c->executor->label() + ": the command was killed by signal " +
+                     c->exit_signal + ", unknown here";
+      }
+    } else if (c->exit_code) {
+      exit.code = *c->exit_code;
+    } else {
+      exit.error = c->executor->label() + ": the command's channel closed without an exit status";
+    }
+    c->executor->Finish(*c, exit);
+  }
+};
+
+// The Command given to the caller. Destroying it marks the channel
+// abandoned; the executor closes and frees it from its poll hook.
+class SshExecutor::Handle : public Command {
+ public:
+  explicit Handle(std::shared_ptr<Channel> channel) : c_(std::move(channel)) {}
+  ~Handle() override {
+    c_->abandoned = true;
+    Kick();
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  void WriteStdin(std::string_view data) override {
+    if (c_->finished || c_->stdin_close_requested || c_->executor == nullptr) return;
+    c_->stdin_queue.append(data);
+    Kick();
+  }
+  void CloseStdin() override {
+    c_->stdin_close_requested = true;
+    Kick();
+  }
+  bool done() const override { return c_->finished; }
+
+ private:
+  // The work is done by the executor's poll hook: wake the loop for it.
+  void Kick() {
+    if (c_->executor && !c_->finished) c_->executor->loop_->Wakeup();
+  }
+
+  std::shared_ptr<Channel> c_;
+};
+
+SshExecutor::SshExecutor(std::unique_ptr<Session> session, EventLoop* loop)
+    : session_(std::move(session)), loop_(loop) {
+  ssh_session raw = session_->raw();
+  ssh_set_blocking(raw, 0);
+  if (ssh_event_add_session(loop_->raw(), raw) == SSH_OK) {
+    in_event_ = true;
+  } else {
+    health_ = Status::Error(label() + ": cannot add the session to the event loop");
+  }
+  hook_ = loop_->AddPollHook([this] { Service(); });
+  spdlog::debug("SSH executor: ready. [host: {}]", label());
+}
+
+SshExecutor::~SshExecutor() {
+  loop_->RemovePollHook(hook_);
+  if (hold_timer_ != 0) loop_->CancelTimer(hold_timer_);
+  // Out of the shared event first, so that the libssh calls below can only
+  // poll this session, never dispatch other hosts' callbacks.
+  if (in_event_) ssh_event_remove_session(loop_->raw(), session_->raw());
+  for (auto& c : channels_) {
+    if (c->channel) {
+      ssh_remove_channel_callbacks(c->channel, &c->libssh_callbacks);
+      ssh_channel_free(c->channel);
+      c->channel = nullptr;
+    }
+    c->executor = nullptr;
+  }
+  channels_.clear();
+  spdlog::debug("SSH executor: closed. [host: {}]", label());
+  session_.reset();
+}
+
+std::string SshExecutor::label() const { return session_->label(); }
+
+Result<std::unique_ptr<Command>> SshExecutor::Start(const std::string& command_line,
+                                                    CommandCallbacks callbacks) {
+  if (!health_.ok()) return health_;
+  if (command_line.find('\0') != std::string::npos) {
+    return Status::Error(label() + ": the command line contains a NUL byte");
+  }
+  auto c = std::make_shared<Channel>();
+  c->executor = this;
+  c->id = next_id_++;
+  c->command_line = command_line;
+  c->callbacks = std::move(callbacks);
+  channels_.push_back(c);
+  // The channel is opened from the loop's poll hook: make a Poll that is
+  // waiting (or the next one) get there without waiting.
+  loop_->Wakeup();
+  spdlog::debug("SSH channel: queued. [host: {}, channel: {}, command: {}]", label(), c->id,
+                command_line);
+  return std::unique_ptr<Command>(std::make_unique<Handle>(std::move(c)));
+}
+
+void SshExecutor::Service() {
+  if (in_service_) return;
+  in_service_ = true;
+  CheckConnection();
+  if (!channels_.empty() && health_.ok()) AckNow();
+  // libssh reads whatever arrived while any one channel is driven, so a
+  // reply for a channel already visited in this pass is only acted on in
+  // the next: repeat while passes make progress (each needs a host reply,
+  // so this ends quickly).
+  for (int pass = 0; pass < 16; ++pass) {
+    bool progressed = false;
+    for (auto it = channels_.begin(); it != channels_.end();) {
+      // Hold a reference: Advance may run callbacks that start or drop
+      // commands.
+      std::shared_ptr<Channel> c = *it;
+      if (health_.ok()) progressed |= Advance(*c);
+      // Free a finished channel at once: sshd counts it until it is closed.
+      if (c->finished || !health_.ok()) ReleaseChannel(*c);
+      if (c->finished && c->channel == nullptr) {
+        it = channels_.erase(it);
+        progressed = true;
+      } else {
+        ++it;
+      }
+    }
+    // A connection that died while the channels were driven.
+    CheckConnection();
+    if (!progressed || !health_.ok()) break;
+  }
+  in_service_ = false;
+}
+
+void SshExecutor::CheckConnection() {
+  if (!health_.ok()) return;
+  ssh_session raw = session_->raw();
+  // Issue 5: keepalive (SO_KEEPALIVE + TCP_USER_TIMEOUT on ssh_get_fd, and a
+  // periodic global request that needs an answer) declares a silent host
+  // dead here too.
+  if (ssh_is_connected(raw) && (ssh_get_status(raw) & (SSH_CLOSED | SSH_CLOSED_ERROR)) == 0) {
+    return;
+  }
+  std::string why = ssh_get_error(raw);
+  health_ = Status::Error(label() + ": connection lost" + (why.empty() ? "" : ": " + why));
+  spdlog::debug("SSH executor: connection lost. [host: {}, error: {}]", label(), why);
+  ExitStatus lost;
+  lost.error = health_.message();
+  // Finish may run callbacks that start commands (Start then fails) or drop
+  // them; iterate over a snapshot.
+  std::vector<std::shared_ptr<Channel>> snapshot(channels_.begin(), channels_.end());
+  for (auto& c : snapshot) {
+    if (!c->finished) Finish(*c, lost);
+  }
+  for (auto& c : snapshot) ReleaseChannel(*c);
+  if (on_lost_) {
+    std::function<void(const Status&)> fn = on_lost_;
+    CallUser("connection lost", label(), [&] { fn(health_); });
+  }
+}
+
+bool SshExecutor::Advance(Channel& c) {
+  if (c.finished) {
+    ReleaseChannel(c);
+    return false;
+  }
+  ssh_session raw = session_->raw();
+  if (c.abandoned) {
+    // A channel whose open is under way is freed once the host answered, so
+    // that an open channel is never left behind.
+    if (c.state == Channel::State::kOpening && ssh_channel_open_session(c.channel) == SSH_AGAIN) {
+      return false;
+    }
+    spdlog::debug("SSH channel: dropped by its owner. [host: {}, channel: {}]", label(), c.id);
+    c.finished = true;
+    ReleaseChannel(c);
+    return true;
+  }
+
+  bool progressed = false;
+  switch (c.state) {
+    case Channel::State::kQueued: {
+      if (open_channels_ >= max_channels_ || hold_timer_ != 0) return false;
+      c.channel = ssh_channel_new(raw);
+      if (c.channel == nullptr) {
+        ExitStatus failed;
+        failed.error = label() + ": cannot create a channel: " + ssh_get_error(raw);
+        Finish(c, failed);
+        return true;
+      }
+      ++open_channels_;
+      ssh_callbacks_init(&c.libssh_callbacks);
+      c.libssh_callbacks.userdata = &c;
+      c.libssh_callbacks.channel_data_function = &Channel::OnData;
+      c.libssh_callbacks.channel_eof_function = &Channel::OnEof;
+      c.libssh_callbacks.channel_close_function = &Channel::OnClose;
+      c.libssh_callbacks.channel_exit_status_function = &Channel::OnExitStatus;
+      c.libssh_callbacks.channel_exit_signal_function = &Channel::OnExitSignal;
+      ssh_set_channel_callbacks(c.channel, &c.libssh_callbacks);
+      c.state = Channel::State::kOpening;
+      progressed = true;
+      [[fallthrough]];
+    }
+
+    case Channel::State::kOpening: {
+      int rc = ssh_channel_open_session(c.channel);
+      if (c.finished) return true;
+      if (rc == SSH_AGAIN) return progressed;
+      if (rc != SSH_OK) {
+        std::string why = ssh_get_error(raw);
+        ReleaseChannel(c);
+        if (ssh_is_connected(raw) && OpenRefusalIsTransient()) {
+          c.state = Channel::State::kQueued;
+          spdlog::debug(
+              "SSH channel: open refused, waiting for a free slot. [host: {}, channel: {}, "
+              "limit: {}, error: {}]",
+              label(), c.id, max_channels_, why);
+          return true;
+        }
+        ExitStatus failed;
+        failed.error = label() + ": cannot open a channel: " + why;
+        Finish(c, failed);
+        return true;
+      }
+      progressed = true;
+      c.state = Channel::State::kExecRequested;
+      [[fallthrough]];
+    }
+
+    case Channel::State::kExecRequested: {
+      int rc = ssh_channel_request_exec(c.channel, c.command_line.c_str());
+      if (c.finished) return true;
+      if (rc == SSH_AGAIN) return progressed;
+      if (rc != SSH_OK) {
+        ExitStatus failed;
+        failed.error = label() + ": the host refused to run the command: " + ssh_get_error(raw);
+        Finish(c, failed);
+        ReleaseChannel(c);
+        return true;
+      }
+      progressed = true;
+      spdlog::debug("SSH channel: running. [host: {}, channel: {}]", label(), c.id);
+      c.state = Channel::State::kRunning;
+      [[fallthrough]];
+    }
+
+    case Channel::State::kRunning:
+      FlushStdin(c);
+      return progressed;
+  }
+  return progressed;
+}
+
+void SshExecutor::FlushStdin(Channel& c) {
+  while (c.stdin_offset < c.stdin_queue.size() && !c.finished) {
+    uint32_t window = ssh_channel_window_size(c.channel);
+    if (window == 0) return;  // a window adjust brings us back here
+    size_t n = std::min({static_cast<size_t>(window), c.stdin_queue.size() - c.stdin_offset,
+                         kMaxWrite});
+    int rc = ssh_channel_write(c.channel, c.stdin_queue.data() + c.stdin_offset,
+                               static_cast<uint32_t>(n));
+    if (rc == SSH_ERROR) {
+      spdlog::debug("SSH channel: stdin write failed, {} bytes dropped. [host: {}, channel: {}, "
+                    "error: {}]",
+                    c.stdin_queue.size() - c.stdin_offset, label(), c.id,
+                    ssh_get_error(session_->raw()));
+      c.stdin_queue.clear();
+      c.stdin_offset = 0;
+      c.eof_sent = true;  // nothing more can be sent
+      return;
+    }
+    if (rc <= 0) return;  // SSH_AGAIN or nothing taken: later
+    c.stdin_offset += static_cast<size_t>(rc);
+  }
+  if (c.finished) return;
+  if (c.stdin_offset == c.stdin_queue.size()) {
+    c.stdin_queue.clear();
+    c.stdin_offset = 0;
+    if (c.stdin_close_requested && !c.eof_sent) {
+      c.eof_sent = true;
+      if (ssh_channel_send_eof(c.channel) != SSH_OK) {
+        spdlog::debug("SSH channel: cannot send EOF. [host: {}, channel: {}, error: {}]", label(),
+                      c.id, ssh_get_error(session_->raw()));
+      }
+    }
+  }
+}
+
+void SshExecutor::AckNow() {
+  // sshd leaves Nagle on for sessions without a pty: a small reply it sends
+  // (channel open confirmation, exec reply, close) waits for our ACK of its
+  // previous small packet, which Linux delays by up to 40 ms when we have
+  // nothing to send back. Setting TCP_QUICKACK sends a pending ACK at once
+  // (and acks promptly for a while).
+  int fd = ssh_get_fd(session_->raw());
+  int one = 1;
+  if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+}
+
+bool SshExecutor::OpenRefusalIsTransient() {
+  int open_on_host = 0;
+  for (const auto& other : channels_) {
+    if (other->channel && ssh_channel_is_open(other->channel)) ++open_on_host;
+  }
+  auto now = EventLoop::Clock::now();
+  bool recently_closed = now - last_close_ < kRecentClose;
+  if (open_on_host == 0 && !recently_closed) return false;
+  // The host's limit is what it had open when it first refused.
+  if (open_on_host > 0 && max_channels_ == kUnlimited) max_channels_ = open_on_host;
+  // sshd frees a session slot a little after the channel's close: retry
+  // shortly even when no channel of ours closes in between.
+  if (hold_timer_ == 0) {
+    hold_timer_ = loop_->AddTimer(now + kOpenRetryDelay, [this] { hold_timer_ = 0; });
+  }
+  return true;
+}
+
+void SshExecutor::ReleaseChannel(Channel& c) {
+  if (c.channel == nullptr) return;
+  ssh_channel channel = c.channel;
+  c.channel = nullptr;
+  --open_channels_;
+  if (c.state == Channel::State::kExecRequested || c.state == Channel::State::kRunning) {
+    last_close_ = EventLoop::Clock::now();
+  }
+  ssh_remove_channel_callbacks(channel, &c.libssh_callbacks);
+  ssh_channel_free(channel);
+}
+
+void SshExecutor::Finish(Channel& c, const ExitStatus& exit) {
+  if (c.finished) return;
+  c.finished = true;
+  spdlog::debug("SSH channel: exited. [host: {}, channel: {}, code: {}, signal: {}, error: {}]",
+                label(), c.id, exit.code, exit.signal, exit.error);
+  std::function<void(const ExitStatus&)> on_exit = std::move(c.callbacks.on_exit);
+  c.callbacks = {};
+  if (c.abandoned || !on_exit) return;
+  CallUser("exit", label(), [&] { on_exit(exit); });
+}
+
+}  // namespace barge::ssh

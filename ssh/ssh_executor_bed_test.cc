@@ -1,0 +1,402 @@
+// SshExecutor against the real sshd of the test bed: exec channels, streams,
+// exit codes, quoting through a real remote shell, concurrency, stdin, and a
+// connection that is cut.
+#include "ssh/ssh_executor.h"
+
+#include <signal.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ssh/bed_test_util.h"
+#include "ssh/quote.h"
+
+namespace barge::ssh {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::BedLabel;
+using testing::BedOptions;
+using testing::Collected;
+using testing::CollectInto;
+using testing::PollUntil;
+using testing::RunToEnd;
+using testing::TempDir;
+
+std::unique_ptr<SshExecutor> ConnectToBed(EventLoop& loop, const TempDir& dir) {
+  auto session = Session::Connect(BedOptions(dir));
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (!session.ok()) return nullptr;
+  return std::make_unique<SshExecutor>(std::move(session).value(), &loop);
+}
+
+bool AllFinished(const std::vector<std::shared_ptr<Collected>>& results) {
+  for (const auto& r : results) {
+    if (!r->finished()) return false;
+  }
+  return true;
+}
+
+// Random valid UTF-8 (no NUL) up to `max_bytes`, rich in shell syntax.
+std::string RandomUtf8(std::mt19937& rng, size_t max_bytes) {
+  static const std::vector<std::string> kPieces = {
+      "'", "\"", "`", "$(", ")", "${", "}", ";", "&&", "||", "|", "\n", "\t", " ", "\\",
+      "*", "?", "[", "]", "~", "#", "!", "<", ">", "é", "✓", "日本", "🚀", "a", "Z", "0"};
+  std::uniform_int_distribution<size_t> size(0, max_bytes);
+  std::uniform_int_distribution<size_t> pick(0, kPieces.size() - 1);
+  size_t target = size(rng);
+  std::string s;
+  while (s.size() < target) s += kPieces[pick(rng)];
+  return s;
+}
+
+// Random bytes 1..255 (not necessarily UTF-8).
+std::string RandomBytes(std::mt19937& rng, size_t max_bytes) {
+  std::uniform_int_distribution<size_t> size(0, max_bytes);
+  std::uniform_int_distribution<int> byte(1, 255);
+  std::string s(size(rng), ' ');
+  for (char& c : s) c = static_cast<char>(byte(rng));
+  return s;
+}
+
+TEST(SshExecutor, RunsACommandWithSeparateStreamsAndItsExitCode) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  EXPECT_EQ(exec->label(), BedLabel());
+  Collected r = RunToEnd(loop, *exec, "echo out; echo err >&2; echo out2; exit 3");
+  EXPECT_EQ(r.out, "out\nout2\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_TRUE(r.exit.known()) << r.exit.error;
+  EXPECT_EQ(r.exit.code, 3);
+  EXPECT_EQ(r.exit_calls, 1);
+  EXPECT_TRUE(exec->health().ok());
+}
+
+TEST(SshExecutor, ReportsDeathBySignalAs128PlusTheSignalNumber) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  Collected killed = RunToEnd(loop, *exec, "echo before; kill -KILL $$");
+  EXPECT_EQ(killed.out, "before\n");
+  EXPECT_EQ(killed.exit.code, 137);
+  EXPECT_EQ(killed.exit.signal, "KILL");
+  Collected term = RunToEnd(loop, *exec, "kill -TERM $$");
+  EXPECT_EQ(term.exit.code, 143);
+  EXPECT_EQ(term.exit.signal, "TERM");
+}
+
+TEST(SshExecutor, CallsOnExitOnceAfterAllOfALargeOutput) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  // Several times the channel window on stdout, some on stderr.
+  Collected r = RunToEnd(loop, *exec,
+                         "head -c 5000000 /dev/zero; head -c 300000 /dev/zero >&2; exit 7");
+  EXPECT_EQ(r.out.size(), 5000000u);
+  EXPECT_EQ(r.err.size(), 300000u);
+  EXPECT_EQ(r.bytes_at_exit, 5300000u);
+  EXPECT_EQ(r.exit.code, 7);
+  EXPECT_EQ(r.exit_calls, 1);
+}
+
+TEST(SshExecutor, RoundTripsOneMebibyteThroughStdin) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  std::mt19937 rng(1);
+  std::string data(1 << 20, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  // More than the channel's initial window, so writes must wait for it.
+  std::string big = data + data + data;
+  Collected r = RunToEnd(loop, *exec, "cat", big);
+  EXPECT_EQ(r.exit.code, 0);
+  ASSERT_EQ(r.out.size(), big.size());
+  EXPECT_TRUE(r.out == big);
+}
+
+TEST(SshExecutor, QuotedArgumentsArriveByteExactThroughTheRemoteShell) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+
+  // A scratch directory on the host, to catch a payload that ran.
+  Collected made = RunToEnd(loop, *exec, "mktemp -d");
+  ASSERT_EQ(made.exit.code, 0);
+  std::string remote_dir = made.out.substr(0, made.out.find('\n'));
+  ASSERT_FALSE(remote_dir.empty());
+
+  std::vector<std::string> words = {
+      "",          "it's",       "'",           "\"x\"",         "$HOME",
+      "${PATH}",   "$(touch MARKER)", "`touch MARKER`", "; touch MARKER", "&& touch MARKER",
+      "| touch MARKER", "\ntouch MARKER\n", "a\tb  c",  "*",          "~",
+      "~root",     "#no comment", "back\\slash", "héllo wörld ✓ 日本語 🚀",
+      "'; touch MARKER; '", "x' && touch MARKER && echo '"};
+  std::mt19937 rng(99);
+  for (int i = 0; i < 60; ++i) words.push_back(RandomUtf8(rng, 4096));
+  for (int i = 0; i < 40; ++i) words.push_back(RandomBytes(rng, 4096));
+
+  // Up to 10 at a time (sshd's default MaxSessions).
+  for (size_t start = 0; start < words.size(); start += 10) {
+    std::vector<std::shared_ptr<Collected>> results;
+    std::vector<std::unique_ptr<Command>> commands;
+    size_t end = std::min(words.size(), start + 10);
+    for (size_t i = start; i < end; ++i) {
+      auto r = std::make_shared<Collected>();
+      std::string line = ShellJoin({"cd", remote_dir}) + " && " + ShellJoin({"printf", "%s", words[i]});
+      auto cmd = exec->Start(line, CollectInto(r));
+      ASSERT_TRUE(cmd.ok());
+      commands.push_back(std::move(cmd).value());
+      results.push_back(r);
+    }
+    ASSERT_TRUE(PollUntil(loop, [&] { return AllFinished(results); }));
+    for (size_t i = start; i < end; ++i) {
+      const Collected& r = *results[i - start];
+      EXPECT_EQ(r.exit.code, 0) << "word " << i << ": " << r.err;
+      ASSERT_EQ(r.out, words[i]) << "word " << i << " quoted as " << ShellQuote(words[i]);
+    }
+  }
+  Collected listing = RunToEnd(loop, *exec, ShellJoin({"ls", "-A", remote_dir}));
+  EXPECT_EQ(listing.exit.code, 0);
+  EXPECT_EQ(listing.out, "") << "a payload ran on the host";
+  RunToEnd(loop, *exec, ShellJoin({"rm", "-rf", remote_dir}));
+}
+
+TEST(SshExecutor, RunsFortyCommandsAtOnceOnOneSession) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  std::vector<std::shared_ptr<Collected>> results;
+  std::vector<std::unique_ptr<Command>> commands;
+  for (int i = 0; i < 40; ++i) {
+    auto r = std::make_shared<Collected>();
+    std::string n = std::to_string(i);
+    auto cmd = exec->Start("echo start " + n + "; sleep 0.3; echo end " + n + " >&2; exit " +
+                               std::to_string(i % 5),
+                           CollectInto(r));
+    ASSERT_TRUE(cmd.ok());
+    results.push_back(r);
+    commands.push_back(std::move(cmd).value());
+  }
+  ASSERT_TRUE(PollUntil(loop, [&] { return AllFinished(results); }, std::chrono::seconds(60)));
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_TRUE(results[i]->exit.known()) << i << ": " << results[i]->exit.error;
+    EXPECT_EQ(results[i]->out, "start " + std::to_string(i) + "\n");
+    EXPECT_EQ(results[i]->err, "end " + std::to_string(i) + "\n");
+    EXPECT_EQ(results[i]->exit.code, i % 5);
+    EXPECT_EQ(results[i]->exit_calls, 1);
+  }
+  EXPECT_TRUE(exec->health().ok());
+}
+
+TEST(SshExecutor, DrivesManySessionsFromOneLoop) {
+  EventLoop loop;
+  TempDir dir;
+  std::vector<SessionOptions> options(8, BedOptions(dir));
+  auto sessions = ConnectAll(options, 4);
+  std::vector<std::unique_ptr<SshExecutor>> executors;
+  for (auto& s : sessions) {
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    executors.push_back(std::make_unique<SshExecutor>(std::move(s).value(), &loop));
+  }
+  std::vector<std::shared_ptr<Collected>> results;
+  std::vector<std::unique_ptr<Command>> commands;
+  for (size_t i = 0; i < executors.size(); ++i) {
+    for (int j = 0; j < 3; ++j) {
+      auto r = std::make_shared<Collected>();
+      auto cmd = executors[i]->Start("sleep 0.2; echo " + std::to_string(i * 10 + j),
+                                     CollectInto(r));
+      ASSERT_TRUE(cmd.ok());
+      results.push_back(r);
+      commands.push_back(std::move(cmd).value());
+    }
+  }
+  ASSERT_TRUE(PollUntil(loop, [&] { return AllFinished(results); }));
+  for (size_t i = 0; i < executors.size(); ++i) {
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(results[i * 3 + j]->out, std::to_string(i * 10 + j) + "\n");
+    }
+  }
+}
+
+TEST(SshExecutor, NeverCallsOnExitFromInsideStart) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  auto r = std::make_shared<Collected>();
+  auto cmd = exec->Start("true", CollectInto(r));
+  ASSERT_TRUE(cmd.ok());
+  EXPECT_EQ(r->exit_calls, 0);
+  EXPECT_FALSE((*cmd)->done());
+  ASSERT_TRUE(PollUntil(loop, [&] { return r->finished(); }));
+  EXPECT_TRUE((*cmd)->done());
+}
+
+TEST(SshExecutor, DroppingACommandMidRunStopsItsCallbacksAndKeepsTheSession) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  auto r = std::make_shared<Collected>();
+  auto cmd = exec->Start("echo early; sleep 0.4; echo late", CollectInto(r));
+  ASSERT_TRUE(cmd.ok());
+  ASSERT_TRUE(PollUntil(loop, [&] { return !r->out.empty(); }));
+  cmd = Status::Error("dropped");
+  auto until = EventLoop::Clock::now() + milliseconds(800);
+  while (EventLoop::Clock::now() < until) loop.Poll(milliseconds(50));
+  EXPECT_EQ(r->out, "early\n");
+  EXPECT_EQ(r->exit_calls, 0);
+  // Dropped right after Start, before the channel is even open.
+  {
+    auto quick = exec->Start("echo never seen", CollectInto(r));
+    ASSERT_TRUE(quick.ok());
+  }
+  Collected after = RunToEnd(loop, *exec, "echo still fine");
+  EXPECT_EQ(after.out, "still fine\n");
+  EXPECT_EQ(r->exit_calls, 0);
+}
+
+TEST(SshExecutor, ACommandMayBeDroppedFromItsOwnCallbacks) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  std::unique_ptr<Command> a, b;
+  int outputs = 0;
+  bool exited = false;
+  CommandCallbacks ca;
+  ca.on_stdout = [&](std::string_view) {
+    ++outputs;
+    a.reset();
+  };
+  CommandCallbacks cb;
+  cb.on_exit = [&](const ExitStatus&) {
+    exited = true;
+    b.reset();
+  };
+  auto sa = exec->Start("echo one; sleep 0.1; echo two", std::move(ca));
+  auto sb = exec->Start("echo x", std::move(cb));
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  a = std::move(sa).value();
+  b = std::move(sb).value();
+  ASSERT_TRUE(PollUntil(loop, [&] { return exited && !a; }));
+  auto until = EventLoop::Clock::now() + milliseconds(300);
+  while (EventLoop::Clock::now() < until) loop.Poll(milliseconds(20));
+  EXPECT_EQ(outputs, 1);
+  EXPECT_EQ(b, nullptr);
+}
+
+TEST(SshExecutor, CommandsMayOutliveTheirExecutor) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  auto r = std::make_shared<Collected>();
+  auto cmd = exec->Start("sleep 0.2; echo x", CollectInto(r));
+  ASSERT_TRUE(cmd.ok());
+  loop.Poll(milliseconds(50));
+  exec.reset();
+  auto until = EventLoop::Clock::now() + milliseconds(500);
+  while (EventLoop::Clock::now() < until) loop.Poll(milliseconds(50));
+  EXPECT_EQ(r->exit_calls, 0);
+  EXPECT_FALSE((*cmd)->done());
+  (*cmd)->WriteStdin("ignored");
+  (*cmd)->CloseStdin();
+}
+
+std::string ProcField(int pid, const std::string& file, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return line.substr(key.size());
+  }
+  return "";
+}
+
+std::string Cmdline(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string out = s.str();
+  for (char& c : out) {
+    if (c == '\0') c = ' ';
+  }
+  return out;
+}
+
+// Kills the sshd processes that serve one connection (found from the remote
+// shell's parent), never anything else: the listener survives.
+void KillSshdServing(int session_pid) {
+  std::string cmd = Cmdline(session_pid);
+  ASSERT_EQ(cmd.rfind("sshd: ", 0), 0u) << "not an sshd session process: " << cmd;
+  ASSERT_EQ(cmd.find("[listener]"), std::string::npos);
+  int monitor = std::stoi(ProcField(session_pid, "status", "PPid:\t"));
+  std::string monitor_cmd = Cmdline(monitor);
+  ASSERT_EQ(kill(session_pid, SIGKILL), 0);
+  if (monitor_cmd.rfind("sshd: ", 0) == 0 && monitor_cmd.find("[priv]") != std::string::npos) {
+    kill(monitor, SIGKILL);
+  }
+}
+
+TEST(SshExecutor, WhenTheConnectionIsCutEveryCommandFailsAndTheExecutorSaysSo) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  int lost_calls = 0;
+  Status lost;
+  exec->set_on_connection_lost([&](const Status& s) {
+    ++lost_calls;
+    lost = s;
+  });
+  auto a = std::make_shared<Collected>();
+  auto b = std::make_shared<Collected>();
+  auto ca = exec->Start("echo $PPID $$; exec sleep 30", CollectInto(a));
+  auto cb = exec->Start("echo $$; exec sleep 31", CollectInto(b));
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  ASSERT_TRUE(PollUntil(loop, [&] {
+    return a->out.find('\n') != std::string::npos && b->out.find('\n') != std::string::npos;
+  }));
+  std::istringstream pids(a->out);
+  int sshd_pid = 0, sleep_a = 0, sleep_b = std::stoi(b->out);
+  pids >> sshd_pid >> sleep_a;
+  KillSshdServing(sshd_pid);
+
+  // Correctness bound only: an EOF on the socket is noticed at once.
+  ASSERT_TRUE(PollUntil(loop, [&] { return a->finished() && b->finished(); },
+                        std::chrono::seconds(10)));
+  for (const auto& r : {a, b}) {
+    EXPECT_EQ(r->exit_calls, 1);
+    EXPECT_FALSE(r->exit.known());
+    EXPECT_EQ(r->exit.code, -1);
+    EXPECT_EQ(r->exit.error.rfind(BedLabel() + ": connection lost", 0), 0u) << r->exit.error;
+  }
+  EXPECT_EQ(lost_calls, 1);
+  EXPECT_FALSE(exec->health().ok());
+  EXPECT_EQ(exec->health().message(), lost.message());
+  auto after = exec->Start("true", CollectInto(std::make_shared<Collected>()));
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().message(), lost.message());
+  loop.Poll(milliseconds(50));
+  EXPECT_EQ(lost_calls, 1);
+
+  // The remote sleeps outlive their sshd; remove them.
+  for (int pid : {sleep_a, sleep_b}) {
+    if (Cmdline(pid).rfind("sleep ", 0) == 0) kill(pid, SIGKILL);
+  }
+}
+
+}  // namespace
+}  // namespace barge::ssh
