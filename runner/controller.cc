@@ -7,15 +7,18 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
 #include "container/docker_args.h"
 #include "container/log_line.h"
+#include "container/proc_net.h"
 #include "runner/docker_commands.h"
 #include "runner/log_sink.h"
 #include "runner/signals.h"
 #include "runner/state_dir.h"
+#include "runner/teardown_hooks.h"
 #include "ssh/event_loop.h"
 #include "ssh/local_executor.h"
 #include "ssh/session.h"
@@ -85,7 +88,7 @@ struct HostState {
   std::string name;  // as in messages and log prefixes
   std::unique_ptr<ssh::Executor> exec;
   std::unique_ptr<DockerCommands> docker;
-  std::string image_id;
+  std::map<std::string, std::string> image_ids;  // image reference → ID
   // Commands in flight or finished; reaped by the loop, never from callbacks.
   std::vector<std::unique_ptr<ssh::Command>> commands;
 };
@@ -116,10 +119,13 @@ class Controller {
   // Polls the loop until `finished()` or `deadline`. Returns false on deadline.
   bool RunUntil(const std::function<bool()>& finished, Clock::time_point deadline);
   void ReapCommands();
+  static void ReapCommandsOf(HostState& host);
 
   Status Connect();
   Status Preflight();
   Status StartNodes(const std::vector<NodeState*>& nodes);
+  Status WaitReady(NodeState& head);
+  void RunTeardownHooks();
   void StreamLogs(NodeState& node);
   void WatchExit(NodeState& node);
   void Teardown(bool graceful);
@@ -136,6 +142,8 @@ class Controller {
   std::unique_ptr<LogSink> sink_;
   int interrupts_ = 0;
   bool tearing_down_ = false;  // exits from now on are barge's doing
+  std::optional<std::regex> ready_regex_;  // head readiness by log line
+  bool head_logged_ready_ = false;
   std::string failure_;        // set when a worker failed the job
 };
 
@@ -161,12 +169,14 @@ void Controller::Exec(HostState& host, const std::string& line,
   host.commands.push_back(std::move(cmd).value());
 }
 
+void Controller::ReapCommandsOf(HostState& host) {
+  auto& cmds = host.commands;
+  cmds.erase(std::remove_if(cmds.begin(), cmds.end(), [](const auto& c) { return c->done(); }),
+             cmds.end());
+}
+
 void Controller::ReapCommands() {
-  for (auto& [index, host] : hosts_) {
-    auto& cmds = host->commands;
-    cmds.erase(std::remove_if(cmds.begin(), cmds.end(), [](const auto& c) { return c->done(); }),
-               cmds.end());
-  }
+  for (auto& [index, host] : hosts_) ReapCommandsOf(*host);
 }
 
 bool Controller::RunUntil(const std::function<bool()>& finished, Clock::time_point deadline) {
@@ -254,7 +264,7 @@ Status Controller::Preflight() {
       ++pending;
       Exec(*hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& o) {
         if (o.ok()) {
-          hs->image_id = Trim(o.out);
+          hs->image_ids[image] = Trim(o.out);
           --pending;
           return;
         }
@@ -276,7 +286,7 @@ Status Controller::Preflight() {
           Exec(*hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& again) {
             --pending;
             if (again.ok()) {
-              hs->image_id = Trim(again.out);
+              hs->image_ids[image] = Trim(again.out);
             } else {
               errors[hs->index].push_back("image " + image + ": " + again.Reason());
             }
@@ -304,6 +314,27 @@ Status Controller::Preflight() {
                        Clock::now() + spec_.ssh.connect_timeout + seconds(120));
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");
   if (!done) return Status::Error("preflight did not finish in time");
+  // One stale tag on one node is a classic silent failure: every host must
+  // run the same image ID for the same reference.
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> ids;  // image → id → hosts
+  for (auto& [h, host] : hosts_) {
+    for (const auto& [image, id] : host->image_ids) ids[image][id].push_back(host->name);
+  }
+  for (const auto& [image, by_id] : ids) {
+    if (by_id.size() > 1) {
+      std::string msg = "image " + image + " differs between hosts:";
+      for (const auto& [id, names] : by_id) {
+        msg += " " + id.substr(0, 19) + " on";
+        for (const auto& n : names) msg += " " + n;
+        msg += ";";
+      }
+      msg.pop_back();
+      errors[hosts_.begin()->first].push_back(msg);
+    } else if (!by_id.empty()) {
+      Say("image " + image + " is " + by_id.begin()->first.substr(0, 19) + " on " +
+          std::to_string(by_id.begin()->second.size()) + " host(s)");
+    }
+  }
   if (errors.empty()) return Status::Ok();
   std::string msg = "preflight failed; nothing was started:";
   for (const auto& [h, list] : errors) {
@@ -321,10 +352,11 @@ void Controller::StreamLogs(NodeState& node) {
         return;
       }
       Result<container::TimestampedLine> parsed = container::ParseTimestampedLine(line);
-      if (parsed.ok()) {
-        sink_->Line(rank, stream, parsed->timestamp, parsed->text);
-      } else {
-        sink_->Line(rank, stream, "", line);
+      std::string_view text = parsed.ok() ? parsed->text : line;
+      sink_->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
+      if (rank == 0 && ready_regex_ && !head_logged_ready_ &&
+          std::regex_search(text.begin(), text.end(), *ready_regex_)) {
+        head_logged_ready_ = true;
       }
     };
   };
@@ -412,6 +444,112 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes) {
   return Status::Error(msg);
 }
 
+Status Controller::WaitReady(NodeState& head) {
+  using Kind = cluster::ReadinessProbe::Kind;
+  const cluster::ReadinessProbe& probe = plan_.head_ready;
+  if (probe.kind == Kind::kRunning) return Status::Ok();
+  std::string what = probe.kind == Kind::kTcpPort ? "port " + std::to_string(probe.tcp_port) + " open"
+                     : probe.kind == Kind::kLog   ? "a log line matching /" + probe.log_regex + "/"
+                                                  : "`" + probe.command + "` succeeding";
+  Say("waiting for the head to be ready (" + what + ")");
+
+  // Shared with in-flight probe commands and timers, which may outlive this
+  // call; `stop` silences them.
+  struct ProbeState {
+    bool ready = false;
+    bool stop = false;
+  };
+  auto state = std::make_shared<ProbeState>();
+  std::function<void()> probe_once;
+  auto schedule = [this, state, &probe_once] {
+    if (state->stop) return;
+    loop_.AddTimer(Clock::now() + milliseconds(250), [state, &probe_once] {
+      if (!state->stop) probe_once();
+    });
+  };
+  probe_once = [&, state] {
+    if (state->stop || head.phase != NodePhase::kRunning) return;
+    std::string line = probe.kind == Kind::kTcpPort
+                           ? head.host->docker->ListeningPorts(head.plan->container.name)
+                           : head.host->docker->ExecShell(head.plan->container.name, probe.command);
+    Exec(*head.host, line, [&, state](const Outcome& o) {
+      if (state->stop) return;
+      if (probe.kind == Kind::kTcpPort) {
+        if (container::ParseListeningPorts(o.out).count(probe.tcp_port)) state->ready = true;
+      } else if (o.ok()) {
+        state->ready = true;
+      }
+      if (!state->ready) schedule();
+    });
+  };
+  if (probe.kind != Kind::kLog) probe_once();
+  bool finished = RunUntil(
+      [&] {
+        return state->ready || head_logged_ready_ || head.phase != NodePhase::kRunning ||
+               interrupts_ > 0;
+      },
+      Clock::now() + probe.timeout);
+  state->stop = true;
+  if (interrupts_ > 0) return Status::Error("interrupted while waiting for the head");
+  if (state->ready || head_logged_ready_) {
+    Say("head is ready");
+    return Status::Ok();
+  }
+  if (head.phase != NodePhase::kRunning) return Status::Ok();  // it finished: the job completes
+  (void)finished;
+  std::string msg = "the head was not ready after " +
+                    std::to_string(std::chrono::duration_cast<milliseconds>(probe.timeout).count() / 1000.0).substr(0, 5) +
+                    " s (waiting for " + what + ")";
+  std::vector<std::string> tail = sink_->Tail(0, 10);
+  msg += tail.empty() ? "; it printed nothing" : "; its last lines:";
+  for (const auto& l : tail) msg += "\n  | " + l;
+  return Status::Error(msg);
+}
+
+void Controller::RunTeardownHooks() {
+  if (!spec_.teardown.host_command && !spec_.teardown.local_command) return;
+  std::unique_ptr<ssh::LocalExecutor> local;
+  if (spec_.teardown.local_command) local = std::make_unique<ssh::LocalExecutor>(&loop_);
+  HostState local_host;
+  local_host.name = "local";
+  int pending = 0;
+  auto run = [&](HostState& where, const std::string& kind, const std::string& hook,
+                 const cluster::Host& host, const std::string& for_host) {
+    Result<std::string> line = SubstituteHook(hook, host, plan_.job_id);
+    if (!line.ok()) {
+      Say("teardown " + kind + " for " + for_host + " not run: " + line.status().message());
+      return;
+    }
+    ++pending;
+    Exec(where, *line, [&, kind, for_host](const Outcome& o) {
+      --pending;
+      if (o.ok()) {
+        Say("teardown " + kind + " for " + for_host + ": ok");
+      } else {
+        Say("teardown " + kind + " for " + for_host + " failed: " + o.Reason());
+      }
+    });
+  };
+  if (local) local_host.exec = std::move(local);
+  for (auto& [h, host] : hosts_) {
+    const cluster::Host& inventory = plan_.hosts[h];
+    if (spec_.teardown.host_command) {
+      run(*host, "host_command", *spec_.teardown.host_command, inventory, host->name);
+    }
+    if (spec_.teardown.local_command) {
+      run(local_host, "local_command", *spec_.teardown.local_command, inventory, host->name);
+    }
+  }
+  if (!RunUntil(
+          [&] {
+            ReapCommandsOf(local_host);
+            return pending == 0;
+          },
+          Clock::now() + seconds(300))) {
+    Say("teardown hooks did not finish within 300 s");
+  }
+}
+
 void Controller::Teardown(bool graceful) {
   // Stop what still runs, let output drain, then remove every container of
   // the job that may exist, host by host in parallel.
@@ -454,6 +592,7 @@ void Controller::Teardown(bool graceful) {
     Say("removing containers did not finish in time; run `docker ps -a --filter label=barge.job=" +
         plan_.job_id + "` on the hosts");
   }
+  RunTeardownHooks();
 }
 
 int Controller::Run() {
@@ -510,10 +649,24 @@ int Controller::Run() {
 
   // The head first; workers only once it is ready.
   NodeState& head = *nodes_[0];
+  if (plan_.head_ready.kind == cluster::ReadinessProbe::Kind::kLog) {
+    try {
+      ready_regex_.emplace(plan_.head_ready.log_regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      Say("roles.head.ready.log: invalid regex: " + std::string(e.what()));
+      Teardown(false);
+      return kExitBargeFailure;
+    }
+  }
   if (Status s = StartNodes({&head}); !s.ok()) {
     Say(s.message());
     Teardown(false);
     return kExitBargeFailure;
+  }
+  if (Status s = WaitReady(head); !s.ok()) {
+    Say(s.message());
+    Teardown(interrupts_ < 2);
+    return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
   }
   std::vector<NodeState*> workers;
   for (size_t i = 1; i < nodes_.size(); ++i) workers.push_back(nodes_[i].get());

@@ -49,4 +49,13 @@ std::string DockerCommands::Remove(const std::vector<std::string>& names) const 
   return Line(container::RemoveArgs(names, /*force=*/true));
 }
 
+std::string DockerCommands::ListeningPorts(const std::string& name) const {
+  return "pid=$(" + Line({"inspect", "--format", "{{.State.Pid}}", name}) +
+         ") && cat /proc/$pid/net/tcp /proc/$pid/net/tcp6";
+}
+
+std::string DockerCommands::ExecShell(const std::string& name, const std::string& command) const {
+  return Line({"exec", name, "sh", "-c", command});
+}
+
 }  // namespace barge::runner

@@ -27,6 +27,11 @@ class DockerCommands {
   std::string Stop(const std::vector<std::string>& names, int grace_seconds) const;
   std::string Kill(const std::vector<std::string>& names) const;
   std::string Remove(const std::vector<std::string>& names) const;
+  // The container's TCP tables (/proc/PID/net/tcp, tcp6) read on the host:
+  // container::ParseListeningPorts of the output.
+  std::string ListeningPorts(const std::string& name) const;
+  // `docker exec NAME sh -c COMMAND`.
+  std::string ExecShell(const std::string& name, const std::string& command) const;
 
  private:
   std::string Line(const std::vector<std::string>& args) const;
