@@ -1,0 +1,185 @@
+// Head/worker jobs across the test bed's namespace hosts, each with its own
+// address, sshd and dockerd, through the real CLI.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "ssh/quote.h"
+#include "tests/bed_env.h"
+
+namespace fs = std::filesystem;
+using barge::ssh::ShellQuote;
+using barge::testing::BedHost;
+using barge::testing::GetBed;
+using barge::testing::RunShell;
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `command` on a bed host over plain OpenSSH (an independent check).
+std::string OnHost(const BedHost& h, const std::string& command, int* code = nullptr) {
+  const auto& bed = GetBed();
+  return RunShell("ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" +
+                      bed.known_hosts + " -i " + bed.key + " -p " + std::to_string(h.port) + " " +
+                      bed.user + "@" + h.address + " " + ShellQuote(command) + " 2>&1",
+                  code);
+}
+
+std::string JobContainers(const BedHost& h) {
+  return RunShell("DOCKER_HOST=" + h.docker_host + " docker ps -aq --filter label=barge.job");
+}
+
+class MultiNodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_GE(GetBed().hosts.size(), 3u) << "the bed needs 3 namespace hosts";
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("barge-multi-" + std::string(info->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "home");
+  }
+  void TearDown() override {
+    for (const auto& h : GetBed().hosts) {
+      EXPECT_EQ(JobContainers(h), "") << "a container was left on " << h.name;
+      RunShell("DOCKER_HOST=" + h.docker_host +
+               " docker ps -aq --filter label=barge.job | DOCKER_HOST=" + h.docker_host +
+               " xargs -r docker rm -f >/dev/null 2>&1");
+    }
+    fs::remove_all(dir_);
+  }
+
+  // hosts: + ssh: blocks for the first `n` namespace hosts.
+  std::string Hosts(size_t n, const std::string& extra_per_host = "") const {
+    const auto& bed = GetBed();
+    std::ostringstream y;
+    y << "hosts:\n";
+    for (size_t i = 0; i < n; ++i) {
+      y << "  - address: " << bed.hosts[i].address << "\n" << extra_per_host;
+    }
+    y << "ssh:\n  user: " << bed.user << "\n  identity_file: " << bed.key
+      << "\n  known_hosts: " << bed.known_hosts << "\n  connect_timeout: 10s\n";
+    return y.str();
+  }
+
+  Outcome Barge(const std::string& yaml) {
+    std::ofstream(dir_ / "job.yaml") << yaml;
+    Outcome o;
+    RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home " + BARGE_BINARY +
+                 " run job.yaml >out.txt 2>err.txt </dev/null",
+             &o.code);
+    o.out = ReadFile(dir_ / "out.txt");
+    o.err = ReadFile(dir_ / "err.txt");
+    return o;
+  }
+
+  fs::path dir_;
+};
+
+double Number(const std::string& text, const std::string& regex) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(regex))) return -1;
+  return std::stod(m[1].str());
+}
+
+TEST_F(MultiNodeTest, WorkersStartOnlyOnceTheHeadsPortIsOpen) {
+  const auto& bed = GetBed();
+  Outcome o = Barge(
+      "name: ready\nimage: " + bed.image + "\n" + Hosts(3) +
+      "container: {network: host}\nstop_grace: 2s\n"
+      "roles:\n"
+      "  head:\n"
+      "    ready: {tcp_port: 29500, timeout: 30s}\n"
+      "    command: [\"sh\", \"-c\", \"sleep 2; echo opening at $(cut -d' ' -f1 /proc/uptime); "
+      "nc -l -p 29500 >/dev/null & sleep 3; echo head done\"]\n"
+      "  worker:\n"
+      "    command: [\"sh\", \"-c\", \"echo started at $(cut -d' ' -f1 /proc/uptime) on $(hostname -i 2>/dev/null || hostname); "
+      "trap 'exit 0' TERM; sleep 60 & wait\"]\n");
+  ASSERT_EQ(o.code, 0) << o.err;
+  double opened = Number(o.out, "opening at ([0-9.]+)");
+  double w1 = Number(o.out, "\\[1 worker [0-9.]+\\] started at ([0-9.]+)");
+  double w2 = Number(o.out, "\\[2 worker [0-9.]+\\] started at ([0-9.]+)");
+  ASSERT_GT(opened, 0) << o.out;
+  ASSERT_GT(w1, 0) << o.out;
+  ASSERT_GT(w2, 0) << o.out;
+  EXPECT_GE(w1, opened) << o.out;
+  EXPECT_GE(w2, opened) << o.out;
+  EXPECT_NE(o.out.find("[0 head " + bed.hosts[0].address + "] head done"), std::string::npos) << o.out;
+}
+
+TEST_F(MultiNodeTest, AReadinessTimeoutFailsWithTheHeadsLastLinesAndLeavesNothing) {
+  const auto& bed = GetBed();
+  Outcome o = Barge("name: notready\nimage: " + bed.image + "\n" + Hosts(2) +
+                    "stop_grace: 1s\n"
+                    "roles:\n"
+                    "  head:\n"
+                    "    ready: {tcp_port: 29501, timeout: 3s}\n"
+                    "    command: [\"sh\", \"-c\", \"echo still warming up; sleep 60\"]\n"
+                    "  worker:\n"
+                    "    command: [\"sh\", \"-c\", \"echo worker ran\"]\n");
+  EXPECT_EQ(o.code, 125);
+  EXPECT_NE(o.err.find("not ready after 3"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("| still warming up"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("worker ran"), std::string::npos) << o.out;
+}
+
+TEST_F(MultiNodeTest, AWorkerThatFailsEarlyFailsTheJobAndEverythingIsRemoved) {
+  const auto& bed = GetBed();
+  Outcome o = Barge("name: workerfail\nimage: " + bed.image + "\n" + Hosts(3) +
+                    "stop_grace: 1s\non_worker_exit: fail\n"
+                    "command: [\"sh\", \"-c\", \"if [ $RANK = 2 ]; then echo bye; exit 4; fi; "
+                    "trap 'exit 0' TERM; sleep 60 & wait\"]\n");
+  EXPECT_EQ(o.code, 125) << o.err;
+  EXPECT_NE(o.err.find("worker 2 on " + bed.hosts[2].address + " failed with exit code 4"),
+            std::string::npos)
+      << o.err;
+}
+
+TEST_F(MultiNodeTest, IgnoredWorkerExitsLetTheHeadFinishAndItsCodeIsBargesCode) {
+  const auto& bed = GetBed();
+  Outcome o = Barge("name: headcode\nimage: " + bed.image + "\n" + Hosts(3) +
+                    "stop_grace: 1s\non_worker_exit: ignore\n"
+                    "command: [\"sh\", \"-c\", \"if [ $RANK = 0 ]; then sleep 2; exit 7; fi; exit 3\"]\n");
+  EXPECT_EQ(o.code, 7) << o.err;
+}
+
+TEST_F(MultiNodeTest, TeardownHooksRunOncePerHostWithQuotedSubstitutions) {
+  const auto& bed = GetBed();
+  fs::path marker = dir_ / "local-hook.txt";
+  Outcome o = Barge("name: hooks\nimage: " + bed.image + "\n" +
+                    Hosts(2, "    vars: {instance_id: \"i-0 $(touch /tmp/pwned)\"}\n") +
+                    "teardown:\n"
+                    "  host_command: \"echo {host.internal_address} {job.id} >> /tmp/barge-hook-test\"\n"
+                    "  local_command: \"echo {host.address} {host.vars.instance_id} >> " +
+                    marker.string() + "\"\n"
+                    "command: [\"true\"]\n");
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.err, m, std::regex("job ([0-9a-f]{8})"))) << o.err;
+  const std::string job_id = m[1].str();
+  std::string local = ReadFile(marker);
+  EXPECT_NE(local.find(bed.hosts[0].address + " i-0 $(touch /tmp/pwned)\n"), std::string::npos) << local;
+  EXPECT_NE(local.find(bed.hosts[1].address + " i-0 $(touch /tmp/pwned)\n"), std::string::npos) << local;
+  EXPECT_EQ(std::count(local.begin(), local.end(), '\n'), 2) << local;
+  for (size_t i = 0; i < 2; ++i) {
+    std::string remote = OnHost(bed.hosts[i], "cat /tmp/barge-hook-test; rm -f /tmp/barge-hook-test");
+    EXPECT_EQ(remote, bed.hosts[i].address + " " + job_id + "\n") << bed.hosts[i].name;
+  }
+  EXPECT_FALSE(fs::exists("/tmp/pwned"));
+}
+
+}  // namespace
