@@ -3,7 +3,11 @@
 // connection that is cut.
 #include "ssh/ssh_executor.h"
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <random>
@@ -25,8 +29,10 @@ using testing::BedOptions;
 using testing::Collected;
 using testing::CollectInto;
 using testing::PollUntil;
+using testing::RunProgram;
 using testing::RunToEnd;
 using testing::TempDir;
+using testing::WriteFile;
 
 std::unique_ptr<SshExecutor> ConnectToBed(EventLoop& loop, const TempDir& dir) {
   auto session = Session::Connect(BedOptions(dir));
@@ -198,6 +204,125 @@ TEST(SshExecutor, RunsFortyCommandsAtOnceOnOneSession) {
     EXPECT_EQ(results[i]->exit_calls, 1);
   }
   EXPECT_TRUE(exec->health().ok());
+}
+
+// An sshd of the test's own, for settings the bed's sshd does not have
+// (e.g. a small MaxSessions). Listens on 127.0.0.1 at a free port, accepts
+// the bed's key, runs in a mount namespace with private /run (for
+// /run/sshd) and /root. Needs root, like the bed.
+class PrivateSshd {
+ public:
+  PrivateSshd(const TempDir& dir, const std::string& extra_config) : dir_(dir) {
+    const auto& bed = barge::testing::GetBed();
+    int code = -1;
+    RunProgram({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                dir.File("host_key")},
+               "", &code);
+    EXPECT_EQ(code, 0);
+    std::string pub = RunProgram({"/usr/bin/ssh-keygen", "-y", "-f", bed.key}, "", &code);
+    EXPECT_EQ(code, 0);
+    WriteFile(dir.File("authorized_keys"), pub);
+    port_ = FreePort();
+    WriteFile(dir.File("sshd_config"),
+              "ListenAddress 127.0.0.1:" + std::to_string(port_) + "\nHostKey " +
+                  dir.File("host_key") + "\nPidFile " + dir.File("sshd.pid") +
+                  "\nAuthorizedKeysFile " + dir.File("authorized_keys") +
+                  "\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\n"
+                  "PasswordAuthentication no\nKbdInteractiveAuthentication no\n" +
+                  extra_config + "\n");
+    std::string host_pub = testing::ReadFile(dir.File("host_key.pub"));
+    known_hosts_ = dir.File("known_hosts");
+    WriteFile(known_hosts_, "[127.0.0.1]:" + std::to_string(port_) + " " +
+                                host_pub.substr(0, host_pub.rfind(' ')) + "\n");
+    std::string script =
+        "mount --make-rprivate / && mount -t tmpfs tmpfs /run && mkdir -m 755 /run/sshd && "
+        "mount -t tmpfs tmpfs /root && exec /usr/sbin/sshd -D -e -f " +
+        dir.File("sshd_config") + " 2>" + dir.File("sshd.log");
+    pid_ = fork();
+    if (pid_ == 0) {
+      execl("/usr/bin/unshare", "unshare", "-m", "/bin/sh", "-c", script.c_str(), nullptr);
+      _exit(127);
+    }
+    // Ready once it accepts connections.
+    for (int i = 0; i < 100 && !Accepting(); ++i) usleep(50 * 1000);
+    EXPECT_TRUE(Accepting()) << testing::ReadFile(dir.File("sshd.log"));
+  }
+  ~PrivateSshd() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status;
+      waitpid(pid_, &status, 0);
+    }
+  }
+  PrivateSshd(const PrivateSshd&) = delete;
+  PrivateSshd& operator=(const PrivateSshd&) = delete;
+
+  SessionOptions Options() const {
+    SessionOptions o = BedOptions(dir_);
+    o.host = "127.0.0.1";
+    o.port = port_;
+    o.known_hosts_file = known_hosts_;
+    return o;
+  }
+  std::string Log() const { return testing::ReadFile(dir_.File("sshd.log")); }
+
+ private:
+  static int FreePort() {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    close(fd);
+    return ntohs(addr.sin_port);
+  }
+  bool Accepting() const {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    return ok;
+  }
+
+  const TempDir& dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string known_hosts_;
+};
+
+TEST(SshExecutor, RunsMoreCommandsThanTheHostsMaxSessionsByWaitingForFreeSlots) {
+  TempDir dir;
+  PrivateSshd sshd(dir, "MaxSessions 4");
+  EventLoop loop;
+  auto session = Session::Connect(sshd.Options());
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  auto exec = std::make_unique<SshExecutor>(std::move(session).value(), &loop);
+  std::vector<std::shared_ptr<Collected>> results;
+  std::vector<std::unique_ptr<Command>> commands;
+  for (int i = 0; i < 20; ++i) {
+    auto r = std::make_shared<Collected>();
+    auto cmd = exec->Start("sleep 0.1; echo " + std::to_string(i), CollectInto(r));
+    ASSERT_TRUE(cmd.ok());
+    results.push_back(r);
+    commands.push_back(std::move(cmd).value());
+  }
+  ASSERT_TRUE(PollUntil(loop, [&] { return AllFinished(results); }, std::chrono::seconds(60)));
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(results[i]->exit.known()) << i << ": " << results[i]->exit.error;
+    EXPECT_EQ(results[i]->exit.code, 0);
+    EXPECT_EQ(results[i]->out, std::to_string(i) + "\n");
+  }
+  // The host did refuse sessions beyond its limit: the waiting was real.
+  EXPECT_NE(sshd.Log().find("no more sessions"), std::string::npos);
+  // A later command still runs.
+  Collected later = RunToEnd(loop, *exec, "echo later");
+  EXPECT_EQ(later.out, "later\n");
+  exec.reset();
 }
 
 TEST(SshExecutor, DrivesManySessionsFromOneLoop) {
@@ -389,7 +514,11 @@ TEST(SshExecutor, WhenTheConnectionIsCutEveryCommandFailsAndTheExecutorSaysSo) {
   auto after = exec->Start("true", CollectInto(std::make_shared<Collected>()));
   ASSERT_FALSE(after.ok());
   EXPECT_EQ(after.status().message(), lost.message());
-  loop.Poll(milliseconds(50));
+  // The dead session leaves nothing in the loop that keeps Poll from
+  // sleeping (no busy loop on a closed fd).
+  auto before = EventLoop::Clock::now();
+  loop.Poll(milliseconds(200));
+  EXPECT_GE(EventLoop::Clock::now() - before, milliseconds(150));
   EXPECT_EQ(lost_calls, 1);
 
   // The remote sleeps outlive their sshd; remove them.
