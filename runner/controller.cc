@@ -115,7 +115,11 @@ class Controller {
 
  private:
   // Starts `line` on `host`; `done` runs from the loop once it has exited.
-  void Exec(HostState& host, const std::string& line, std::function<void(const Outcome&)> done);
+  // Returns the command (owned by `host`, valid until reaped after it is
+  // done) for writing its stdin; nullptr when it could not start. Stdin is
+  // closed at once unless `keep_stdin`.
+  ssh::Command* Exec(HostState& host, const std::string& line,
+                     std::function<void(const Outcome&)> done, bool keep_stdin = false);
   // Polls the loop until `finished()` or `deadline`. Returns false on deadline.
   bool RunUntil(const std::function<bool()>& finished, Clock::time_point deadline);
   void ReapCommands();
@@ -125,6 +129,11 @@ class Controller {
   Status Preflight();
   Status StartNodes(const std::vector<NodeState*>& nodes);
   Status WaitReady(NodeState& head);
+  // image_pull: push. Streams the local `docker save IMAGE` into `docker
+  // load` on every target host in parallel, then records each host's image
+  // ID; failures go to `errors` by host.
+  void Push(const std::string& image, const std::vector<HostState*>& targets,
+            std::map<size_t, std::vector<std::string>>* errors);
   void RunTeardownHooks();
   void StreamLogs(NodeState& node);
   void WatchExit(NodeState& node);
@@ -147,8 +156,8 @@ class Controller {
   std::string failure_;        // set when a worker failed the job
 };
 
-void Controller::Exec(HostState& host, const std::string& line,
-                      std::function<void(const Outcome&)> done) {
+ssh::Command* Controller::Exec(HostState& host, const std::string& line,
+                               std::function<void(const Outcome&)> done, bool keep_stdin) {
   auto outcome = std::make_shared<Outcome>();
   auto finish = std::make_shared<std::function<void(const Outcome&)>>(std::move(done));
   ssh::CommandCallbacks cb;
@@ -164,9 +173,11 @@ void Controller::Exec(HostState& host, const std::string& line,
     // Deliver the failure from the loop, like any other outcome.
     outcome->exit.error = cmd.status().message();
     loop_.AddTimer(Clock::now(), [outcome, finish] { (*finish)(*outcome); });
-    return;
+    return nullptr;
   }
+  if (!keep_stdin) (*cmd)->CloseStdin();
   host.commands.push_back(std::move(cmd).value());
+  return host.commands.back().get();
 }
 
 void Controller::ReapCommandsOf(HostState& host) {
@@ -245,6 +256,7 @@ Status Controller::Preflight() {
   // need is there (pulled when missing and image_pull allows); GPUs work
   // where asked for.
   std::map<size_t, std::vector<std::string>> errors;  // by host
+  std::map<std::string, std::vector<HostState*>> to_push;  // image → hosts lacking it
   int pending = 0;
   for (auto& [h, host] : hosts_) {
     HostState* hs = host.get();
@@ -262,16 +274,33 @@ Status Controller::Preflight() {
     });
     for (const std::string& image : images) {
       ++pending;
+      if (spec_.image_pull == ImagePull::kAlways) {
+        Exec(*hs, hs->docker->Pull(image) + " >/dev/null && " + hs->docker->ImageId(image),
+             [&, hs, image](const Outcome& o) {
+               --pending;
+               if (o.ok()) {
+                 hs->image_ids[image] = Trim(o.out);
+               } else {
+                 errors[hs->index].push_back("cannot pull " + image + " (image_pull: always): " +
+                                             o.Reason());
+               }
+             });
+        continue;
+      }
       Exec(*hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& o) {
         if (o.ok()) {
           hs->image_ids[image] = Trim(o.out);
           --pending;
           return;
         }
-        if (spec_.image_pull == ImagePull::kNever || spec_.image_pull == ImagePull::kPush) {
-          errors[hs->index].push_back("image " + image + " is not present (image_pull: " +
-                                      (spec_.image_pull == ImagePull::kNever ? "never" : "push") +
-                                      "): " + o.Reason());
+        if (spec_.image_pull == ImagePull::kPush) {
+          to_push[image].push_back(hs);
+          --pending;
+          return;
+        }
+        if (spec_.image_pull == ImagePull::kNever) {
+          errors[hs->index].push_back("image " + image +
+                                      " is not present (image_pull: never): " + o.Reason());
           --pending;
           return;
         }
@@ -314,6 +343,10 @@ Status Controller::Preflight() {
                        Clock::now() + spec_.ssh.connect_timeout + seconds(120));
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");
   if (!done) return Status::Error("preflight did not finish in time");
+  for (const auto& [image, targets] : to_push) {
+    if (!errors.empty()) break;  // don't push to a job that cannot start
+    Push(image, targets, &errors);
+  }
   // One stale tag on one node is a classic silent failure: every host must
   // run the same image ID for the same reference.
   std::map<std::string, std::map<std::string, std::vector<std::string>>> ids;  // image → id → hosts
@@ -380,6 +413,7 @@ void Controller::StreamLogs(NodeState& node) {
     Say(node.host->name + ": cannot stream logs: " + cmd.status().message());
     return;
   }
+  (*cmd)->CloseStdin();
   node.host->commands.push_back(std::move(cmd).value());
 }
 
@@ -442,6 +476,109 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes) {
   std::string msg;
   for (const auto& e : errors) msg += (msg.empty() ? "" : "\n  ") + e;
   return Status::Error(msg);
+}
+
+void Controller::Push(const std::string& image, const std::vector<HostState*>& targets,
+                      std::map<size_t, std::vector<std::string>>* errors) {
+  // Save once to a file, then stream it to each host at the pace its channel
+  // takes it, so memory stays bounded however big the image is.
+  const std::string dir = options_.state_dir + "/tmp";
+  if (Status s = MakeDirs(dir); !s.ok()) {
+    for (HostState* t : targets) (*errors)[t->index].push_back(s.message());
+    return;
+  }
+  const std::string file = dir + "/push-" + plan_.job_id + ".tar";
+  Say("pushing " + image + " to " + std::to_string(targets.size()) + " host(s) (docker save | docker load)");
+  const auto started = Clock::now();
+  HostState local;
+  local.name = "local";
+  local.exec = std::make_unique<ssh::LocalExecutor>(&loop_);
+  DockerCommands local_docker({"docker"});
+  std::optional<Outcome> saved;
+  Exec(local, local_docker.Line({"save", "-o", file, image}), [&](const Outcome& o) { saved = o; });
+  RunUntil([&] {
+    ReapCommandsOf(local);
+    return saved.has_value() || interrupts_ > 0;
+  }, Clock::now() + seconds(1800));
+  if (!saved || !saved->ok()) {
+    std::string why = saved ? saved->Reason() : "interrupted or timed out";
+    for (HostState* t : targets) {
+      (*errors)[t->index].push_back("cannot push " + image + ": local docker save failed: " + why);
+    }
+    std::remove(file.c_str());
+    return;
+  }
+
+  struct Target {
+    HostState* host;
+    ssh::Command* load = nullptr;
+    FILE* in = nullptr;
+    bool sent_all = false;
+    std::optional<Outcome> result;
+  };
+  std::vector<Target> pushes;
+  for (HostState* t : targets) {
+    Target target{t};
+    target.in = std::fopen(file.c_str(), "rb");
+    pushes.push_back(target);
+  }
+  for (Target& t : pushes) {
+    Target* tp = &t;
+    t.load = Exec(*t.host, t.host->docker->Load(), [tp](const Outcome& o) { tp->result = o; },
+                  /*keep_stdin=*/true);
+    if (!t.in && t.load) t.load->CloseStdin();
+  }
+  constexpr size_t kWindow = 8 << 20;
+  std::vector<char> buf(1 << 20);
+  auto pump = [&] {
+    for (Target& t : pushes) {
+      if (t.result || t.sent_all || !t.load || !t.in) continue;
+      while (t.load->stdin_pending() < kWindow) {
+        size_t n = std::fread(buf.data(), 1, buf.size(), t.in);
+        if (n > 0) t.load->WriteStdin(std::string_view(buf.data(), n));
+        if (n < buf.size()) {
+          t.sent_all = true;
+          t.load->CloseStdin();
+          break;
+        }
+      }
+    }
+  };
+  auto deadline = Clock::now() + seconds(3600);
+  while (Clock::now() < deadline && interrupts_ == 0 &&
+         !std::all_of(pushes.begin(), pushes.end(), [](const Target& t) { return t.result.has_value(); })) {
+    pump();
+    loop_.Poll(milliseconds(5));
+    ReapCommands();
+  }
+  for (Target& t : pushes) {
+    if (t.in) std::fclose(t.in);
+    if (!t.result || !t.result->ok()) {
+      (*errors)[t.host->index].push_back(
+          "pushing " + image + " failed: " + (t.result ? t.result->Reason() : "interrupted or timed out"));
+    }
+  }
+  std::remove(file.c_str());
+  // What the hosts now hold.
+  int pending = 0;
+  for (Target& t : pushes) {
+    if (!t.result || !t.result->ok()) continue;
+    HostState* hs = t.host;
+    ++pending;
+    Exec(*hs, hs->docker->ImageId(image), [&, hs](const Outcome& o) {
+      --pending;
+      if (o.ok()) {
+        hs->image_ids[image] = Trim(o.out);
+      } else {
+        (*errors)[hs->index].push_back("image " + image + " still missing after push: " + o.Reason());
+      }
+    });
+  }
+  RunUntil([&] { return pending == 0; }, Clock::now() + seconds(120));
+  double secs = std::chrono::duration<double>(Clock::now() - started).count();
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", secs);
+  Say("pushed " + image + " in " + took + " s");
 }
 
 Status Controller::WaitReady(NodeState& head) {

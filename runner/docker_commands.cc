@@ -54,6 +54,8 @@ std::string DockerCommands::ListeningPorts(const std::string& name) const {
          ") && cat /proc/$pid/net/tcp /proc/$pid/net/tcp6";
 }
 
+std::string DockerCommands::Load() const { return Line(container::LoadArgs()); }
+
 std::string DockerCommands::ExecShell(const std::string& name, const std::string& command) const {
   return Line({"exec", name, "sh", "-c", command});
 }

@@ -30,11 +30,14 @@ class DockerCommands {
   // The container's TCP tables (/proc/PID/net/tcp, tcp6) read on the host:
   // container::ParseListeningPorts of the output.
   std::string ListeningPorts(const std::string& name) const;
+  // `docker load`, reading an image tar stream on stdin.
+  std::string Load() const;
+  // docker_command followed by `args`, quoted.
+  std::string Line(const std::vector<std::string>& args) const;
   // `docker exec NAME sh -c COMMAND`.
   std::string ExecShell(const std::string& name, const std::string& command) const;
 
  private:
-  std::string Line(const std::vector<std::string>& args) const;
   std::vector<std::string> docker_;
 };
 

@@ -182,4 +182,71 @@ TEST_F(MultiNodeTest, TeardownHooksRunOncePerHostWithQuotedSubstitutions) {
   EXPECT_FALSE(fs::exists("/tmp/pwned"));
 }
 
+std::string Docker(const BedHost& h, const std::string& args) {
+  return RunShell("DOCKER_HOST=" + h.docker_host + " docker " + args + " 2>&1");
+}
+
+// A small image only the controller's engine has: the bed image plus a file.
+std::string MakeLocalOnlyImage(const std::string& tag, const std::string& content) {
+  const auto& bed = GetBed();
+  RunShell("cid=$(docker create " + bed.image + " true) && printf %s " + ShellQuote(content) +
+           " > /tmp/barge-push-marker && docker cp /tmp/barge-push-marker $cid:/marker && "
+           "docker commit $cid " + tag + " >/dev/null && docker rm $cid >/dev/null");
+  return RunShell("docker image inspect --format '{{.Id}}' " + tag);
+}
+
+TEST_F(MultiNodeTest, ImagePullPushDeliversTheControllersImageToHostsThatLackIt) {
+  const auto& bed = GetBed();
+  const std::string tag = "barge/push-test:local";
+  std::string id = MakeLocalOnlyImage(tag, "pushed");
+  ASSERT_NE(id, "");
+  for (size_t i = 0; i < 2; ++i) Docker(bed.hosts[i], "rmi -f " + tag);
+  Outcome o = Barge("name: push\nimage: " + tag + "\nimage_pull: push\n" + Hosts(2) +
+                    "command: [\"cat\", \"/marker\"]\n");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("[0 head " + bed.hosts[0].address + "] pushed"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("[1 worker " + bed.hosts[1].address + "] pushed"), std::string::npos) << o.out;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(Docker(bed.hosts[i], "image inspect --format '{{.Id}}' " + tag), id) << bed.hosts[i].name;
+    Docker(bed.hosts[i], "rmi -f " + tag);
+  }
+  RunShell("docker rmi -f " + tag + " >/dev/null 2>&1");
+}
+
+TEST_F(MultiNodeTest, HostsHoldingDifferentImagesUnderOneTagAreRefusedBeforeAnythingStarts) {
+  const auto& bed = GetBed();
+  const std::string tag = "barge/skew-test:local";
+  MakeLocalOnlyImage(tag, "one");
+  Docker(bed.hosts[0], "rmi -f " + tag);
+  RunShell("docker save " + tag + " | DOCKER_HOST=" + bed.hosts[0].docker_host + " docker load >/dev/null");
+  MakeLocalOnlyImage(tag, "two");
+  Docker(bed.hosts[1], "rmi -f " + tag);
+  RunShell("docker save " + tag + " | DOCKER_HOST=" + bed.hosts[1].docker_host + " docker load >/dev/null");
+  Outcome o = Barge("name: skew\nimage: " + tag + "\nimage_pull: never\n" + Hosts(2) +
+                    "command: [\"sh\", \"-c\", \"echo ran\"]\n");
+  EXPECT_EQ(o.code, 125);
+  EXPECT_NE(o.err.find("differs between hosts"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("ran"), std::string::npos);
+  for (size_t i = 0; i < 2; ++i) Docker(bed.hosts[i], "rmi -f " + tag);
+  RunShell("docker rmi -f " + tag + " >/dev/null 2>&1");
+}
+
+TEST_F(MultiNodeTest, APyTorchGlooJobAllReducesAcrossThreeHosts) {
+  const auto& bed = GetBed();
+  ASSERT_EQ(bed.raw.count("BED_TORCH_IMAGE"), 1u) << "bring the bed up with BARGE_BED_TORCH=1";
+  // The sample as shipped: it names the bed's hosts and keys.
+  std::string yaml = ReadFile(fs::path(BARGE_SOURCE_DIR) / "samples" / "torch-ddp.yaml");
+  ASSERT_NE(yaml, "");
+  Outcome o = Barge(yaml);
+  EXPECT_EQ(o.code, 0) << o.err << o.out;
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string host = bed.hosts[rank].address;
+    std::string role = rank == 0 ? "head" : "worker";
+    std::string want = "[" + std::to_string(rank) + " " + role + " " + host + "] rank " +
+                       std::to_string(rank) + "/3 on " + bed.hosts[rank].name +
+                       ": all_reduce sum = 3";
+    EXPECT_NE(o.out.find(want), std::string::npos) << "missing: " << want << "\n" << o.out << o.err;
+  }
+}
+
 }  // namespace

@@ -42,9 +42,16 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
     std::set<std::string> images;
     for (const auto* n : nodes) images.insert(n->container.image);
     for (const auto& image : images) {
+      if (spec.image_pull == ImagePull::kAlways) {
+        out << docker.Pull(image) << " >/dev/null && " << docker.ImageId(image) << "\n";
+        continue;
+      }
       out << docker.ImageId(image) << "\n";
       if (spec.image_pull == ImagePull::kMissing) {
         out << "#   when missing: " << docker.Pull(image) << "\n";
+      } else if (spec.image_pull == ImagePull::kPush) {
+        out << "#   when missing: docker save " << image << " here, streamed into: " << docker.Load()
+            << "\n";
       }
     }
     for (const auto* n : nodes) {

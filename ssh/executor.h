@@ -47,6 +47,9 @@ class Command {
   virtual void CloseStdin() = 0;
   // True once on_exit has run.
   virtual bool done() const = 0;
+  // Bytes queued by WriteStdin and not yet handed to the transport; lets a
+  // producer stream a large input without holding all of it in memory.
+  virtual size_t stdin_pending() const = 0;
 };
 
 class Executor {

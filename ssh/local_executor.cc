@@ -138,6 +138,7 @@ class LocalExecutor::LocalCommand : public Command {
   }
 
   bool done() const override { return done_; }
+  size_t stdin_pending() const override { return stdin_queue_.size() - stdin_offset_; }
 
  private:
   // Writes what the pipe takes now; watches for POLLOUT while bytes remain.

@@ -156,6 +156,9 @@ class SshExecutor::Handle : public Command {
     Kick();
   }
   bool done() const override { return c_->finished; }
+  size_t stdin_pending() const override {
+    return c_->finished ? 0 : c_->stdin_queue.size() - c_->stdin_offset;
+  }
 
  private:
   // The work is done by the executor's poll hook: wake the loop for it.
