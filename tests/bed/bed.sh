@@ -24,6 +24,8 @@
 #    $BARGE_BED_IMAGE (barge/test:local) in every engine, and with
 #    BARGE_BED_TORCH=1 also barge/torch:local (tests/bed/build-torch-image.sh)
 #    in every namespace host's engine.
+# BARGE_BED_REUSE=1 makes `up` keep a healthy bed made with the same settings
+# and BARGE_BED_KEEP=1 makes `down` a no-op (e.g. for repeated ctest runs).
 # `up` writes $BARGE_BED_DIR/bed.env (default /tmp/barge-bed/bed.env), read by
 # tests/bed_env.cc and shell-sourceable, last: it exists only when the bed is up.
 #
@@ -46,6 +48,8 @@ SSHD_ONLY=${BARGE_BED_SSHD_ONLY:-0}
 IMAGE=${BARGE_BED_IMAGE:-barge/test:local}
 TORCH=${BARGE_BED_TORCH:-0}
 TORCH_IMAGE=barge/torch:local
+# `docker save` of the 1.1 GB torch image takes half a minute: keep it here.
+CACHE_DIR=${BARGE_BED_CACHE:-/var/cache/barge-bed}
 # Where the namespace hosts' dockerds keep their data: "tmpfs" (one tmpfs at
 # $RUN/data: the root disk here is mounted with `discard`, and deleting a
 # dockerd's synced files from it takes seconds per host), "disk" ($BED/hN/docker),
@@ -73,11 +77,19 @@ host_names() {
   for ((i = 1; i <= NHOSTS; i++)); do printf 'h%d\n' "$i"; done
 }
 host_addr() { echo "$SUBNET.$((${1#h} + 1))"; }
-data_dir() { if [[ -e "$RUN/data.tmpfs" ]]; then echo "$RUN/data"; else echo "$BED"; fi; }
 data_root() { if [[ -e "$RUN/data.tmpfs" ]]; then echo "$RUN/data/$1"; else echo "$BED/$1/docker"; fi; }
 
 need_root() {
   ((EUID == 0)) || die "the test bed needs root (network namespaces, mounts, iptables); run as root"
+}
+
+# Clean-up removes $BED: refuse a directory that is not the bed's.
+check_bed_dir() {
+  [[ "$BED" == /* && "$BED" != / && "$BED" != *..* ]] || die "BARGE_BED_DIR must be an absolute path (not /): '$BED'"
+  BED=${BED%/}
+  if [[ -d "$BED" && ! -e "$BED/.$TAG" && -n "$(ls -A "$BED" 2>/dev/null)" ]]; then
+    die "$BED is not empty and is not a test bed directory (no .$TAG marker); set BARGE_BED_DIR to a new directory"
+  fi
 }
 
 take_lock() {
@@ -183,21 +195,27 @@ remove_iptables_rules() {
 }
 
 remove_links_and_netns() {
-  local l n
+  local l n batch=""
   # Root-side veths first: deleting one removes its peer at once, where
   # deleting a namespace removes its devices asynchronously.
   while read -r l; do
-    if [[ -n "$l" && "$l" != "$BRIDGE" ]]; then ip link del "$l" 2>/dev/null || true; fi
+    [[ -z "$l" || "$l" == "$BRIDGE" ]] || batch+="link del $l"$'\n'
   done < <(ip -o link show 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | grep '^bb-' || true)
-  ip link del "$BRIDGE" 2>/dev/null || true
   for n in /run/netns/bb-*; do
+    [[ -e "$n" ]] && batch+="netns del ${n##*/}"$'\n'
+  done
+  [[ -z "$batch" ]] || ip -force -batch - <<<"$batch" >/dev/null 2>&1 || true
+  ip link del "$BRIDGE" 2>/dev/null || true
+  for n in /run/netns/bb-*; do # whatever ip could not delete
     [[ -e "$n" ]] || continue
-    ip netns del "${n##*/}" 2>/dev/null || { umount -l "$n" 2>/dev/null; rm -f "$n"; } || true
+    umount -l "$n" 2>/dev/null || true
+    rm -f "$n"
   done
 }
 
 remove_dirs() {
   rm -rf "$RUN"
+  [[ -z "${OTHER_BED:-}" ]] || rm -rf "$OTHER_BED"
   if [[ -e "$BED" ]]; then
     if [[ -e "$BED/.$TAG" ]] || [[ -z "$(ls -A "$BED" 2>/dev/null)" ]]; then
       rm -rf "$BED"
@@ -209,6 +227,15 @@ remove_dirs() {
 
 clean() {
   rm -f "$BED/bed.env"
+  # The bed is one per machine (its names, port and /run/barge-bed are
+  # global): a bed made with another BARGE_BED_DIR goes too, bed.env first.
+  local prev
+  prev=$(cat "$RUN/bed-dir" 2>/dev/null || true)
+  if [[ -n "$prev" && "$prev" != "$BED" && -e "$prev/.$TAG" ]]; then
+    log "removing the bed of $prev (another BARGE_BED_DIR)"
+    rm -f "$prev/bed.env"
+    OTHER_BED=$prev
+  fi
   local step
   for step in kill_bed_processes umount_bed_mounts remove_links_and_netns \
     remove_iptables_rules remove_cgroups remove_dirs; do
@@ -222,7 +249,7 @@ leftovers() {
   out+=$(ip netns list 2>/dev/null | grep '^bb-' | sed 's/^/netns /' || true)
   out+=$(ip -o link show 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | grep '^bb-' | sed 's/^/\nlink /' || true)
   out+=$(iptables -w -S 2>/dev/null | grep -F -- "$TAG" | sed 's/^/\niptables /' || true)
-  out+=$(awk -v a="$BED" -v b="$RUN" 'index($5, a) == 1 || index($5, b) == 1 {print "\nmount " $5}' /proc/self/mountinfo || true)
+  out+=$(awk -v a="$BED" -v b="$RUN" '$5 == a || index($5, a "/") == 1 || $5 == b || index($5, b "/") == 1 {print "\nmount " $5}' /proc/self/mountinfo || true)
   local p
   for p in $(bed_pids | sort -un | grep -vx -e "$$" -e "$BASHPID" || true); do
     alive "$p" && out+=$'\n'"process $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-100)"
@@ -234,6 +261,7 @@ leftovers() {
 
 cmd_down() {
   need_root
+  check_bed_dir
   take_lock
   if [[ "${BARGE_BED_KEEP:-0}" == 1 ]]; then
     log "BARGE_BED_KEEP=1: leaving the bed up"
@@ -296,6 +324,7 @@ cmd__host_init() {
       --cgroup-parent "/$TAG-$name" \
       --log-level warn \
       </dev/null >>"$dir/dockerd.log" 2>&1 &
+    echo $! >"$dir/dockerd.launched"
   fi
   # sshd binds its port before it daemonizes: listening once this returns.
   "$SSHD" -f "$dir/sshd_config" -E "$dir/sshd.log"
@@ -349,10 +378,16 @@ check_ssh() {
   [[ "$out" == "$want" ]] || { echo "ssh to $1: got '$out', want '$want'" >&2; return 1; }
 }
 
-wait_docker() { # SOCKET DEADLINE_S LOGFILE
-  local i
+wait_docker() { # SOCKET DEADLINE_S LOGFILE [PIDFILE]
+  local i pid
+  pid=$(cat "${4:-/dev/null}" 2>/dev/null || true)
   for ((i = 0; i < $2 * 10; i++)); do
     if [[ -S "$1" ]] && timeout 20 docker -H "unix://$1" version >/dev/null 2>&1; then return 0; fi
+    if [[ -n "$pid" ]] && ! alive "$pid"; then
+      echo "dockerd for $1 exited; last lines of $3:" >&2
+      tail -n 15 "$3" >&2 || true
+      return 1
+    fi
     sleep 0.1
   done
   echo "dockerd at $1 did not answer in $2 s; last lines of $3:" >&2
@@ -360,14 +395,55 @@ wait_docker() { # SOCKET DEADLINE_S LOGFILE
   return 1
 }
 
-# Loads image tarballs into one host's engine (runs in the background).
-load_images() { # NAME TAR...
-  local name=$1 sock="$RUN/$1.sock" tar
-  shift
-  wait_docker "$sock" 60 "$BED/$name/dockerd.log" || return 1
-  for tar in "$@"; do
-    docker -H "unix://$sock" load -q -i "$tar" >/dev/null || { echo "docker load of $tar into $name failed" >&2; return 1; }
+# push_image IMAGE [CACHE]: one `docker save` of IMAGE (or the cached tarball
+# of that image ID), streamed through tee into a `docker load` on every host at
+# once. With CACHE=cache the tarball is kept in $CACHE_DIR for the next `up`.
+push_image() {
+  local image=$1 cache=${2:-} id h file="" tmp="" rc=0
+  local -a fifos=() pids=() src=(docker save "$image")
+  id=$(docker image inspect -f '{{.Id}}' "$image") || die "no image $image in the default engine"
+  if [[ "$cache" == cache ]]; then
+    file="$CACHE_DIR/${image//[^a-zA-Z0-9]/_}-${id#sha256:}.tar"
+    if [[ -s "$file" ]]; then
+      src=(cat "$file")
+      file=""
+      log "$image: from the cache"
+    else
+      mkdir -p "$CACHE_DIR"
+      rm -f "$CACHE_DIR/${image//[^a-zA-Z0-9]/_}-"*.tar
+      tmp="$file.tmp"
+    fi
+  fi
+  for h in $names; do
+    mkfifo "$RUN/$h.load"
+    fifos+=("$RUN/$h.load")
+    docker -H "unix://$RUN/$h.sock" load -q <"$RUN/$h.load" >>"$BED/$h/load.log" 2>&1 &
+    pids+=($!)
   done
+  "${src[@]}" | tee "${fifos[@]}" >"${tmp:-/dev/null}" || rc=1
+  local i=0
+  for h in $names; do
+    wait "${pids[$i]}" || { rc=1; log "docker load of $image into $h failed:"; sed 's/^/    /' "$BED/$h/load.log" >&2; }
+    i=$((i + 1))
+  done
+  rm -f "${fifos[@]}"
+  ((rc == 0)) || { rm -f "$tmp"; die "could not load $image into every host"; }
+  [[ -z "$tmp" ]] || mv "$tmp" "$file"
+}
+
+# A bed that is up, healthy and made with the same settings as this `up` would.
+reusable() {
+  [[ -e "$BED/bed.env" ]] || return 1
+  local want_hosts want_dockerd want_torch
+  want_hosts="$(host_names | tr '\n' ' ' | sed 's/ *$//')"
+  want_dockerd=$([[ "$SSHD_ONLY" == 1 ]] && echo 0 || echo 1)
+  want_torch=$([[ "$TORCH" == 1 ]] && echo "$TORCH_IMAGE")
+  [[ "$(env_get BED_HOSTS | tr -d '"')" == "$want_hosts" &&
+    "$(env_get BED_DOCKERD)" == "$want_dockerd" &&
+    "$(env_get BED_TORCH_IMAGE)" == "$want_torch" &&
+    "$(env_get BED_SSH_ADDR)" == "$LO_ADDR" && "$(env_get BED_SSH_PORT)" == "$LO_PORT" &&
+    "$(env_get BED_IMAGE)" == "$IMAGE" ]] || return 1
+  (cmd_status >/dev/null 2>&1)
 }
 
 UP_OK=0
@@ -395,8 +471,13 @@ cmd_up() {
   [[ -x "$SSHD" ]] || die "no sshd; run scripts/install-deps.sh (openssh-server)"
   [[ "$SSHD_ONLY" == 1 ]] || command -v dockerd >/dev/null || die "no dockerd; run scripts/install-deps.sh (docker.io)"
   [[ -e /proc/self/ns/net && -e /proc/self/ns/mnt && -e /proc/self/ns/uts ]] || die "this kernel has no network/mount/UTS namespaces"
+  check_bed_dir
   take_lock
   local t0=$SECONDS
+  if [[ "${BARGE_BED_REUSE:-0}" == 1 ]] && reusable; then
+    log "BARGE_BED_REUSE=1: the bed in $BED is up and matches; reusing it"
+    return 0
+  fi
   trap on_up_exit EXIT
 
   log "clearing stale state"
@@ -404,6 +485,9 @@ cmd_up() {
   local left
   left=$(leftovers)
   [[ -z "$left" ]] || die "cannot clear stale bed state:"$'\n'"$left"
+  if (exec 3<>"/dev/tcp/$LO_ADDR/$LO_PORT") 2>/dev/null; then
+    die "$LO_ADDR:$LO_PORT is already taken by something that is not the bed; set BARGE_BED_SSH_ADDR/BARGE_BED_SSH_PORT"
+  fi
   if ip -4 -o addr show | awk '{print $4}' | grep -q "^${SUBNET//./\\.}\."; then
     die "$SUBNET.0/24 is already in use on this machine (ip addr); set BARGE_BED_SUBNET to a free /24"
   fi
@@ -415,16 +499,16 @@ cmd_up() {
   image_id=$("$ROOT/samples/build-demo-image.sh" "$IMAGE" | tail -n1) || die "cannot build $IMAGE"
   if [[ "$TORCH" == 1 ]]; then
     log "building $TORCH_IMAGE (tests/bed/build-torch-image.sh)"
-    "$HERE/build-torch-image.sh" >&2 || die "cannot build $TORCH_IMAGE"
+    "$HERE/build-torch-image.sh" >&2 9>&- || die "cannot build $TORCH_IMAGE"
   fi
 
   log "keys and configuration"
   mkdir -p "$BED" "$NSDIR" /run/sshd
   chmod 0755 /run/sshd
   touch "$BED/.$TAG"
+  echo "$BED" >"$RUN/bed-dir"
   # Namespace files must sit on a mount that is not shared.
-  mount --bind "$NSDIR" "$NSDIR"
-  mount --make-private "$NSDIR"
+  { mount --bind "$NSDIR" "$NSDIR" && mount --make-private "$NSDIR"; } || die "cannot mount $NSDIR (mount namespaces unavailable?)"
   if [[ "$SSHD_ONLY" != 1 && NHOSTS -gt 0 ]]; then
     local mode=$DATA_MODE
     if [[ "$mode" == auto ]]; then
@@ -461,9 +545,6 @@ cmd_up() {
   write_sshd_config "$BED/lo/sshd_config" "$LO_ADDR:$LO_PORT" "$BED/lo/ssh_host_ed25519_key" "$BED/lo/sshd.pid"
   printf '[%s]:%s %s\n' "$LO_ADDR" "$LO_PORT" "$(cut -d' ' -f1,2 "$BED/lo/ssh_host_ed25519_key.pub")" >>"$BED/known_hosts"
   "$SSHD" -t -f "$BED/lo/sshd_config" || die "sshd rejects $BED/lo/sshd_config"
-  if (exec 3<>"/dev/tcp/$LO_ADDR/$LO_PORT") 2>/dev/null; then
-    die "$LO_ADDR:$LO_PORT is already taken by something that is not the bed; set BARGE_BED_SSH_ADDR/BARGE_BED_SSH_PORT"
-  fi
   touch "$NSDIR/lo.mnt"
   unshare --mount="$NSDIR/lo.mnt" --propagation slave -- "$SELF" _lo_init 9>&- \
     || die "loopback sshd did not start; see $BED/lo/sshd.log"
@@ -473,11 +554,11 @@ cmd_up() {
   names=$(host_names)
   if ((NHOSTS > 0)); then
     log "$NHOSTS namespace hosts on $BRIDGE ($SUBNET.0/24)$([[ "$SSHD_ONLY" == 1 ]] && echo ', sshd only')"
-    ip link add "$BRIDGE" type bridge
-    ip addr add "$SUBNET.1/24" dev "$BRIDGE"
-    ip link set "$BRIDGE" up
+    { ip link add "$BRIDGE" type bridge && ip addr add "$SUBNET.1/24" dev "$BRIDGE" &&
+      ip link set "$BRIDGE" up; } || die "cannot make the bridge $BRIDGE"
     # br_netfilter + dockerd's FORWARD DROP policy: let the bridge forward.
-    iptables -w -I FORWARD 1 -i "$BRIDGE" -o "$BRIDGE" -m comment --comment "$TAG" -j ACCEPT
+    iptables -w -I FORWARD 1 -i "$BRIDGE" -o "$BRIDGE" -m comment --comment "$TAG" -j ACCEPT \
+      || die "cannot add the FORWARD rule for $BRIDGE (iptables)"
     local batch=""
     for h in $names; do
       batch+="netns add bb-$h"$'\n'
@@ -518,29 +599,22 @@ cmd_up() {
     fi
   fi
 
-  # Images into every host's engine, all hosts in parallel.
-  local -a tars=()
+  # Images into every host's engine, once every dockerd answers.
   if [[ "$SSHD_ONLY" != 1 && NHOSTS -gt 0 ]]; then
-    log "loading images into $NHOSTS dockerds"
-    local dd
-    dd=$(data_dir)
-    docker save -o "$dd/image.tar" "$IMAGE"
-    tars+=("$dd/image.tar")
-    if [[ "$TORCH" == 1 ]]; then
-      docker save -o "$dd/torch.tar" "$TORCH_IMAGE"
-      tars+=("$dd/torch.tar")
-    fi
-    local -A load_pid=()
+    log "waiting for $NHOSTS dockerds"
+    local -A wpid=()
     for h in $names; do
-      load_images "$h" "${tars[@]}" 2>"$BED/$h/load.log" &
-      load_pid[$h]=$!
+      wait_docker "$RUN/$h.sock" 60 "$BED/$h/dockerd.log" "$BED/$h/dockerd.launched" 2>"$BED/$h/wait.log" &
+      wpid[$h]=$!
     done
     local failed=""
     for h in $names; do
-      wait "${load_pid[$h]}" || { failed+=" $h"; sed 's/^/    /' "$BED/$h/load.log" >&2; }
+      wait "${wpid[$h]}" || { failed+=" $h"; cat "$BED/$h/wait.log" >&2; }
     done
-    [[ -z "$failed" ]] || die "image load failed on:$failed"
-    rm -f "${tars[@]}"
+    [[ -z "$failed" ]] || die "dockerd did not come up on:$failed"
+    log "loading $IMAGE$([[ "$TORCH" == 1 ]] && echo " and $TORCH_IMAGE") into $NHOSTS dockerds"
+    push_image "$IMAGE"
+    [[ "$TORCH" != 1 ]] || push_image "$TORCH_IMAGE" cache
   fi
 
   # End to end: key auth, known_hosts, hostname, DOCKER_HOST of every host.
@@ -623,6 +697,10 @@ cmd_status() {
   local bad=0 h s names dockerd
   names=$(sed -n 's/^BED_HOSTS="\?\([^"]*\)"\?$/\1/p' "$env")
   dockerd=$(sed -n 's/^BED_DOCKERD=//p' "$env")
+  LO_ADDR=$(sed -n 's/^BED_SSH_ADDR=//p' "$env")
+  LO_PORT=$(sed -n 's/^BED_SSH_PORT=//p' "$env")
+  SUBNET=$(sed -n 's/^BED_GATEWAY=\(.*\)\.1$/\1/p' "$env")
+  SUBNET=${SUBNET:-10.77.0}
   echo "bed: $env ($(sed -n 's/^# .* at //p' "$env" | head -n1))"
   s=$(pid_state "$BED/lo/sshd.pid")
   [[ "$s" == DOWN ]] && bad=1
@@ -659,12 +737,21 @@ cmd_exec() {
   exec nsenter --net="/run/netns/bb-$h" --uts="$NSDIR/$h.uts" --mount="$NSDIR/$h.mnt" -- "$@"
 }
 
+env_get() { sed -n "s/^$1=//p" "$BED/bed.env" 2>/dev/null | head -n1; }
+
 cmd_ssh() {
   local h=${1:?usage: bed.sh ssh NAME [CMD...]} addr port=22
   shift
+  [[ -e "$BED/bed.env" ]] || die "the bed is down (no $BED/bed.env)"
   local -a opts
   mapfile -t opts < <(ssh_opts)
-  if [[ "$h" == lo ]]; then addr=$LO_ADDR; port=$LO_PORT; else addr=$(host_addr "$h"); fi
+  if [[ "$h" == lo ]]; then
+    addr=$(env_get BED_SSH_ADDR)
+    port=$(env_get BED_SSH_PORT)
+  else
+    addr=$(env_get "BED_HOST_${h}_ADDR")
+    [[ -n "$addr" ]] || die "no bed host $h"
+  fi
   exec ssh "${opts[@]}" -p "$port" "root@$addr" "$@"
 }
 

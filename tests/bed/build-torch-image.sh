@@ -56,7 +56,7 @@ def resolve(alternatives):
             return p
     return None
 
-todo = ['python3-torch', 'python3', 'bash', 'coreutils', 'libc-bin']
+todo = ['python3-torch', 'python3', 'bash', 'coreutils', 'libc-bin', 'hostname']
 seen = set()
 while todo:
     p = todo.pop()
