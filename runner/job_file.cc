@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <regex>
 #include <set>
 #include <span>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -42,9 +44,10 @@ namespace fs = std::filesystem;
 using container::ContainerOptions;
 using container::KeyValues;
 
-// More expanded nodes than this (aliases counted each time they are used)
-// is refused as a possible alias bomb. 1000 hosts of 30 values each fit.
-constexpr long long kMaxExpandedNodes = 100000;
+// More nodes than this is refused: first as written (before yaml-cpp builds
+// a tree of them), then with aliases expanded (an alias bomb). 1000 hosts of
+// 30 values each fit.
+constexpr long long kMaxNodes = 100000;
 
 // One file being read: the name its errors carry and the directory its
 // relative paths resolve against. Owned by ParseJobText (the job file) or
@@ -65,7 +68,7 @@ struct Source {
 // A value being read, with everything an error about it needs.
 struct Entry {
   const Source* src;
-  YAML::Node key;    // the key node; for a list element, the element itself
+  YAML::Node key;  // the key node; for a list element, the element itself
   YAML::Node value;
   std::string path;  // "hosts[1].port"
 
@@ -154,8 +157,8 @@ std::optional<std::string> ReadChecked(const Entry& e, Status (*check)(std::stri
 
 std::optional<long long> ReadInteger(const Entry& e, long long min, long long max,
                                      std::string_view what = "an integer") {
-  std::string expected = std::string(what) + " from " + std::to_string(min) + " to " +
-                         std::to_string(max);
+  std::string expected =
+      std::string(what) + " from " + std::to_string(min) + " to " + std::to_string(max);
   if (max == LLONG_MAX) expected = std::string(what) + " of at least " + std::to_string(min);
   std::optional<std::string> s = ReadScalar(e, expected);
   if (!s) return std::nullopt;
@@ -312,8 +315,7 @@ std::optional<std::vector<std::string>> ReadCommand(const Entry& e) {
     }
     return ReadStringList(e, nullptr);
   }
-  std::optional<std::string> s =
-      ReadScalar(e, "a list of strings, or a string to run with sh -c");
+  std::optional<std::string> s = ReadScalar(e, "a list of strings, or a string to run with sh -c");
   if (!s) return std::nullopt;
   if (s->empty()) {
     e.Error(kEmpty);
@@ -395,10 +397,9 @@ SeenKeys ReadMapping(const Entry& block, const KeyRule<Out> (&rules)[N], Out& ou
 // A mapping NAME -> scalar whose names `check_name` accepts; values are
 // kept exactly as written (`3` stays "3", `true` stays "true"). Returns
 // nullopt after any error.
-std::optional<KeyValues> ReadKeyValues(const Entry& e,
-                                       const std::function<bool(const Entry&)>& check_name,
-                                       const std::function<bool(const Entry&, const std::string&)>&
-                                           check_value) {
+std::optional<KeyValues> ReadKeyValues(
+    const Entry& e, const std::function<bool(const Entry&)>& check_name,
+    const std::function<bool(const Entry&, const std::string&)>& check_value) {
   if (e.value.IsNull()) return KeyValues{};
   if (!e.value.IsMap()) {
     e.Error("expected a mapping of NAME: value, got " + TypeName(e.value));
@@ -408,7 +409,8 @@ std::optional<KeyValues> ReadKeyValues(const Entry& e,
   bool ok = true;
   for (auto it = e.value.begin(); it != e.value.end(); ++it) {
     if (!it->first.IsScalar()) {
-      e.src->Error(it->first.Mark(), e.path, "a name must be a plain word, not " + TypeName(it->first));
+      e.src->Error(it->first.Mark(), e.path,
+                   "a name must be a plain word, not " + TypeName(it->first));
       ok = false;
       continue;
     }
@@ -433,9 +435,7 @@ std::optional<KeyValues> ReadKeyValues(const Entry& e,
   return out;
 }
 
-bool IsIdentifier(std::string_view s) {
-  return CheckEnvName(s).ok();
-}
+bool IsIdentifier(std::string_view s) { return CheckEnvName(s).ok(); }
 
 std::optional<KeyValues> ReadEnv(const Entry& e) {
   return ReadKeyValues(
@@ -571,10 +571,13 @@ constexpr KeyRule<HostDraft> kHostRules[] = {
      }},
     {"nodes",
      [](const Entry& e, HostDraft& h) {
-       if (auto n = ReadInteger(e, 1, 1024, "a number of nodes")) h.host.nodes = static_cast<int>(*n);
+       if (auto n = ReadInteger(e, 1, 1024, "a number of nodes"))
+         h.host.nodes = static_cast<int>(*n);
      }},
     {"docker_command",
-     [](const Entry& e, HostDraft& h) { h.host.docker_command = ReadChecked(e, CheckDockerCommand); }},
+     [](const Entry& e, HostDraft& h) {
+       h.host.docker_command = ReadChecked(e, CheckDockerCommand);
+     }},
     {"role",
      [](const Entry& e, HostDraft& h) {
        std::optional<std::string> role = ReadScalar(e, "'head'");
@@ -655,8 +658,9 @@ void ReadReady(const Entry& e, cluster::ReadinessProbe& out) {
     return;
   }
   if (draft.kinds.empty() && e.value.IsMap()) {
-    e.KeyError("give one of tcp_port, log or command (without 'ready:' the head is ready once "
-               "its container runs)");
+    e.KeyError(
+        "give one of tcp_port, log or command (without 'ready:' the head is ready once "
+        "its container runs)");
     return;
   }
   out = draft.probe;
@@ -735,7 +739,7 @@ constexpr KeyRule<SshSettings> kSshRules[] = {
      }},
 };
 
-constexpr std::string_view kConventions[] = {"barge", "torch", "ray",
+constexpr std::string_view kConventions[] = {"barge",    "torch",  "ray",
                                              "skypilot", "dstack", "sagemaker"};
 
 constexpr KeyRule<cluster::RendezvousOptions> kRendezvousRules[] = {
@@ -787,7 +791,7 @@ struct JobDraft {
   std::vector<HostDraft> hosts;
   bool image_written = false;  // `image:` is there, if perhaps wrong
   bool hosts_given = false;    // `hosts:` or `hosts_file:` was read
-  bool host_errors = false;  // some host entry is wrong: node counts are unknown
+  bool host_errors = false;    // some host entry is wrong: node counts are unknown
   RoleDraft head;
   RoleDraft worker;
   TeardownDraft teardown;
@@ -844,9 +848,10 @@ void ReadHostsFile(const Entry& e, JobDraft& d) {
   }
   // Shown joined to the job file's directory as given, so that the name
   // means the same file from where the user stands.
-  std::string shown = (*written)[0] == '~'
-                          ? *path
-                          : (fs::path(e.src->name).parent_path() / *written).lexically_normal().string();
+  std::string shown =
+      (*written)[0] == '~'
+          ? *path
+          : (fs::path(e.src->name).parent_path() / *written).lexically_normal().string();
   std::string text, error;
   if (!ReadFileCapped(*path, &text, &error)) {
     e.Error("cannot read hosts file " + QuoteValue(*written) + ": " + error);
@@ -854,8 +859,8 @@ void ReadHostsFile(const Entry& e, JobDraft& d) {
     return;
   }
   d.spec.hosts_file = shown;
-  const Source& hosts_src = d.sources.emplace_back(
-      Source{shown, fs::path(*path).parent_path().string(), e.src->errors});
+  const Source& hosts_src =
+      d.sources.emplace_back(Source{shown, fs::path(*path).parent_path().string(), e.src->errors});
   std::optional<YAML::Node> root = ParseDocument(hosts_src, text, "hosts file");
   if (!root) {
     d.host_errors = true;
@@ -1066,20 +1071,20 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
 // From text to one YAML document.
 
 // Counts nodes as a reader would visit them, aliases expanded, stopping as
-// soon as `*count` passes kMaxExpandedNodes. Recursion depth is bounded by
+// soon as `*count` passes kMaxNodes. Recursion depth is bounded by
 // the nesting check made before parsing.
 void CountExpandedNodes(const YAML::Node& n, long long* count) {
-  if (++*count > kMaxExpandedNodes) return;
+  if (++*count > kMaxNodes) return;
   if (n.IsSequence()) {
     for (const YAML::Node& child : n) {
       CountExpandedNodes(child, count);
-      if (*count > kMaxExpandedNodes) return;
+      if (*count > kMaxNodes) return;
     }
   } else if (n.IsMap()) {
     for (auto it = n.begin(); it != n.end(); ++it) {
       CountExpandedNodes(it->first, count);
       CountExpandedNodes(it->second, count);
-      if (*count > kMaxExpandedNodes) return;
+      if (*count > kMaxNodes) return;
     }
   }
 }
@@ -1111,9 +1116,9 @@ class StructureCheck {
         CheckQuote(it->first, child);
         auto [seen, inserted] = first_line.emplace(name, it->first.Mark().line + 1);
         if (!inserted) {
-          duplicates_.push_back({src_.name, it->first.Mark().line + 1, it->first.Mark().column + 1,
-                                 child,
-                                 "duplicate key; first set at line " + std::to_string(seen->second)});
+          duplicates_.push_back(
+              {src_.name, it->first.Mark().line + 1, it->first.Mark().column + 1, child,
+               "duplicate key; first set at line " + std::to_string(seen->second)});
         }
         Walk(it->second, child);
       }
@@ -1138,6 +1143,49 @@ class StructureCheck {
   std::set<std::pair<size_t, int>> visited_;
   std::vector<JobFileError> unterminated_;
   std::vector<JobFileError> duplicates_;
+};
+
+// Sees where documents start without building them. yaml-cpp 0.7's LoadAll
+// never returns on some malformed text (a stray ',' or ']' it neither
+// places nor consumes yields one empty document after another), so
+// documents are counted with this, a bounded number of times, and only the
+// first is built with YAML::Load.
+class DocumentProbe : public YAML::EventHandler {
+ public:
+  // Thrown from an event (yaml-cpp is exception-safe C++) to stop parsing
+  // as soon as the text holds more nodes than a job file ever needs.
+  struct TooManyNodes {
+    YAML::Mark at;
+  };
+
+  const std::vector<YAML::Mark>& starts() const { return starts_; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override { starts_.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Count(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Count(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Count(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Count(const YAML::Mark& mark) {
+    if (++nodes_ > kMaxNodes) throw TooManyNodes{mark};
+  }
+
+  std::vector<YAML::Mark> starts_;
+  long long nodes_ = 0;
 };
 
 // A plain-words reading of yaml-cpp's commonest syntax messages, or "".
@@ -1174,14 +1222,44 @@ std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text
     src.Error(1, 1, "", "empty " + kWhat);
     return std::nullopt;
   }
-  std::vector<YAML::Node> docs;
+  const std::string owned(text);
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    // How many documents and nodes, before building one: at most three
+    // documents are looked at.
+    DocumentProbe probe;
+    std::istringstream in(owned);
+    YAML::Parser parser(in);
+    for (int i = 0; i < 3 && parser.HandleNextDocument(probe); ++i) {
+    }
+    const std::vector<YAML::Mark>& starts = probe.starts();
+    for (size_t i = 1; i < starts.size(); ++i) {
+      if (starts[i].pos == starts[i - 1].pos) {
+        // A token yaml-cpp cannot place and does not consume: it would
+        // yield empty documents here forever.
+        const size_t pos = static_cast<size_t>(starts[i].pos);
+        const char c = pos < text.size() ? text[pos] : ' ';
+        src.Error(starts[i], "", std::string("YAML syntax error: unexpected '") + c + "'");
+        return std::nullopt;
+      }
+    }
+    if (starts.size() > 1) {
+      src.Error(starts[1].line + 1, 1, "",
+                "a second YAML document starts here; a " + kWhat + " holds exactly one");
+      return std::nullopt;
+    }
+    root = YAML::Load(owned);
+  } catch (const DocumentProbe::TooManyNodes& too_many) {
+    src.Error(too_many.at, "",
+              "more than " + std::to_string(kMaxNodes) +
+                  " YAML values; barge refuses to build them (a job file needs a few hundred)");
+    return std::nullopt;
   } catch (const YAML::Exception& e) {
     int line = e.mark.line + 1;
     int column = e.mark.column + 1;
     if (int tab = TabIndentColumn(text, line); tab > 0) {
-      src.Error(line, tab, "", "tab character used for indentation (YAML indents with spaces only)");
+      src.Error(line, tab, "",
+                "tab character used for indentation (YAML indents with spaces only)");
     } else if (std::optional<TextProblem> quote = FindUnclosedQuote(text)) {
       // yaml-cpp reports these where it gave up, often the end of the file,
       // nowhere near the cause.
@@ -1195,24 +1273,17 @@ std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text
     }
     return std::nullopt;
   }
-  if (docs.empty() || (docs.size() == 1 && docs[0].IsNull())) {
+  if (root.IsNull()) {
     src.Error(1, 1, "", "empty " + kWhat + " (nothing but comments)");
     return std::nullopt;
   }
-  if (docs.size() > 1) {
-    int line = DocumentStartLineAtOrBefore(text, docs[1].Mark().line + 1);
-    src.Error(line > 0 ? line : docs[1].Mark().line + 1, 1, "",
-              "a second YAML document starts here; a " + kWhat + " holds exactly one");
-    return std::nullopt;
-  }
-  const YAML::Node& root = docs[0];
   long long count = 0;
   if (root.IsMap()) {
     for (auto it = root.begin(); it != root.end(); ++it) {
       CountExpandedNodes(it->second, &count);
-      if (count > kMaxExpandedNodes) {
+      if (count > kMaxNodes) {
         src.Error(it->first.Mark(), it->first.Scalar(),
-                  "aliases expand to more than " + std::to_string(kMaxExpandedNodes) +
+                  "aliases expand to more than " + std::to_string(kMaxNodes) +
                       " YAML nodes; refusing what looks like an alias bomb "
                       "('billion laughs'); aliases are fine, but not that many");
         return std::nullopt;
@@ -1220,9 +1291,9 @@ std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text
     }
   } else {
     CountExpandedNodes(root, &count);
-    if (count > kMaxExpandedNodes) {
+    if (count > kMaxNodes) {
       src.Error(root.Mark(), "",
-                "more than " + std::to_string(kMaxExpandedNodes) +
+                "more than " + std::to_string(kMaxNodes) +
                     " YAML nodes (aliases expanded); refusing what looks like an alias bomb");
       return std::nullopt;
     }

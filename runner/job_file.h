@@ -49,8 +49,8 @@ struct JobFileError {
 };
 
 struct LoadedJob {
-  std::optional<JobSpec> spec;        // set iff `errors` is empty
-  std::vector<JobFileError> errors;   // each file's errors in line order
+  std::optional<JobSpec> spec;       // set iff `errors` is empty
+  std::vector<JobFileError> errors;  // each file's errors in line order
 };
 
 // Reads the job file at `path` (no more than its first 1 MiB + 1 byte) and

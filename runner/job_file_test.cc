@@ -128,8 +128,7 @@ TEST_F(JobFileTest, TheFoundationExampleParsesIntoExactValues) {
   ASSERT_TRUE(c.env.has_value());
   EXPECT_THAT(*c.env, ElementsAre(Pair("EPOCHS", "3")));
   EXPECT_EQ(c.run_options, (std::vector<std::string>{"--security-opt", "apparmor=unconfined"}));
-  EXPECT_EQ(spec.command,
-            (std::vector<std::string>{"sh", "-c", "echo out; echo err >&2; exit 3"}));
+  EXPECT_EQ(spec.command, (std::vector<std::string>{"sh", "-c", "echo out; echo err >&2; exit 3"}));
   // What the example leaves out keeps its default.
   EXPECT_EQ(spec.docker_command, "docker");
   EXPECT_TRUE(spec.roles.empty());
@@ -276,7 +275,8 @@ roles:
 }
 
 TEST_F(JobFileTest, ReadyCanBeACommandInTheHead) {
-  JobSpec spec = Spec("name: x\nimage: i\nroles:\n  head:\n    ready: {command: \"test -e /ok\"}\n");
+  JobSpec spec =
+      Spec("name: x\nimage: i\nroles:\n  head:\n    ready: {command: \"test -e /ok\"}\n");
   EXPECT_EQ(spec.roles.at("head").ready.kind, cluster::ReadinessProbe::Kind::kCommand);
   EXPECT_EQ(spec.roles.at("head").ready.command, "test -e /ok");
   EXPECT_EQ(spec.roles.at("head").ready.timeout, seconds(120));
@@ -323,12 +323,13 @@ container:
 }
 
 TEST_F(JobFileTest, EnvValuesThatAreNotScalarsOrMissingAreErrors) {
-  EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  env:\n    A:\n    B: [1]\n    C: ~\n    9X: 1\n"),
-              ElementsAre("job.yaml:5:5: container.env.A: missing value (write \"\" for an empty one)",
-                          "job.yaml:6:8: container.env.B: expected a string, number or boolean, got a list",
-                          "job.yaml:7:5: container.env.C: missing value (write \"\" for an empty one)",
-                          "job.yaml:8:5: container.env.9X: invalid environment variable name '9X' "
-                          "(letters, digits and '_', not starting with a digit)"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\ncontainer:\n  env:\n    A:\n    B: [1]\n    C: ~\n    9X: 1\n"),
+      ElementsAre("job.yaml:5:5: container.env.A: missing value (write \"\" for an empty one)",
+                  "job.yaml:6:8: container.env.B: expected a string, number or boolean, got a list",
+                  "job.yaml:7:5: container.env.C: missing value (write \"\" for an empty one)",
+                  "job.yaml:8:5: container.env.9X: invalid environment variable name '9X' "
+                  "(letters, digits and '_', not starting with a digit)"));
 }
 
 TEST_F(JobFileTest, GpusTakeAllACountOrDeviceIds) {
@@ -359,17 +360,20 @@ TEST_F(JobFileTest, BadGpusSayWhatIsAccepted) {
 }
 
 TEST_F(JobFileTest, SizesPassThroughAsWritten) {
-  JobSpec spec = Spec("name: x\nimage: i\ncontainer: {shm_size: 2GB, memory: 1024}\n"
-                      "roles: {head: {container: {shm_size: 1.5g}}}\n");
+  JobSpec spec = Spec(
+      "name: x\nimage: i\ncontainer: {shm_size: 2GB, memory: 1024}\n"
+      "roles: {head: {container: {shm_size: 1.5g}}}\n");
   EXPECT_EQ(spec.container.shm_size, "2GB");
   EXPECT_EQ(spec.container.memory, "1024");
   EXPECT_EQ(spec.roles.at("head").container.shm_size, "1.5g");
 }
 
 TEST_F(JobFileTest, BadSizesNameTheValueAndAnExample) {
-  EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  shm_size: 16 gigs\n  memory: -1\n"),
-              ElementsAre("job.yaml:4:13: container.shm_size: invalid size '16 gigs' (expected e.g. 512m, 2g)",
-                          "job.yaml:5:11: container.memory: invalid size '-1' (expected e.g. 512m, 2g)"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\ncontainer:\n  shm_size: 16 gigs\n  memory: -1\n"),
+      ElementsAre(
+          "job.yaml:4:13: container.shm_size: invalid size '16 gigs' (expected e.g. 512m, 2g)",
+          "job.yaml:5:11: container.memory: invalid size '-1' (expected e.g. 512m, 2g)"));
 }
 
 TEST_F(JobFileTest, DurationsBecomeMilliseconds) {
@@ -436,15 +440,17 @@ TEST_F(JobFileTest, KeysOfLaterFeaturesAreUnknownForNow) {
 }
 
 TEST_F(JobFileTest, KeysInTheWrongRoleSayWhereTheyBelong) {
-  EXPECT_THAT(Errors("name: x\nimage: i\nroles:\n  head: {count: 1}\n  worker: {ready: {tcp_port: 1}}\n"),
-              ElementsAre("job.yaml:4:10: roles.head.count: only role 'worker' has a count; there "
-                          "is always exactly one head",
-                          "job.yaml:5:12: roles.worker.ready: only the head has a readiness probe "
-                          "('ready')"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nroles:\n  head: {count: 1}\n  worker: {ready: {tcp_port: 1}}\n"),
+      ElementsAre("job.yaml:4:10: roles.head.count: only role 'worker' has a count; there "
+                  "is always exactly one head",
+                  "job.yaml:5:12: roles.worker.ready: only the head has a readiness probe "
+                  "('ready')"));
 }
 
 TEST_F(JobFileTest, WrongTypesNameWhatWasExpectedAndWhatWasFound) {
-  EXPECT_THAT(Errors(R"(name: [a]
+  EXPECT_THAT(
+      Errors(R"(name: [a]
 image: i
 container:
   cap_add: SYS_ADMIN
@@ -453,14 +459,14 @@ hosts: 10.0.0.1
 ssh: strict
 stop_grace: {s: 1}
 )"),
-              ElementsAre("job.yaml:1:7: name: expected a string, got a list",
-                          "job.yaml:4:12: container.cap_add: expected a list of strings, got a "
-                          "string ('SYS_ADMIN'); write [SYS_ADMIN]",
-                          "job.yaml:5:8: container.env: expected a mapping of NAME: value, got a list",
-                          "job.yaml:6:8: hosts: expected a list of hosts, got a string "
-                          "('10.0.0.1'); write [10.0.0.1]",
-                          "job.yaml:7:6: ssh: expected a mapping, got a string ('strict')",
-                          "job.yaml:8:13: stop_grace: expected a duration, e.g. 10s, got a mapping"));
+      ElementsAre("job.yaml:1:7: name: expected a string, got a list",
+                  "job.yaml:4:12: container.cap_add: expected a list of strings, got a "
+                  "string ('SYS_ADMIN'); write [SYS_ADMIN]",
+                  "job.yaml:5:8: container.env: expected a mapping of NAME: value, got a list",
+                  "job.yaml:6:8: hosts: expected a list of hosts, got a string "
+                  "('10.0.0.1'); write [10.0.0.1]",
+                  "job.yaml:7:6: ssh: expected a mapping, got a string ('strict')",
+                  "job.yaml:8:13: stop_grace: expected a duration, e.g. 10s, got a mapping"));
 }
 
 TEST_F(JobFileTest, EmptyValuesAreReportedAtTheirKey) {
@@ -472,7 +478,8 @@ TEST_F(JobFileTest, EmptyValuesAreReportedAtTheirKey) {
 }
 
 TEST_F(JobFileTest, ManyErrorsAreReportedTogetherInLineOrder) {
-  EXPECT_THAT(Errors(R"(name: bad name
+  EXPECT_THAT(
+      Errors(R"(name: bad name
 image: i
 hosts:
   - address: "a;b"
@@ -482,34 +489,37 @@ hosts:
 image_pull: sometimes
 stop_grace: soon
 )"),
-              ElementsAre("job.yaml:1:7: name: invalid name 'bad name' (letters, digits, '_', '.', "
-                          "'-'; starting with a letter or digit)",
-                          "job.yaml:4:14: hosts[0].address: invalid host address 'a;b': ';' is not "
-                          "allowed in a host name",
-                          "job.yaml:5:11: hosts[0].port: expected a port number from 1 to 65535, got '0'",
-                          "job.yaml:7:12: hosts[1].nodes: expected a number of nodes from 1 to 1024, got '0'",
-                          "job.yaml:8:13: image_pull: invalid value 'sometimes' (expected always, "
-                          "missing, never or push)",
-                          "job.yaml:9:13: stop_grace: invalid duration 'soon' (expected e.g. 500ms, "
-                          "10s, 5m, 1h30m, 1d)"));
+      ElementsAre(
+          "job.yaml:1:7: name: invalid name 'bad name' (letters, digits, '_', '.', "
+          "'-'; starting with a letter or digit)",
+          "job.yaml:4:14: hosts[0].address: invalid host address 'a;b': ';' is not "
+          "allowed in a host name",
+          "job.yaml:5:11: hosts[0].port: expected a port number from 1 to 65535, got '0'",
+          "job.yaml:7:12: hosts[1].nodes: expected a number of nodes from 1 to 1024, got '0'",
+          "job.yaml:8:13: image_pull: invalid value 'sometimes' (expected always, "
+          "missing, never or push)",
+          "job.yaml:9:13: stop_grace: invalid duration 'soon' (expected e.g. 500ms, "
+          "10s, 5m, 1h30m, 1d)"));
 }
 
 TEST_F(JobFileTest, EnumValuesGetSuggestions) {
-  EXPECT_THAT(Errors("name: x\nimage: i\nimage_pull: mising\nssh: {host_key_checking: accept_new}\n"
-                     "on_worker_exit: ignroe\nrendezvous: {env: [pytorch, ray, ray]}\n"),
-              ElementsAre("job.yaml:3:13: image_pull: invalid value 'mising' (expected always, "
-                          "missing, never or push); did you mean 'missing'?",
-                          "job.yaml:4:26: ssh.host_key_checking: invalid value 'accept_new' "
-                          "(expected strict, accept-new or off); did you mean 'accept-new'?",
-                          "job.yaml:5:17: on_worker_exit: invalid value 'ignroe' (expected fail or "
-                          "ignore); did you mean 'ignore'?",
-                          "job.yaml:6:20: rendezvous.env[0]: invalid value 'pytorch' (expected "
-                          "barge, torch, ray, skypilot, dstack or sagemaker); did you mean 'torch'?",
-                          "job.yaml:6:34: rendezvous.env[2]: 'ray' is listed twice"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nimage_pull: mising\nssh: {host_key_checking: accept_new}\n"
+             "on_worker_exit: ignroe\nrendezvous: {env: [pytorch, ray, ray]}\n"),
+      ElementsAre("job.yaml:3:13: image_pull: invalid value 'mising' (expected always, "
+                  "missing, never or push); did you mean 'missing'?",
+                  "job.yaml:4:26: ssh.host_key_checking: invalid value 'accept_new' "
+                  "(expected strict, accept-new or off); did you mean 'accept-new'?",
+                  "job.yaml:5:17: on_worker_exit: invalid value 'ignroe' (expected fail or "
+                  "ignore); did you mean 'ignore'?",
+                  "job.yaml:6:20: rendezvous.env[0]: invalid value 'pytorch' (expected "
+                  "barge, torch, ray, skypilot, dstack or sagemaker); did you mean 'torch'?",
+                  "job.yaml:6:34: rendezvous.env[2]: 'ray' is listed twice"));
 }
 
 TEST_F(JobFileTest, HostsMayBeBareAddresses) {
-  JobSpec spec = Spec("name: x\nimage: i\nhosts:\n  - 10.0.0.1\n  - node-2\n  - {address: local}\n");
+  JobSpec spec =
+      Spec("name: x\nimage: i\nhosts:\n  - 10.0.0.1\n  - node-2\n  - {address: local}\n");
   ASSERT_EQ(spec.hosts.size(), 3u);
   EXPECT_EQ(spec.hosts[0].address, "10.0.0.1");
   EXPECT_EQ(spec.hosts[0].line, 4);
@@ -519,13 +529,15 @@ TEST_F(JobFileTest, HostsMayBeBareAddresses) {
 
 TEST_F(JobFileTest, DuplicateHostsCompareAddressAndEffectivePort) {
   // Same address, different ports: two sshds, two hosts.
-  EXPECT_EQ(Spec("name: x\nimage: i\nhosts:\n  - {address: h, port: 22}\n  - {address: h, port: 2222}\n")
-                .hosts.size(),
-            2u);
+  EXPECT_EQ(
+      Spec("name: x\nimage: i\nhosts:\n  - {address: h, port: 22}\n  - {address: h, port: 2222}\n")
+          .hosts.size(),
+      2u);
   // No port = ssh.port, else 22; addresses compare without case.
-  EXPECT_THAT(Errors("name: x\nimage: i\nssh: {port: 2222}\nhosts:\n  - h\n  - {address: H, port: 2222}\n"),
-              ElementsAre("job.yaml:6:15: hosts[1].address: host 'H' port 2222 is listed twice "
-                          "(first at line 5); use 'nodes:' to run several containers on one host"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nssh: {port: 2222}\nhosts:\n  - h\n  - {address: H, port: 2222}\n"),
+      ElementsAre("job.yaml:6:15: hosts[1].address: host 'H' port 2222 is listed twice "
+                  "(first at line 5); use 'nodes:' to run several containers on one host"));
   EXPECT_THAT(Errors("name: x\nimage: i\nhosts:\n  - local\n  - local\n"),
               ElementsAre("job.yaml:5:5: hosts[1]: the local engine is listed twice (first at line "
                           "4); use 'nodes:' to run several containers on it"));
@@ -541,14 +553,17 @@ TEST_F(JobFileTest, TheLocalEngineTakesNoSshSettings) {
 
 TEST_F(JobFileTest, WorkersMustFitTheNodes) {
   // One local host with 3 nodes: a head and 2 workers.
-  EXPECT_EQ(Spec("name: x\nimage: i\nhosts: [{address: local, nodes: 3}]\nroles: {worker: {count: 2}}\n")
-                .roles.at("worker")
-                .count,
-            2);
-  EXPECT_THAT(Errors("name: x\nimage: i\nhosts: [{address: local, nodes: 3}]\nroles: {worker: {count: 3}}\n"),
-              ElementsAre("job.yaml:4:25: roles.worker.count: 3 workers and the head need 4 nodes, "
-                          "but the hosts provide 3 (add hosts, raise a host's 'nodes:', or use "
-                          "count: rest)"));
+  EXPECT_EQ(
+      Spec("name: x\nimage: i\nhosts: [{address: local, nodes: 3}]\nroles: {worker: {count: 2}}\n")
+          .roles.at("worker")
+          .count,
+      2);
+  EXPECT_THAT(
+      Errors(
+          "name: x\nimage: i\nhosts: [{address: local, nodes: 3}]\nroles: {worker: {count: 3}}\n"),
+      ElementsAre("job.yaml:4:25: roles.worker.count: 3 workers and the head need 4 nodes, "
+                  "but the hosts provide 3 (add hosts, raise a host's 'nodes:', or use "
+                  "count: rest)"));
   // No hosts: the local engine is one node.
   EXPECT_THAT(Errors("name: x\nimage: i\nroles: {worker: {count: 1}}\n"),
               ElementsAre("job.yaml:3:25: roles.worker.count: 1 workers and the head need 2 nodes, "
@@ -568,23 +583,28 @@ TEST_F(JobFileTest, ARoleImageIsEnoughWhenEveryRoleThatRunsHasOne) {
   EXPECT_THAT(Errors("name: x\nhosts: [h1, h2]\nroles: {head: {image: a}}\n"),
               ElementsAre("job.yaml:1:1: image: missing; set 'image:' at the top or in "
                           "roles.worker (e.g. image: debian:12)"));
-  EXPECT_THAT(Errors("name: x\n"),
-              ElementsAre("job.yaml:1:1: image: missing; set 'image:' at the top (e.g. image: debian:12)"));
+  EXPECT_THAT(
+      Errors("name: x\n"),
+      ElementsAre("job.yaml:1:1: image: missing; set 'image:' at the top (e.g. image: debian:12)"));
 }
 
 TEST_F(JobFileTest, AtMostOneHostIsTheHead) {
-  EXPECT_THAT(Errors("name: x\nimage: i\nhosts:\n  - {address: a, role: head}\n  - {address: b, role: head}\n"
-                     "  - {address: c, role: worker}\n"),
-              ElementsAre("job.yaml:5:24: hosts[1].role: a second head; hosts[0] (line 4) is the head already",
-                          "job.yaml:6:24: hosts[2].role: invalid role 'worker': only 'head' can be set "
-                          "here (the other hosts carry the workers)"));
+  EXPECT_THAT(
+      Errors(
+          "name: x\nimage: i\nhosts:\n  - {address: a, role: head}\n  - {address: b, role: head}\n"
+          "  - {address: c, role: worker}\n"),
+      ElementsAre(
+          "job.yaml:5:24: hosts[1].role: a second head; hosts[0] (line 4) is the head already",
+          "job.yaml:6:24: hosts[2].role: invalid role 'worker': only 'head' can be set "
+          "here (the other hosts carry the workers)"));
 }
 
 TEST_F(JobFileTest, PathsExpandTildeAndResolveAgainstTheJobFile) {
   Write("keys/id", "k\n");
-  JobSpec spec = Spec("name: x\nimage: i\nssh: {known_hosts: kh, identity_file: ~/.ssh/id_ed25519}\n"
-                      "hosts: [{address: a, identity_file: keys/../keys/id}, {address: b, identity_file: "
-                      + dir_ + "/keys/id}]\n");
+  JobSpec spec = Spec(
+      "name: x\nimage: i\nssh: {known_hosts: kh, identity_file: ~/.ssh/id_ed25519}\n"
+      "hosts: [{address: a, identity_file: keys/../keys/id}, {address: b, identity_file: " +
+      dir_ + "/keys/id}]\n");
   EXPECT_EQ(spec.ssh.known_hosts, dir_ + "/kh");
   EXPECT_EQ(spec.ssh.identity_file, dir_ + "/.ssh/id_ed25519");
   EXPECT_EQ(spec.hosts[0].identity_file, dir_ + "/keys/id");
@@ -593,14 +613,15 @@ TEST_F(JobFileTest, PathsExpandTildeAndResolveAgainstTheJobFile) {
 
 TEST_F(JobFileTest, IdentityFilesMustBeReadableNow) {
   fs::create_directories(fs::path(dir_) / "adir");
-  EXPECT_THAT(Errors("name: x\nimage: i\nhosts:\n  - {address: a, identity_file: nope}\n"
-                     "  - {address: b, identity_file: adir}\n  - {address: c, identity_file: ~bob/id}\n"),
-              ElementsAre("job.yaml:4:33: hosts[0].identity_file: cannot read identity file 'nope': No "
-                          "such file or directory",
-                          "job.yaml:5:33: hosts[1].identity_file: cannot read identity file 'adir': it "
-                          "is a directory",
-                          "job.yaml:6:33: hosts[2].identity_file: only '~' and '~/' are expanded, not "
-                          "'~bob/id'"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nhosts:\n  - {address: a, identity_file: nope}\n"
+             "  - {address: b, identity_file: adir}\n  - {address: c, identity_file: ~bob/id}\n"),
+      ElementsAre("job.yaml:4:33: hosts[0].identity_file: cannot read identity file 'nope': No "
+                  "such file or directory",
+                  "job.yaml:5:33: hosts[1].identity_file: cannot read identity file 'adir': it "
+                  "is a directory",
+                  "job.yaml:6:33: hosts[2].identity_file: only '~' and '~/' are expanded, not "
+                  "'~bob/id'"));
 }
 
 TEST_F(JobFileTest, HostsFileHoldsTheSameListAndItsErrorsNameIt) {
@@ -621,25 +642,30 @@ TEST_F(JobFileTest, HostsFileHoldsTheSameListAndItsErrorsNameIt) {
 
 TEST_F(JobFileTest, HostsFileNamesAreShownFromTheJobFilesDirectoryAsGiven) {
   Write("jobs/inv.yaml", "{address: a}\n");
-  LoadedJob job = ParseJobText("name: x\nimage: i\nhosts_file: inv.yaml\n", "jobs/job.yaml", dir_ + "/jobs");
+  LoadedJob job =
+      ParseJobText("name: x\nimage: i\nhosts_file: inv.yaml\n", "jobs/job.yaml", dir_ + "/jobs");
   std::vector<std::string> lines;
   for (const JobFileError& e : job.errors) lines.push_back(e.ToString());
-  EXPECT_THAT(lines, ElementsAre("jobs/inv.yaml:1:1: hosts: expected a list of hosts, got a mapping"));
+  EXPECT_THAT(lines,
+              ElementsAre("jobs/inv.yaml:1:1: hosts: expected a list of hosts, got a mapping"));
 }
 
 TEST_F(JobFileTest, AMissingHostsFileIsAnErrorAtItsKey) {
-  EXPECT_THAT(Errors("name: x\nimage: i\nhosts_file: nowhere.yaml\n"),
-              ElementsAre("job.yaml:3:13: hosts_file: cannot read hosts file 'nowhere.yaml': No such "
-                          "file or directory"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nhosts_file: nowhere.yaml\n"),
+      ElementsAre("job.yaml:3:13: hosts_file: cannot read hosts file 'nowhere.yaml': No such "
+                  "file or directory"));
   Write("h.yaml", "- a\n");
-  EXPECT_THAT(Errors("name: x\nimage: i\nhosts: [b]\nhosts_file: h.yaml\n"),
-              ElementsAre("job.yaml:4:1: hosts_file: give either 'hosts' or 'hosts_file', not both"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nhosts: [b]\nhosts_file: h.yaml\n"),
+      ElementsAre("job.yaml:4:1: hosts_file: give either 'hosts' or 'hosts_file', not both"));
 }
 
 TEST_F(JobFileTest, DuplicateKeysNameBothLinesAtAnyDepth) {
-  EXPECT_THAT(Errors("name: x\nimage: i\nname: y\ncontainer:\n  env:\n    A: 1\n    B: 2\n    A: 3\n"),
-              ElementsAre("job.yaml:3:1: name: duplicate key; first set at line 1",
-                          "job.yaml:8:5: container.env.A: duplicate key; first set at line 6"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nname: y\ncontainer:\n  env:\n    A: 1\n    B: 2\n    A: 3\n"),
+      ElementsAre("job.yaml:3:1: name: duplicate key; first set at line 1",
+                  "job.yaml:8:5: container.env.A: duplicate key; first set at line 6"));
 }
 
 TEST_F(JobFileTest, AnUnterminatedQuoteIsReportedWhereItOpensAndNothingElse) {
@@ -654,23 +680,49 @@ TEST_F(JobFileTest, AnUnterminatedQuoteIsReportedWhereItOpensAndNothingElse) {
 }
 
 TEST_F(JobFileTest, SmallAliasesAreFineAndShareTheirValues) {
-  JobSpec spec = Spec("name: x\nimage: i\ncontainer: &c {shm_size: 1g}\n"
-                      "roles: {head: {container: *c}, worker: {container: *c}}\n");
+  JobSpec spec = Spec(
+      "name: x\nimage: i\ncontainer: &c {shm_size: 1g}\n"
+      "roles: {head: {container: *c}, worker: {container: *c}}\n");
   EXPECT_EQ(spec.roles.at("head").container.shm_size, "1g");
   EXPECT_EQ(spec.roles.at("worker").container.shm_size, "1g");
 }
 
 TEST_F(JobFileTest, AnErrorInsideAnAliasedBlockIsReportedOnce) {
-  EXPECT_THAT(Errors("name: x\nimage: i\ncontainer: &c {shm_size: huge}\n"
-                     "roles: {head: {container: *c}, worker: {container: *c}}\n"),
-              ElementsAre("job.yaml:3:26: container.shm_size: invalid size 'huge' (expected e.g. 512m, 2g)"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\ncontainer: &c {shm_size: huge}\n"
+             "roles: {head: {container: *c}, worker: {container: *c}}\n"),
+      ElementsAre(
+          "job.yaml:3:26: container.shm_size: invalid size 'huge' (expected e.g. 512m, 2g)"));
+}
+
+TEST_F(JobFileTest, TooManyValuesAreRefusedBeforeATreeIsBuilt) {
+  std::string wide = "name: x\nimage: i\ncommand:\n";
+  for (int i = 0; i < 100001; ++i) wide += "- 1\n";
+  // Root map, 3 keys, 2 values and the list are 7 nodes: item 99994, on
+  // line 99997, is node 100001.
+  EXPECT_THAT(Errors(wide),
+              ElementsAre("job.yaml:99997:3: more than 100000 YAML values; barge refuses "
+                          "to build them (a job file needs a few hundred)"));
+}
+
+TEST_F(JobFileTest, AliasesThatExpandTooFarAreRefusedAtTheTopLevelKeyThatUsesThem) {
+  std::string text = "name: x\nimage: i\nbase: &a [";
+  for (int i = 0; i < 400; ++i) text += std::string(i ? "," : "") + "1";
+  text += "]\nmore: [";
+  for (int i = 0; i < 300; ++i) text += std::string(i ? "," : "") + "*a";
+  text += "]\n";
+  EXPECT_THAT(Errors(text),
+              ElementsAre("job.yaml:4:1: more: aliases expand to more than 100000 YAML "
+                          "nodes; refusing what looks like an alias bomb ('billion "
+                          "laughs'); aliases are fine, but not that many"));
 }
 
 TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
-  EXPECT_THAT(Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
-              ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
-                          "hosts, hosts_file, docker_command, ssh, roles, rendezvous, image_pull, "
-                          "on_worker_exit, stop_grace or teardown)"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
+      ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
+                  "hosts, hosts_file, docker_command, ssh, roles, rendezvous, image_pull, "
+                  "on_worker_exit, stop_grace or teardown)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));
@@ -697,40 +749,47 @@ TEST_F(JobFileTest, ARegexThatDoesNotCompileIsAnError) {
   std::vector<std::string> errors =
       Errors("name: x\nimage: i\nroles: {head: {ready: {log: \"([a-z\"}}}\n");
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_THAT(errors[0], ::testing::StartsWith(
-                             "job.yaml:3:29: roles.head.ready.log: invalid regular expression '([a-z': "));
+  EXPECT_THAT(errors[0],
+              ::testing::StartsWith(
+                  "job.yaml:3:29: roles.head.ready.log: invalid regular expression '([a-z': "));
 }
 
 TEST_F(JobFileTest, ReadyNeedsExactlyOneProbe) {
-  EXPECT_THAT(Errors("name: x\nimage: i\nroles:\n  head:\n    ready: {tcp_port: 1, log: x}\n"
-                     "  worker:\n    count: 0\n"),
-              ElementsAre("job.yaml:5:26: roles.head.ready.log: give one of tcp_port, log or command, "
-                          "not tcp_port and log"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nroles:\n  head:\n    ready: {tcp_port: 1, log: x}\n"
+             "  worker:\n    count: 0\n"),
+      ElementsAre("job.yaml:5:26: roles.head.ready.log: give one of tcp_port, log or command, "
+                  "not tcp_port and log"));
   EXPECT_THAT(Errors("name: x\nimage: i\nroles:\n  head:\n    ready: {timeout: 5s}\n"),
               ElementsAre("job.yaml:5:5: roles.head.ready: give one of tcp_port, log or command "
                           "(without 'ready:' the head is ready once its container runs)"));
 }
 
 TEST_F(JobFileTest, TheTopLevelMustBeAMapping) {
-  EXPECT_THAT(Errors("- name: x\n"),
-              ElementsAre("job.yaml:1:1: expected a mapping of job keys (name:, image:, hosts:, ...), "
-                          "got a list"));
+  EXPECT_THAT(
+      Errors("- name: x\n"),
+      ElementsAre("job.yaml:1:1: expected a mapping of job keys (name:, image:, hosts:, ...), "
+                  "got a list"));
 }
 
 TEST_F(JobFileTest, TabsInIndentationGetAPlainMessage) {
-  EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n\tshm_size: 1g\n"),
-              ElementsAre("job.yaml:4:1: tab character used for indentation (YAML indents with spaces only)"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\ncontainer:\n\tshm_size: 1g\n"),
+      ElementsAre(
+          "job.yaml:4:1: tab character used for indentation (YAML indents with spaces only)"));
   // A tab inside a value is no indentation.
-  EXPECT_EQ(Spec("name: x\nimage: i\ncommand: \"a\\tb\"\ncontainer: {env: {A: \"x\ty\"}}\n").command,
-            (std::vector<std::string>{"sh", "-c", "a\tb"}));
+  EXPECT_EQ(
+      Spec("name: x\nimage: i\ncommand: \"a\\tb\"\ncontainer: {env: {A: \"x\ty\"}}\n").command,
+      (std::vector<std::string>{"sh", "-c", "a\tb"}));
 }
 
 TEST_F(JobFileTest, SyntaxErrorsCarryYamlsPositionAndAPlainHint) {
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  shm_size: 1g\n    ipc: host\n"),
               ElementsAre("job.yaml:5:8: YAML syntax error: illegal map value (a ':' where no key "
                           "can start: check the indentation, or quote a value that holds ': ')"));
-  EXPECT_THAT(Errors("name: x\nimage: i\nhosts: [a, *nope]\n"),
-              ElementsAre("job.yaml:3:12: YAML syntax error: the referenced anchor is not defined"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\nhosts: [a, *nope]\n"),
+      ElementsAre("job.yaml:3:12: YAML syntax error: the referenced anchor is not defined"));
 }
 
 TEST_F(JobFileTest, AnUnclosedBracketIsReportedWhereItOpens) {
@@ -740,8 +799,16 @@ TEST_F(JobFileTest, AnUnclosedBracketIsReportedWhereItOpens) {
 }
 
 TEST_F(JobFileTest, ASecondDocumentIsAnError) {
-  EXPECT_THAT(Errors("name: x\nimage: i\n---\nname: y\n"),
-              ElementsAre("job.yaml:3:1: a second YAML document starts here; a job file holds exactly one"));
+  EXPECT_THAT(
+      Errors("name: x\nimage: i\n---\nname: y\n"),
+      ElementsAre(
+          "job.yaml:3:1: a second YAML document starts here; a job file holds exactly one"));
+}
+
+TEST_F(JobFileTest, AStrayTokenIsASyntaxErrorNotAnEndlessRunOfEmptyDocuments) {
+  // yaml-cpp 0.7's LoadAll never returns on this text.
+  EXPECT_THAT(Errors(",\nname: x\n\tb\n"),
+              ElementsAre("job.yaml:1:1: YAML syntax error: unexpected ','"));
 }
 
 TEST_F(JobFileTest, AByteOrderMarkIsAccepted) {
@@ -764,7 +831,8 @@ TEST_F(JobFileTest, LoadJobFileReportsAFileItCannotReadWithoutALine) {
   EXPECT_EQ(job.errors[0].line, 0);
   EXPECT_EQ(job.errors[0].ToString(),
             dir_ + "/missing.yaml: cannot read job file: No such file or directory");
-  EXPECT_EQ(LoadJobFile(dir_).errors[0].ToString(), dir_ + ": cannot read job file: it is a directory");
+  EXPECT_EQ(LoadJobFile(dir_).errors[0].ToString(),
+            dir_ + ": cannot read job file: it is a directory");
 }
 
 TEST_F(JobFileTest, LoadJobFileRefusesAFileOverOneMebibyteWithoutParsingIt) {
@@ -786,10 +854,12 @@ TEST_F(JobFileTest, LoadJobFileRefusesAFileOverOneMebibyteWithoutParsingIt) {
 }
 
 TEST(JobFileError, ToStringOmitsWhatItDoesNotHave) {
-  EXPECT_EQ((JobFileError{"job.yaml", 21, 3, "container.shm_sise", "unknown key; did you mean 'shm_size'?"})
+  EXPECT_EQ((JobFileError{"job.yaml", 21, 3, "container.shm_sise",
+                          "unknown key; did you mean 'shm_size'?"})
                 .ToString(),
             "job.yaml:21:3: container.shm_sise: unknown key; did you mean 'shm_size'?");
-  EXPECT_EQ((JobFileError{"job.yaml", 4, 1, "", "empty job file"}).ToString(), "job.yaml:4:1: empty job file");
+  EXPECT_EQ((JobFileError{"job.yaml", 4, 1, "", "empty job file"}).ToString(),
+            "job.yaml:4:1: empty job file");
   EXPECT_EQ((JobFileError{"job.yaml", 0, 0, "", "cannot read job file: x"}).ToString(),
             "job.yaml: cannot read job file: x");
 }

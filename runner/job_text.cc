@@ -101,7 +101,7 @@ std::vector<TextProblem> CheckRawText(std::string_view text) {
 namespace {
 
 struct ScanResult {
-  std::optional<TextProblem> too_deep;      // where nesting first passed the limit
+  std::optional<TextProblem> too_deep;        // where nesting first passed the limit
   std::optional<TextProblem> unclosed_quote;  // a quote still open at the end
   std::optional<TextProblem> unclosed_flow;   // the outermost [ or { still open at the end
 };
@@ -114,9 +114,9 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
   int quote_line = 0;
   int quote_column = 0;
   std::optional<TextProblem> outer_flow;  // the outermost open [ or {
-  std::vector<int> indents;  // columns (0-based) of the open block levels
-  int flow = 0;              // open [ and { brackets
-  char quote = 0;            // ' or " while inside a quoted scalar
+  std::vector<int> indents;               // columns (0-based) of the open block levels
+  int flow = 0;                           // open [ and { brackets
+  char quote = 0;                         // ' or " while inside a quoted scalar
   bool flow_token_start = true;
   int block_parent = kNone;  // while in a block scalar: its owner's column
   int line_no = 0;
@@ -136,9 +136,9 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
     int owner_col = -1;      // column of the key or "-" that owns what follows
     auto too_deep = [&](size_t at) -> std::optional<TextProblem> {
       if (static_cast<int>(indents.size()) + flow <= max_depth) return std::nullopt;
-      return TextProblem{line_no, static_cast<int>(at) + 1,
-                         "nested deeper than " + std::to_string(max_depth) +
-                             " levels; barge refuses to parse it"};
+      return TextProblem{
+          line_no, static_cast<int>(at) + 1,
+          "nested deeper than " + std::to_string(max_depth) + " levels; barge refuses to parse it"};
     };
     if (quote == 0 && flow == 0) {
       if (blank || line[first] == '#') continue;
@@ -313,15 +313,6 @@ bool QuotedScalarIsClosed(std::string_view text, size_t open) {
     }
   }
   return false;
-}
-
-int DocumentStartLineAtOrBefore(std::string_view text, int line) {
-  std::vector<std::string_view> lines = Lines(text);
-  for (int l = std::min<int>(line, static_cast<int>(lines.size())); l >= 1; --l) {
-    std::string_view s = lines[l - 1];
-    if (s.substr(0, 3) == "---" && (s.size() == 3 || IsBlankChar(s[3]))) return l;
-  }
-  return 0;
 }
 
 }  // namespace barge::runner

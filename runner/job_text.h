@@ -73,8 +73,4 @@ int TabIndentColumn(std::string_view text, int line);
 // quote and swallows the rest of the file into it.
 bool QuotedScalarIsClosed(std::string_view text, size_t open);
 
-// The last line at or before `line` that starts a document ("---" alone or
-// followed by a blank), or 0 when there is none.
-int DocumentStartLineAtOrBefore(std::string_view text, int line);
-
 }  // namespace barge::runner

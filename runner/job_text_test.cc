@@ -10,12 +10,12 @@ namespace {
 TEST(Utf8, AcceptsWellFormedTextAndFindsTheFirstBadByte) {
   EXPECT_EQ(FindInvalidUtf8("plain ascii"), std::string_view::npos);
   EXPECT_EQ(FindInvalidUtf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x9A\xA2"), std::string_view::npos);
-  EXPECT_EQ(FindInvalidUtf8("ab\xE9z"), 2u);            // Latin-1 e-acute
-  EXPECT_EQ(FindInvalidUtf8("\xC0\xAF"), 0u);           // overlong '/'
-  EXPECT_EQ(FindInvalidUtf8("x\xED\xA0\x80"), 1u);      // a UTF-16 surrogate
-  EXPECT_EQ(FindInvalidUtf8("\xF4\x90\x80\x80"), 0u);   // above U+10FFFF
-  EXPECT_EQ(FindInvalidUtf8("ok\xE2\x82"), 2u);         // cut short
-  EXPECT_EQ(FindInvalidUtf8("\x80"), 0u);               // a lone continuation byte
+  EXPECT_EQ(FindInvalidUtf8("ab\xE9z"), 2u);           // Latin-1 e-acute
+  EXPECT_EQ(FindInvalidUtf8("\xC0\xAF"), 0u);          // overlong '/'
+  EXPECT_EQ(FindInvalidUtf8("x\xED\xA0\x80"), 1u);     // a UTF-16 surrogate
+  EXPECT_EQ(FindInvalidUtf8("\xF4\x90\x80\x80"), 0u);  // above U+10FFFF
+  EXPECT_EQ(FindInvalidUtf8("ok\xE2\x82"), 2u);        // cut short
+  EXPECT_EQ(FindInvalidUtf8("\x80"), 0u);              // a lone continuation byte
 }
 
 TEST(RawText, ReportsNulAndBadUtf8WithLineAndColumnOnceEach) {
@@ -62,13 +62,26 @@ TEST(Nesting, CountsFlowBracketsBlockIndentationAndCompactEntries) {
 
 TEST(Nesting, IgnoresBracketsInQuotesCommentsPlainScalarsAndBlockScalars) {
   std::string brackets(100, '[');
-  std::string text = "a: \"" + brackets + "\"\n"
-                     "b: '" + brackets + "'\n"
-                     "# " + brackets + "\n"
-                     "c: echo " + brackets + "\n"
-                     "d: |\n  " + brackets + "\n  more " + brackets + "\n"
-                     "e: [\"" + brackets + "\", '" + brackets + "']\n"
-                     "f: \"multi\n  line " + brackets + "\"\n"
+  std::string text = "a: \"" + brackets +
+                     "\"\n"
+                     "b: '" +
+                     brackets +
+                     "'\n"
+                     "# " +
+                     brackets +
+                     "\n"
+                     "c: echo " +
+                     brackets +
+                     "\n"
+                     "d: |\n  " +
+                     brackets + "\n  more " + brackets +
+                     "\n"
+                     "e: [\"" +
+                     brackets + "\", '" + brackets +
+                     "']\n"
+                     "f: \"multi\n  line " +
+                     brackets +
+                     "\"\n"
                      "g: 1\n";
   EXPECT_EQ(FindDeepNesting(text, 64), std::nullopt);
 }
@@ -129,15 +142,9 @@ TEST(Flow, FindsTheOutermostBracketLeftOpen) {
   EXPECT_EQ(open->line, 1);
   EXPECT_EQ(open->column, 4);
   EXPECT_EQ(open->message, "the '[' opened here is never closed with ']'");
-  EXPECT_EQ(FindUnclosedFlow("a: {b: 1\n")->message, "the '{' opened here is never closed with '}'");
+  EXPECT_EQ(FindUnclosedFlow("a: {b: 1\n")->message,
+            "the '{' opened here is never closed with '}'");
   EXPECT_EQ(FindUnclosedFlow("a: [1, [2]]\nb: echo [x\nc: \"[\"\n"), std::nullopt);
-}
-
-TEST(Documents, FindsTheDocumentMarkerAtOrBeforeALine) {
-  std::string text = "a: 1\n---\nb: 2\n--- x\n";
-  EXPECT_EQ(DocumentStartLineAtOrBefore(text, 1), 0);
-  EXPECT_EQ(DocumentStartLineAtOrBefore(text, 3), 2);
-  EXPECT_EQ(DocumentStartLineAtOrBefore(text, 4), 4);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "runner/job_values.h"
 
 #include <arpa/inet.h>
+
 #include <climits>
 #include <cstdio>
 #include <vector>
@@ -81,7 +82,8 @@ std::string QuoteValue(std::string_view value) {
   for (size_t i = 0; i < value.size(); ++i) {
     if (shown >= kMaxShown) {
       // Do not cut a UTF-8 sequence in half.
-      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80)
+        out.pop_back();
       if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
       out += "...";
       break;
@@ -153,9 +155,8 @@ Status CheckHostAddress(std::string_view address) {
     }
     return Status::Ok();
   }
-  std::string bad = FirstBadChar(address, [](char c) {
-    return IsAlnum(c) || c == '.' || c == '-' || c == '_';
-  });
+  std::string bad =
+      FirstBadChar(address, [](char c) { return IsAlnum(c) || c == '.' || c == '-' || c == '_'; });
   if (!bad.empty()) return Status::Error(shown + ": " + bad + " is not allowed in a host name");
   if (address.size() > 253) return Status::Error(shown + ": longer than 253 characters");
   std::vector<std::string_view> labels = Split(address, '.');
@@ -179,9 +180,8 @@ Status CheckUserName(std::string_view user) {
   if (user.empty()) return Status::Error("empty user name");
   std::string_view body = user;
   if (body.back() == '$') body.remove_suffix(1);
-  std::string bad = FirstBadChar(body, [](char c) {
-    return IsAlnum(c) || c == '_' || c == '.' || c == '-';
-  });
+  std::string bad =
+      FirstBadChar(body, [](char c) { return IsAlnum(c) || c == '_' || c == '.' || c == '-'; });
   if (!bad.empty() || body.empty() || body[0] == '-' || user.size() > 64) {
     return Status::Error("invalid user name " + QuoteValue(user) +
                          " (letters, digits, '_', '.', '-', not starting with '-')");
@@ -244,7 +244,8 @@ Status CheckVolumeSpec(std::string_view spec) {
   const std::string shown = "invalid volume " + QuoteValue(spec);
   std::vector<std::string_view> parts = Split(spec, ':');
   if (parts.size() < 2) {
-    return Status::Error(shown + " (expected HOST_PATH:CONTAINER_PATH[:MODE], e.g. /data:/data:ro)");
+    return Status::Error(shown +
+                         " (expected HOST_PATH:CONTAINER_PATH[:MODE], e.g. /data:/data:ro)");
   }
   if (parts.size() > 3) {
     return Status::Error(shown + ": too many ':' (a path may not contain ':')");
@@ -263,8 +264,8 @@ Status CheckVolumeSpec(std::string_view spec) {
   }
   if (parts.size() == 3) {
     static constexpr std::string_view kModes[] = {
-        "ro",      "rw",     "z",        "Z",      "shared",     "rshared", "slave",
-        "rslave",  "private", "rprivate", "nocopy", "consistent", "cached",  "delegated"};
+        "ro",     "rw",      "z",        "Z",      "shared",     "rshared", "slave",
+        "rslave", "private", "rprivate", "nocopy", "consistent", "cached",  "delegated"};
     bool ro = false, rw = false;
     for (std::string_view mode : Split(parts[2], ',')) {
       bool known = false;
@@ -345,8 +346,8 @@ Status CheckGpuDeviceId(std::string_view id) {
 
 std::span<const std::string_view> UlimitNames() {
   static constexpr std::string_view kNames[] = {
-      "core",   "cpu",  "data",   "fsize",  "locks",      "memlock", "msgqueue", "nice",
-      "nofile", "nproc", "rss",   "rtprio", "rttime", "sigpending", "stack"};
+      "core",   "cpu",   "data", "fsize",  "locks",  "memlock",    "msgqueue", "nice",
+      "nofile", "nproc", "rss",  "rtprio", "rttime", "sigpending", "stack"};
   return kNames;
 }
 

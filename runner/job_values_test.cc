@@ -24,8 +24,8 @@ TEST(ParseInteger, AcceptsPlainDecimalsOnly) {
   EXPECT_EQ(v, -1);
   EXPECT_TRUE(ParseInteger("67108864", &v));
   EXPECT_EQ(v, 67108864);
-  for (const char* bad : {"", "-", "+1", "022", "1.0", "0x10", "1e3", " 1", "1 ", "abc",
-                          "1234567890123456789"}) {
+  for (const char* bad :
+       {"", "-", "+1", "022", "1.0", "0x10", "1e3", " 1", "1 ", "abc", "1234567890123456789"}) {
     EXPECT_FALSE(ParseInteger(bad, &v)) << bad;
   }
 }
@@ -33,9 +33,11 @@ TEST(ParseInteger, AcceptsPlainDecimalsOnly) {
 TEST(JobName, LettersDigitsAndSeparatorsUpTo63) {
   EXPECT_TRUE(CheckJobName("ddp-train_2.b").ok());
   EXPECT_TRUE(CheckJobName(std::string(63, 'a')).ok());
-  EXPECT_EQ(CheckJobName(std::string(64, 'a')).message(), "name is 64 characters long; the limit is 63");
-  EXPECT_EQ(CheckJobName("my job").message(),
-            "invalid name 'my job' (letters, digits, '_', '.', '-'; starting with a letter or digit)");
+  EXPECT_EQ(CheckJobName(std::string(64, 'a')).message(),
+            "name is 64 characters long; the limit is 63");
+  EXPECT_EQ(
+      CheckJobName("my job").message(),
+      "invalid name 'my job' (letters, digits, '_', '.', '-'; starting with a letter or digit)");
   EXPECT_FALSE(CheckJobName("-x").ok());
   EXPECT_FALSE(CheckJobName("").ok());
 }
@@ -62,7 +64,8 @@ TEST(HostAddress, RejectsShellSyntaxOptionsAndMalformedLiterals) {
             "invalid host address '999.1.1.1' (not a valid IPv4 address)");
   EXPECT_EQ(CheckHostAddress("[::1]").message(),
             "invalid host address '[::1]' (not an IPv6 address; write IPv6 without brackets)");
-  EXPECT_EQ(CheckHostAddress("a..b").message(), "invalid host address 'a..b': empty label between dots");
+  EXPECT_EQ(CheckHostAddress("a..b").message(),
+            "invalid host address 'a..b': empty label between dots");
   EXPECT_FALSE(CheckHostAddress("").ok());
   EXPECT_FALSE(CheckHostAddress("h\xC3\xA9").ok());
   EXPECT_FALSE(CheckHostAddress(std::string(254, 'a')).ok());
@@ -120,17 +123,20 @@ TEST(VolumeSpec, AcceptsAbsolutePathsNamedVolumesAndModes) {
 
 TEST(VolumeSpec, RejectsRelativePathsColonsAndUnknownModes) {
   EXPECT_EQ(CheckVolumeSpec("./data:/data").message(),
-            "invalid volume './data:/data': host side './data' must be an absolute path or a volume name");
+            "invalid volume './data:/data': host side './data' must be an absolute path or a "
+            "volume name");
   EXPECT_EQ(CheckVolumeSpec("/data:data").message(),
             "invalid volume '/data:data': container path 'data' is not an absolute path");
-  EXPECT_EQ(CheckVolumeSpec("/data").message(),
-            "invalid volume '/data' (expected HOST_PATH:CONTAINER_PATH[:MODE], e.g. /data:/data:ro)");
+  EXPECT_EQ(
+      CheckVolumeSpec("/data").message(),
+      "invalid volume '/data' (expected HOST_PATH:CONTAINER_PATH[:MODE], e.g. /data:/data:ro)");
   EXPECT_EQ(CheckVolumeSpec("/a:b:/c:/d").message(),
             "invalid volume '/a:b:/c:/d': too many ':' (a path may not contain ':')");
   EXPECT_EQ(CheckVolumeSpec("/a:/b:rx").message(),
             "invalid volume '/a:/b:rx': unknown mode 'rx' (expected ro, rw, z, Z, shared, slave, "
             "private, nocopy, ...)");
-  EXPECT_EQ(CheckVolumeSpec("/a:/b:ro,rw").message(), "invalid volume '/a:/b:ro,rw': both 'ro' and 'rw'");
+  EXPECT_EQ(CheckVolumeSpec("/a:/b:ro,rw").message(),
+            "invalid volume '/a:/b:ro,rw': both 'ro' and 'rw'");
   EXPECT_FALSE(CheckVolumeSpec(":/data").ok());
   EXPECT_FALSE(CheckVolumeSpec("/data:").ok());
 }
@@ -145,7 +151,8 @@ TEST(VolumeSpec, PathsMustStayUnderPathMax) {
 }
 
 TEST(DeviceSpec, HostContainerAndPermissions) {
-  for (const char* d : {"/dev/fuse", "/dev/sda:/dev/xvda", "/dev/sda:/dev/xvda:rwm", "/dev/sda:r"}) {
+  for (const char* d :
+       {"/dev/fuse", "/dev/sda:/dev/xvda", "/dev/sda:/dev/xvda:rwm", "/dev/sda:r"}) {
     EXPECT_TRUE(CheckDeviceSpec(d).ok()) << d << ": " << CheckDeviceSpec(d).message();
   }
   EXPECT_EQ(CheckDeviceSpec("fuse").message(),

@@ -18,8 +18,8 @@ TEST(EditDistance, CountsInsertionsDeletionsSubstitutionsAndSwaps) {
   EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
 }
 
-constexpr std::string_view kKeys[] = {"name", "image", "command", "container", "hosts",
-                                      "hosts_file", "shm_size"};
+constexpr std::string_view kKeys[] = {"name",  "image",      "command", "container",
+                                      "hosts", "hosts_file", "shm_size"};
 
 TEST(ClosestMatch, SuggestsTheNearestKeyForATypo) {
   EXPECT_EQ(ClosestMatch("imgae", kKeys), "image");
@@ -43,7 +43,7 @@ TEST(ClosestMatch, SuggestsNothingForExactMatchesOrFarWords) {
 
 TEST(ClosestMatch, AllowsMoreEditsForLongerWords) {
   constexpr std::string_view kConventions[] = {"barge", "torch", "ray", "skypilot"};
-  EXPECT_EQ(ClosestMatch("pytorch", kConventions), "torch");  // 2 edits, 7 letters
+  EXPECT_EQ(ClosestMatch("pytorch", kConventions), "torch");   // 2 edits, 7 letters
   EXPECT_EQ(ClosestMatch("tch", kConventions), std::nullopt);  // 2 edits, 3 letters
 }
 

@@ -73,8 +73,11 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view s) {
     int64_t ms;
     bool seen;
   };
-  Unit units[] = {{"ms", 1, false}, {"s", 1000, false}, {"m", 60'000, false},
-                  {"h", 3'600'000, false}, {"d", 86'400'000, false}};
+  Unit units[] = {{"ms", 1, false},
+                  {"s", 1000, false},
+                  {"m", 60'000, false},
+                  {"h", 3'600'000, false},
+                  {"d", 86'400'000, false}};
   int64_t total = 0;
   size_t i = 0;
   while (i < s.size()) {

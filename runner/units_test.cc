@@ -15,9 +15,9 @@ TEST(Size, AcceptsWhatDockerAcceptsWithOneObviousMeaning) {
 }
 
 TEST(Size, RejectsWordsSignsDoubledUnitsAndEmptyText) {
-  for (const char* s : {"", "16 gigs", "-1g", "1bb", "1gi", "g", ".5g", "1.g", "1  g", "1 ",
-                        "lots", "1e9", "1,5g", "1g ", " 1g", "1x", "+1g",
-                        "123456789012345678901234567890123g"}) {
+  for (const char* s :
+       {"", "16 gigs", "-1g", "1bb", "1gi", "g", ".5g", "1.g", "1  g", "1 ", "lots", "1e9", "1,5g",
+        "1g ", " 1g", "1x", "+1g", "123456789012345678901234567890123g"}) {
     EXPECT_FALSE(IsSize(s)) << s;
   }
 }
@@ -55,15 +55,17 @@ TEST(Duration, RejectsUnknownUnitsSpacesSignsAndRepeats) {
   for (const char* s : {"", "10 s", "10sec", "10S", "-5s", "s", "1.s", "10s ", "1w", "5mm"}) {
     Result<milliseconds> d = ParseDuration(s);
     ASSERT_FALSE(d.ok()) << s;
-    EXPECT_EQ(d.status().message(), "invalid duration '" + std::string(s) +
-                                        "' (expected e.g. 500ms, 10s, 5m, 1h30m, 1d)")
+    EXPECT_EQ(d.status().message(),
+              "invalid duration '" + std::string(s) + "' (expected e.g. 500ms, 10s, 5m, 1h30m, 1d)")
         << s;
   }
-  EXPECT_EQ(ParseDuration("1m2m").status().message(), "invalid duration '1m2m': unit 'm' given twice");
+  EXPECT_EQ(ParseDuration("1m2m").status().message(),
+            "invalid duration '1m2m': unit 'm' given twice");
 }
 
 TEST(Duration, HugeValuesAreRefusedNotWrappedAround) {
-  EXPECT_EQ(ParseDuration("9999999999d").status().message(), "invalid duration '9999999999d': too long");
+  EXPECT_EQ(ParseDuration("9999999999d").status().message(),
+            "invalid duration '9999999999d': too long");
   Result<milliseconds> biggest = ParseDuration("999999999d999999999h");
   ASSERT_TRUE(biggest.ok());
   EXPECT_GT(biggest->count(), 0);
