@@ -37,11 +37,20 @@ PORT=29500
 
 addr() { local v="BED_HOST_h$1_ADDR"; echo "${!v}"; }
 
-head_cmd() {  # listens until $1 workers have connected
-  echo "i=0; while [ \$i -lt $1 ]; do nc -l -p $PORT </dev/null >/dev/null; i=\$((i+1)); done"
+# The head connects once to every worker's port (each worker listens for one
+# connection); so it exits once all workers are up. (The other way round,
+# one listener on the head accepting N connections in turn, loses a
+# connection that lands between two accepts.)
+head_cmd() {  # $1 = comma-separated worker addresses
+  echo "L=$1; IFS=,; for ip in \$L; do until nc \$ip $PORT </dev/null >/dev/null 2>&1; do sleep 0.05; done; done"
 }
 worker_cmd() {
-  echo "until nc $1 $PORT </dev/null >/dev/null 2>&1; do sleep 0.05; done; trap 'exit 0' TERM; sleep 600 & wait"
+  echo "nc -l -p $PORT </dev/null >/dev/null; trap 'exit 0' TERM; sleep 600 & wait"
+}
+workers_of() {  # $1 = hosts: the worker addresses, comma-separated
+  local w=""
+  for i in $(seq 2 "$1"); do w+="${w:+,}$(addr "$i")"; done
+  echo "$w"
 }
 
 job_file() {  # $1 = hosts
@@ -55,8 +64,8 @@ job_file() {  # $1 = hosts
     echo "container: {network: host}"
     echo "stop_grace: 2s"
     echo "roles:"
-    echo "  head: {command: [sh, -c, \"$(head_cmd $((n - 1)))\"]}"
-    echo "  worker: {command: [sh, -c, \"$(worker_cmd "$(addr 1)")\"]}"
+    echo "  head: {command: [sh, -c, \"$(head_cmd "$(workers_of "$n")")\"]}"
+    echo "  worker: {command: [sh, -c, \"$(worker_cmd)\"]}"
   } >"$f"
   echo "$f"
 }
@@ -78,9 +87,9 @@ run_pdsh() {  # $1 = hosts
   id=$RANDOM$RANDOM
   export PDSH_RCMD_TYPE=ssh PDSH_SSH_ARGS_APPEND="-i $BED_SSH_KEY -o UserKnownHostsFile=$BED_KNOWN_HOSTS -o StrictHostKeyChecking=yes -o BatchMode=yes"
   local t0; t0=$(now)
-  pdsh -l "$BED_SSH_USER" -w "$head" "docker run -d --name pdsh-$id --label barge.job=pdsh-$id --network host $BED_IMAGE sh -c '$(head_cmd $((n - 1)))'" >/dev/null
+  pdsh -l "$BED_SSH_USER" -w "$head" "docker run -d --name pdsh-$id --label barge.job=pdsh-$id --network host $BED_IMAGE sh -c '$(head_cmd "$workers")'" >/dev/null
   if [[ -n "$workers" ]]; then
-    pdsh -l "$BED_SSH_USER" -w "$workers" "docker run -d --name pdsh-$id --label barge.job=pdsh-$id --network host $BED_IMAGE sh -c \"$(worker_cmd "$head")\"" >/dev/null
+    pdsh -l "$BED_SSH_USER" -w "$workers" "docker run -d --name pdsh-$id --label barge.job=pdsh-$id --network host $BED_IMAGE sh -c \"$(worker_cmd)\"" >/dev/null
   fi
   pdsh -l "$BED_SSH_USER" -w "$head" "docker wait pdsh-$id" >/dev/null
   pdsh -l "$BED_SSH_USER" -w "$all" "docker stop -t 2 pdsh-$id >/dev/null; docker rm -f pdsh-$id" >/dev/null

@@ -339,6 +339,21 @@ Status Controller::Preflight() {
       });
     }
   }
+  // The rendezvous port must be free on the head's host when the head
+  // shares the host's network (otherwise it lives in the container's own).
+  const cluster::NodePlan& head = plan_.nodes[0];
+  if (head.container.options.network && *head.container.options.network == "host") {
+    HostState* hs = hosts_[head.host_index].get();
+    const int port = spec_.rendezvous.port;
+    ++pending;
+    Exec(*hs, "cat /proc/net/tcp /proc/net/tcp6", [&, hs, port](const Outcome& o) {
+      --pending;
+      if (container::ParseListeningPorts(o.out).count(port)) {
+        errors[hs->index].push_back("rendezvous port " + std::to_string(port) +
+                                    " is already in use on the head's host (rendezvous.port)");
+      }
+    });
+  }
   bool done = RunUntil([&] { return pending == 0 || interrupts_ > 0; },
                        Clock::now() + spec_.ssh.connect_timeout + seconds(120));
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");

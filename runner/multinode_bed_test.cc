@@ -249,4 +249,19 @@ TEST_F(MultiNodeTest, APyTorchGlooJobAllReducesAcrossThreeHosts) {
   }
 }
 
+TEST_F(MultiNodeTest, ABusyRendezvousPortOnTheHeadsHostStopsTheJobBeforeItStarts) {
+  const auto& bed = GetBed();
+  // Something else listens on 29555 on h1.
+  Docker(bed.hosts[0], "run -d --name barge-port-squatter --network host " + bed.image +
+                           " nc -l -p 29555");
+  Outcome o = Barge("name: busyport\nimage: " + bed.image + "\n" + Hosts(2) +
+                    "container: {network: host}\nrendezvous: {port: 29555}\n"
+                    "command: [\"sh\", \"-c\", \"echo ran\"]\n");
+  Docker(bed.hosts[0], "rm -f barge-port-squatter");
+  EXPECT_EQ(o.code, 125);
+  EXPECT_NE(o.err.find("rendezvous port 29555 is already in use"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find(bed.hosts[0].address), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("ran"), std::string::npos);
+}
+
 }  // namespace

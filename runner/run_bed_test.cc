@@ -302,4 +302,16 @@ TEST_F(RunTest, AnInterruptStopsTheJobRemovesItsContainersAndExits130) {
   EXPECT_EQ(WEXITSTATUS(status), 130) << ReadFile(dir_ / "err.txt");
 }
 
+TEST_F(RunTest, EverySampleJobFileIsValidAndPlans) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(BARGE_SOURCE_DIR) / "samples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++count;
+    Outcome o = Barge("plan " + entry.path().string());
+    EXPECT_EQ(o.code, 0) << entry.path() << ":\n" << o.err;
+    EXPECT_NE(o.out.find(" run -d --name barge-"), std::string::npos) << entry.path();
+  }
+  EXPECT_GE(count, 5);
+}
+
 }  // namespace
