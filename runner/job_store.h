@@ -1,0 +1,209 @@
+// The job store: every job barge has run, its nodes and its events, in one
+// embedded SQLite database, STATE/barge.db (mode 0600; STATE is created
+// 0700 when missing).
+//
+// Several barge processes may use the same database at once (a detached
+// controller, `barge ls` in another shell, a second job): the database is in
+// WAL mode, waits up to 10 s for another writer (busy_timeout), and every
+// write is one short BEGIN IMMEDIATE transaction, so a write never fails
+// because another process read first and nothing is lost.
+//
+// Times are stored as INTEGER Unix milliseconds (UTC) in columns named
+// *_ms; they sort and compare as numbers and convert to ISO-8601 on output.
+//
+// Secrets: the store keeps exactly what it is given. It never redacts;
+// callers pass a spec (and event details) that hold no secret values.
+//
+// Schema versions are PRAGMA user_version; Open applies the missing
+// migrations in one transaction and refuses a database newer than this
+// binary understands.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+struct sqlite3;
+
+namespace barge::runner {
+
+// A wall-clock instant, to the millisecond.
+using TimePoint = std::chrono::sys_time<std::chrono::milliseconds>;
+TimePoint WallNow();
+
+enum class JobStatus {
+  kPreflight,
+  kPushing,
+  kStarting,
+  kRunning,
+  kCompleting,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kTimedOut,
+  kLost,
+};
+
+// "preflight", "pushing", "starting", "running", "completing", "succeeded",
+// "failed", "cancelled", "timed_out", "lost".
+const char* ToString(JobStatus status);
+// The inverse of ToString; an error naming the accepted values otherwise.
+[[nodiscard]] Result<JobStatus> ParseJobStatus(std::string_view text);
+// succeeded, failed, cancelled, timed_out and lost are final: no controller
+// acts on the job any more.
+bool IsFinal(JobStatus status);
+
+// Event kinds. Free text in the database; these are the ones barge writes.
+// SetStatus records an event whose kind is the status's name.
+namespace event {
+inline constexpr const char* kPreflight = "preflight";
+inline constexpr const char* kPushing = "pushing";
+inline constexpr const char* kStarting = "starting";
+inline constexpr const char* kHeadReady = "head_ready";
+inline constexpr const char* kRunning = "running";
+inline constexpr const char* kCompleting = "completing";
+inline constexpr const char* kTornDown = "torn_down";
+inline constexpr const char* kSucceeded = "succeeded";
+inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kCancelled = "cancelled";
+inline constexpr const char* kTimedOut = "timed_out";
+inline constexpr const char* kLost = "lost";
+inline constexpr const char* kNodeExited = "node_exited";
+inline constexpr const char* kHostLost = "host_lost";
+inline constexpr const char* kNodeFailed = "node_failed";
+inline constexpr const char* kPreempted = "preempted";
+inline constexpr const char* kRestarting = "restarting";
+}  // namespace event
+
+struct JobRecord {
+  std::string id;
+  std::string name;
+  std::string spec;  // the job as run, as the caller gave it (already redacted)
+  JobStatus status = JobStatus::kPreflight;
+  TimePoint created{};            // `barge run` began
+  std::optional<TimePoint> started;  // the first container started
+  std::optional<TimePoint> ended;    // the job reached a final status
+  std::optional<int> exit_code;      // barge's exit code for the job, once ended
+  int restart_count = 0;
+  std::optional<int> controller_pid;  // the barge process driving the job
+  int nodes = 0;
+  std::string run_dir;  // STATE/runs/<id>: logs and artifacts
+};
+
+struct NodeRecord {
+  std::string job_id;
+  int rank = 0;
+  std::string role;
+  std::string host;
+  std::string container_name;
+  std::string container_id;  // empty until `docker run` answered
+  std::string image_id;
+  std::optional<int> exit_code;
+  std::string log_path;
+};
+
+struct EventRecord {
+  int64_t id = 0;  // increases with every event written, across processes
+  std::string job_id;
+  TimePoint at{};
+  std::string kind;
+  std::optional<std::string> host;
+  std::string detail;
+};
+
+struct JobFilter {
+  std::optional<JobStatus> status;
+  std::optional<std::string> name;  // exact
+  int limit = 0;                    // 0 = all
+};
+
+// Owns one sqlite3 connection. Not thread-safe: one JobStore per thread;
+// any number per process or across processes.
+class JobStore {
+ public:
+  // Opens (creating when missing) STATE/barge.db under `state_dir`, brings
+  // its schema up to date, and refuses a newer schema.
+  [[nodiscard]] static Result<std::unique_ptr<JobStore>> Open(const std::string& state_dir);
+  ~JobStore();
+  JobStore(const JobStore&) = delete;
+  JobStore& operator=(const JobStore&) = delete;
+
+  static constexpr int kSchemaVersion = 1;
+  static constexpr std::chrono::milliseconds kBusyTimeout{10000};
+  const std::string& path() const { return path_; }
+
+  // Inserts `job` as given (all fields, including status and times) and a
+  // first event of kind ToString(job.status). Fails if the id exists.
+  [[nodiscard]] Status CreateJob(const JobRecord& job);
+
+  // Sets the status, and in the same transaction: started = now when the
+  // status is starting or running and started is unset; ended = now when
+  // the status is final and ended is unset; exit_code when given; and an
+  // event of kind ToString(status) with `detail`.
+  [[nodiscard]] Status SetStatus(const std::string& id, JobStatus status,
+                                 std::optional<int> exit_code = std::nullopt,
+                                 const std::string& detail = "");
+
+  // Marks the job lost, only if its status is not final (checked inside the
+  // write transaction, so an outcome written meanwhile by its controller
+  // wins). ended becomes the time of the job's last event (the last sign of
+  // life). Returns whether the job was changed.
+  [[nodiscard]] Result<bool> MarkLost(const std::string& id, const std::string& detail);
+
+  // restart_count + 1 and an event of kind "restarting".
+  [[nodiscard]] Status NoteRestart(const std::string& id, const std::string& detail);
+  // A detached controller takes over the job.
+  [[nodiscard]] Status SetControllerPid(const std::string& id, int pid);
+
+  // `at` defaults to now.
+  [[nodiscard]] Status AddEvent(const std::string& id, const std::string& kind,
+                                const std::optional<std::string>& host, const std::string& detail,
+                                std::optional<TimePoint> at = std::nullopt);
+
+  // Inserts or replaces the node (job_id, rank) with every field of `node`.
+  // The job must exist.
+  [[nodiscard]] Status UpsertNode(const NodeRecord& node);
+
+  // Newest first (by created; ties by insertion order).
+  [[nodiscard]] Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter = {});
+  [[nodiscard]] Result<JobRecord> GetJob(const std::string& id);
+  // By rank.
+  [[nodiscard]] Result<std::vector<NodeRecord>> GetNodes(const std::string& id);
+  // In the order they were written.
+  [[nodiscard]] Result<std::vector<EventRecord>> GetEvents(const std::string& id);
+
+  // A job as the user names it, like Docker names containers: the exact
+  // id, else the latest job with exactly that name, else the one job whose
+  // id starts with `text`. Errors: "no job matches 'x'", "'ab' matches 3
+  // jobs: ab12cd34 (train), ...".
+  [[nodiscard]] Result<std::string> ResolveJob(const std::string& text);
+
+  // Deletes the job's rows (job, nodes, events); touches no file.
+  [[nodiscard]] Status RemoveJob(const std::string& id);
+
+  // Jobs with a final status that ended before `t`, oldest first.
+  [[nodiscard]] Result<std::vector<JobRecord>> JobsEndedBefore(TimePoint t);
+
+ private:
+  JobStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Status Configure();
+  Status Migrate();
+  // "PATH: what: sqlite's message".
+  Status Error(const std::string& what) const;
+  // Inside a write transaction.
+  Status RequireJob(const std::string& id);
+  Status InsertEvent(const std::string& id, const std::string& kind,
+                     const std::optional<std::string>& host, const std::string& detail,
+                     TimePoint at);
+
+  sqlite3* db_;  // owned
+  std::string path_;
+};
+
+}  // namespace barge::runner
