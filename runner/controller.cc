@@ -11,10 +11,13 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "container/docker_args.h"
 #include "container/log_line.h"
 #include "container/proc_net.h"
 #include "runner/docker_commands.h"
+#include "runner/job_store.h"
 #include "runner/log_sink.h"
 #include "runner/signals.h"
 #include "runner/state_dir.h"
@@ -100,6 +103,7 @@ struct NodeState {
   HostState* host = nullptr;
   NodePhase phase = NodePhase::kPending;
   bool run_attempted = false;  // a container may exist on the host
+  std::string container_id;
   std::optional<int> exit_code;
   bool logs_open = false;
   std::unique_ptr<container::LineSplitter> out_lines;
@@ -114,6 +118,19 @@ class Controller {
   int Run();
 
  private:
+  // The job after its record exists: everything from connect to teardown.
+  int Execute();
+  // Prints `message`, keeps it for the job's final record, returns `code`.
+  int Fail(const std::string& message, int code) {
+    Say(message);
+    final_detail_ = message;
+    return code;
+  }
+  // Store writes never fail the job: a failed write is a warning.
+  void Record(const Status& s) {
+    if (!s.ok()) Say("warning: job store: " + s.message());
+  }
+  void RecordNode(const NodeState& node);
   // Starts `line` on `host`; `done` runs from the loop once it has exited.
   // Returns the command (owned by `host`, valid until reaped after it is
   // done) for writing its stdin; nullptr when it could not start. Stdin is
@@ -154,6 +171,8 @@ class Controller {
   std::optional<std::regex> ready_regex_;  // head readiness by log line
   bool head_logged_ready_ = false;
   std::string failure_;        // set when a worker failed the job
+  std::unique_ptr<JobStore> store_;
+  std::string final_detail_;
 };
 
 ssh::Command* Controller::Exec(HostState& host, const std::string& line,
@@ -448,6 +467,10 @@ void Controller::WatchExit(NodeState& node) {
           " ended: " + o.Reason());
     }
     std::string code = n->exit_code ? std::to_string(*n->exit_code) : "unknown";
+    RecordNode(*n);
+    Record(store_->AddEvent(plan_.job_id, event::kNodeExited, n->host->name,
+                            "rank " + std::to_string(n->plan->rank) + " (" + n->plan->role +
+                                ") exited with code " + code));
     if (n->plan->rank == 0) {
       Say("head exited with code " + code);
       return;
@@ -458,6 +481,7 @@ void Controller::WatchExit(NodeState& node) {
       failure_ = "worker " + std::to_string(n->plan->rank) + " on " + n->host->name +
                  " failed with exit code " + code;
       Say(failure_);
+      Record(store_->AddEvent(plan_.job_id, event::kNodeFailed, n->host->name, failure_));
     } else {
       Say("worker " + std::to_string(n->plan->rank) + " on " + n->host->name +
           " exited with code " + code);
@@ -481,6 +505,8 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes) {
         return;
       }
       n->phase = NodePhase::kRunning;
+      n->container_id = Trim(o.out);
+      RecordNode(*n);
       StreamLogs(*n);
       WatchExit(*n);
     });
@@ -504,6 +530,8 @@ void Controller::Push(const std::string& image, const std::vector<HostState*>& t
   }
   const std::string file = dir + "/push-" + plan_.job_id + ".tar";
   Say("pushing " + image + " to " + std::to_string(targets.size()) + " host(s) (docker save | docker load)");
+  Record(store_->SetStatus(plan_.job_id, JobStatus::kPushing, std::nullopt,
+                           image + " to " + std::to_string(targets.size()) + " host(s)"));
   const auto started = Clock::now();
   HostState local;
   local.name = "local";
@@ -533,7 +561,8 @@ void Controller::Push(const std::string& image, const std::vector<HostState*>& t
   };
   std::vector<Target> pushes;
   for (HostState* t : targets) {
-    Target target{t};
+    Target target;
+    target.host = t;
     target.in = std::fopen(file.c_str(), "rb");
     pushes.push_back(target);
   }
@@ -645,6 +674,7 @@ Status Controller::WaitReady(NodeState& head) {
   if (interrupts_ > 0) return Status::Error("interrupted while waiting for the head");
   if (state->ready || head_logged_ready_) {
     Say("head is ready");
+    Record(store_->AddEvent(plan_.job_id, event::kHeadReady, head.host->name, what));
     return Status::Ok();
   }
   if (head.phase != NodePhase::kRunning) return Status::Ok();  // it finished: the job completes
@@ -706,6 +736,7 @@ void Controller::Teardown(bool graceful) {
   // Stop what still runs, let output drain, then remove every container of
   // the job that may exist, host by host in parallel.
   tearing_down_ = true;
+  Record(store_->SetStatus(plan_.job_id, JobStatus::kCompleting));
   std::map<HostState*, std::vector<std::string>> running, attempted;
   for (auto& n : nodes_) {
     if (!n->run_attempted) continue;
@@ -745,43 +776,29 @@ void Controller::Teardown(bool graceful) {
         plan_.job_id + "` on the hosts");
   }
   RunTeardownHooks();
+  Record(store_->AddEvent(plan_.job_id, event::kTornDown, std::nullopt, ""));
 }
 
-int Controller::Run() {
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) {
-    Say(plan.status().message());
-    return kExitBargeFailure;
-  }
-  plan_ = std::move(plan).value();
+int Controller::Execute() {
   SignalWatcher signals(&loop_, [this](int signo) {
     ++interrupts_;
     Say(std::string(interrupts_ == 1 ? "interrupted (signal " : "interrupted again (signal ") +
         std::to_string(signo) + (interrupts_ == 1 ? "): stopping the job" : "): killing the job"));
   });
 
-  if (Status s = Connect(); !s.ok()) {
-    Say(s.message());
-    return kExitBargeFailure;
-  }
+  if (Status s = Connect(); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+  loop_.Poll(milliseconds(0));  // deliver a signal that came during the connects
   if (interrupts_ > 0) return kExitInterrupted;
   if (Status s = Preflight(); !s.ok()) {
-    Say(s.message());
-    return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
   // Live hosts may have filled in GPU counts: plan again.
-  plan = cluster::MakePlan(input_);
-  if (!plan.ok()) {
-    Say(plan.status().message());
-    return kExitBargeFailure;
-  }
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) return Fail(plan.status().message(), kExitBargeFailure);
   plan_ = std::move(plan).value();
 
   const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
-  if (Status s = MakeDirs(run_dir); !s.ok()) {
-    Say(s.message());
-    return kExitBargeFailure;
-  }
+  if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message(), kExitBargeFailure);
   std::vector<LogSink::Node> sink_nodes;
   for (const auto& n : plan_.nodes) {
     sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
@@ -791,10 +808,7 @@ int Controller::Run() {
     nodes_.push_back(std::move(state));
   }
   Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo);
-  if (!sink.ok()) {
-    Say(sink.status().message());
-    return kExitBargeFailure;
-  }
+  if (!sink.ok()) return Fail(sink.status().message(), kExitBargeFailure);
   sink_ = std::move(sink).value();
   Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(nodes_.size()) +
       " node(s); logs in " + run_dir);
@@ -805,18 +819,18 @@ int Controller::Run() {
     try {
       ready_regex_.emplace(plan_.head_ready.log_regex, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-      Say("roles.head.ready.log: invalid regex: " + std::string(e.what()));
-      Teardown(false);
-      return kExitBargeFailure;
+      return Fail("roles.head.ready.log: invalid regex: " + std::string(e.what()),
+                  kExitBargeFailure);
     }
   }
+  Record(store_->SetStatus(plan_.job_id, JobStatus::kStarting));
   if (Status s = StartNodes({&head}); !s.ok()) {
-    Say(s.message());
+    Fail(s.message(), kExitBargeFailure);
     Teardown(false);
     return kExitBargeFailure;
   }
   if (Status s = WaitReady(head); !s.ok()) {
-    Say(s.message());
+    Fail(s.message(), kExitBargeFailure);
     Teardown(interrupts_ < 2);
     return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
   }
@@ -824,11 +838,13 @@ int Controller::Run() {
   for (size_t i = 1; i < nodes_.size(); ++i) workers.push_back(nodes_[i].get());
   if (!workers.empty() && head.phase == NodePhase::kRunning && interrupts_ == 0) {
     if (Status s = StartNodes(workers); !s.ok()) {
-      Say(s.message());
+      Fail(s.message(), kExitBargeFailure);
       Teardown(false);
       return kExitBargeFailure;
     }
   }
+  Record(store_->SetStatus(plan_.job_id, JobStatus::kRunning, std::nullopt,
+                           std::to_string(nodes_.size()) + " node(s)"));
 
   // Running: until the head's main process exits, a worker fails the job, or
   // an interrupt.
@@ -837,12 +853,67 @@ int Controller::Run() {
   const bool interrupted = interrupts_ > 0;
   Teardown(interrupts_ < 2);
   if (interrupted) return kExitInterrupted;
-  if (!failure_.empty()) {
-    Say("job failed: " + failure_);
+  if (!failure_.empty()) return Fail("job failed: " + failure_, kExitBargeFailure);
+  if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
+  return *head.exit_code;
+}
+
+void Controller::RecordNode(const NodeState& node) {
+  NodeRecord r;
+  r.job_id = plan_.job_id;
+  r.rank = node.plan->rank;
+  r.role = node.plan->role;
+  r.host = node.host->name;
+  r.container_name = node.plan->container.name;
+  r.container_id = node.container_id;
+  auto id = node.host->image_ids.find(node.plan->container.image);
+  if (id != node.host->image_ids.end()) r.image_id = id->second;
+  r.exit_code = node.exit_code;
+  r.log_path = sink_ ? sink_->path(node.plan->rank) : "";
+  Record(store_->UpsertNode(r));
+}
+
+int Controller::Run() {
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) {
+    Say(plan.status().message());
     return kExitBargeFailure;
   }
-  if (!head.exit_code) return kExitBargeFailure;
-  return *head.exit_code;
+  plan_ = std::move(plan).value();
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(options_.state_dir);
+  if (!store.ok()) {
+    Say(store.status().message());
+    return kExitBargeFailure;
+  }
+  store_ = std::move(store).value();
+  JobRecord job;
+  job.id = plan_.job_id;
+  job.name = plan_.job_name;
+  job.spec = options_.spec_text;
+  job.status = JobStatus::kPreflight;
+  job.created = WallNow();
+  job.controller_pid = static_cast<int>(getpid());
+  job.nodes = static_cast<int>(plan_.nodes.size());
+  job.run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  if (Status s = store_->CreateJob(job); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+
+  const int code = Execute();
+
+  JobStatus final_status = JobStatus::kFailed;
+  std::string detail = final_detail_;
+  if (code == kExitInterrupted && interrupts_ > 0) {
+    final_status = JobStatus::kCancelled;
+    detail = "interrupted";
+  } else if (code == 0 && final_detail_.empty()) {
+    final_status = JobStatus::kSucceeded;
+  } else if (final_detail_.empty()) {
+    detail = "head exited with code " + std::to_string(code);
+  }
+  Record(store_->SetStatus(plan_.job_id, final_status, code, detail));
+  return code;
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ inline constexpr int kExitInterrupted = 130;
 struct ControllerOptions {
   std::string state_dir;  // StateDir() unless a test says otherwise
   bool echo = true;       // container lines to the terminal
+  std::string spec_text;  // the job file as run, for the job store
 };
 
 // `input` is the job's PlanInput (with job id); the plan is made again after

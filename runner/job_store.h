@@ -86,7 +86,7 @@ struct JobRecord {
   std::string name;
   std::string spec;  // the job as run, as the caller gave it (already redacted)
   JobStatus status = JobStatus::kPreflight;
-  TimePoint created{};            // `barge run` began
+  TimePoint created{};               // `barge run` began
   std::optional<TimePoint> started;  // the first container started
   std::optional<TimePoint> ended;    // the job reached a final status
   std::optional<int> exit_code;      // barge's exit code for the job, once ended

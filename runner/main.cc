@@ -6,11 +6,15 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cluster/plan.h"
 #include "runner/controller.h"
 #include "runner/job_file.h"
+#include "runner/jobs_cli.h"
+#include "runner/units.h"
 #include "runner/plan_printer.h"
 #include "runner/state_dir.h"
 
@@ -47,6 +51,10 @@ int Run(const std::string& path) {
   cluster::PlanInput input = MakePlanInput(*spec, NewJobId());
   ControllerOptions options;
   options.state_dir = StateDir();
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  options.spec_text = text.str();
   return RunJob(*spec, input, options);
 }
 
@@ -67,6 +75,24 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Run the job: start every container, stream logs, tear down, exit with the head's code");
   run->add_option("job", file, "job file (YAML)")->required();
   auto* version = app.add_subcommand("version", "Print barge's version");
+
+  barge::runner::ListOptions list;
+  std::string status_filter, name_filter;
+  auto* ls = app.add_subcommand("ls", "The summary table of jobs, newest first");
+  ls->add_option("--status", status_filter, "only jobs with this status");
+  ls->add_option("--name", name_filter, "only jobs with this name");
+  ls->add_option("--limit", list.limit, "at most this many jobs")->check(CLI::NonNegativeNumber);
+  ls->add_flag("--json", list.json, "one JSON array");
+  std::string job;
+  bool show_json = false;
+  auto* show = app.add_subcommand("show", "One job: its nodes and its events");
+  show->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
+  show->add_flag("--json", show_json, "JSON");
+  auto* rm = app.add_subcommand("rm", "Remove a finished job's record, logs and artifacts");
+  rm->add_option("job", job, "job id, unique id prefix, or name")->required();
+  std::string older_than;
+  auto* prune = app.add_subcommand("prune", "Remove finished jobs older than a duration, with their files");
+  prune->add_option("--older-than", older_than, "e.g. 30d, 12h")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -78,5 +104,21 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*plan) return barge::runner::Plan(file);
+  const std::string state_dir = barge::runner::StateDir();
+  if (*ls) {
+    if (!status_filter.empty()) list.status = status_filter;
+    if (!name_filter.empty()) list.name = name_filter;
+    return barge::runner::ListJobsCommand(state_dir, list, stdout);
+  }
+  if (*show) return barge::runner::ShowJobCommand(state_dir, job, show_json, stdout);
+  if (*rm) return barge::runner::RemoveJobCommand(state_dir, job, stdout);
+  if (*prune) {
+    auto age = barge::runner::ParseDuration(older_than);
+    if (!age.ok()) {
+      std::fprintf(stderr, "barge: --older-than: %s\n", age.status().message().c_str());
+      return barge::runner::kExitBargeFailure;
+    }
+    return barge::runner::PruneCommand(state_dir, *age, stdout);
+  }
   return barge::runner::Run(file);
 }

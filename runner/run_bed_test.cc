@@ -111,6 +111,18 @@ TEST_F(RunTest, StdoutAndStderrArrivePrefixedByNodeAndTheHeadsExitCodeComesBack)
   std::string text = ReadFile(log);
   EXPECT_TRUE(std::regex_search(text, std::regex(R"(\d{4}-\d\d-\d\dT[0-9:.]+Z stdout out\n)"))) << text;
   EXPECT_TRUE(std::regex_search(text, std::regex(R"(Z stderr err\n)"))) << text;
+
+  // The job store remembers it: status, exit code, its node and events.
+  Outcome ls = Barge("ls --json");
+  ASSERT_EQ(ls.code, 0) << ls.err;
+  EXPECT_NE(ls.out.find("\"id\": \"" + m[1].str() + "\""), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("\"status\": \"failed\""), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("\"exit_code\": 3"), std::string::npos) << ls.out;
+  Outcome show = Barge("show hello");
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("barge-hello-" + m[1].str() + "-0"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("rank 0 (head) exited with code 3"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("torn_down"), std::string::npos) << show.out;
 }
 
 TEST_F(RunTest, EveryContainerOptionThisMachineCanHonourTakesEffect) {
@@ -300,6 +312,9 @@ TEST_F(RunTest, AnInterruptStopsTheJobRemovesItsContainersAndExits130) {
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130) << ReadFile(dir_ / "err.txt");
+  Outcome ls = Barge("ls --json");
+  EXPECT_NE(ls.out.find("\"status\": \"cancelled\""), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("\"exit_code\": 130"), std::string::npos) << ls.out;
 }
 
 TEST_F(RunTest, EverySampleJobFileIsValidAndPlans) {
@@ -312,6 +327,37 @@ TEST_F(RunTest, EverySampleJobFileIsValidAndPlans) {
     EXPECT_NE(o.out.find(" run -d --name barge-"), std::string::npos) << entry.path();
   }
   EXPECT_GE(count, 5);
+}
+
+TEST_F(RunTest, AKeyHeldByTheSshAgentAuthenticatesWhenTheJobNamesNoIdentityFile) {
+  const auto& bed = GetBed();
+  fs::path sock = dir_ / "agent.sock";
+  int code = -1;
+  std::string agent = RunShell("ssh-agent -a " + sock.string() + " -s", &code);
+  ASSERT_EQ(code, 0) << agent;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(agent, m, std::regex("SSH_AGENT_PID=([0-9]+)"))) << agent;
+  const std::string agent_pid = m[1].str();
+  RunShell("SSH_AUTH_SOCK=" + sock.string() + " ssh-add " + bed.key + " 2>&1", &code);
+  EXPECT_EQ(code, 0);
+  // No identity_file, and a HOME without keys: only the agent can help.
+  fs::path job = WriteJob("name: agent\nimage: " + bed.image + "\nhosts:\n  - address: " +
+                          bed.loopback.address + "\n    port: " + std::to_string(bed.loopback.port) +
+                          "\n    user: " + bed.user + "\nssh:\n  known_hosts: " + bed.known_hosts +
+                          "\n  config_file: /dev/null\ncommand: [\"echo\", \"via agent\"]\n");
+  std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) + " && HOME=" +
+                    (dir_ / "home").string() + " SSH_AUTH_SOCK=" + sock.string() +
+                    " BARGE_HOME=home " + BARGE_BINARY + " run job.yaml 2>&1";
+  std::string out = RunShell(cmd, &code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("] via agent"), std::string::npos) << out;
+  // Without the agent the same job cannot log in.
+  out = RunShell("cd " + barge::ssh::ShellQuote(dir_.string()) + " && HOME=" +
+                     (dir_ / "home").string() + " SSH_AUTH_SOCK= BARGE_HOME=home " + BARGE_BINARY +
+                     " run job.yaml 2>&1",
+                 &code);
+  EXPECT_EQ(code, 125) << out;
+  RunShell("kill " + agent_pid);
 }
 
 }  // namespace
