@@ -116,6 +116,10 @@ class Controller {
       : spec_(spec), input_(input), options_(options) {}
 
   int Run();
+  // `barge down` of a job whose controller is gone: connects to the job's
+  // hosts, removes every container labelled with the job, runs the teardown
+  // hooks, and records the job as cancelled.
+  int TearDownOrphan();
 
  private:
   // The job after its record exists: everything from connect to teardown.
@@ -173,6 +177,8 @@ class Controller {
   std::string failure_;        // set when a worker failed the job
   std::unique_ptr<JobStore> store_;
   std::string final_detail_;
+  const Clock::time_point started_ = Clock::now();
+  bool timed_out_ = false;
 };
 
 ssh::Command* Controller::Exec(HostState& host, const std::string& line,
@@ -848,11 +854,22 @@ int Controller::Execute() {
 
   // Running: until the head's main process exits, a worker fails the job, or
   // an interrupt.
-  RunUntil([&] { return head.phase == NodePhase::kExited || !failure_.empty() || interrupts_ > 0; },
-           Clock::time_point::max());
+  const Clock::time_point deadline =
+      spec_.timeout ? started_ + *spec_.timeout : Clock::time_point::max();
+  bool ended = RunUntil(
+      [&] { return head.phase == NodePhase::kExited || !failure_.empty() || interrupts_ > 0; },
+      deadline);
   const bool interrupted = interrupts_ > 0;
+  if (!ended) {
+    timed_out_ = true;
+    Fail("the job reached its timeout (" +
+             std::to_string(std::chrono::duration_cast<seconds>(*spec_.timeout).count()) +
+             " s): stopping it",
+         kExitTimedOut);
+  }
   Teardown(interrupts_ < 2);
   if (interrupted) return kExitInterrupted;
+  if (timed_out_) return kExitTimedOut;
   if (!failure_.empty()) return Fail("job failed: " + failure_, kExitBargeFailure);
   if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
   return *head.exit_code;
@@ -907,6 +924,8 @@ int Controller::Run() {
   if (code == kExitInterrupted && interrupts_ > 0) {
     final_status = JobStatus::kCancelled;
     detail = "interrupted";
+  } else if (timed_out_) {
+    final_status = JobStatus::kTimedOut;
   } else if (code == 0 && final_detail_.empty()) {
     final_status = JobStatus::kSucceeded;
   } else if (final_detail_.empty()) {
@@ -916,7 +935,58 @@ int Controller::Run() {
   return code;
 }
 
+int Controller::TearDownOrphan() {
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) {
+    Say(plan.status().message());
+    return kExitBargeFailure;
+  }
+  plan_ = std::move(plan).value();
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(options_.state_dir);
+  if (!store.ok()) {
+    Say(store.status().message());
+    return kExitBargeFailure;
+  }
+  store_ = std::move(store).value();
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  int pending = 0;
+  bool failed = false;
+  for (auto& [h, host] : hosts_) {
+    HostState* hs = host.get();
+    ++pending;
+    const std::string filter = std::string(cluster::kJobLabel) + "=" + plan_.job_id;
+    const std::string line = "ids=$(" + hs->docker->Line({"ps", "-aq", "--filter", "label=" + filter}) +
+                             ") && if [ -n \"$ids\" ]; then " + hs->docker->Line({"rm", "-f"}) +
+                             " $ids; fi";
+    Exec(*hs, line, [&, hs](const Outcome& o) {
+      --pending;
+      if (!o.ok()) {
+        failed = true;
+        Say(hs->name + ": removing the job's containers failed: " + o.Reason());
+      } else {
+        int n = 0;
+        for (char c : o.out) n += c == '\n';
+        Say(hs->name + ": removed " + std::to_string(n) + " container(s)");
+      }
+    });
+  }
+  RunUntil([&] { return pending == 0; }, Clock::now() + seconds(120));
+  RunTeardownHooks();
+  Record(store_->SetStatus(plan_.job_id, JobStatus::kCancelled, kExitBargeFailure,
+                           "torn down by barge down (its controller was gone)"));
+  return failed || pending ? kExitBargeFailure : 0;
+}
+
 }  // namespace
+
+int TearDownJob(const JobSpec& spec, const cluster::PlanInput& input,
+                const ControllerOptions& options) {
+  Controller controller(spec, input, options);
+  return controller.TearDownOrphan();
+}
 
 int RunJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options) {
   Controller controller(spec, input, options);

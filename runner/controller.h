@@ -20,6 +20,7 @@ namespace barge::runner {
 // barge's exit codes besides the head's own.
 inline constexpr int kExitBargeFailure = 125;
 inline constexpr int kExitInterrupted = 130;
+inline constexpr int kExitTimedOut = 124;  // as timeout(1)
 
 struct ControllerOptions {
   std::string state_dir;  // StateDir() unless a test says otherwise
@@ -30,6 +31,11 @@ struct ControllerOptions {
 // `input` is the job's PlanInput (with job id); the plan is made again after
 // preflight once live hosts have filled in what only they know.
 int RunJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options);
+
+// `barge down` of a job whose controller is gone (see Controller): removes
+// the job's containers on its hosts by label, runs its teardown hooks.
+int TearDownJob(const JobSpec& spec, const cluster::PlanInput& input,
+                const ControllerOptions& options);
 
 // Helpers shared with `barge plan`.
 cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id);

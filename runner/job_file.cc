@@ -928,6 +928,10 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      [](const Entry& e, JobDraft& d) {
        if (auto grace = ReadDuration(e, /*allow_zero=*/true)) d.spec.stop_grace = *grace;
      }},
+    {"timeout",
+     [](const Entry& e, JobDraft& d) {
+       if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.timeout = *t;
+     }},
     {"teardown", [](const Entry& e, JobDraft& d) { ReadMapping(e, kTeardownRules, d.teardown); }},
 };
 

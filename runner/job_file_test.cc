@@ -429,14 +429,21 @@ TEST_F(JobFileTest, AnUnknownKeyWithNothingCloseListsTheKnownOnes) {
 }
 
 TEST_F(JobFileTest, KeysOfLaterFeaturesAreUnknownForNow) {
-  // timeout, lease, artifacts, workdir, files, secrets, registry, restart,
+  // lease, artifacts, workdir, files, secrets, registry, restart,
   // spare_hosts and preemption arrive with their features.
   std::vector<std::string> errors =
-      Errors("name: x\nimage: i\ntimeout: 12h\nsecrets: {}\nrestart: {}\n");
+      Errors("name: x\nimage: i\nlease: 12h\nsecrets: {}\nrestart: {}\n");
   ASSERT_EQ(errors.size(), 3u);
-  EXPECT_THAT(errors[0], ::testing::StartsWith("job.yaml:3:1: timeout: unknown key"));
+  EXPECT_THAT(errors[0], ::testing::StartsWith("job.yaml:3:1: lease: unknown key"));
   EXPECT_THAT(errors[1], ::testing::StartsWith("job.yaml:4:1: secrets: unknown key"));
   EXPECT_THAT(errors[2], ::testing::StartsWith("job.yaml:5:1: restart: unknown key"));
+}
+
+TEST_F(JobFileTest, ATimeoutIsAPositiveDuration) {
+  EXPECT_THAT(Errors("name: x\nimage: i\ntimeout: 12\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:10: timeout: ")));
+  EXPECT_THAT(Errors("name: x\nimage: i\ntimeout: 0s\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:10: timeout: ")));
 }
 
 TEST_F(JobFileTest, KeysInTheWrongRoleSayWhereTheyBelong) {

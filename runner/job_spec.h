@@ -60,6 +60,9 @@ struct JobSpec {
   ImagePull image_pull = ImagePull::kMissing;
   OnWorkerExit on_worker_exit = OnWorkerExit::kFail;
   std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};
+  // The job ends as `timed_out` (graceful stop, teardown) once it has run
+  // this long, counted from `barge run`'s start. nullopt = no limit.
+  std::optional<std::chrono::milliseconds> timeout;
   TeardownHooks teardown;
 };
 

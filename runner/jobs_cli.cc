@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -220,6 +221,16 @@ std::string FormatBytes(uint64_t bytes) {
 
 bool ControllerAlive(std::optional<int> pid) {
   if (!pid || *pid <= 0) return false;
+  // A dead process may linger as a zombie until its parent (or a lazy
+  // init) reaps it, and kill(pid, 0) still succeeds then: read its state.
+  std::ifstream proc_stat("/proc/" + std::to_string(*pid) + "/stat");
+  std::string line;
+  if (proc_stat && std::getline(proc_stat, line)) {
+    size_t paren = line.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= line.size()) return false;
+    char state = line[paren + 2];
+    return state != 'Z' && state != 'X';
+  }
   return kill(*pid, 0) == 0 || errno == EPERM;
 }
 

@@ -3,16 +3,27 @@
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstring>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 #include <iostream>
 #include <sstream>
 
 #include "cluster/plan.h"
 #include "runner/controller.h"
 #include "runner/job_file.h"
+#include "runner/job_store.h"
 #include "runner/jobs_cli.h"
 #include "runner/units.h"
 #include "runner/plan_printer.h"
@@ -45,17 +56,130 @@ int Plan(const std::string& path) {
   return 0;
 }
 
-int Run(const std::string& path) {
+// The first line of a recorded spec names the job file, so that `barge
+// down` can parse it again with relative paths resolved as at run time.
+constexpr const char* kSpecFileComment = "# barge job file: ";
+
+int Run(const std::string& path, bool detach) {
   std::optional<JobSpec> spec = Load(path);
   if (!spec) return kExitBargeFailure;
-  cluster::PlanInput input = MakePlanInput(*spec, NewJobId());
+  const std::string job_id = NewJobId();
+  cluster::PlanInput input = MakePlanInput(*spec, job_id);
   ControllerOptions options;
   options.state_dir = StateDir();
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
-  options.spec_text = text.str();
-  return RunJob(*spec, input, options);
+  options.spec_text = kSpecFileComment + std::filesystem::absolute(path).string() + "\n" + text.str();
+  if (!detach) return RunJob(*spec, input, options);
+
+  // Detached: the same controller in a process of its own (its own session,
+  // so closing the terminal does not stop it), writing to
+  // runs/<id>/controller.log. We return once the job runs (or ended).
+  const std::string run_dir = options.state_dir + "/runs/" + job_id;
+  if (Status s = MakeDirs(run_dir); !s.ok()) {
+    std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+    return kExitBargeFailure;
+  }
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("barge: fork");
+    return kExitBargeFailure;
+  }
+  if (pid == 0) {
+    setsid();
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int log_fd = open((run_dir + "/controller.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    if (log_fd >= 0) {
+      dup2(log_fd, STDOUT_FILENO);
+      dup2(log_fd, STDERR_FILENO);
+    }
+    options.echo = false;
+    std::_Exit(RunJob(*spec, input, options));
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    Result<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_dir);
+    if (!store.ok()) continue;
+    Result<JobRecord> job = (*store)->GetJob(job_id);
+    if (!job.ok()) {
+      if (waitpid(pid, nullptr, WNOHANG) == pid) break;  // died before recording
+      continue;
+    }
+    if (job->status == JobStatus::kRunning) {
+      std::printf("%s\n", job_id.c_str());
+      return 0;
+    }
+    if (IsFinal(job->status)) {
+      std::printf("%s\n", job_id.c_str());
+      std::fprintf(stderr, "barge: job %s ended before running: %s (see %s/controller.log)\n",
+                   job_id.c_str(), ToString(job->status), run_dir.c_str());
+      return job->exit_code.value_or(kExitBargeFailure);
+    }
+  }
+  std::fprintf(stderr, "barge: the detached controller of job %s did not report (see %s/controller.log)\n",
+               job_id.c_str(), run_dir.c_str());
+  return kExitBargeFailure;
+}
+
+// `barge down JOB`: the same teardown as completion. A live controller is
+// asked (SIGTERM, like a first Ctrl-C) and waited for; for a job whose
+// controller is gone, barge connects to its hosts itself.
+int Down(const std::string& job_text) {
+  const std::string state_dir = StateDir();
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  Result<std::string> id = (*store)->ResolveJob(job_text);
+  if (!id.ok()) {
+    std::fprintf(stderr, "barge: %s\n", id.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  Result<JobRecord> job = (*store)->GetJob(*id);
+  if (!job.ok()) {
+    std::fprintf(stderr, "barge: %s\n", job.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  if (IsFinal(job->status) && job->status != JobStatus::kLost) {
+    std::printf("job %s is already %s\n", id->c_str(), ToString(job->status));
+    return 0;
+  }
+  if (!IsFinal(job->status) && ControllerAlive(job->controller_pid)) {
+    std::printf("stopping job %s (controller pid %d)\n", id->c_str(), *job->controller_pid);
+    kill(*job->controller_pid, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      Result<JobRecord> now = (*store)->GetJob(*id);
+      if (now.ok() && IsFinal(now->status)) {
+        std::printf("job %s: %s\n", id->c_str(), ToString(now->status));
+        return 0;
+      }
+    }
+    std::fprintf(stderr, "barge: job %s did not stop within 10 minutes\n", id->c_str());
+    return kExitBargeFailure;
+  }
+  // The controller is gone: tear down from the recorded job file.
+  std::string spec_text = job->spec;
+  std::string file = "job " + *id;
+  if (spec_text.rfind(kSpecFileComment, 0) == 0) {
+    size_t eol = spec_text.find('\n');
+    file = spec_text.substr(std::strlen(kSpecFileComment), eol - std::strlen(kSpecFileComment));
+  }
+  LoadedJob loaded = ParseJobText(spec_text, file, std::filesystem::path(file).parent_path().string());
+  if (!loaded.spec) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
+    return kExitBargeFailure;
+  }
+  std::printf("job %s: its controller is gone; removing its containers\n", id->c_str());
+  ControllerOptions options;
+  options.state_dir = state_dir;
+  return TearDownJob(*loaded.spec, MakePlanInput(*loaded.spec, *id), options);
 }
 
 }  // namespace
@@ -74,6 +198,8 @@ int main(int argc, char** argv) {
   plan->add_option("job", file, "job file (YAML)")->required();
   auto* run = app.add_subcommand("run", "Run the job: start every container, stream logs, tear down, exit with the head's code");
   run->add_option("job", file, "job file (YAML)")->required();
+  bool detach = false;
+  run->add_flag("-d,--detach", detach, "run the controller in the background; print the job id once it runs");
   auto* version = app.add_subcommand("version", "Print barge's version");
 
   barge::runner::ListOptions list;
@@ -90,6 +216,8 @@ int main(int argc, char** argv) {
   show->add_flag("--json", show_json, "JSON");
   auto* rm = app.add_subcommand("rm", "Remove a finished job's record, logs and artifacts");
   rm->add_option("job", job, "job id, unique id prefix, or name")->required();
+  auto* down = app.add_subcommand("down", "Tear a job down now (same teardown as completion, hooks included)");
+  down->add_option("job", job, "job id, unique id prefix, or name")->required();
   std::string older_than;
   auto* prune = app.add_subcommand("prune", "Remove finished jobs older than a duration, with their files");
   prune->add_option("--older-than", older_than, "e.g. 30d, 12h")->required();
@@ -112,6 +240,7 @@ int main(int argc, char** argv) {
   }
   if (*show) return barge::runner::ShowJobCommand(state_dir, job, show_json, stdout);
   if (*rm) return barge::runner::RemoveJobCommand(state_dir, job, stdout);
+  if (*down) return barge::runner::Down(job);
   if (*prune) {
     auto age = barge::runner::ParseDuration(older_than);
     if (!age.ok()) {
@@ -120,5 +249,5 @@ int main(int argc, char** argv) {
     }
     return barge::runner::PruneCommand(state_dir, *age, stdout);
   }
-  return barge::runner::Run(file);
+  return barge::runner::Run(file, detach);
 }

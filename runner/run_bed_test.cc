@@ -360,4 +360,63 @@ TEST_F(RunTest, AKeyHeldByTheSshAgentAuthenticatesWhenTheJobNamesNoIdentityFile)
   RunShell("kill " + agent_pid);
 }
 
+TEST_F(RunTest, ATimeoutEndsTheJobAsTimedOutAndLeavesNothing) {
+  const auto& bed = GetBed();
+  fs::path job = WriteJob("name: slow\nimage: " + bed.image + "\n" + SshHost() +
+                          "timeout: 2s\nstop_grace: 1s\ncommand: [\"sleep\", \"300\"]\n");
+  auto start = std::chrono::steady_clock::now();
+  Outcome o = Barge("run " + job.string());
+  EXPECT_EQ(o.code, 124) << o.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  EXPECT_NE(o.err.find("timeout"), std::string::npos) << o.err;
+  Outcome ls = Barge("ls --json");
+  EXPECT_NE(ls.out.find("\"status\": \"timed_out\""), std::string::npos) << ls.out;
+}
+
+TEST_F(RunTest, ADetachedJobRunsOnItsOwnAndDownStopsItAsCancelled) {
+  const auto& bed = GetBed();
+  fs::path job = WriteJob("name: detached\nimage: " + bed.image + "\n" + SshHost() +
+                          "stop_grace: 2s\ncommand: [\"sh\", \"-c\", \"echo hello; sleep 300\"]\n");
+  Outcome o = Barge("run -d " + job.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::string id = Trim(o.out);
+  ASSERT_TRUE(std::regex_match(id, std::regex("[0-9a-f]{8}"))) << o.out;
+  EXPECT_NE(RunShell("docker ps -q --filter label=barge.job=" + id), "");
+  Outcome ls = Barge("ls --json --status running");
+  EXPECT_NE(ls.out.find(id), std::string::npos) << ls.out;
+  Outcome down = Barge("down " + id.substr(0, 5));
+  EXPECT_EQ(down.code, 0) << down.err;
+  EXPECT_NE(down.out.find("cancelled"), std::string::npos) << down.out;
+  EXPECT_EQ(RunShell("docker ps -aq --filter label=barge.job=" + id), "");
+  // The detached controller kept the job's log.
+  std::string log = ReadFile(dir_ / "home" / "runs" / id / ("0-" + bed.loopback.address + ".log"));
+  EXPECT_NE(log.find("stdout hello"), std::string::npos) << log;
+}
+
+TEST_F(RunTest, DownRemovesTheContainersOfAJobWhoseControllerWasKilled) {
+  const auto& bed = GetBed();
+  WriteJob("name: orphan\nimage: " + bed.image + "\n" + SshHost() +
+           "command: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n");
+  std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " +
+                    BARGE_BINARY + " run job.yaml >out.txt 2>err.txt </dev/null";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 300 && ReadFile(dir_ / "out.txt").find("up") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(ReadFile(dir_ / "out.txt").find("up"), std::string::npos);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ASSERT_NE(RunShell("docker ps -q --filter label=barge.job"), "") << "the container should outlive its controller";
+  Outcome down = Barge("down orphan");
+  EXPECT_EQ(down.code, 0) << down.out << down.err;
+  EXPECT_NE(down.out.find("controller is gone"), std::string::npos) << down.out;
+  Outcome ls = Barge("ls --json");
+  EXPECT_NE(ls.out.find("\"status\": \"cancelled\""), std::string::npos) << ls.out;
+}
+
 }  // namespace
