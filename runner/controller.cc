@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "container/docker_args.h"
+#include "container/inspect.h"
 #include "container/log_line.h"
 #include "container/proc_net.h"
 #include "runner/docker_commands.h"
@@ -120,6 +121,12 @@ class Controller {
   // hosts, removes every container labelled with the job, runs the teardown
   // hooks, and records the job as cancelled.
   int TearDownOrphan();
+  // `barge reap`: on every host of the job, removes each barge-labelled
+  // container whose job `is_live` says is not running; prints each.
+  int Reap(const std::function<bool(const std::string&)>& is_live);
+  // `barge exec`: runs `argv` in the container of node `rank` (docker exec),
+  // streaming its output; returns its exit code.
+  int ExecInNode(int rank, const std::vector<std::string>& argv);
 
  private:
   // The job after its record exists: everything from connect to teardown.
@@ -980,7 +987,130 @@ int Controller::TearDownOrphan() {
   return failed || pending ? kExitBargeFailure : 0;
 }
 
+int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) {
+    Say(plan.status().message());
+    return kExitBargeFailure;
+  }
+  plan_ = std::move(plan).value();
+  // Every listed host, not only those this job's plan would use.
+  plan_.used_hosts.clear();
+  for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  int pending = 0;
+  bool failed = false;
+  size_t removed = 0, kept = 0;
+  for (auto& [h, host] : hosts_) {
+    HostState* hs = host.get();
+    ++pending;
+    Exec(*hs, hs->docker->Line(container::PsByLabelArgs(cluster::kJobLabel)),
+         [&, hs](const Outcome& o) {
+           Result<std::vector<container::PsEntry>> list = container::ParsePsLines(o.out);
+           if (!o.ok() || !list.ok()) {
+             --pending;
+             failed = true;
+             Say(hs->name + ": cannot list containers: " +
+                 (o.ok() ? list.status().message() : o.Reason()));
+             return;
+           }
+           std::vector<std::string> orphans;
+           for (const auto& c : *list) {
+             auto job = c.labels.find(cluster::kJobLabel);
+             const std::string job_id = job == c.labels.end() ? "" : job->second;
+             if (!job_id.empty() && is_live(job_id)) {
+               ++kept;
+               continue;
+             }
+             orphans.push_back(c.id);
+             std::printf("%s: removing %s (job %s, %s)\n", hs->name.c_str(), c.names.c_str(),
+                         job_id.c_str(), c.status.c_str());
+           }
+           if (orphans.empty()) {
+             --pending;
+             return;
+           }
+           Exec(*hs, hs->docker->Remove(orphans), [&, hs, n = orphans.size()](const Outcome& r) {
+             --pending;
+             if (r.ok()) {
+               removed += n;
+             } else {
+               failed = true;
+               Say(hs->name + ": removing failed: " + r.Reason());
+             }
+           });
+         });
+  }
+  RunUntil([&] { return pending == 0; }, Clock::now() + seconds(120));
+  std::printf("removed %zu container(s); kept %zu of running jobs\n", removed, kept);
+  return failed || pending ? kExitBargeFailure : 0;
+}
+
+int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) {
+    Say(plan.status().message());
+    return kExitBargeFailure;
+  }
+  plan_ = std::move(plan).value();
+  if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
+    Say("the job has no node " + std::to_string(rank) + " (ranks 0.." +
+        std::to_string(plan_.nodes.size() - 1) + ")");
+    return kExitBargeFailure;
+  }
+  const cluster::NodePlan& node = plan_.nodes[rank];
+  plan_.used_hosts = {node.host_index};
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  HostState& host = *hosts_[node.host_index];
+  std::vector<std::string> args = {"exec", node.container.name};
+  args.insert(args.end(), argv.begin(), argv.end());
+  std::optional<ssh::ExitStatus> result;
+  ssh::CommandCallbacks cb;
+  cb.on_stdout = [](std::string_view d) {
+    std::fwrite(d.data(), 1, d.size(), stdout);
+    std::fflush(stdout);
+  };
+  cb.on_stderr = [](std::string_view d) {
+    std::fwrite(d.data(), 1, d.size(), stderr);
+    std::fflush(stderr);
+  };
+  cb.on_exit = [&](const ssh::ExitStatus& st) { result = st; };
+  Result<std::unique_ptr<ssh::Command>> cmd = host.exec->Start(host.docker->Line(args), std::move(cb));
+  if (!cmd.ok()) {
+    Say(cmd.status().message());
+    return kExitBargeFailure;
+  }
+  (*cmd)->CloseStdin();
+  SignalWatcher signals(&loop_, [this](int) { ++interrupts_; });
+  RunUntil([&] { return result.has_value() || interrupts_ > 0; }, Clock::time_point::max());
+  if (!result) return kExitInterrupted;
+  if (!result->known()) {
+    Say(result->error);
+    return kExitBargeFailure;
+  }
+  return result->code;
+}
+
 }  // namespace
+
+int ReapJobHosts(const JobSpec& spec, const cluster::PlanInput& input,
+                 const ControllerOptions& options,
+                 const std::function<bool(const std::string&)>& is_live) {
+  Controller controller(spec, input, options);
+  return controller.Reap(is_live);
+}
+
+int ExecInJobNode(const JobSpec& spec, const cluster::PlanInput& input,
+                  const ControllerOptions& options, int rank, const std::vector<std::string>& argv) {
+  Controller controller(spec, input, options);
+  return controller.ExecInNode(rank, argv);
+}
 
 int TearDownJob(const JobSpec& spec, const cluster::PlanInput& input,
                 const ControllerOptions& options) {

@@ -9,7 +9,9 @@
 // which finish before the loop starts.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <vector>
 #include <string>
 
 #include "cluster/plan.h"
@@ -36,6 +38,16 @@ int RunJob(const JobSpec& spec, const cluster::PlanInput& input, const Controlle
 // the job's containers on its hosts by label, runs its teardown hooks.
 int TearDownJob(const JobSpec& spec, const cluster::PlanInput& input,
                 const ControllerOptions& options);
+
+// `barge reap`: removes, on every host of `spec`, each barge-labelled
+// container whose job `is_live` reports as not running.
+int ReapJobHosts(const JobSpec& spec, const cluster::PlanInput& input,
+                 const ControllerOptions& options,
+                 const std::function<bool(const std::string&)>& is_live);
+
+// `barge exec`: runs `argv` in node `rank`'s container; returns its code.
+int ExecInJobNode(const JobSpec& spec, const cluster::PlanInput& input,
+                  const ControllerOptions& options, int rank, const std::vector<std::string>& argv);
 
 // Helpers shared with `barge plan`.
 cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id);

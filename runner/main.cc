@@ -25,6 +25,7 @@
 #include "runner/job_file.h"
 #include "runner/job_store.h"
 #include "runner/jobs_cli.h"
+#include "runner/logs_cli.h"
 #include "runner/units.h"
 #include "runner/plan_printer.h"
 #include "runner/state_dir.h"
@@ -125,6 +126,18 @@ int Run(const std::string& path, bool detach) {
   return kExitBargeFailure;
 }
 
+// Parses the job file recorded for job `id` (see kSpecFileComment).
+std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
+  std::string file = "job " + job.id;
+  if (job.spec.rfind(kSpecFileComment, 0) == 0) {
+    size_t eol = job.spec.find('\n');
+    file = job.spec.substr(std::strlen(kSpecFileComment), eol - std::strlen(kSpecFileComment));
+  }
+  LoadedJob loaded = ParseJobText(job.spec, file, std::filesystem::path(file).parent_path().string());
+  for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
+  return std::move(loaded.spec);
+}
+
 // `barge down JOB`: the same teardown as completion. A live controller is
 // asked (SIGTERM, like a first Ctrl-C) and waited for; for a job whose
 // controller is gone, barge connects to its hosts itself.
@@ -165,21 +178,73 @@ int Down(const std::string& job_text) {
     return kExitBargeFailure;
   }
   // The controller is gone: tear down from the recorded job file.
-  std::string spec_text = job->spec;
-  std::string file = "job " + *id;
-  if (spec_text.rfind(kSpecFileComment, 0) == 0) {
-    size_t eol = spec_text.find('\n');
-    file = spec_text.substr(std::strlen(kSpecFileComment), eol - std::strlen(kSpecFileComment));
-  }
-  LoadedJob loaded = ParseJobText(spec_text, file, std::filesystem::path(file).parent_path().string());
-  if (!loaded.spec) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
-    return kExitBargeFailure;
-  }
+  std::optional<JobSpec> spec = RecordedSpec(*job);
+  if (!spec) return kExitBargeFailure;
   std::printf("job %s: its controller is gone; removing its containers\n", id->c_str());
   ControllerOptions options;
   options.state_dir = state_dir;
-  return TearDownJob(*loaded.spec, MakePlanInput(*loaded.spec, *id), options);
+  return TearDownJob(*spec, MakePlanInput(*spec, *id), options);
+}
+
+// `barge reap FILE | --hosts a,b`: removes barge containers of no running job.
+int Reap(const std::string& file, const std::string& hosts) {
+  std::optional<JobSpec> spec;
+  if (!file.empty()) {
+    spec = Load(file);
+  } else {
+    // A throwaway job over the listed hosts, with the ssh defaults.
+    std::string yaml = "name: reap\nimage: none\nhosts:\n";
+    std::stringstream list(hosts);
+    for (std::string h; std::getline(list, h, ',');) {
+      if (!h.empty()) yaml += "  - " + h + "\n";
+    }
+    LoadedJob loaded = ParseJobText(yaml, "--hosts", ".");
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
+    spec = std::move(loaded.spec);
+  }
+  if (!spec) return kExitBargeFailure;
+  const std::string state_dir = StateDir();
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  auto is_live = [&](const std::string& id) {
+    Result<JobRecord> job = (*store)->GetJob(id);
+    if (!job.ok()) return false;  // not a job of this store: an orphan here
+    return !IsFinal(job->status) && ControllerAlive(job->controller_pid);
+  };
+  // Every host of the file is looked at, however many nodes the job has.
+  for (auto& h : spec->hosts) h.nodes = 1;
+  spec->roles.erase(cluster::kWorkerRole);
+  ControllerOptions options;
+  options.state_dir = state_dir;
+  return ReapJobHosts(*spec, MakePlanInput(*spec, "reap"), options, is_live);
+}
+
+// `barge exec JOB --node RANK -- CMD...`.
+int Exec(const std::string& job_text, int rank, const std::vector<std::string>& argv) {
+  const std::string state_dir = StateDir();
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  Result<std::string> id = (*store)->ResolveJob(job_text);
+  if (!id.ok()) {
+    std::fprintf(stderr, "barge: %s\n", id.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  Result<JobRecord> job = (*store)->GetJob(*id);
+  if (!job.ok()) {
+    std::fprintf(stderr, "barge: %s\n", job.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  std::optional<JobSpec> spec = RecordedSpec(*job);
+  if (!spec) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = state_dir;
+  return ExecInJobNode(*spec, MakePlanInput(*spec, *id), options, rank, argv);
 }
 
 }  // namespace
@@ -218,6 +283,24 @@ int main(int argc, char** argv) {
   rm->add_option("job", job, "job id, unique id prefix, or name")->required();
   auto* down = app.add_subcommand("down", "Tear a job down now (same teardown as completion, hooks included)");
   down->add_option("job", job, "job id, unique id prefix, or name")->required();
+  barge::runner::LogsOptions logs_options;
+  auto* logs = app.add_subcommand("logs", "A job's output from its kept log files, all nodes merged by time; -f follows it live");
+  logs->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
+  logs->add_flag("-f,--follow", logs_options.follow, "after what is there, print new lines until the job has ended");
+  logs->add_option("--node", logs_options.node, "only the node of this rank");
+  logs->add_option("--since", logs_options.since, "only lines from this time on: 2024-05-01T12:00:00Z, or a duration ago: 10m");
+  logs->add_option("--tail", logs_options.tail, "only the last N lines (of what is already there, with -f)");
+  logs->add_flag("-t,--timestamps", logs_options.timestamps, "start each line with Docker's timestamp");
+  std::string reap_file, reap_hosts;
+  auto* reap = app.add_subcommand("reap", "Remove every barge container on the hosts that belongs to no running job");
+  reap->add_option("job_file", reap_file, "a job file whose hosts to look at");
+  reap->add_option("--hosts", reap_hosts, "comma-separated hosts (ssh defaults from ~/.ssh/config)");
+  int exec_rank = 0;
+  std::vector<std::string> exec_argv;
+  auto* exec = app.add_subcommand("exec", "Run a command inside a node's container: barge exec JOB --node RANK -- CMD...");
+  exec->add_option("job", job, "job id, unique id prefix, or name")->required();
+  exec->add_option("--node", exec_rank, "the node's rank (default 0, the head)");
+  exec->add_option("command", exec_argv, "the command and its arguments")->required();
   std::string older_than;
   auto* prune = app.add_subcommand("prune", "Remove finished jobs older than a duration, with their files");
   prune->add_option("--older-than", older_than, "e.g. 30d, 12h")->required();
@@ -241,6 +324,15 @@ int main(int argc, char** argv) {
   if (*show) return barge::runner::ShowJobCommand(state_dir, job, show_json, stdout);
   if (*rm) return barge::runner::RemoveJobCommand(state_dir, job, stdout);
   if (*down) return barge::runner::Down(job);
+  if (*logs) return barge::runner::LogsCommand(state_dir, job, logs_options, stdout);
+  if (*reap) {
+    if (reap_file.empty() == reap_hosts.empty()) {
+      std::fprintf(stderr, "barge: reap needs a job file or --hosts (one of them)\n");
+      return barge::runner::kExitBargeFailure;
+    }
+    return barge::runner::Reap(reap_file, reap_hosts);
+  }
+  if (*exec) return barge::runner::Exec(job, exec_rank, exec_argv);
   if (*prune) {
     auto age = barge::runner::ParseDuration(older_than);
     if (!age.ok()) {

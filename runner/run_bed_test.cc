@@ -419,4 +419,45 @@ TEST_F(RunTest, DownRemovesTheContainersOfAJobWhoseControllerWasKilled) {
   EXPECT_NE(ls.out.find("\"status\": \"cancelled\""), std::string::npos) << ls.out;
 }
 
+TEST_F(RunTest, LogsFollowExecAndReapWorkOnADetachedJob) {
+  const auto& bed = GetBed();
+  fs::path job = WriteJob("name: lifecycle\nimage: " + bed.image + "\n" + SshHost() +
+                          "stop_grace: 2s\ncommand: [\"sh\", \"-c\", "
+                          "\"i=0; while [ $i -lt 20 ]; do echo line $i; i=$((i+1)); sleep 0.1; done; "
+                          "echo oops >&2; sleep 2; echo last\"]\n");
+  Outcome o = Barge("run -d " + job.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string id = Trim(o.out);
+
+  // A debugging shell into the running head.
+  Outcome ex = Barge("exec " + id + " --node 0 -- sh -c 'echo role=$BARGE_ROLE; exit 6'");
+  EXPECT_EQ(ex.code, 6) << ex.err;
+  EXPECT_EQ(ex.out, "role=head\n");
+
+  // An orphan of some earlier job on the same engine; reap removes it and
+  // leaves the running job alone.
+  RunShell("docker run -d --name barge-orphan-test --label barge.job=0rphan00 " + bed.image +
+           " sleep 300 >/dev/null");
+  Outcome reap = Barge("reap " + job.string());
+  EXPECT_EQ(reap.code, 0) << reap.err;
+  EXPECT_NE(reap.out.find("removing barge-orphan-test (job 0rphan00"), std::string::npos) << reap.out;
+  EXPECT_EQ(RunShell("docker ps -aq --filter name=barge-orphan-test"), "");
+  EXPECT_NE(RunShell("docker ps -q --filter label=barge.job=" + id), "");
+
+  // logs -f follows the job to its end: every line exactly once.
+  Outcome logs = Barge("logs -f " + id);
+  EXPECT_EQ(logs.code, 0) << logs.err;
+  const std::string prefix = "[0 head " + bed.loopback.address + "]";
+  for (int i = 0; i < 20; ++i) {
+    std::string line = prefix + " line " + std::to_string(i) + "\n";
+    size_t at = logs.out.find(line);
+    EXPECT_NE(at, std::string::npos) << line << logs.out;
+    EXPECT_EQ(logs.out.find(line, at + 1), std::string::npos) << "repeated: " << line;
+  }
+  EXPECT_NE(logs.out.find(prefix.substr(0, prefix.size() - 1) + " stderr] oops"), std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find(prefix + " last\n"), std::string::npos) << logs.out;
+  Outcome ls = Barge("ls --json");
+  EXPECT_NE(ls.out.find("\"status\": \"succeeded\""), std::string::npos) << ls.out;
+}
+
 }  // namespace
