@@ -23,6 +23,7 @@
 #include "runner/signals.h"
 #include "runner/state_dir.h"
 #include "runner/teardown_hooks.h"
+#include "runner/watchdog.h"
 #include "ssh/event_loop.h"
 #include "ssh/local_executor.h"
 #include "ssh/session.h"
@@ -93,6 +94,7 @@ struct HostState {
   std::unique_ptr<ssh::Executor> exec;
   std::unique_ptr<DockerCommands> docker;
   std::map<std::string, std::string> image_ids;  // image reference → ID
+  bool watchdog_armed = false;
   // Commands in flight or finished; reaped by the loop, never from callbacks.
   std::vector<std::unique_ptr<ssh::Command>> commands;
 };
@@ -142,6 +144,14 @@ class Controller {
     if (!s.ok()) Say("warning: job store: " + s.message());
   }
   void RecordNode(const NodeState& node);
+  // Watchdog timing (watchdog.h): renewal period and the head-exit grace.
+  seconds RenewEvery() const {
+    auto lease = std::chrono::duration_cast<seconds>(spec_.lease);
+    return std::clamp<seconds>(lease / 4, seconds(1), seconds(30));
+  }
+  void ArmWatchdog(HostState& host, int* pending, std::map<size_t, std::vector<std::string>>* errors);
+  void RenewLeases();
+  void DisarmWatchdogs();
   // Starts `line` on `host`; `done` runs from the loop once it has exited.
   // Returns the command (owned by `host`, valid until reaped after it is
   // done) for writing its stdin; nullptr when it could not start. Stdin is
@@ -185,6 +195,8 @@ class Controller {
   std::unique_ptr<JobStore> store_;
   std::string final_detail_;
   const Clock::time_point started_ = Clock::now();
+  bool renewing_ = false;
+  std::function<void()> renew_tick_;  // renews every lease, then re-arms itself
   bool timed_out_ = false;
 };
 
@@ -386,9 +398,12 @@ Status Controller::Preflight() {
       }
     });
   }
+  // The watchdogs are armed in the same round trip, before anything starts.
+  for (auto& [h, host] : hosts_) ArmWatchdog(*host, &pending, &errors);
   bool done = RunUntil([&] { return pending == 0 || interrupts_ > 0; },
                        Clock::now() + spec_.ssh.connect_timeout + seconds(120));
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");
+  RenewLeases();
   if (!done) return Status::Error("preflight did not finish in time");
   for (const auto& [image, targets] : to_push) {
     if (!errors.empty()) break;  // don't push to a job that cannot start
@@ -745,6 +760,66 @@ void Controller::RunTeardownHooks() {
   }
 }
 
+void Controller::ArmWatchdog(HostState& host, int* pending,
+                             std::map<size_t, std::vector<std::string>>* errors) {
+  WatchdogParams p;
+  p.job_id = plan_.job_id;
+  p.docker = DockerCommandOf(spec_, plan_.hosts[host.index]);
+  if (plan_.nodes[0].host_index == host.index) p.head_container = plan_.nodes[0].container.name;
+  p.lease = std::chrono::duration_cast<seconds>(spec_.lease);
+  p.grace = std::max<seconds>(RenewEvery() * 3, seconds(5));
+  if (spec_.timeout) {
+    auto wall_deadline = std::chrono::system_clock::now() + *spec_.timeout + p.grace;
+    p.deadline = std::chrono::duration_cast<seconds>(wall_deadline.time_since_epoch()).count();
+  }
+  if (spec_.teardown.host_command) {
+    Result<std::string> hook =
+        SubstituteHook(*spec_.teardown.host_command, plan_.hosts[host.index], plan_.job_id);
+    if (hook.ok()) p.host_hook = *hook;
+  }
+  ++*pending;
+  HostState* hs = &host;
+  Exec(host, ArmWatchdogCommand(p), [this, hs, pending, errors](const Outcome& o) {
+    --*pending;
+    if (o.ok()) {
+      hs->watchdog_armed = true;
+    } else {
+      (*errors)[hs->index].push_back("cannot arm the watchdog: " + o.Reason());
+    }
+  });
+}
+
+void Controller::RenewLeases() {
+  if (renewing_) return;
+  renewing_ = true;
+  renew_tick_ = [this] {
+    if (!renewing_) return;
+    for (auto& [h, host] : hosts_) {
+      if (host->watchdog_armed) Exec(*host, RenewLeaseCommand(plan_.job_id), [](const Outcome&) {});
+    }
+    loop_.AddTimer(Clock::now() + RenewEvery(), [this] { renew_tick_(); });
+  };
+  loop_.AddTimer(Clock::now() + RenewEvery(), [this] { renew_tick_(); });
+}
+
+void Controller::DisarmWatchdogs() {
+  renewing_ = false;
+  int pending = 0;
+  for (auto& [h, host] : hosts_) {
+    if (!host->watchdog_armed) continue;
+    ++pending;
+    HostState* hs = host.get();
+    Exec(*host, DisarmWatchdogCommand(plan_.job_id), [&, hs](const Outcome& o) {
+      --pending;
+      hs->watchdog_armed = false;
+      if (!o.ok()) Say(hs->name + ": disarming the watchdog failed: " + o.Reason());
+    });
+  }
+  if (!RunUntil([&] { return pending == 0; }, Clock::now() + seconds(30))) {
+    Say("disarming the watchdogs did not finish; they end by themselves when the lease expires");
+  }
+}
+
 void Controller::Teardown(bool graceful) {
   // Stop what still runs, let output drain, then remove every container of
   // the job that may exist, host by host in parallel.
@@ -925,6 +1000,7 @@ int Controller::Run() {
   }
 
   const int code = Execute();
+  DisarmWatchdogs();
 
   JobStatus final_status = JobStatus::kFailed;
   std::string detail = final_detail_;
@@ -982,6 +1058,8 @@ int Controller::TearDownOrphan() {
   }
   RunUntil([&] { return pending == 0; }, Clock::now() + seconds(120));
   RunTeardownHooks();
+  for (auto& [h, host] : hosts_) host->watchdog_armed = true;  // whatever is left of it
+  DisarmWatchdogs();
   Record(store_->SetStatus(plan_.job_id, JobStatus::kCancelled, kExitBargeFailure,
                            "torn down by barge down (its controller was gone)"));
   return failed || pending ? kExitBargeFailure : 0;

@@ -932,6 +932,10 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      [](const Entry& e, JobDraft& d) {
        if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.timeout = *t;
      }},
+    {"lease",
+     [](const Entry& e, JobDraft& d) {
+       if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.lease = *t;
+     }},
     {"teardown", [](const Entry& e, JobDraft& d) { ReadMapping(e, kTeardownRules, d.teardown); }},
 };
 

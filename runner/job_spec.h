@@ -63,6 +63,9 @@ struct JobSpec {
   // The job ends as `timed_out` (graceful stop, teardown) once it has run
   // this long, counted from `barge run`'s start. nullopt = no limit.
   std::optional<std::chrono::milliseconds> timeout;
+  // The hosts' watchdogs tear the job down when the controller has not
+  // renewed its lease for this long (see runner/watchdog.h).
+  std::chrono::milliseconds lease{std::chrono::minutes(10)};
   TeardownHooks teardown;
 };
 

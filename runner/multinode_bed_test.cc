@@ -5,6 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sstream>
 
 #include "ssh/quote.h"
@@ -262,6 +267,47 @@ TEST_F(MultiNodeTest, ABusyRendezvousPortOnTheHeadsHostStopsTheJobBeforeItStarts
   EXPECT_NE(o.err.find("rendezvous port 29555 is already in use"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find(bed.hosts[0].address), std::string::npos) << o.err;
   EXPECT_EQ(o.out.find("ran"), std::string::npos);
+}
+
+TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
+  const auto& bed = GetBed();
+  std::ofstream(dir_ / "job.yaml") << "name: watched\nimage: " << bed.image << "\n" << Hosts(2)
+                                   << "lease: 4s\ncommand: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n";
+  std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " + BARGE_BINARY +
+                    " run job.yaml >out.txt 2>err.txt </dev/null";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  auto up = [&] {
+    std::string out = ReadFile(dir_ / "out.txt");
+    return out.find("[0 head") != std::string::npos && out.find("[1 worker") != std::string::npos;
+  };
+  for (int i = 0; i < 300 && !up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(up()) << ReadFile(dir_ / "err.txt");
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_NE(JobContainers(bed.hosts[0]), "") << "containers outlive a killed controller";
+  // No barge process runs now; the hosts' watchdogs must act within the
+  // lease (4 s) + 15 s.
+  bool gone = false;
+  while (!gone && std::chrono::steady_clock::now() - killed < std::chrono::seconds(19)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    gone = JobContainers(bed.hosts[0]).empty() && JobContainers(bed.hosts[1]).empty();
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  EXPECT_TRUE(gone) << "containers still there " << secs << " s after the controller died";
+  std::printf("watchdog cleanup took %.1f s after SIGKILL (lease 4 s)\n", secs);
+  EXPECT_EQ(OnHost(bed.hosts[0], "ls -d /tmp/barge-* 2>/dev/null | grep -v barge-bed; pgrep -f 'barge-watchdo[g]'"), "");
+  Outcome ls;
+  RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home " + BARGE_BINARY +
+               " ls --json > ls.txt",
+           &ls.code);
+  EXPECT_NE(ReadFile(dir_ / "ls.txt").find("\"status\": \"lost\""), std::string::npos)
+      << ReadFile(dir_ / "ls.txt");
 }
 
 }  // namespace

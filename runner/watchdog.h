@@ -1,0 +1,48 @@
+// The teardown guarantee that needs no controller: before any container of
+// a job starts, barge arms on every host a watchdog, a plain POSIX shell loop
+// started with nohup/setsid (nothing is installed), that removes the host's
+// containers of the job, runs the host teardown hook and removes the job's
+// per-host directory when
+//   (a) on the head's host, the head container has exited and the controller
+//       has not renewed its lease for a grace period;
+//   (b) the job's `timeout:` has passed (plus the same grace, so the
+//       controller acts first when it is alive);
+//   (c) the controller has not renewed the lease for `lease:` (default 10m).
+// The controller renews the lease (touches DIR/lease) on every host
+// periodically over its open sessions; normal teardown disarms the watchdog
+// (kills it and removes DIR). The watchdog then exits by itself too, since
+// it ends whenever DIR is gone.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace barge::runner {
+
+struct WatchdogParams {
+  std::string job_id;
+  std::vector<std::string> docker;  // the host's docker command words
+  std::string head_container;       // on the head's host; empty elsewhere
+  std::chrono::seconds lease{600};
+  std::chrono::seconds grace{30};
+  // Wall-clock deadline (seconds since the epoch) from `timeout:`; 0 = none.
+  long long deadline = 0;
+  std::string host_hook;  // substituted host teardown hook, or empty
+};
+
+// The job's per-host directory: /tmp/barge-<job id>.
+std::string HostJobDir(const std::string& job_id);
+
+// A command line that creates the per-host directory (0700) and the lease,
+// and starts the watchdog detached from the session; prints nothing.
+std::string ArmWatchdogCommand(const WatchdogParams& p);
+
+// Renews the lease.
+std::string RenewLeaseCommand(const std::string& job_id);
+
+// Stops the watchdog and removes the per-host directory.
+std::string DisarmWatchdogCommand(const std::string& job_id);
+
+}  // namespace barge::runner
