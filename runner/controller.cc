@@ -109,6 +109,8 @@ struct NodeState {
   std::string container_id;
   std::optional<int> exit_code;
   bool logs_open = false;
+  // attach: lines stamped at or before this were already kept; drop them.
+  std::optional<int64_t> skip_through_ns;
   std::unique_ptr<container::LineSplitter> out_lines;
   std::unique_ptr<container::LineSplitter> err_lines;
 };
@@ -129,6 +131,12 @@ class Controller {
   // `barge exec`: runs `argv` in the container of node `rank` (docker exec),
   // streaming its output; returns its exit code.
   int ExecInNode(int rank, const std::vector<std::string>& argv);
+  // `barge attach` to a job whose controller is gone: streams every node's
+  // output from the hosts again, from the last line its log file kept
+  // (`kept_through_ns` by rank; none = from the start), appending to the
+  // files, until every node's stream ends or an interrupt. No line is
+  // repeated: Docker's timestamps at or before the kept one are dropped.
+  int AttachOrphan(const std::map<int, int64_t>& kept_through_ns);
 
  private:
   // The job after its record exists: everything from connect to teardown.
@@ -447,6 +455,8 @@ void Controller::StreamLogs(NodeState& node) {
         return;
       }
       Result<container::TimestampedLine> parsed = container::ParseTimestampedLine(line);
+      const NodeState& self = *nodes_[rank];
+      if (parsed.ok() && self.skip_through_ns && parsed->ns <= *self.skip_through_ns) return;
       std::string_view text = parsed.ok() ? parsed->text : line;
       sink_->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
       if (rank == 0 && ready_regex_ && !head_logged_ready_ &&
@@ -468,7 +478,11 @@ void Controller::StreamLogs(NodeState& node) {
     n->logs_open = false;
     if (!st.known()) Say(n->host->name + ": log stream of node " + std::to_string(n->plan->rank) + " lost: " + st.error);
   };
-  const std::string line = node.host->docker->Logs(node.plan->container.name);
+  const std::string line =
+      node.skip_through_ns
+          ? node.host->docker->LogsSince(node.plan->container.name,
+                                         container::FormatTimestamp(*node.skip_through_ns))
+          : node.host->docker->Logs(node.plan->container.name);
   Result<std::unique_ptr<ssh::Command>> cmd = node.host->exec->Start(line, std::move(cb));
   if (!cmd.ok()) {
     node.logs_open = false;
@@ -1175,7 +1189,52 @@ int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
   return result->code;
 }
 
+int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns) {
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) {
+    Say(plan.status().message());
+    return kExitBargeFailure;
+  }
+  plan_ = std::move(plan).value();
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  std::vector<LogSink::Node> sink_nodes;
+  for (const auto& n : plan_.nodes) {
+    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
+    auto state = std::make_unique<NodeState>();
+    state->plan = &n;
+    state->host = hosts_[n.host_index].get();
+    auto kept = kept_through_ns.find(n.rank);
+    if (kept != kept_through_ns.end()) state->skip_through_ns = kept->second;
+    nodes_.push_back(std::move(state));
+  }
+  Result<std::unique_ptr<LogSink>> sink =
+      LogSink::Open(options_.state_dir + "/runs/" + plan_.job_id, sink_nodes, options_.echo);
+  if (!sink.ok()) {
+    Say(sink.status().message());
+    return kExitBargeFailure;
+  }
+  sink_ = std::move(sink).value();
+  SignalWatcher signals(&loop_, [this](int) { ++interrupts_; });
+  for (auto& n : nodes_) StreamLogs(*n);
+  RunUntil(
+      [&] {
+        return interrupts_ > 0 || std::none_of(nodes_.begin(), nodes_.end(),
+                                               [](const auto& n) { return n->logs_open; });
+      },
+      Clock::time_point::max());
+  return interrupts_ > 0 ? kExitInterrupted : 0;
+}
+
 }  // namespace
+
+int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,
+                   const ControllerOptions& options, const std::map<int, int64_t>& kept_through_ns) {
+  Controller controller(spec, input, options);
+  return controller.AttachOrphan(kept_through_ns);
+}
 
 int ReapJobHosts(const JobSpec& spec, const cluster::PlanInput& input,
                  const ControllerOptions& options,

@@ -9,7 +9,9 @@
 // which finish before the loop starts.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 #include <string>
@@ -48,6 +50,10 @@ int ReapJobHosts(const JobSpec& spec, const cluster::PlanInput& input,
 // `barge exec`: runs `argv` in node `rank`'s container; returns its code.
 int ExecInJobNode(const JobSpec& spec, const cluster::PlanInput& input,
                   const ControllerOptions& options, int rank, const std::vector<std::string>& argv);
+
+// `barge attach` to a job whose controller is gone (see Controller).
+int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,
+                   const ControllerOptions& options, const std::map<int, int64_t>& kept_through_ns);
 
 // Helpers shared with `barge plan`.
 cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id);

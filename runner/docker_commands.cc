@@ -33,6 +33,10 @@ std::string DockerCommands::Logs(const std::string& name) const {
   return Line(container::LogsArgs(name, /*follow=*/true, std::nullopt));
 }
 
+std::string DockerCommands::LogsSince(const std::string& name, const std::string& since) const {
+  return Line(container::LogsArgs(name, /*follow=*/true, since));
+}
+
 std::string DockerCommands::Wait(const std::string& name) const {
   return Line(container::WaitArgs(name));
 }

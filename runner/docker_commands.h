@@ -23,6 +23,8 @@ class DockerCommands {
   std::string GpuProbe(const container::ContainerSpec& spec) const;
   std::string Run(const container::ContainerSpec& spec) const;
   std::string Logs(const std::string& name) const;
+  // Follows the logs from `since` (Docker's RFC 3339 time) on, inclusive.
+  std::string LogsSince(const std::string& name, const std::string& since) const;
   std::string Wait(const std::string& name) const;
   std::string Stop(const std::vector<std::string>& names, int grace_seconds) const;
   std::string Kill(const std::vector<std::string>& names) const;

@@ -26,6 +26,7 @@
 #include "runner/job_store.h"
 #include "runner/jobs_cli.h"
 #include "runner/logs_cli.h"
+#include "container/timestamp.h"
 #include "runner/units.h"
 #include "runner/plan_printer.h"
 #include "runner/state_dir.h"
@@ -186,6 +187,69 @@ int Down(const std::string& job_text) {
   return TearDownJob(*spec, MakePlanInput(*spec, *id), options);
 }
 
+// The Docker timestamp of the last stamped line of a node's log file.
+std::optional<int64_t> LastKeptStamp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::optional<int64_t> last;
+  std::string line;
+  while (std::getline(in, line)) {
+    Result<int64_t> ns = container::ParseTimestamp(line.substr(0, line.find(' ')));
+    if (ns.ok()) last = *ns;
+  }
+  return last;
+}
+
+// `barge attach JOB`: the merged stream of a running job, all of it, live.
+// While its controller lives, the kept files are the stream (as `logs -f`);
+// when the controller is gone, barge prints what the files kept, then
+// streams from the hosts itself, from where the files stop.
+int Attach(const std::string& job_text) {
+  const std::string state_dir = StateDir();
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  Result<std::string> id = (*store)->ResolveJob(job_text);
+  if (!id.ok()) {
+    std::fprintf(stderr, "barge: %s\n", id.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  Result<JobRecord> job = (*store)->GetJob(*id);
+  if (!job.ok()) {
+    std::fprintf(stderr, "barge: %s\n", job.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  if (Status s = MarkLostIfControllerGone(**store, &*job); !s.ok()) {
+    std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+  }
+  if (IsFinal(job->status) && job->status != JobStatus::kLost) {
+    std::fprintf(stderr, "barge: job %s has ended (%s); its output:\n", id->c_str(),
+                 ToString(job->status));
+    return LogsCommand(state_dir, *id, LogsOptions{}, stdout);
+  }
+  if (job->status != JobStatus::kLost) {
+    LogsOptions follow;
+    follow.follow = true;
+    return LogsCommand(state_dir, *id, follow, stdout);
+  }
+  std::optional<JobSpec> spec = RecordedSpec(*job);
+  if (!spec) return kExitBargeFailure;
+  std::map<int, int64_t> kept;
+  Result<std::vector<NodeRecord>> nodes = (*store)->GetNodes(*id);
+  if (nodes.ok()) {
+    for (const auto& n : *nodes) {
+      if (auto ns = LastKeptStamp(n.log_path)) kept[n.rank] = *ns;
+    }
+  }
+  std::fprintf(stderr, "barge: job %s: its controller is gone; streaming from the hosts\n",
+               id->c_str());
+  if (LogsCommand(state_dir, *id, LogsOptions{}, stdout) != 0) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = state_dir;
+  return AttachToOrphan(*spec, MakePlanInput(*spec, *id), options, kept);
+}
+
 // `barge reap FILE | --hosts a,b`: removes barge containers of no running job.
 int Reap(const std::string& file, const std::string& hosts) {
   std::optional<JobSpec> spec;
@@ -283,6 +347,8 @@ int main(int argc, char** argv) {
   rm->add_option("job", job, "job id, unique id prefix, or name")->required();
   auto* down = app.add_subcommand("down", "Tear a job down now (same teardown as completion, hooks included)");
   down->add_option("job", job, "job id, unique id prefix, or name")->required();
+  auto* attach = app.add_subcommand("attach", "Reattach the merged live stream of a running job");
+  attach->add_option("job", job, "job id, unique id prefix, or name")->required();
   barge::runner::LogsOptions logs_options;
   auto* logs = app.add_subcommand("logs", "A job's output from its kept log files, all nodes merged by time; -f follows it live");
   logs->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
@@ -324,6 +390,7 @@ int main(int argc, char** argv) {
   if (*show) return barge::runner::ShowJobCommand(state_dir, job, show_json, stdout);
   if (*rm) return barge::runner::RemoveJobCommand(state_dir, job, stdout);
   if (*down) return barge::runner::Down(job);
+  if (*attach) return barge::runner::Attach(job);
   if (*logs) return barge::runner::LogsCommand(state_dir, job, logs_options, stdout);
   if (*reap) {
     if (reap_file.empty() == reap_hosts.empty()) {

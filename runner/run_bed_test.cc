@@ -444,8 +444,21 @@ TEST_F(RunTest, LogsFollowExecAndReapWorkOnADetachedJob) {
   EXPECT_EQ(RunShell("docker ps -aq --filter name=barge-orphan-test"), "");
   EXPECT_NE(RunShell("docker ps -q --filter label=barge.job=" + id), "");
 
-  // logs -f follows the job to its end: every line exactly once.
+  // attach (in the background) and logs -f follow the job to its end:
+  // each sees every line exactly once.
+  std::string attach_cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) + " && BARGE_HOME=home " +
+                           BARGE_BINARY + " attach " + id + " >attach.txt 2>attach.err </dev/null";
+  pid_t attach_pid = fork();
+  ASSERT_GE(attach_pid, 0);
+  if (attach_pid == 0) {
+    execl("/bin/sh", "sh", "-c", attach_cmd.c_str(), nullptr);
+    _exit(127);
+  }
   Outcome logs = Barge("logs -f " + id);
+  int attach_status = 0;
+  waitpid(attach_pid, &attach_status, 0);
+  EXPECT_TRUE(WIFEXITED(attach_status) && WEXITSTATUS(attach_status) == 0) << ReadFile(dir_ / "attach.err");
+  std::string attached = ReadFile(dir_ / "attach.txt");
   EXPECT_EQ(logs.code, 0) << logs.err;
   const std::string prefix = "[0 head " + bed.loopback.address + "]";
   for (int i = 0; i < 20; ++i) {
@@ -453,11 +466,51 @@ TEST_F(RunTest, LogsFollowExecAndReapWorkOnADetachedJob) {
     size_t at = logs.out.find(line);
     EXPECT_NE(at, std::string::npos) << line << logs.out;
     EXPECT_EQ(logs.out.find(line, at + 1), std::string::npos) << "repeated: " << line;
+    at = attached.find(line);
+    EXPECT_NE(at, std::string::npos) << "attach: " << line << attached;
+    EXPECT_EQ(attached.find(line, at + 1), std::string::npos) << "attach repeated: " << line;
   }
   EXPECT_NE(logs.out.find(prefix.substr(0, prefix.size() - 1) + " stderr] oops"), std::string::npos) << logs.out;
   EXPECT_NE(logs.out.find(prefix + " last\n"), std::string::npos) << logs.out;
   Outcome ls = Barge("ls --json");
   EXPECT_NE(ls.out.find("\"status\": \"succeeded\""), std::string::npos) << ls.out;
+}
+
+TEST_F(RunTest, AttachToAJobWhoseControllerDiedLosesAndRepeatsNoLine) {
+  const auto& bed = GetBed();
+  WriteJob("name: reattach\nimage: " + bed.image + "\n" + SshHost() +
+           "command: [\"sh\", \"-c\", \"i=0; while [ $i -lt 30 ]; do echo line $i; "
+           "i=$((i+1)); sleep 0.2; done\"]\n");
+  std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " +
+                    BARGE_BINARY + " run job.yaml >out.txt 2>err.txt </dev/null";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 300 && ReadFile(dir_ / "out.txt").find("line 3\n") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  Outcome at = Barge("attach reattach");
+  EXPECT_EQ(at.code, 0) << at.err;
+  EXPECT_NE(at.err.find("controller is gone"), std::string::npos) << at.err;
+  EXPECT_NE(at.out.find("line 29\n"), std::string::npos) << at.out;
+  // The kept file now holds every line exactly once.
+  std::smatch m;
+  std::string err = ReadFile(dir_ / "err.txt");
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("job ([0-9a-f]{8})"))) << err;
+  std::string log = ReadFile(dir_ / "home" / "runs" / m[1].str() / ("0-" + bed.loopback.address + ".log"));
+  for (int i = 0; i < 30; ++i) {
+    std::string line = "stdout line " + std::to_string(i) + "\n";
+    size_t at_pos = log.find(line);
+    EXPECT_NE(at_pos, std::string::npos) << line << log;
+    EXPECT_EQ(log.find(line, at_pos + 1), std::string::npos) << "repeated " << line << log;
+  }
+  Outcome down = Barge("down reattach");
+  EXPECT_EQ(down.code, 0) << down.out << down.err;
 }
 
 }  // namespace
