@@ -26,6 +26,7 @@
 #include "runner/watchdog.h"
 #include "ssh/event_loop.h"
 #include "ssh/local_executor.h"
+#include "ssh/quote.h"
 #include "ssh/session.h"
 #include "ssh/ssh_executor.h"
 
@@ -157,6 +158,14 @@ class Controller {
     auto lease = std::chrono::duration_cast<seconds>(spec_.lease);
     return std::clamp<seconds>(lease / 4, seconds(1), seconds(30));
   }
+  // Artifacts: copies `a` out of node `n`'s container (docker cp NAME:PATH -,
+  // a tar stream on the host's session) into runs/<id>/artifacts/<rank>/,
+  // unpacked by a local tar. `done` runs when it has finished.
+  void CopyArtifact(NodeState& n, const ArtifactSpec& a, std::function<void()> done);
+  std::vector<NodeState*> ArtifactNodes(const ArtifactSpec& a);
+  void ScheduleArtifacts();
+  // Copies every artifact of every node once more and waits (bounded).
+  void FinalArtifacts();
   void ArmWatchdog(HostState& host, int* pending, std::map<size_t, std::vector<std::string>>* errors);
   void RenewLeases();
   void DisarmWatchdogs();
@@ -205,6 +214,9 @@ class Controller {
   const Clock::time_point started_ = Clock::now();
   bool renewing_ = false;
   std::function<void()> renew_tick_;  // renews every lease, then re-arms itself
+  HostState local_;                    // this machine: local tar for artifacts
+  std::vector<std::shared_ptr<std::function<void()>>> artifact_ticks_;
+  std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
   bool timed_out_ = false;
 };
 
@@ -240,6 +252,7 @@ void Controller::ReapCommandsOf(HostState& host) {
 
 void Controller::ReapCommands() {
   for (auto& [index, host] : hosts_) ReapCommandsOf(*host);
+  ReapCommandsOf(local_);
 }
 
 bool Controller::RunUntil(const std::function<bool()>& finished, Clock::time_point deadline) {
@@ -774,6 +787,102 @@ void Controller::RunTeardownHooks() {
   }
 }
 
+std::vector<NodeState*> Controller::ArtifactNodes(const ArtifactSpec& a) {
+  std::vector<NodeState*> out;
+  for (auto& n : nodes_) {
+    if (a.all_nodes || n->plan->rank == a.rank.value_or(0)) out.push_back(n.get());
+  }
+  return out;
+}
+
+void Controller::CopyArtifact(NodeState& n, const ArtifactSpec& a, std::function<void()> done) {
+  const std::string dest = options_.state_dir + "/runs/" + plan_.job_id + "/artifacts/" +
+                           std::to_string(n.plan->rank);
+  if (Status s = MakeDirs(dest); !s.ok()) {
+    Say(s.message());
+    done();
+    return;
+  }
+  if (!local_.exec) {
+    local_.name = "local";
+    local_.exec = std::make_unique<ssh::LocalExecutor>(&loop_);
+  }
+  // The local tar reads the stream on its stdin as it arrives.
+  auto finished = std::make_shared<int>(0);
+  auto done_shared = std::make_shared<std::function<void()>>(std::move(done));
+  ssh::Command* untar = Exec(local_, ssh::ShellJoin({"tar", "-x", "--no-same-owner", "-C", dest}),
+                             [this, finished, done_shared, rank = n.plan->rank](const Outcome& o) {
+                               if (!o.ok()) Say("artifacts of node " + std::to_string(rank) + ": tar: " + o.Reason());
+                               if (++*finished == 2) (*done_shared)();
+                             },
+                             /*keep_stdin=*/true);
+  ssh::CommandCallbacks cb;
+  cb.on_stdout = [untar](std::string_view d) {
+    if (untar) untar->WriteStdin(d);
+  };
+  auto err = std::make_shared<std::string>();
+  cb.on_stderr = [err](std::string_view d) { err->append(d); };
+  cb.on_exit = [this, untar, err, finished, done_shared, rank = n.plan->rank,
+                path = a.path](const ssh::ExitStatus& st) {
+    if (untar) untar->CloseStdin();
+    if (!st.known() || st.code != 0) {
+      std::string why = st.known() ? *err : st.error;
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      spdlog::debug("Artifacts: copy failed. [rank: {}, path: {}, reason: {}]", rank, path, why);
+    }
+    if (++*finished == 2) (*done_shared)();
+  };
+  const std::string line = n.host->docker->Line({"cp", n.plan->container.name + ":" + a.path, "-"});
+  Result<std::unique_ptr<ssh::Command>> cmd = n.host->exec->Start(line, std::move(cb));
+  if (!cmd.ok()) {
+    if (untar) untar->CloseStdin();
+    if (++*finished == 2) (*done_shared)();
+    return;
+  }
+  (*cmd)->CloseStdin();
+  n.host->commands.push_back(std::move(cmd).value());
+}
+
+void Controller::ScheduleArtifacts() {
+  for (size_t i = 0; i < spec_.artifacts.size(); ++i) {
+    const ArtifactSpec& a = spec_.artifacts[i];
+    if (!a.every) continue;
+    auto tick = std::make_shared<std::function<void()>>();
+    *tick = [this, i, tick_weak = std::weak_ptr<std::function<void()>>(tick)] {
+      if (tearing_down_) return;
+      const ArtifactSpec& art = spec_.artifacts[i];
+      for (NodeState* n : ArtifactNodes(art)) {
+        if (n->phase != NodePhase::kRunning || copying_.count({n->plan->rank, i})) continue;
+        copying_.insert({n->plan->rank, i});
+        CopyArtifact(*n, art, [this, i, rank = n->plan->rank] { copying_.erase({rank, i}); });
+      }
+      if (auto t = tick_weak.lock()) loop_.AddTimer(Clock::now() + *art.every, [t] { (*t)(); });
+    };
+    artifact_ticks_.push_back(tick);
+    loop_.AddTimer(Clock::now() + *a.every, [tick] { (*tick)(); });
+  }
+}
+
+void Controller::FinalArtifacts() {
+  if (spec_.artifacts.empty()) return;
+  int pending = 0;
+  for (const ArtifactSpec& a : spec_.artifacts) {
+    for (NodeState* n : ArtifactNodes(a)) {
+      if (!n->run_attempted || n->container_id.empty()) continue;
+      ++pending;
+      CopyArtifact(*n, a, [&pending] { --pending; });
+    }
+  }
+  if (!RunUntil([&] {
+        ReapCommandsOf(local_);
+        return pending == 0;
+      }, Clock::now() + seconds(600))) {
+    Say("copying artifacts did not finish within 600 s");
+  } else if (pending == 0) {
+    Say("artifacts copied to " + options_.state_dir + "/runs/" + plan_.job_id + "/artifacts");
+  }
+}
+
 void Controller::ArmWatchdog(HostState& host, int* pending,
                              std::map<size_t, std::vector<std::string>>* errors) {
   WatchdogParams p;
@@ -864,6 +973,8 @@ void Controller::Teardown(bool graceful) {
   int interrupts_before = interrupts_;
   RunUntil([&] { return drained() || (graceful && interrupts_ > interrupts_before); },
            Clock::now() + spec_.stop_grace + seconds(15));
+  // Last copy of the artifacts: the containers have stopped but exist.
+  FinalArtifacts();
   int pending = 0;
   for (auto& [host, names] : attempted) {
     ++pending;
@@ -947,6 +1058,7 @@ int Controller::Execute() {
   }
   Record(store_->SetStatus(plan_.job_id, JobStatus::kRunning, std::nullopt,
                            std::to_string(nodes_.size()) + " node(s)"));
+  ScheduleArtifacts();
 
   // Running: until the head's main process exits, a worker fails the job, or
   // an interrupt.

@@ -885,6 +885,56 @@ constexpr KeyRule<JobDraft> kRoleRules[] = {
      }},
 };
 
+constexpr KeyRule<ArtifactSpec> kArtifactRules[] = {
+    {"node",
+     [](const Entry& e, ArtifactSpec& a) {
+       std::optional<std::string> v = ReadNonEmpty(e, "head, all or a rank");
+       if (!v) return;
+       long long rank;
+       if (*v == "head") {
+         a.rank = 0;
+       } else if (*v == "all") {
+         a.all_nodes = true;
+       } else if (ParseInteger(*v, &rank) && rank >= 0 && rank < 100000) {
+         a.rank = static_cast<int>(rank);
+       } else {
+         e.Error("expected head, all or a rank, got " + QuoteValue(*v));
+       }
+     }},
+    {"path",
+     [](const Entry& e, ArtifactSpec& a) {
+       std::optional<std::string> v = ReadNonEmpty(e, "an absolute path in the container");
+       if (!v) return;
+       if ((*v)[0] != '/') {
+         e.Error("expected an absolute path in the container, got " + QuoteValue(*v));
+         return;
+       }
+       a.path = *v;
+     }},
+    {"every",
+     [](const Entry& e, ArtifactSpec& a) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) a.every = *d;
+     }},
+};
+
+void ReadArtifacts(const Entry& e, JobDraft& d) {
+  if (!ExpectList(e, "artifacts")) return;
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    Entry item = e.Element(e.value[i], i);
+    if (!e.value[i].IsMap()) {
+      item.Error("expected a mapping with node, path and every, got " + TypeName(e.value[i]));
+      continue;
+    }
+    ArtifactSpec a;
+    ReadMapping(item, kArtifactRules, a);
+    if (a.path.empty()) {
+      e.src->Error(e.value[i].Mark(), item.path + ".path", "missing; which path to copy back");
+      continue;
+    }
+    d.spec.artifacts.push_back(a);
+  }
+}
+
 constexpr KeyRule<JobDraft> kJobRules[] = {
     {"name",
      [](const Entry& e, JobDraft& d) {
@@ -936,6 +986,7 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      [](const Entry& e, JobDraft& d) {
        if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.lease = *t;
      }},
+    {"artifacts", ReadArtifacts},
     {"teardown", [](const Entry& e, JobDraft& d) { ReadMapping(e, kTeardownRules, d.teardown); }},
 };
 

@@ -37,6 +37,15 @@ struct TeardownHooks {
   std::optional<std::string> local_command;  // run on the controller, once per host
 };
 
+// `artifacts:` entry: files copied from containers back to
+// STATE/runs/<job-id>/artifacts/<rank>/ periodically and before teardown.
+struct ArtifactSpec {
+  std::optional<int> rank;  // nullopt with all_nodes false = the head
+  bool all_nodes = false;
+  std::string path;  // absolute, inside the container
+  std::optional<std::chrono::milliseconds> every;  // nullopt = only before teardown
+};
+
 struct JobSpec {
   std::string file;      // the job file's path as given
   std::string base_dir;  // directory of the job file; relative paths resolve here
@@ -66,6 +75,7 @@ struct JobSpec {
   // The hosts' watchdogs tear the job down when the controller has not
   // renewed its lease for this long (see runner/watchdog.h).
   std::chrono::milliseconds lease{std::chrono::minutes(10)};
+  std::vector<ArtifactSpec> artifacts;
   TeardownHooks teardown;
 };
 

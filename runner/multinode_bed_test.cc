@@ -310,4 +310,26 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
       << ReadFile(dir_ / "ls.txt");
 }
 
+TEST_F(MultiNodeTest, ArtifactsWrittenBeforeTheHeadExitsAreKeptAfterTeardown) {
+  const auto& bed = GetBed();
+  Outcome o = Barge("name: artifacts\nimage: " + bed.image + "\n" + Hosts(2) +
+                    "stop_grace: 1s\n"
+                    "artifacts:\n"
+                    "  - {node: head, path: /workspace/output, every: 1s}\n"
+                    "  - {node: all, path: /workspace/rank.txt}\n"
+                    "command: [\"sh\", \"-c\", \"mkdir -p /workspace/output; echo $RANK > /workspace/rank.txt; "
+                    "if [ $RANK = 0 ]; then i=0; while [ $i -lt 4 ]; do echo ckpt $i > /workspace/output/ckpt-$i; "
+                    "i=$((i+1)); sleep 1; done; else trap 'exit 0' TERM; sleep 60 & wait; fi\"]\n");
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.err, m, std::regex("job ([0-9a-f]{8})"))) << o.err;
+  fs::path art = dir_ / "home" / "runs" / m[1].str() / "artifacts";
+  // The last checkpoint, written just before the head exited, is there.
+  EXPECT_EQ(ReadFile(art / "0" / "output" / "ckpt-3"), "ckpt 3\n");
+  EXPECT_EQ(ReadFile(art / "0" / "output" / "ckpt-0"), "ckpt 0\n");
+  EXPECT_EQ(ReadFile(art / "0" / "rank.txt"), "0\n");
+  EXPECT_EQ(ReadFile(art / "1" / "rank.txt"), "1\n");
+  EXPECT_FALSE(fs::exists(art / "1" / "output")) << "only the head's output was asked for";
+}
+
 }  // namespace
