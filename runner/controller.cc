@@ -153,6 +153,9 @@ class Controller {
     if (!s.ok()) Say("warning: job store: " + s.message());
   }
   void RecordNode(const NodeState& node);
+  // Makes the plan (and opens the store when `with_store`); false after
+  // printing why not.
+  bool Prepare(bool with_store);
   // Watchdog timing (watchdog.h): renewal period and the head-exit grace.
   seconds RenewEvery() const {
     auto lease = std::chrono::duration_cast<seconds>(spec_.lease);
@@ -1098,19 +1101,25 @@ void Controller::RecordNode(const NodeState& node) {
   Record(store_->UpsertNode(r));
 }
 
-int Controller::Run() {
+bool Controller::Prepare(bool with_store) {
   Result<cluster::Plan> plan = cluster::MakePlan(input_);
   if (!plan.ok()) {
     Say(plan.status().message());
-    return kExitBargeFailure;
+    return false;
   }
   plan_ = std::move(plan).value();
+  if (!with_store) return true;
   Result<std::unique_ptr<JobStore>> store = JobStore::Open(options_.state_dir);
   if (!store.ok()) {
     Say(store.status().message());
-    return kExitBargeFailure;
+    return false;
   }
   store_ = std::move(store).value();
+  return true;
+}
+
+int Controller::Run() {
+  if (!Prepare(/*with_store=*/true)) return kExitBargeFailure;
   JobRecord job;
   job.id = plan_.job_id;
   job.name = plan_.job_name;
@@ -1145,18 +1154,7 @@ int Controller::Run() {
 }
 
 int Controller::TearDownOrphan() {
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) {
-    Say(plan.status().message());
-    return kExitBargeFailure;
-  }
-  plan_ = std::move(plan).value();
-  Result<std::unique_ptr<JobStore>> store = JobStore::Open(options_.state_dir);
-  if (!store.ok()) {
-    Say(store.status().message());
-    return kExitBargeFailure;
-  }
-  store_ = std::move(store).value();
+  if (!Prepare(/*with_store=*/true)) return kExitBargeFailure;
   if (Status s = Connect(); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
@@ -1192,12 +1190,7 @@ int Controller::TearDownOrphan() {
 }
 
 int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) {
-    Say(plan.status().message());
-    return kExitBargeFailure;
-  }
-  plan_ = std::move(plan).value();
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   // Every listed host, not only those this job's plan would use.
   plan_.used_hosts.clear();
   for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
@@ -1254,12 +1247,7 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
 }
 
 int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) {
-    Say(plan.status().message());
-    return kExitBargeFailure;
-  }
-  plan_ = std::move(plan).value();
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
     Say("the job has no node " + std::to_string(rank) + " (ranks 0.." +
         std::to_string(plan_.nodes.size() - 1) + ")");
@@ -1302,12 +1290,7 @@ int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
 }
 
 int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns) {
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) {
-    Say(plan.status().message());
-    return kExitBargeFailure;
-  }
-  plan_ = std::move(plan).value();
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   if (Status s = Connect(); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;

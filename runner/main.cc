@@ -127,6 +127,25 @@ int Run(const std::string& path, bool detach) {
   return kExitBargeFailure;
 }
 
+// Opens the store and finds JOB (id, name, or unique id prefix); prints why
+// not and returns nullopt on failure.
+std::optional<JobRecord> FindJob(const std::string& state_dir, const std::string& job_text,
+                                 std::unique_ptr<JobStore>* store_out) {
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
+    return std::nullopt;
+  }
+  Result<std::string> id = (*store)->ResolveJob(job_text);
+  Result<JobRecord> job = id.ok() ? (*store)->GetJob(*id) : Result<JobRecord>(id.status());
+  if (!job.ok()) {
+    std::fprintf(stderr, "barge: %s\n", job.status().message().c_str());
+    return std::nullopt;
+  }
+  *store_out = std::move(store).value();
+  return std::move(job).value();
+}
+
 // Parses the job file recorded for job `id` (see kSpecFileComment).
 std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
   std::string file = "job " + job.id;
@@ -144,21 +163,10 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
 // controller is gone, barge connects to its hosts itself.
 int Down(const std::string& job_text) {
   const std::string state_dir = StateDir();
-  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
-  if (!store.ok()) {
-    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
-    return kExitBargeFailure;
-  }
-  Result<std::string> id = (*store)->ResolveJob(job_text);
-  if (!id.ok()) {
-    std::fprintf(stderr, "barge: %s\n", id.status().message().c_str());
-    return kExitBargeFailure;
-  }
-  Result<JobRecord> job = (*store)->GetJob(*id);
-  if (!job.ok()) {
-    std::fprintf(stderr, "barge: %s\n", job.status().message().c_str());
-    return kExitBargeFailure;
-  }
+  std::unique_ptr<JobStore> store;
+  std::optional<JobRecord> job = FindJob(state_dir, job_text, &store);
+  if (!job) return kExitBargeFailure;
+  const std::string* id = &job->id;
   if (IsFinal(job->status) && job->status != JobStatus::kLost) {
     std::printf("job %s is already %s\n", id->c_str(), ToString(job->status));
     return 0;
@@ -169,7 +177,7 @@ int Down(const std::string& job_text) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
     while (std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      Result<JobRecord> now = (*store)->GetJob(*id);
+      Result<JobRecord> now = store->GetJob(*id);
       if (now.ok() && IsFinal(now->status)) {
         std::printf("job %s: %s\n", id->c_str(), ToString(now->status));
         return 0;
@@ -205,22 +213,11 @@ std::optional<int64_t> LastKeptStamp(const std::string& path) {
 // streams from the hosts itself, from where the files stop.
 int Attach(const std::string& job_text) {
   const std::string state_dir = StateDir();
-  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
-  if (!store.ok()) {
-    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
-    return kExitBargeFailure;
-  }
-  Result<std::string> id = (*store)->ResolveJob(job_text);
-  if (!id.ok()) {
-    std::fprintf(stderr, "barge: %s\n", id.status().message().c_str());
-    return kExitBargeFailure;
-  }
-  Result<JobRecord> job = (*store)->GetJob(*id);
-  if (!job.ok()) {
-    std::fprintf(stderr, "barge: %s\n", job.status().message().c_str());
-    return kExitBargeFailure;
-  }
-  if (Status s = MarkLostIfControllerGone(**store, &*job); !s.ok()) {
+  std::unique_ptr<JobStore> store;
+  std::optional<JobRecord> job = FindJob(state_dir, job_text, &store);
+  if (!job) return kExitBargeFailure;
+  const std::string* id = &job->id;
+  if (Status s = MarkLostIfControllerGone(*store, &*job); !s.ok()) {
     std::fprintf(stderr, "barge: %s\n", s.message().c_str());
   }
   if (IsFinal(job->status) && job->status != JobStatus::kLost) {
@@ -236,7 +233,7 @@ int Attach(const std::string& job_text) {
   std::optional<JobSpec> spec = RecordedSpec(*job);
   if (!spec) return kExitBargeFailure;
   std::map<int, int64_t> kept;
-  Result<std::vector<NodeRecord>> nodes = (*store)->GetNodes(*id);
+  Result<std::vector<NodeRecord>> nodes = store->GetNodes(*id);
   if (nodes.ok()) {
     for (const auto& n : *nodes) {
       if (auto ns = LastKeptStamp(n.log_path)) kept[n.rank] = *ns;
@@ -289,21 +286,10 @@ int Reap(const std::string& file, const std::string& hosts) {
 // `barge exec JOB --node RANK -- CMD...`.
 int Exec(const std::string& job_text, int rank, const std::vector<std::string>& argv) {
   const std::string state_dir = StateDir();
-  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
-  if (!store.ok()) {
-    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
-    return kExitBargeFailure;
-  }
-  Result<std::string> id = (*store)->ResolveJob(job_text);
-  if (!id.ok()) {
-    std::fprintf(stderr, "barge: %s\n", id.status().message().c_str());
-    return kExitBargeFailure;
-  }
-  Result<JobRecord> job = (*store)->GetJob(*id);
-  if (!job.ok()) {
-    std::fprintf(stderr, "barge: %s\n", job.status().message().c_str());
-    return kExitBargeFailure;
-  }
+  std::unique_ptr<JobStore> store;
+  std::optional<JobRecord> job = FindJob(state_dir, job_text, &store);
+  if (!job) return kExitBargeFailure;
+  const std::string* id = &job->id;
   std::optional<JobSpec> spec = RecordedSpec(*job);
   if (!spec) return kExitBargeFailure;
   ControllerOptions options;
