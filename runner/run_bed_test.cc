@@ -90,6 +90,33 @@ class RunTest : public ::testing::Test {
     return o;
   }
 
+  // Starts `barge run job.yaml` in the background (stdout in out.txt) and
+  // waits until its stdout holds `marker`; returns its pid, or -1 (after a
+  // test failure) when the marker never came.
+  pid_t StartBargeRun(const std::string& marker) {
+    std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " +
+                      BARGE_BINARY + " run job.yaml >out.txt 2>err.txt </dev/null";
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      _exit(127);
+    }
+    if (pid < 0) {
+      ADD_FAILURE() << "fork failed";
+      return -1;
+    }
+    for (int i = 0; i < 600 && ReadFile(dir_ / "out.txt").find(marker) == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (ReadFile(dir_ / "out.txt").find(marker) == std::string::npos) {
+      ADD_FAILURE() << "barge never printed '" << marker << "': " << ReadFile(dir_ / "err.txt");
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      return -1;
+    }
+    return pid;
+  }
+
   fs::path dir_;
 };
 
@@ -294,19 +321,8 @@ TEST_F(RunTest, AnInterruptStopsTheJobRemovesItsContainersAndExits130) {
   const auto& bed = GetBed();
   fs::path job = WriteJob("name: sigint\nimage: " + bed.image + "\n" + SshHost() +
                           "stop_grace: 2s\ncommand: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n");
-  std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " +
-                    BARGE_BINARY + " run job.yaml >out.txt 2>err.txt </dev/null";
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
-  // Wait until the container runs.
-  for (int i = 0; i < 300 && ReadFile(dir_ / "out.txt").find("up") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_NE(ReadFile(dir_ / "out.txt").find("up"), std::string::npos) << ReadFile(dir_ / "err.txt");
+  pid_t pid = StartBargeRun("up");
+  ASSERT_GT(pid, 0);
   kill(pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -397,18 +413,8 @@ TEST_F(RunTest, DownRemovesTheContainersOfAJobWhoseControllerWasKilled) {
   const auto& bed = GetBed();
   WriteJob("name: orphan\nimage: " + bed.image + "\n" + SshHost() +
            "command: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n");
-  std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " +
-                    BARGE_BINARY + " run job.yaml >out.txt 2>err.txt </dev/null";
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
-  for (int i = 0; i < 300 && ReadFile(dir_ / "out.txt").find("up") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_NE(ReadFile(dir_ / "out.txt").find("up"), std::string::npos);
+  pid_t pid = StartBargeRun("up");
+  ASSERT_GT(pid, 0);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   ASSERT_NE(RunShell("docker ps -q --filter label=barge.job"), "") << "the container should outlive its controller";
@@ -481,17 +487,8 @@ TEST_F(RunTest, AttachToAJobWhoseControllerDiedLosesAndRepeatsNoLine) {
   WriteJob("name: reattach\nimage: " + bed.image + "\n" + SshHost() +
            "command: [\"sh\", \"-c\", \"i=0; while [ $i -lt 30 ]; do echo line $i; "
            "i=$((i+1)); sleep 0.2; done\"]\n");
-  std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " +
-                    BARGE_BINARY + " run job.yaml >out.txt 2>err.txt </dev/null";
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
-  for (int i = 0; i < 300 && ReadFile(dir_ / "out.txt").find("line 3\n") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  pid_t pid = StartBargeRun("line 3\n");
+  ASSERT_GT(pid, 0);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   Outcome at = Barge("attach reattach");
