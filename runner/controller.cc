@@ -51,6 +51,23 @@ cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id)
   }
   in.roles = spec.roles;
   in.rendezvous = spec.rendezvous;
+  // workdir: and files: are mounted from the host's job directory into every
+  // container, whatever volumes a role or host block sets.
+  std::vector<std::string> mounts;
+  if (spec.workdir) mounts.push_back(HostJobDir(job_id) + "/workdir:" + spec.workdir->mount);
+  for (size_t i = 0; i < spec.files.size(); ++i) {
+    mounts.push_back(HostJobDir(job_id) + "/files/" + std::to_string(i) + ":" + spec.files[i].to + ":ro");
+  }
+  if (!mounts.empty()) {
+    auto add = [&](container::ContainerOptions& o, bool always) {
+      if (!o.volumes && !always) return;
+      if (!o.volumes) o.volumes.emplace();
+      o.volumes->insert(o.volumes->end(), mounts.begin(), mounts.end());
+    };
+    add(in.container, true);
+    for (auto& [name, role] : in.roles) add(role.container, false);
+    for (auto& host : in.hosts) add(host.container, false);
+  }
   return in;
 }
 
@@ -192,6 +209,15 @@ class Controller {
   // ID; failures go to `errors` by host.
   void Push(const std::string& image, const std::vector<HostState*>& targets,
             std::map<size_t, std::vector<std::string>>* errors);
+  // Streams a local file into `command(host)`'s stdin on every target, in
+  // parallel with bounded memory; the outcome per host (missing when
+  // interrupted or timed out).
+  std::map<HostState*, Outcome> StreamFile(const std::string& file,
+                                           const std::vector<HostState*>& targets,
+                                           const std::function<std::string(HostState&)>& command);
+  // workdir: and files: into every host's job directory (after the
+  // watchdog made it, before any container starts).
+  Status Upload();
   void RunTeardownHooks();
   void StreamLogs(NodeState& node);
   void WatchExit(NodeState& node);
@@ -577,6 +603,113 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes) {
   return Status::Error(msg);
 }
 
+std::map<HostState*, Outcome> Controller::StreamFile(
+    const std::string& file, const std::vector<HostState*>& targets,
+    const std::function<std::string(HostState&)>& command) {
+  struct Target {
+    HostState* host = nullptr;
+    ssh::Command* cmd = nullptr;
+    FILE* in = nullptr;
+    bool sent_all = false;
+    std::optional<Outcome> result;
+  };
+  std::vector<Target> streams(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Target& t = streams[i];
+    t.host = targets[i];
+    t.in = std::fopen(file.c_str(), "rb");
+    Target* tp = &t;
+    t.cmd = Exec(*t.host, command(*t.host), [tp](const Outcome& o) { tp->result = o; },
+                 /*keep_stdin=*/true);
+    if (!t.in && t.cmd) t.cmd->CloseStdin();
+  }
+  // Each host takes the stream at its own pace; at most kWindow bytes wait
+  // in memory per host.
+  constexpr size_t kWindow = 8 << 20;
+  std::vector<char> buf(1 << 20);
+  auto pump = [&] {
+    for (Target& t : streams) {
+      if (t.result || t.sent_all || !t.cmd || !t.in) continue;
+      while (t.cmd->stdin_pending() < kWindow) {
+        size_t n = std::fread(buf.data(), 1, buf.size(), t.in);
+        if (n > 0) t.cmd->WriteStdin(std::string_view(buf.data(), n));
+        if (n < buf.size()) {
+          t.sent_all = true;
+          t.cmd->CloseStdin();
+          break;
+        }
+      }
+    }
+  };
+  auto deadline = Clock::now() + seconds(3600);
+  while (Clock::now() < deadline && interrupts_ == 0 &&
+         !std::all_of(streams.begin(), streams.end(),
+                      [](const Target& t) { return t.result.has_value(); })) {
+    pump();
+    loop_.Poll(milliseconds(5));
+    ReapCommands();
+  }
+  std::map<HostState*, Outcome> out;
+  for (Target& t : streams) {
+    if (t.in) std::fclose(t.in);
+    if (t.result) out[t.host] = *t.result;
+  }
+  return out;
+}
+
+Status Controller::Upload() {
+  if (!spec_.workdir && spec_.files.empty()) return Status::Ok();
+  std::vector<HostState*> targets;
+  for (auto& [h, host] : hosts_) targets.push_back(host.get());
+  const std::string dir = HostJobDir(plan_.job_id);
+  const std::string tmp = options_.state_dir + "/tmp";
+  if (Status s = MakeDirs(tmp); !s.ok()) return s;
+  auto check = [&](const std::map<HostState*, Outcome>& results, const std::string& what) {
+    for (HostState* t : targets) {
+      auto it = results.find(t);
+      if (it == results.end() || !it->second.ok()) {
+        return Status::Error(t->name + ": shipping " + what + " failed: " +
+                             (it == results.end() ? "interrupted or timed out" : it->second.Reason()));
+      }
+    }
+    return Status::Ok();
+  };
+  if (spec_.workdir) {
+    // tar the directory once, locally, then stream it to every host.
+    const std::string file = tmp + "/workdir-" + plan_.job_id + ".tar";
+    std::vector<std::string> argv = {"tar", "-C", spec_.workdir->path};
+    for (const auto& pattern : spec_.workdir->exclude) argv.push_back("--exclude=" + pattern);
+    argv.insert(argv.end(), {"-cf", file, "."});
+    std::optional<Outcome> made;
+    if (!local_.exec) {
+      local_.name = "local";
+      local_.exec = std::make_unique<ssh::LocalExecutor>(&loop_);
+    }
+    Exec(local_, ssh::ShellJoin(argv), [&](const Outcome& o) { made = o; });
+    RunUntil([&] { return made.has_value(); }, Clock::now() + seconds(600));
+    if (!made || !made->ok()) {
+      std::remove(file.c_str());
+      return Status::Error("cannot pack workdir " + spec_.workdir->path + ": " +
+                           (made ? made->Reason() : "timed out"));
+    }
+    Say("shipping workdir " + spec_.workdir->path + " to " + std::to_string(targets.size()) + " host(s)");
+    auto results = StreamFile(file, targets, [&](HostState&) {
+      return "mkdir -p " + ssh::ShellQuote(dir + "/workdir") + " && tar -x --no-same-owner -C " +
+             ssh::ShellQuote(dir + "/workdir");
+    });
+    std::remove(file.c_str());
+    if (Status s = check(results, "the workdir"); !s.ok()) return s;
+  }
+  for (size_t i = 0; i < spec_.files.size(); ++i) {
+    const std::string remote = dir + "/files/" + std::to_string(i);
+    auto results = StreamFile(spec_.files[i].from, targets, [&](HostState&) {
+      return "mkdir -p " + ssh::ShellQuote(dir + "/files") + " && cat > " + ssh::ShellQuote(remote);
+    });
+    if (Status s = check(results, spec_.files[i].from); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 void Controller::Push(const std::string& image, const std::vector<HostState*>& targets,
                       std::map<size_t, std::vector<std::string>>* errors) {
   // Save once to a file, then stream it to each host at the pace its channel
@@ -610,62 +743,21 @@ void Controller::Push(const std::string& image, const std::vector<HostState*>& t
     return;
   }
 
-  struct Target {
-    HostState* host;
-    ssh::Command* load = nullptr;
-    FILE* in = nullptr;
-    bool sent_all = false;
-    std::optional<Outcome> result;
-  };
-  std::vector<Target> pushes;
+  std::map<HostState*, Outcome> results =
+      StreamFile(file, targets, [](HostState& h) { return h.docker->Load(); });
   for (HostState* t : targets) {
-    Target target;
-    target.host = t;
-    target.in = std::fopen(file.c_str(), "rb");
-    pushes.push_back(target);
-  }
-  for (Target& t : pushes) {
-    Target* tp = &t;
-    t.load = Exec(*t.host, t.host->docker->Load(), [tp](const Outcome& o) { tp->result = o; },
-                  /*keep_stdin=*/true);
-    if (!t.in && t.load) t.load->CloseStdin();
-  }
-  constexpr size_t kWindow = 8 << 20;
-  std::vector<char> buf(1 << 20);
-  auto pump = [&] {
-    for (Target& t : pushes) {
-      if (t.result || t.sent_all || !t.load || !t.in) continue;
-      while (t.load->stdin_pending() < kWindow) {
-        size_t n = std::fread(buf.data(), 1, buf.size(), t.in);
-        if (n > 0) t.load->WriteStdin(std::string_view(buf.data(), n));
-        if (n < buf.size()) {
-          t.sent_all = true;
-          t.load->CloseStdin();
-          break;
-        }
-      }
-    }
-  };
-  auto deadline = Clock::now() + seconds(3600);
-  while (Clock::now() < deadline && interrupts_ == 0 &&
-         !std::all_of(pushes.begin(), pushes.end(), [](const Target& t) { return t.result.has_value(); })) {
-    pump();
-    loop_.Poll(milliseconds(5));
-    ReapCommands();
-  }
-  for (Target& t : pushes) {
-    if (t.in) std::fclose(t.in);
-    if (!t.result || !t.result->ok()) {
-      (*errors)[t.host->index].push_back(
-          "pushing " + image + " failed: " + (t.result ? t.result->Reason() : "interrupted or timed out"));
+    auto it = results.find(t);
+    if (it == results.end() || !it->second.ok()) {
+      (*errors)[t->index].push_back("pushing " + image + " failed: " +
+                                    (it == results.end() ? "interrupted or timed out" : it->second.Reason()));
     }
   }
   std::remove(file.c_str());
   // What the hosts now hold.
   int pending = 0;
-  for (Target& t : pushes) {
-    if (!t.result || !t.result->ok()) continue;
-    HostState* hs = t.host;
+  for (HostState* hs : targets) {
+    auto it = results.find(hs);
+    if (it == results.end() || !it->second.ok()) continue;
     ++pending;
     Exec(*hs, hs->docker->ImageId(image), [&, hs](const Outcome& o) {
       --pending;
@@ -1039,6 +1131,7 @@ int Controller::Execute() {
                   kExitBargeFailure);
     }
   }
+  if (Status s = Upload(); !s.ok()) return Fail(s.message(), kExitBargeFailure);
   Record(store_->SetStatus(plan_.job_id, JobStatus::kStarting));
   if (Status s = StartNodes({&head}); !s.ok()) {
     Fail(s.message(), kExitBargeFailure);

@@ -885,6 +885,95 @@ constexpr KeyRule<JobDraft> kRoleRules[] = {
      }},
 };
 
+std::optional<std::string> ReadLocalPath(const Entry& e, bool directory) {
+  std::optional<std::string> written = ReadNonEmpty(e, directory ? "a local directory" : "a local file");
+  if (!written) return std::nullopt;
+  std::optional<std::string> path = ExpandPath(e, *written);
+  if (!path) return std::nullopt;
+  std::error_code ec;
+  bool ok = directory ? std::filesystem::is_directory(*path, ec)
+                      : std::filesystem::is_regular_file(*path, ec);
+  if (!ok) {
+    e.Error(std::string(directory ? "not a directory: " : "not a readable file: ") + *path);
+    return std::nullopt;
+  }
+  return path;
+}
+
+std::optional<std::string> ReadContainerPath(const Entry& e) {
+  std::optional<std::string> v = ReadNonEmpty(e, "an absolute path in the container");
+  if (!v) return std::nullopt;
+  if ((*v)[0] != '/' || v->find(':') != std::string::npos || v->size() >= 4096) {
+    e.Error("expected an absolute path in the container without ':', got " + QuoteValue(*v));
+    return std::nullopt;
+  }
+  return v;
+}
+
+constexpr KeyRule<WorkdirSpec> kWorkdirRules[] = {
+    {"path",
+     [](const Entry& e, WorkdirSpec& w) {
+       if (auto p = ReadLocalPath(e, /*directory=*/true)) w.path = *p;
+     }},
+    {"mount",
+     [](const Entry& e, WorkdirSpec& w) {
+       if (auto p = ReadContainerPath(e)) w.mount = *p;
+     }},
+    {"exclude",
+     [](const Entry& e, WorkdirSpec& w) {
+       if (auto l = ReadStringList(e, nullptr)) w.exclude = *l;
+     }},
+};
+
+void ReadWorkdir(const Entry& e, JobDraft& d) {
+  WorkdirSpec w;
+  if (e.value.IsScalar()) {
+    if (auto p = ReadLocalPath(e, /*directory=*/true)) w.path = *p;
+  } else if (e.value.IsMap()) {
+    ReadMapping(e, kWorkdirRules, w);
+    if (w.path.empty()) {
+      e.KeyError("missing 'path' (the local directory to ship)");
+      return;
+    }
+  } else {
+    e.Error("expected a directory or a mapping with path, mount and exclude, got " +
+            TypeName(e.value));
+    return;
+  }
+  if (!w.path.empty()) d.spec.workdir = w;
+}
+
+constexpr KeyRule<FileSpec> kFileRules[] = {
+    {"from",
+     [](const Entry& e, FileSpec& f) {
+       if (auto p = ReadLocalPath(e, /*directory=*/false)) f.from = *p;
+     }},
+    {"to",
+     [](const Entry& e, FileSpec& f) {
+       if (auto p = ReadContainerPath(e)) f.to = *p;
+     }},
+};
+
+void ReadFiles(const Entry& e, JobDraft& d) {
+  if (!ExpectList(e, "files")) return;
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    Entry item = e.Element(e.value[i], i);
+    if (!e.value[i].IsMap()) {
+      item.Error("expected a mapping with from and to, got " + TypeName(e.value[i]));
+      continue;
+    }
+    FileSpec f;
+    ReadMapping(item, kFileRules, f);
+    if (f.from.empty() || f.to.empty()) {
+      if (!e.value[i]["from"] || !e.value[i]["to"]) {
+        e.src->Error(e.value[i].Mark(), item.path, "needs both 'from' and 'to'");
+      }
+      continue;
+    }
+    d.spec.files.push_back(f);
+  }
+}
+
 constexpr KeyRule<ArtifactSpec> kArtifactRules[] = {
     {"node",
      [](const Entry& e, ArtifactSpec& a) {
@@ -987,6 +1076,8 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
        if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.lease = *t;
      }},
     {"artifacts", ReadArtifacts},
+    {"workdir", ReadWorkdir},
+    {"files", ReadFiles},
     {"teardown", [](const Entry& e, JobDraft& d) { ReadMapping(e, kTeardownRules, d.teardown); }},
 };
 

@@ -432,9 +432,9 @@ TEST_F(JobFileTest, KeysOfLaterFeaturesAreUnknownForNow) {
   // lease, artifacts, workdir, files, secrets, registry, restart,
   // spare_hosts and preemption arrive with their features.
   std::vector<std::string> errors =
-      Errors("name: x\nimage: i\nworkdir: ./src\nsecrets: {}\nrestart: {}\n");
+      Errors("name: x\nimage: i\nregistry: {}\nsecrets: {}\nrestart: {}\n");
   ASSERT_EQ(errors.size(), 3u);
-  EXPECT_THAT(errors[0], ::testing::StartsWith("job.yaml:3:1: workdir: unknown key"));
+  EXPECT_THAT(errors[0], ::testing::StartsWith("job.yaml:3:1: registry: unknown key"));
   EXPECT_THAT(errors[1], ::testing::StartsWith("job.yaml:4:1: secrets: unknown key"));
   EXPECT_THAT(errors[2], ::testing::StartsWith("job.yaml:5:1: restart: unknown key"));
 }
@@ -729,7 +729,7 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
       Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
       ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
                   "hosts, hosts_file, docker_command, ssh, roles, rendezvous, image_pull, "
-                  "on_worker_exit, stop_grace, timeout, lease, artifacts or teardown)"));
+                  "on_worker_exit, stop_grace, timeout, lease, artifacts, workdir, files or teardown)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));

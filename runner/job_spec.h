@@ -46,6 +46,20 @@ struct ArtifactSpec {
   std::optional<std::chrono::milliseconds> every;  // nullopt = only before teardown
 };
 
+// `workdir:` — a local directory shipped to every host's per-job directory
+// (a tar stream over the open session) and mounted into every container.
+struct WorkdirSpec {
+  std::string path;                       // local directory, expanded
+  std::string mount = "/workspace";       // where containers see it
+  std::vector<std::string> exclude;       // tar --exclude patterns
+};
+
+// `files:` entry: one local file shipped likewise, mounted read-only at `to`.
+struct FileSpec {
+  std::string from;  // local file, expanded
+  std::string to;    // absolute path in the container
+};
+
 struct JobSpec {
   std::string file;      // the job file's path as given
   std::string base_dir;  // directory of the job file; relative paths resolve here
@@ -76,6 +90,8 @@ struct JobSpec {
   // renewed its lease for this long (see runner/watchdog.h).
   std::chrono::milliseconds lease{std::chrono::minutes(10)};
   std::vector<ArtifactSpec> artifacts;
+  std::optional<WorkdirSpec> workdir;
+  std::vector<FileSpec> files;
   TeardownHooks teardown;
 };
 

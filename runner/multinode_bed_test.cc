@@ -332,4 +332,30 @@ TEST_F(MultiNodeTest, ArtifactsWrittenBeforeTheHeadExitsAreKeptAfterTeardown) {
   EXPECT_FALSE(fs::exists(art / "1" / "output")) << "only the head's output was asked for";
 }
 
+TEST_F(MultiNodeTest, TheWorkdirAndFilesReachEveryContainerAndLeaveNothingOnTheHosts) {
+  const auto& bed = GetBed();
+  fs::create_directories(dir_ / "src" / "pkg");
+  std::ofstream(dir_ / "src" / "train.sh") << "echo training\n";
+  std::ofstream(dir_ / "src" / "pkg" / "model.py") << "x = 1\n";
+  std::ofstream(dir_ / "src" / "debug.log") << "noise\n";
+  std::ofstream(dir_ / "labels.csv") << "a,1\nb,2\n";
+  Outcome o = Barge("name: shipped\nimage: " + bed.image + "\n" + Hosts(2) +
+                    "workdir: {path: ./src, exclude: [\"*.log\"]}\n"
+                    "files: [{from: ./labels.csv, to: /data/labels.csv}]\n"
+                    "command: [\"sh\", \"-c\", \"sh /workspace/train.sh; cat /workspace/pkg/model.py; "
+                    "ls /workspace; wc -l < /data/labels.csv\"]\n");
+  ASSERT_EQ(o.code, 0) << o.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string p = "[" + std::to_string(rank) + (rank ? " worker " : " head ") + bed.hosts[rank].address + "] ";
+    EXPECT_NE(o.out.find(p + "training\n"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(p + "x = 1\n"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(p + "2\n"), std::string::npos) << o.out;
+  }
+  EXPECT_EQ(o.out.find("debug.log"), std::string::npos) << "excluded file shipped: " << o.out;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(OnHost(bed.hosts[i], "ls -d /tmp/barge-* 2>/dev/null | grep -v barge-bed"), "")
+        << "the job's directory was left on " << bed.hosts[i].name;
+  }
+}
+
 }  // namespace
