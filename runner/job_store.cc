@@ -1,5 +1,7 @@
 #include "runner/job_store.h"
 
+#include "runner/state_dir.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -172,19 +174,6 @@ class Transaction {
   bool committed_ = false;
 };
 
-// Creates `path` and missing parents, each new one mode 0700.
-Status MakeStateDir(const std::string& path) {
-  if (path.empty()) return Status::Error("empty state directory path");
-  for (size_t pos = 1; pos <= path.size(); ++pos) {
-    if (pos != path.size() && path[pos] != '/') continue;
-    std::string prefix = path.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Status::Error("cannot create " + prefix + ": " + std::strerror(errno));
-    }
-  }
-  return Status::Ok();
-}
-
 // Makes sure `path` exists as a regular file with mode 0600 before SQLite
 // opens it; SQLite gives the -wal and -shm files the database's mode.
 Status PrepareDbFile(const std::string& path) {
@@ -265,7 +254,7 @@ bool IsFinal(JobStatus status) {
 }
 
 Result<std::unique_ptr<JobStore>> JobStore::Open(const std::string& state_dir) {
-  if (Status s = MakeStateDir(state_dir); !s.ok()) return s;
+  if (Status s = MakeDirs(state_dir); !s.ok()) return s;
   const std::string path = state_dir + "/barge.db";
   if (Status s = PrepareDbFile(path); !s.ok()) return s;
   sqlite3* db = nullptr;

@@ -234,6 +234,21 @@ bool ControllerAlive(std::optional<int> pid) {
   return kill(*pid, 0) == 0 || errno == EPERM;
 }
 
+Result<FoundJob> FindJob(const std::string& state_dir, const std::string& job_text) {
+  Result<std::unique_ptr<JobStore>> opened = OpenIfPresent(state_dir);
+  if (!opened.ok()) return opened.status();
+  if (!*opened) return Status::Error("no job matches '" + job_text + "'");
+  Result<std::string> id = (*opened)->ResolveJob(job_text);
+  if (!id.ok()) return id.status();
+  Result<JobRecord> job = (*opened)->GetJob(*id);
+  if (!job.ok()) return job.status();
+  if (Status s = MarkLostIfControllerGone(**opened, &*job); !s.ok()) return s;
+  FoundJob found;
+  found.store = std::move(opened).value();
+  found.job = std::move(job).value();
+  return found;
+}
+
 Status MarkLostIfControllerGone(JobStore& store, JobRecord* job) {
   if (IsFinal(job->status) || ControllerAlive(job->controller_pid)) return Status::Ok();
   std::string detail = job->controller_pid ? "its controller (pid " +
@@ -296,15 +311,11 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
 
 int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bool json,
                    std::FILE* out, std::FILE* err) {
-  Result<std::unique_ptr<JobStore>> opened = OpenIfPresent(state_dir);
-  if (!opened.ok()) return Fail(err, opened.status().message());
-  if (!*opened) return Fail(err, "no job matches '" + job_text + "'");
-  JobStore& store = **opened;
-  Result<std::string> id = store.ResolveJob(job_text);
-  if (!id.ok()) return Fail(err, id.status().message());
-  Result<JobRecord> job = store.GetJob(*id);
-  if (!job.ok()) return Fail(err, job.status().message());
-  if (Status s = MarkLostIfControllerGone(store, &*job); !s.ok()) return Fail(err, s.message());
+  Result<FoundJob> found = FindJob(state_dir, job_text);
+  if (!found.ok()) return Fail(err, found.status().message());
+  JobStore& store = *found->store;
+  Result<JobRecord> job = found->job;
+  const std::string* id = &found->job.id;
   Result<std::vector<NodeRecord>> nodes = store.GetNodes(*id);
   if (!nodes.ok()) return Fail(err, nodes.status().message());
   Result<std::vector<EventRecord>> events = store.GetEvents(*id);
@@ -385,16 +396,10 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
 
 int RemoveJobCommand(const std::string& state_dir, const std::string& job_text, std::FILE* out,
                      std::FILE* err) {
-  Result<std::unique_ptr<JobStore>> opened = OpenIfPresent(state_dir);
-  if (!opened.ok()) return Fail(err, opened.status().message());
-  if (!*opened) return Fail(err, "no job matches '" + job_text + "'");
-  JobStore& store = **opened;
-  Result<std::string> id = store.ResolveJob(job_text);
-  if (!id.ok()) return Fail(err, id.status().message());
-  Result<JobRecord> job = store.GetJob(*id);
-  if (!job.ok()) return Fail(err, job.status().message());
-  if (Status s = MarkLostIfControllerGone(store, &*job); !s.ok()) return Fail(err, s.message());
-  const JobRecord& j = *job;
+  Result<FoundJob> found = FindJob(state_dir, job_text);
+  if (!found.ok()) return Fail(err, found.status().message());
+  JobStore& store = *found->store;
+  const JobRecord& j = found->job;
   if (!IsFinal(j.status)) {
     return Fail(err, "job " + j.id + " (" + j.name + ") is " + ToString(j.status) +
                          " and its controller (pid " + std::to_string(*j.controller_pid) +

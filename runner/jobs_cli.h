@@ -66,6 +66,16 @@ int PruneCommand(const std::string& state_dir, std::chrono::milliseconds older_t
 // alive.
 bool ControllerAlive(std::optional<int> pid);
 
+// A recorded job and the store it was found in.
+struct FoundJob {
+  std::unique_ptr<JobStore> store;
+  JobRecord job;
+};
+// Opens the store (creating none) and finds JOB: an exact id, the latest
+// job of that name, or a unique id prefix. A job whose controller is gone
+// is marked lost first (MarkLostIfControllerGone).
+[[nodiscard]] Result<FoundJob> FindJob(const std::string& state_dir, const std::string& job_text);
+
 // When `job` is not final and its controller is gone, marks it lost in the
 // store and updates `*job` to match. For `attach`, `logs -f`, `down` too.
 [[nodiscard]] Status MarkLostIfControllerGone(JobStore& store, JobRecord* job);

@@ -127,25 +127,6 @@ int Run(const std::string& path, bool detach) {
   return kExitBargeFailure;
 }
 
-// Opens the store and finds JOB (id, name, or unique id prefix); prints why
-// not and returns nullopt on failure.
-std::optional<JobRecord> FindJob(const std::string& state_dir, const std::string& job_text,
-                                 std::unique_ptr<JobStore>* store_out) {
-  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
-  if (!store.ok()) {
-    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
-    return std::nullopt;
-  }
-  Result<std::string> id = (*store)->ResolveJob(job_text);
-  Result<JobRecord> job = id.ok() ? (*store)->GetJob(*id) : Result<JobRecord>(id.status());
-  if (!job.ok()) {
-    std::fprintf(stderr, "barge: %s\n", job.status().message().c_str());
-    return std::nullopt;
-  }
-  *store_out = std::move(store).value();
-  return std::move(job).value();
-}
-
 // Parses the job file recorded for job `id` (see kSpecFileComment).
 std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
   std::string file = "job " + job.id;
@@ -163,9 +144,13 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
 // controller is gone, barge connects to its hosts itself.
 int Down(const std::string& job_text) {
   const std::string state_dir = StateDir();
-  std::unique_ptr<JobStore> store;
-  std::optional<JobRecord> job = FindJob(state_dir, job_text, &store);
-  if (!job) return kExitBargeFailure;
+  Result<FoundJob> found = FindJob(state_dir, job_text);
+  if (!found.ok()) {
+    std::fprintf(stderr, "barge: %s\n", found.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  std::unique_ptr<JobStore>& store = found->store;
+  JobRecord* job = &found->job;
   const std::string* id = &job->id;
   if (IsFinal(job->status) && job->status != JobStatus::kLost) {
     std::printf("job %s is already %s\n", id->c_str(), ToString(job->status));
@@ -213,13 +198,14 @@ std::optional<int64_t> LastKeptStamp(const std::string& path) {
 // streams from the hosts itself, from where the files stop.
 int Attach(const std::string& job_text) {
   const std::string state_dir = StateDir();
-  std::unique_ptr<JobStore> store;
-  std::optional<JobRecord> job = FindJob(state_dir, job_text, &store);
-  if (!job) return kExitBargeFailure;
-  const std::string* id = &job->id;
-  if (Status s = MarkLostIfControllerGone(*store, &*job); !s.ok()) {
-    std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+  Result<FoundJob> found = FindJob(state_dir, job_text);
+  if (!found.ok()) {
+    std::fprintf(stderr, "barge: %s\n", found.status().message().c_str());
+    return kExitBargeFailure;
   }
+  std::unique_ptr<JobStore>& store = found->store;
+  JobRecord* job = &found->job;
+  const std::string* id = &job->id;
   if (IsFinal(job->status) && job->status != JobStatus::kLost) {
     std::fprintf(stderr, "barge: job %s has ended (%s); its output:\n", id->c_str(),
                  ToString(job->status));
@@ -286,9 +272,12 @@ int Reap(const std::string& file, const std::string& hosts) {
 // `barge exec JOB --node RANK -- CMD...`.
 int Exec(const std::string& job_text, int rank, const std::vector<std::string>& argv) {
   const std::string state_dir = StateDir();
-  std::unique_ptr<JobStore> store;
-  std::optional<JobRecord> job = FindJob(state_dir, job_text, &store);
-  if (!job) return kExitBargeFailure;
+  Result<FoundJob> found = FindJob(state_dir, job_text);
+  if (!found.ok()) {
+    std::fprintf(stderr, "barge: %s\n", found.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  JobRecord* job = &found->job;
   const std::string* id = &job->id;
   std::optional<JobSpec> spec = RecordedSpec(*job);
   if (!spec) return kExitBargeFailure;

@@ -4,6 +4,7 @@
 add_library(barge_store STATIC
   ${CMAKE_CURRENT_LIST_DIR}/job_store.cc
   ${CMAKE_CURRENT_LIST_DIR}/jobs_cli.cc
+  ${CMAKE_CURRENT_LIST_DIR}/state_dir.cc
 )
 target_include_directories(barge_store PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(barge_store
