@@ -532,6 +532,7 @@ struct HostDraft {
   Entry entry;  // the list element
   std::optional<Entry> address;
   std::optional<Entry> role;
+  std::optional<Entry> nodes;
   std::vector<Entry> ssh_settings;  // user, port, identity_file
 };
 
@@ -571,6 +572,7 @@ constexpr KeyRule<HostDraft> kHostRules[] = {
      }},
     {"nodes",
      [](const Entry& e, HostDraft& h) {
+       h.nodes = e;
        if (auto n = ReadInteger(e, 1, 1024, "a number of nodes"))
          h.host.nodes = static_cast<int>(*n);
      }},
@@ -731,6 +733,10 @@ constexpr KeyRule<SshSettings> kSshRules[] = {
      [](const Entry& e, SshSettings& s) {
        if (auto d = ReadDuration(e, /*allow_zero=*/false)) s.connect_timeout = *d;
      }},
+    {"dead_after",
+     [](const Entry& e, SshSettings& s) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) s.dead_after = *d;
+     }},
     {"user", [](const Entry& e, SshSettings& s) { s.user = ReadChecked(e, CheckUserName); }},
     {"port", [](const Entry& e, SshSettings& s) { s.port = ReadPort(e); }},
     {"identity_file",
@@ -789,6 +795,7 @@ struct JobDraft {
   JobSpec spec;
   std::deque<Source> sources;  // a hosts_file's Source; a deque keeps addresses stable
   std::vector<HostDraft> hosts;
+  std::vector<HostDraft> spares;
   bool image_written = false;  // `image:` is there, if perhaps wrong
   bool hosts_given = false;    // `hosts:` or `hosts_file:` was read
   bool host_errors = false;    // some host entry is wrong: node counts are unknown
@@ -797,13 +804,9 @@ struct JobDraft {
   TeardownDraft teardown;
 };
 
-// The list of hosts, from `hosts:` or from a hosts_file's root.
-void ReadHostList(const Entry& e, JobDraft& d) {
-  d.hosts_given = true;
-  const size_t errors_before = e.src->errors->size();
-  if (e.value.IsNull() || (e.value.IsSequence() && e.value.size() == 0)) {
-    e.Error("no hosts; remove 'hosts:' to run on the local Docker engine, or list at least one");
-  } else if (ExpectList(e, "hosts")) {
+// Host entries of `e` (a list) into `out`.
+void ReadHostEntries(const Entry& e, std::vector<HostDraft>& out) {
+  if (ExpectList(e, "hosts")) {
     for (size_t i = 0; i < e.value.size(); ++i) {
       HostDraft h;
       h.entry = e.Element(e.value[i], i);
@@ -823,11 +826,76 @@ void ReadHostList(const Entry& e, JobDraft& d) {
         continue;
       }
       h.host.line = h.entry.key.Mark().line + 1;
-      d.hosts.push_back(std::move(h));
+      out.push_back(std::move(h));
     }
+  }
+}
+
+// The list of hosts, from `hosts:` or from a hosts_file's root.
+void ReadHostList(const Entry& e, JobDraft& d) {
+  d.hosts_given = true;
+  const size_t errors_before = e.src->errors->size();
+  if (e.value.IsNull() || (e.value.IsSequence() && e.value.size() == 0)) {
+    e.Error("no hosts; remove 'hosts:' to run on the local Docker engine, or list at least one");
+  } else {
+    ReadHostEntries(e, d.hosts);
   }
   if (e.src->errors->size() != errors_before) d.host_errors = true;
 }
+
+// `spare_hosts:` — entries like hosts', without the keys that place nodes
+// (a spare takes over the nodes of the host it replaces).
+void ReadSpareHosts(const Entry& e, JobDraft& d) {
+  if (e.value.IsNull()) return;
+  const size_t first = d.spares.size();
+  ReadHostEntries(e, d.spares);
+  for (size_t i = first; i < d.spares.size(); ++i) {
+    HostDraft& h = d.spares[i];
+    if (h.role) h.role->KeyError("not for a spare host (it takes the role of the host it replaces)");
+    h.role.reset();
+    if (h.nodes) h.nodes->KeyError("not for a spare host (it takes the nodes of the host it replaces)");
+    if (h.address && h.host.is_local()) {
+      h.address->Error("the local engine cannot be a spare host (it is never lost)");
+    }
+  }
+}
+
+constexpr std::string_view kRestartCauses[] = {"host_lost", "node_failed", "preempted"};
+
+constexpr KeyRule<RestartPolicy> kRestartRules[] = {
+    {"max_restarts",
+     [](const Entry& e, RestartPolicy& r) {
+       if (auto n = ReadInteger(e, 0, 1000, "a number of restarts")) r.max_restarts = static_cast<int>(*n);
+     }},
+    {"on",
+     [](const Entry& e, RestartPolicy& r) {
+       if (!ExpectList(e, "causes (" + JoinWords(kRestartCauses, " or ") + ")")) return;
+       r.on_host_lost = r.on_node_failed = r.on_preempted = false;
+       for (size_t i = 0; i < e.value.size(); ++i) {
+         Entry item = e.Element(e.value[i], i);
+         std::optional<std::string> c = ReadEnum(item, kRestartCauses);
+         if (!c) continue;
+         bool& flag = *c == "host_lost" ? r.on_host_lost : *c == "node_failed" ? r.on_node_failed : r.on_preempted;
+         if (flag) item.Error(QuoteValue(*c) + " is listed twice");
+         flag = true;
+       }
+     }},
+    {"backoff",
+     [](const Entry& e, RestartPolicy& r) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/true)) r.backoff = *d;
+     }},
+};
+
+constexpr KeyRule<PreemptionSpec> kPreemptionRules[] = {
+    {"command",
+     [](const Entry& e, PreemptionSpec& p) {
+       if (auto c = ReadNonEmpty(e, "a shell command")) p.command = *c;
+     }},
+    {"every",
+     [](const Entry& e, PreemptionSpec& p) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) p.every = *d;
+     }},
+};
 
 std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text,
                                         std::string_view what);
@@ -1079,6 +1147,23 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
     {"workdir", ReadWorkdir},
     {"files", ReadFiles},
     {"teardown", [](const Entry& e, JobDraft& d) { ReadMapping(e, kTeardownRules, d.teardown); }},
+    {"restart",
+     [](const Entry& e, JobDraft& d) {
+       RestartPolicy policy;
+       ReadMapping(e, kRestartRules, policy);
+       d.spec.restart = policy;
+     }},
+    {"spare_hosts", ReadSpareHosts},
+    {"preemption",
+     [](const Entry& e, JobDraft& d) {
+       PreemptionSpec p;
+       SeenKeys seen = ReadMapping(e, kPreemptionRules, p);
+       if (!seen.contains("command")) {
+         e.KeyError("needs 'command': a shell command whose success means the host is going away");
+         return;
+       }
+       if (!p.command.empty()) d.spec.preemption = p;
+     }},
 };
 
 // ---------------------------------------------------------------------------
@@ -1087,7 +1172,11 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
 void CheckHosts(JobDraft& d) {
   std::map<std::pair<std::string, int>, const HostDraft*> seen;
   const HostDraft* head = nullptr;
-  for (const HostDraft& h : d.hosts) {
+  std::vector<const HostDraft*> all;
+  for (const HostDraft& h : d.hosts) all.push_back(&h);
+  for (const HostDraft& h : d.spares) all.push_back(&h);
+  for (const HostDraft* hp : all) {
+    const HostDraft& h = *hp;
     if (h.host.is_local()) {
       for (const Entry& e : h.ssh_settings) {
         e.KeyError("not used with address 'local' (the local engine needs no SSH)");
@@ -1214,6 +1303,7 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
   if (d.head.present) d.spec.roles[cluster::kHeadRole] = d.head.role;
   if (d.worker.present) d.spec.roles[cluster::kWorkerRole] = d.worker.role;
   for (HostDraft& h : d.hosts) d.spec.hosts.push_back(std::move(h.host));
+  for (HostDraft& h : d.spares) d.spec.spare_hosts.push_back(std::move(h.host));
   d.spec.teardown = d.teardown.hooks;
 }
 

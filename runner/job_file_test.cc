@@ -429,14 +429,56 @@ TEST_F(JobFileTest, AnUnknownKeyWithNothingCloseListsTheKnownOnes) {
 }
 
 TEST_F(JobFileTest, KeysOfLaterFeaturesAreUnknownForNow) {
-  // lease, artifacts, workdir, files, secrets, registry, restart,
-  // spare_hosts and preemption arrive with their features.
-  std::vector<std::string> errors =
-      Errors("name: x\nimage: i\nregistry: {}\nsecrets: {}\nrestart: {}\n");
-  ASSERT_EQ(errors.size(), 3u);
+  // secrets and registry arrive with their features.
+  std::vector<std::string> errors = Errors("name: x\nimage: i\nregistry: {}\nsecrets: {}\n");
+  ASSERT_EQ(errors.size(), 2u);
   EXPECT_THAT(errors[0], ::testing::StartsWith("job.yaml:3:1: registry: unknown key"));
   EXPECT_THAT(errors[1], ::testing::StartsWith("job.yaml:4:1: secrets: unknown key"));
-  EXPECT_THAT(errors[2], ::testing::StartsWith("job.yaml:5:1: restart: unknown key"));
+}
+
+TEST_F(JobFileTest, RestartSpareHostsAndPreemptionAreRead) {
+  LoadedJob job = Parse(
+      "name: x\nimage: i\nhosts: [a.example, b.example]\nssh: {dead_after: 3s}\n"
+      "restart: {max_restarts: 2, on: [host_lost, preempted], backoff: 1s}\n"
+      "spare_hosts: [c.example, {address: d.example, port: 2200}]\n"
+      "preemption: {command: 'test -e /tmp/going', every: 2s}\n");
+  ASSERT_TRUE(job.errors.empty()) << job.errors[0].ToString();
+  const JobSpec& spec = *job.spec;
+  EXPECT_EQ(spec.ssh.dead_after, std::chrono::seconds(3));
+  ASSERT_TRUE(spec.restart.has_value());
+  EXPECT_EQ(spec.restart->max_restarts, 2);
+  EXPECT_TRUE(spec.restart->on_host_lost);
+  EXPECT_FALSE(spec.restart->on_node_failed);
+  EXPECT_TRUE(spec.restart->on_preempted);
+  EXPECT_EQ(spec.restart->backoff, std::chrono::seconds(1));
+  ASSERT_EQ(spec.spare_hosts.size(), 2u);
+  EXPECT_EQ(spec.spare_hosts[0].address, "c.example");
+  EXPECT_EQ(spec.spare_hosts[1].port, 2200);
+  ASSERT_TRUE(spec.preemption.has_value());
+  EXPECT_EQ(spec.preemption->command, "test -e /tmp/going");
+  EXPECT_EQ(spec.preemption->every, std::chrono::seconds(2));
+}
+
+TEST_F(JobFileTest, RestartDefaultsToEveryCauseAndATenSecondBackoff) {
+  LoadedJob job = Parse("name: x\nimage: i\nrestart: {max_restarts: 1}\n");
+  ASSERT_TRUE(job.errors.empty());
+  const RestartPolicy& r = *job.spec->restart;
+  EXPECT_TRUE(r.on_host_lost && r.on_node_failed && r.on_preempted);
+  EXPECT_EQ(r.backoff, std::chrono::seconds(10));
+  EXPECT_EQ(job.spec->ssh.dead_after, std::chrono::seconds(10));
+}
+
+TEST_F(JobFileTest, BadRestartSpareAndPreemptionEntriesAreNamed) {
+  EXPECT_THAT(Errors("name: x\nimage: i\nrestart: {max_restarts: -1, on: [host_lost, oom]}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:25: restart.max_restarts: "),
+                          ::testing::StartsWith("job.yaml:3:45: restart.on[1]: ")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nhosts: [a.example]\n"
+                     "spare_hosts: [a.example, {address: b.example, nodes: 2, role: head}]\n"),
+              ElementsAre(::testing::HasSubstr("is listed twice"),
+                          ::testing::StartsWith("job.yaml:4:47: spare_hosts[1].nodes: not for a spare host"),
+                          ::testing::StartsWith("job.yaml:4:57: spare_hosts[1].role: not for a spare host")));
+  EXPECT_THAT(Errors("name: x\nimage: i\npreemption: {every: 5s}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:1: preemption: needs 'command'")));
 }
 
 TEST_F(JobFileTest, ATimeoutIsAPositiveDuration) {
@@ -729,7 +771,7 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
       Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
       ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
                   "hosts, hosts_file, docker_command, ssh, roles, rendezvous, image_pull, "
-                  "on_worker_exit, stop_grace, timeout, lease, artifacts, workdir, files or teardown)"));
+                  "on_worker_exit, stop_grace, timeout, lease, artifacts, workdir, files, teardown, restart, spare_hosts or preemption)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));

@@ -23,6 +23,10 @@ struct SshSettings {
   std::string config_file;
   ssh::HostKeyChecking host_key_checking = ssh::HostKeyChecking::kStrict;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // A host whose session has not answered for this long is lost (keepalive
+  // requests on the open session; see ssh::SshExecutor). Also the bound on
+  // every probe barge runs on a host (a frozen dockerd never answers).
+  std::chrono::milliseconds dead_after{std::chrono::seconds(10)};
   // Job-wide defaults for hosts that do not set their own.
   std::optional<std::string> user;
   std::optional<int> port;
@@ -60,6 +64,27 @@ struct FileSpec {
   std::string to;    // absolute path in the container
 };
 
+// `restart:` — whole-job restarts after a fault. A restartable failure tears
+// every node down (graceful stop, last artifacts), waits `backoff`, and
+// launches again, on the same hosts or with a spare in place of a lost one.
+struct RestartPolicy {
+  int max_restarts = 0;
+  // Causes that restart the job (the rest fail it): host_lost (the session
+  // died or the engine stopped answering), node_failed (a container exited
+  // non-zero or was killed before teardown began), preempted.
+  bool on_host_lost = true;
+  bool on_node_failed = true;
+  bool on_preempted = true;
+  std::chrono::milliseconds backoff{std::chrono::seconds(10)};
+};
+
+// `preemption:` — a command polled on every host; its success (exit 0)
+// means "this host is going away".
+struct PreemptionSpec {
+  std::string command;
+  std::chrono::milliseconds every{std::chrono::seconds(5)};
+};
+
 struct JobSpec {
   std::string file;      // the job file's path as given
   std::string base_dir;  // directory of the job file; relative paths resolve here
@@ -93,6 +118,11 @@ struct JobSpec {
   std::optional<WorkdirSpec> workdir;
   std::vector<FileSpec> files;
   TeardownHooks teardown;
+  std::optional<RestartPolicy> restart;  // nullopt = a fault fails the job
+  // Hosts that take a lost (or preempted) host's place at a restart, in
+  // order; each takes over the nodes of the host it replaces.
+  std::vector<cluster::Host> spare_hosts;
+  std::optional<PreemptionSpec> preemption;
 };
 
 }  // namespace barge::runner
