@@ -6,12 +6,18 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <vector>
 
 #include <libssh/callbacks.h>
+// For ssh_send_keepalive, which libssh declares there although a client may
+// call it.
+#include <libssh/server.h>
 #include <spdlog/spdlog.h>
 
 namespace barge::ssh {
@@ -22,6 +28,18 @@ constexpr size_t kMaxWrite = 64 * 1024;
 // open, and treat refusals within kRecentClose of a close as a full host.
 constexpr std::chrono::milliseconds kOpenRetryDelay{20};
 constexpr std::chrono::seconds kRecentClose{2};
+
+// "10 s", "1.5 s", "0.25 s".
+std::string Seconds(std::chrono::milliseconds d) {
+  std::string s = std::to_string(d.count() / 1000);
+  long long millis = d.count() % 1000;
+  if (millis != 0) {
+    std::string frac = std::to_string(1000 + millis).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    s += "." + frac;
+  }
+  return s + " s";
+}
 
 // RFC 4254 signal names → this machine's numbers.
 int SignalNumber(const std::string& name) {
@@ -178,13 +196,20 @@ SshExecutor::SshExecutor(std::unique_ptr<Session> session, EventLoop* loop)
   } else {
     health_ = Status::Error(label() + ": cannot add the session to the event loop");
   }
+  ssh_set_counters(raw, &socket_counter_, nullptr);
+  bytes_seen_ = socket_counter_.in_bytes;
+  last_incoming_ = EventLoop::Clock::now();
+  ConfigureSocket();
+  // Its first run (from any Poll) starts the silence check and its timer.
   hook_ = loop_->AddPollHook([this] { Service(); });
-  spdlog::debug("SSH executor: ready. [host: {}]", label());
+  spdlog::debug("SSH executor: ready. [host: {}, dead after: {}]", label(), Seconds(dead_after_));
 }
 
 SshExecutor::~SshExecutor() {
   loop_->RemovePollHook(hook_);
   if (hold_timer_ != 0) loop_->CancelTimer(hold_timer_);
+  if (liveness_timer_ != 0) loop_->CancelTimer(liveness_timer_);
+  ssh_set_counters(session_->raw(), nullptr, nullptr);
   // Out of the shared event first, so that the libssh calls below can only
   // poll this session, never dispatch other hosts' callbacks.
   if (in_event_) ssh_event_remove_session(loop_->raw(), session_->raw());
@@ -202,6 +227,21 @@ SshExecutor::~SshExecutor() {
 }
 
 std::string SshExecutor::label() const { return session_->label(); }
+
+void SshExecutor::set_dead_after(std::chrono::milliseconds dead_after) {
+  const bool was_off = dead_after_.count() <= 0;
+  dead_after_ = std::max(dead_after, std::chrono::milliseconds(0));
+  if (was_off && dead_after_.count() > 0) {
+    // Nothing was noted while off: count the quiet from now.
+    bytes_seen_ = socket_counter_.in_bytes;
+    last_incoming_ = EventLoop::Clock::now();
+    request_outstanding_ = false;
+  }
+  ConfigureSocket();
+  // Service (the next Poll's, or this one's end) re-plans the timer.
+  if (liveness_timer_ != 0) loop_->CancelTimer(liveness_timer_);
+  liveness_timer_ = 0;
+}
 
 Result<std::unique_ptr<Command>> SshExecutor::Start(const std::string& command_line,
                                                     CommandCallbacks callbacks) {
@@ -227,6 +267,7 @@ void SshExecutor::Service() {
   if (in_service_) return;
   in_service_ = true;
   CheckConnection();
+  CheckLiveness();
   if (!channels_.empty() && health_.ok()) AckNow();
   // libssh reads whatever arrived while any one channel is driven, so a
   // reply for a channel already visited in this pass is only acted on in
@@ -258,15 +299,125 @@ void SshExecutor::Service() {
 void SshExecutor::CheckConnection() {
   if (!health_.ok()) return;
   ssh_session raw = session_->raw();
-  // Issue 5: keepalive (SO_KEEPALIVE + TCP_USER_TIMEOUT on ssh_get_fd, and a
-  // periodic global request that needs an answer) declares a silent host
-  // dead here too.
   if (ssh_is_connected(raw) && (ssh_get_status(raw) & (SSH_CLOSED | SSH_CLOSED_ERROR)) == 0) {
     return;
   }
   std::string why = ssh_get_error(raw);
-  health_ = Status::Error(label() + ": connection lost" + (why.empty() ? "" : ": " + why));
   spdlog::debug("SSH executor: connection lost. [host: {}, error: {}]", label(), why);
+  LoseConnection(Status::Error(label() + ": connection lost" + (why.empty() ? "" : ": " + why)));
+}
+
+bool SshExecutor::NoteIncoming(EventLoop::Clock::time_point now) {
+  if (socket_counter_.in_bytes == bytes_seen_) return false;
+  bytes_seen_ = socket_counter_.in_bytes;
+  last_incoming_ = now;
+  request_outstanding_ = false;
+  return true;
+}
+
+void SshExecutor::CheckLiveness() {
+  if (!health_.ok() || dead_after_.count() <= 0) return;
+  using Clock = EventLoop::Clock;
+  const Clock::duration quiet_limit = dead_after_;
+  const Clock::duration request_after =
+      std::max<Clock::duration>(dead_after_ / 4, std::chrono::milliseconds(1));
+  Clock::time_point now = Clock::now();
+  NoteIncoming(now);
+  if (request_outstanding_ && now - last_incoming_ >= quiet_limit) {
+    // The loop may have been away (a slow callback) while the answer sat in
+    // the socket: read what is there, without waiting, before giving up.
+    SendKeepalive();
+    if (!health_.ok()) return;
+    now = Clock::now();
+    if (!NoteIncoming(now)) {
+      spdlog::debug(
+          "SSH executor: no answer, connection lost. [host: {}, quiet for: {} ms]", label(),
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - last_incoming_).count());
+      LoseConnection(Status::Error(label() + ": no answer for " + Seconds(dead_after_) +
+                                   " (ssh.dead_after): connection lost"));
+      return;
+    }
+  }
+  if (!request_outstanding_ && now - last_incoming_ >= request_after) {
+    SendKeepalive();
+    // An answer read at once counts as bytes: the request is then settled.
+    if (!NoteIncoming(Clock::now())) request_outstanding_ = true;
+    if (!health_.ok()) return;
+  }
+  // The next step: the deadline of the outstanding request, or the moment
+  // the connection has been quiet long enough to send one. A pending timer
+  // that is earlier is kept (it finds nothing to do and re-plans), so steady
+  // traffic does not re-arm the timer on every Poll.
+  Clock::time_point wake = last_incoming_ + (request_outstanding_ ? quiet_limit : request_after);
+  if (liveness_timer_ != 0 && liveness_wake_ <= wake) return;
+  if (liveness_timer_ != 0) loop_->CancelTimer(liveness_timer_);
+  liveness_wake_ = wake;
+  // The timer only wakes Poll: its poll hooks (Service) run right after.
+  liveness_timer_ = loop_->AddTimer(wake, [this] { liveness_timer_ = 0; });
+}
+
+void SshExecutor::SendKeepalive() {
+  // libssh 0.10's ssh_send_keepalive sends the global request
+  // "keepalive@openssh.com" with want_reply and returns without waiting, but
+  // it shares libssh's one global-request state: while an earlier request
+  // awaits its answer, a call only reads (no second request is sent); once
+  // that answer has arrived, the first call after it only clears the state.
+  // So the second call sends a request unless one is still pending: either
+  // way one is outstanding afterwards. Each call also reads, without
+  // waiting, whatever the socket holds. (A request denied sets the session's
+  // error text to "Global request keepalive@openssh.com failed", which
+  // nothing here reports.)
+  ssh_session raw = session_->raw();
+  ssh_send_keepalive(raw);
+  ssh_send_keepalive(raw);
+  // Reading may have found the connection closed.
+  CheckConnection();
+}
+
+void SshExecutor::ConfigureSocket() {
+  int fd = ssh_get_fd(session_->raw());
+  if (fd < 0) return;
+  const bool on = dead_after_.count() > 0;
+  const long long ms = dead_after_.count();
+  // Probes after a quarter of dead_after of quiet, then every quarter, as
+  // many as fit in dead_after (whole seconds: the kernel's unit).
+  const int interval_s = static_cast<int>(std::max<long long>(1, ms / 4000));
+  const long long step_ms = interval_s * 1000LL;
+  const int count =
+      static_cast<int>(std::clamp<long long>((ms + step_ms - 1) / step_ms - 1, 1, 127));
+  const unsigned int user_timeout_ms =
+      on ? static_cast<unsigned int>(std::min<long long>(ms, UINT32_MAX)) : 0;
+  int keepalive = on ? 1 : 0;
+  struct Option {
+    const char* name;
+    int level;
+    int option;
+    const void* value;
+    socklen_t size;
+  };
+  std::vector<Option> options = {
+      {"SO_KEEPALIVE", SOL_SOCKET, SO_KEEPALIVE, &keepalive, sizeof keepalive},
+      {"TCP_USER_TIMEOUT", IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms},
+  };
+  if (on) {
+    options.push_back({"TCP_KEEPIDLE", IPPROTO_TCP, TCP_KEEPIDLE, &interval_s, sizeof interval_s});
+    options.push_back({"TCP_KEEPINTVL", IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s});
+    options.push_back({"TCP_KEEPCNT", IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count});
+  }
+  for (const Option& o : options) {
+    if (setsockopt(fd, o.level, o.option, o.value, o.size) != 0) {
+      // Not a TCP socket (ProxyCommand): the keepalive requests still apply.
+      spdlog::debug("SSH executor: cannot set a socket option. [host: {}, option: {}, error: {}]",
+                    label(), o.name, std::strerror(errno));
+    }
+  }
+}
+
+void SshExecutor::LoseConnection(Status why) {
+  if (!health_.ok()) return;
+  health_ = std::move(why);
+  if (liveness_timer_ != 0) loop_->CancelTimer(liveness_timer_);
+  liveness_timer_ = 0;
   ExitStatus lost;
   lost.error = health_.message();
   // Finish may run callbacks that start commands (Start then fails) or drop

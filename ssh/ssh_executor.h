@@ -2,6 +2,8 @@
 // per command, all driven by the EventLoop's one libssh event.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
@@ -32,7 +34,23 @@ namespace barge::ssh {
 // disconnect), every command still running gets on_exit with `error` set
 // ("...: connection lost: ..."), then the on_connection_lost callback runs
 // once, health() returns that error from then on, and Start fails with it.
-// (Issue 5 adds keepalives: CheckConnection is where they go.)
+//
+// A silent connection (host frozen, link cut, packets dropped) is declared
+// dead the same way, with "...: no answer for 10 s (ssh.dead_after):
+// connection lost", once nothing at all has arrived from the host for
+// dead_after (10 s unless set_dead_after says otherwise) while a request
+// that needs an answer was outstanding. Whenever the connection has been
+// quiet for dead_after/4, the executor sends one ("keepalive@openssh.com"
+// with want_reply; any server must answer it), so a host that dies is
+// declared lost at most about dead_after after the last bytes it sent, and
+// a healthy idle host costs one small round trip per dead_after/4. The
+// kernel gives up on the socket too: SO_KEEPALIVE with TCP_KEEPIDLE,
+// TCP_KEEPINTVL and TCP_KEEPCNT spread over dead_after, and
+// TCP_USER_TIMEOUT = dead_after for data the host never acknowledges (best
+// effort: not on a ProxyCommand's pipe); when the kernel gives up first, the
+// message is libssh's socket error instead. All timing uses the loop's
+// timers and only runs while the loop is polled; an answer that arrived
+// while the loop was away is read before anything is declared dead.
 //
 // Threading: the loop's thread only. `loop` must outlive the executor. The
 // executor must not be destroyed from inside Poll (not from its own
@@ -59,6 +77,15 @@ class SshExecutor : public Executor {
   // open command has had its on_exit.
   void set_on_connection_lost(std::function<void(const Status&)> fn) { on_lost_ = std::move(fn); }
 
+  static constexpr std::chrono::milliseconds kDefaultDeadAfter{std::chrono::seconds(10)};
+  // How long the host may stay silent, with a request outstanding, before
+  // the connection is declared dead (see the class comment); takes effect
+  // at once, also for the socket options. Zero (or less) turns off both the
+  // requests and the socket options: only a closed connection is then
+  // found dead. Any time, from the loop's thread.
+  void set_dead_after(std::chrono::milliseconds dead_after);
+  std::chrono::milliseconds dead_after() const { return dead_after_; }
+
  private:
   struct Channel;
   class Handle;
@@ -69,6 +96,20 @@ class SshExecutor : public Executor {
   void AckNow();
   // Declares the connection dead when libssh says it is closed.
   void CheckConnection();
+  // The silence check: notes arrived bytes, sends a keepalive request after
+  // dead_after/4 of quiet, declares the connection dead after dead_after of
+  // quiet with a request outstanding, and keeps a timer for the next step.
+  void CheckLiveness();
+  // True (and the time noted) if bytes arrived since the last call.
+  bool NoteIncoming(EventLoop::Clock::time_point now);
+  // Makes sure a keepalive request is outstanding; also reads (without
+  // waiting) whatever the host already sent.
+  void SendKeepalive();
+  // SO_KEEPALIVE, TCP_KEEP* and TCP_USER_TIMEOUT per dead_after_.
+  void ConfigureSocket();
+  // The common end of a dead connection: health_ = `why`, every open
+  // command's on_exit, then on_connection_lost.
+  void LoseConnection(Status why);
   // Drives one channel as far as it can go now; true if its state changed.
   bool Advance(Channel& c);
   void FlushStdin(Channel& c);
@@ -94,6 +135,14 @@ class SshExecutor : public Executor {
   EventLoop::TimerId hold_timer_ = 0;  // no opens while it is pending
   EventLoop::Clock::time_point last_close_{};  // of a channel that ran
   int next_id_ = 1;
+  // Dead-connection detection.
+  std::chrono::milliseconds dead_after_ = kDefaultDeadAfter;
+  ssh_counter_struct socket_counter_ = {};       // libssh adds the socket's bytes
+  uint64_t bytes_seen_ = 0;                      // socket_counter_.in_bytes, last read
+  EventLoop::Clock::time_point last_incoming_;  // when bytes_seen_ changed
+  bool request_outstanding_ = false;             // a keepalive went out after last_incoming_
+  EventLoop::TimerId liveness_timer_ = 0;        // wakes Poll for CheckLiveness
+  EventLoop::Clock::time_point liveness_wake_{};  // when liveness_timer_ fires
   Status health_;
   std::function<void(const Status&)> on_lost_;
 };

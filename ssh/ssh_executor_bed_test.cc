@@ -1,16 +1,22 @@
 // SshExecutor against the real sshd of the test bed: exec channels, streams,
-// exit codes, quoting through a real remote shell, concurrency, stdin, and a
-// connection that is cut.
+// exit codes, quoting through a real remote shell, concurrency, stdin, a
+// connection that is cut, and hosts that stop answering (dead_after).
 #include "ssh/ssh_executor.h"
 
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -525,6 +531,335 @@ TEST(SshExecutor, WhenTheConnectionIsCutEveryCommandFailsAndTheExecutorSaysSo) {
   for (int pid : {sleep_a, sleep_b}) {
     if (Cmdline(pid).rfind("sleep ", 0) == 0) kill(pid, SIGKILL);
   }
+}
+
+// --- Dead-connection detection (dead_after) ---------------------------------
+
+int CountLines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
+
+// The "client-address client-port server-port" a remote shell sees in
+// $SSH_CLIENT, as the client port.
+int ClientPort(const std::string& ssh_client_line) {
+  std::istringstream in(ssh_client_line);
+  std::string address;
+  int client_port = 0;
+  in >> address >> client_port;
+  return client_port;
+}
+
+char ProcState(int pid) {
+  std::string state = ProcField(pid, "status", "State:\t");
+  return state.empty() ? '?' : state[0];
+}
+
+// The processes holding the server side of the TCP connection from local
+// port `client_port` to `server_port` in this network namespace (from
+// /proc/net/tcp and every process's fds), and their sshd ancestors up to,
+// not including, the listener: every sshd process serving that connection.
+std::set<int> SshdProcessesServing(int server_port, int client_port) {
+  std::set<std::string> inodes;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      auto port = [](const std::string& address) {
+        return std::stoi(address.substr(address.rfind(':') + 1), nullptr, 16);
+      };
+      if (state == "01" && port(local) == server_port && port(remote) == client_port) {
+        inodes.insert("socket:[" + inode + "]");
+      }
+    }
+  }
+  std::set<int> pids;
+  if (inodes.empty()) return pids;
+  DIR* proc = opendir("/proc");
+  while (dirent* e = proc ? readdir(proc) : nullptr) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::string fd_dir = "/proc/" + std::string(e->d_name) + "/fd";
+    DIR* fds = opendir(fd_dir.c_str());
+    while (dirent* f = fds ? readdir(fds) : nullptr) {
+      char target[128];
+      ssize_t n = readlink((fd_dir + "/" + f->d_name).c_str(), target, sizeof target - 1);
+      if (n > 0 && inodes.count(std::string(target, static_cast<size_t>(n)))) pids.insert(pid);
+    }
+    if (fds) closedir(fds);
+  }
+  if (proc) closedir(proc);
+  std::set<int> serving = pids;
+  for (int pid : pids) {
+    for (int up = std::atoi(ProcField(pid, "status", "PPid:\t").c_str()); up > 1;
+         up = std::atoi(ProcField(up, "status", "PPid:\t").c_str())) {
+      std::string cmd = Cmdline(up);
+      if (cmd.rfind("sshd: ", 0) != 0 || cmd.find("[listener]") != std::string::npos) break;
+      serving.insert(up);
+    }
+  }
+  return serving;
+}
+
+// Stops (SIGSTOP) processes for its lifetime and resumes them (SIGCONT) when
+// destroyed, however the test ends.
+class StoppedProcesses {
+ public:
+  explicit StoppedProcesses(std::set<int> pids) : pids_(std::move(pids)) {
+    for (int pid : pids_) EXPECT_EQ(kill(pid, SIGSTOP), 0) << "pid " << pid;
+  }
+  ~StoppedProcesses() {
+    for (int pid : pids_) kill(pid, SIGCONT);
+  }
+  StoppedProcesses(const StoppedProcesses&) = delete;
+  StoppedProcesses& operator=(const StoppedProcesses&) = delete;
+
+  bool AllStopped() const {
+    for (int pid : pids_) {
+      if (ProcState(pid) != 'T') return false;
+    }
+    return true;
+  }
+
+ private:
+  std::set<int> pids_;
+};
+
+// Takes a namespace host's link down for its lifetime (bed.sh exec NAME ip
+// link set DEV down) and always brings it back up when destroyed.
+class LinkDown {
+ public:
+  LinkDown(std::string host, std::string device)
+      : host_(std::move(host)), device_(std::move(device)) {
+    ok_ = Set("down");
+  }
+  ~LinkDown() {
+    if (!Set("up")) ADD_FAILURE() << "cannot bring " << host_ << "'s " << device_ << " back up";
+  }
+  LinkDown(const LinkDown&) = delete;
+  LinkDown& operator=(const LinkDown&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  bool Set(const std::string& state) {
+    const std::string& script = barge::testing::GetBed().raw.at("BED_SCRIPT");
+    int code = -1;
+    RunProgram({script, "exec", host_, "ip", "link", "set", device_, state}, "", &code);
+    return code == 0;
+  }
+
+  std::string host_;
+  std::string device_;
+  bool ok_ = false;
+};
+
+// Bytes this machine has received on its TCP connection from local port
+// `client_port` to `server_port` (ss -ti), or -1 if it cannot tell.
+long long BytesReceived(int client_port, int server_port) {
+  int code = -1;
+  std::string out = barge::testing::RunShell(
+      "ss -tinH state established '( sport = :" + std::to_string(client_port) +
+          " and dport = :" + std::to_string(server_port) + " )'",
+      &code);
+  size_t at = out.find("bytes_received:");
+  if (code != 0 || at == std::string::npos) return -1;
+  return std::atoll(out.c_str() + at + std::strlen("bytes_received:"));
+}
+
+long long Millis(EventLoop::Clock::duration d) {
+  return std::chrono::duration_cast<milliseconds>(d).count();
+}
+
+TEST(SshExecutor, AConnectionWhoseServerStopsAnsweringIsDeclaredDeadWithinDeadAfter) {
+  const milliseconds dead_after(2000);
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  exec->set_dead_after(dead_after);
+  int lost_calls = 0;
+  Status lost;
+  exec->set_on_connection_lost([&](const Status& s) {
+    ++lost_calls;
+    lost = s;
+  });
+  auto r = std::make_shared<Collected>();
+  auto cmd = exec->Start("echo $SSH_CLIENT; echo $$; exec sleep 60", CollectInto(r));
+  ASSERT_TRUE(cmd.ok());
+  ASSERT_TRUE(PollUntil(loop, [&] { return CountLines(r->out) >= 2; }));
+  std::istringstream lines(r->out);
+  std::string ssh_client, shell_pid;
+  std::getline(lines, ssh_client);
+  std::getline(lines, shell_pid);
+  const int sleep_pid = std::stoi(shell_pid);
+  std::set<int> sshds =
+      SshdProcessesServing(barge::testing::GetBed().loopback.port, ClientPort(ssh_client));
+  ASSERT_FALSE(sshds.empty()) << "no sshd found for " << ssh_client;
+  for (int pid : sshds) {
+    ASSERT_EQ(Cmdline(pid).rfind("sshd: ", 0), 0u) << pid << ": " << Cmdline(pid);
+    ASSERT_EQ(Cmdline(pid).find("[listener]"), std::string::npos);
+  }
+
+  // Healthy first: a few rounds of requests and answers.
+  auto until = EventLoop::Clock::now() + milliseconds(1200);
+  while (EventLoop::Clock::now() < until) loop.Poll(milliseconds(100));
+  ASSERT_TRUE(exec->health().ok()) << exec->health().message();
+
+  {
+    StoppedProcesses stopped(sshds);
+    const auto stopped_at = EventLoop::Clock::now();
+    bool dead = PollUntil(
+        loop, [&] { return r->finished(); }, dead_after + std::chrono::seconds(3));
+    const long long detected_ms = Millis(EventLoop::Clock::now() - stopped_at);
+    EXPECT_TRUE(stopped.AllStopped()) << "an sshd was not stopped: the test proves nothing";
+    std::printf(
+        "[ detection ] server stopped (SIGSTOP of %zu sshd) -> declared dead after %lld ms "
+        "(dead_after %lld ms)\n",
+        sshds.size(), detected_ms, static_cast<long long>(dead_after.count()));
+    RecordProperty("detection_ms", std::to_string(detected_ms));
+    ASSERT_TRUE(dead) << "not declared dead within dead_after + 3 s";
+    // Not before the host was silent for most of dead_after (it answered
+    // every dead_after/4 until it was stopped).
+    EXPECT_GE(detected_ms, dead_after.count() / 2);
+    EXPECT_LE(detected_ms, dead_after.count() + 3000);
+
+    const std::string expected =
+        BedLabel() + ": no answer for 2 s (ssh.dead_after): connection lost";
+    EXPECT_EQ(r->exit_calls, 1);
+    EXPECT_FALSE(r->exit.known());
+    EXPECT_EQ(r->exit.error, expected);
+    EXPECT_EQ(lost_calls, 1);
+    EXPECT_EQ(lost.message(), expected);
+    EXPECT_EQ(exec->health().message(), expected);
+    auto after = exec->Start("true", CollectInto(std::make_shared<Collected>()));
+    ASSERT_FALSE(after.ok());
+    EXPECT_EQ(after.status().message(), expected);
+    // Nothing more happens while the host stays silent.
+    loop.Poll(milliseconds(300));
+    EXPECT_EQ(lost_calls, 1);
+    EXPECT_EQ(r->exit_calls, 1);
+  }  // SIGCONT
+
+  // The resumed host's late answers change nothing.
+  until = EventLoop::Clock::now() + milliseconds(300);
+  while (EventLoop::Clock::now() < until) loop.Poll(milliseconds(50));
+  EXPECT_EQ(lost_calls, 1);
+  EXPECT_EQ(r->exit_calls, 1);
+  exec.reset();
+  if (Cmdline(sleep_pid).rfind("sleep ", 0) == 0) kill(sleep_pid, SIGKILL);
+}
+
+TEST(SshExecutor, AHealthyIdleConnectionSurvivesManyDeadAfterPeriods) {
+  const milliseconds dead_after(1000);
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  exec->set_dead_after(dead_after);
+  int lost_calls = 0;
+  exec->set_on_connection_lost([&](const Status&) { ++lost_calls; });
+  // The connection's local port, to watch its traffic from outside.
+  Collected who = RunToEnd(loop, *exec, "echo $SSH_CLIENT");
+  ASSERT_EQ(who.exit.code, 0);
+  const int client_port = ClientPort(who.out);
+  const long long received_before =
+      BytesReceived(client_port, barge::testing::GetBed().loopback.port);
+
+  // Idle (no commands) for five dead_after periods.
+  int polls = 0;
+  auto until = EventLoop::Clock::now() + std::chrono::seconds(5);
+  while (EventLoop::Clock::now() < until) {
+    loop.Poll(milliseconds(100));
+    ++polls;
+  }
+  EXPECT_TRUE(exec->health().ok()) << exec->health().message();
+  EXPECT_EQ(lost_calls, 0);
+  // The host was asked and answered while idle (a keepalive answer is a
+  // few dozen bytes; one every dead_after/4 at most).
+  const long long received_after =
+      BytesReceived(client_port, barge::testing::GetBed().loopback.port);
+  ASSERT_GE(received_before, 0);
+  EXPECT_GT(received_after - received_before, 5 * 30) << "no keepalive answers while idle";
+  // The timers do not make the loop spin: ~50 Polls of 100 ms, plus one
+  // wake-up per dead_after/4 or so.
+  EXPECT_LT(polls, 200);
+
+  Collected ok = RunToEnd(loop, *exec, "echo ok");
+  EXPECT_EQ(ok.out, "ok\n");
+  EXPECT_TRUE(ok.exit.known()) << ok.exit.error;
+  EXPECT_EQ(lost_calls, 0);
+}
+
+TEST(SshExecutor, AHostWhoseLinkIsCutIsDeclaredDeadWithinDeadAfter) {
+  const milliseconds dead_after(2000);
+  const auto& bed = barge::testing::GetBed();
+  const barge::testing::BedHost* h3 = nullptr;
+  for (const auto& h : bed.hosts) {
+    if (h.name == "h3") h3 = &h;
+  }
+  ASSERT_NE(h3, nullptr) << "the bed has no host h3 (BARGE_BED_HOSTS >= 3 needed)";
+  TempDir dir;
+  SessionOptions options = BedOptions(dir);
+  options.host = h3->address;
+  options.port = h3->port;
+  EventLoop loop;
+  auto session = Session::Connect(options);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  auto exec = std::make_unique<SshExecutor>(std::move(session).value(), &loop);
+  exec->set_dead_after(dead_after);
+  int lost_calls = 0;
+  exec->set_on_connection_lost([&](const Status&) { ++lost_calls; });
+  auto r = std::make_shared<Collected>();
+  auto cmd = exec->Start("echo $$; exec sleep 60", CollectInto(r));
+  ASSERT_TRUE(cmd.ok());
+  ASSERT_TRUE(PollUntil(loop, [&] { return CountLines(r->out) >= 1; }));
+  const std::string sleep_pid = r->out.substr(0, r->out.find('\n'));
+
+  {
+    LinkDown down("h3", "eth0");
+    ASSERT_TRUE(down.ok()) << "cannot take h3's eth0 down";
+    const auto cut_at = EventLoop::Clock::now();
+    bool dead = PollUntil(
+        loop, [&] { return r->finished(); }, dead_after + std::chrono::seconds(3));
+    const long long detected_ms = Millis(EventLoop::Clock::now() - cut_at);
+    std::printf(
+        "[ detection ] link cut (h3 eth0 down) -> declared dead after %lld ms (dead_after "
+        "%lld ms): %s\n",
+        detected_ms, static_cast<long long>(dead_after.count()), r->exit.error.c_str());
+    RecordProperty("detection_ms", std::to_string(detected_ms));
+    ASSERT_TRUE(dead) << "not declared dead within dead_after + 3 s";
+    EXPECT_LE(detected_ms, dead_after.count() + 3000);
+    EXPECT_EQ(r->exit_calls, 1);
+    EXPECT_FALSE(r->exit.known());
+    // Ours, or the kernel's TCP_USER_TIMEOUT if it came first.
+    EXPECT_EQ(r->exit.error.rfind(exec->label() + ": ", 0), 0u) << r->exit.error;
+    EXPECT_NE(r->exit.error.find("connection lost"), std::string::npos) << r->exit.error;
+    EXPECT_EQ(lost_calls, 1);
+    EXPECT_EQ(exec->health().message(), r->exit.error);
+    EXPECT_FALSE(exec->Start("true", CollectInto(std::make_shared<Collected>())).ok());
+  }  // link up again
+  exec.reset();
+
+  // h3 answers again (the link may take a moment to carry traffic).
+  Status last = Status::Error("not tried");
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    auto again = Session::Connect(options);
+    if (!again.ok()) {
+      last = again.status();
+      usleep(500 * 1000);
+      continue;
+    }
+    SshExecutor fresh(std::move(again).value(), &loop);
+    Collected ok = RunToEnd(loop, fresh, ShellJoin({"kill", sleep_pid}) + "; echo ok");
+    EXPECT_EQ(ok.out, "ok\n");
+    last = Status::Ok();
+    break;
+  }
+  EXPECT_TRUE(last.ok()) << "h3 does not answer after its link came back: " << last.message();
 }
 
 }  // namespace
