@@ -31,12 +31,28 @@ class Session {
   // exists), which wins over libssh's defaults. The config file is read
   // once, here; libssh is told not to read it again in ssh_connect.
   //
-  // Host keys per options.host_key_checking (session_options.h); the
-  // message of an unknown or changed key carries the SHA256 fingerprint(s)
-  // and the known_hosts file. Authentication: with identity_file, that key
-  // only; otherwise ssh-agent (if SSH_AUTH_SOCK is set), then libssh's
-  // automatic public key auth (agent, default identities, config
-  // IdentityFile). Every error message starts with the host's label.
+  // Host keys per options.host_key_checking (session_options.h), against
+  // the known_hosts file (plain, hashed and "[host]:port" entries) and the
+  // global one. An unknown key's message carries its SHA256 fingerprint and
+  // the file; a changed key's carries the new fingerprint, the old one with
+  // the file:line holding it, and the `ssh-keygen -R` command that removes
+  // it. Authentication: with identity_file, that key only; otherwise
+  // ssh-agent (if SSH_AUTH_SOCK is set), then libssh's automatic public key
+  // auth (agent, default identities, config IdentityFile).
+  //
+  // ProxyJump (a config Host block's "ProxyJump a,b,..."; hops as
+  // [user@]host[:port], ssh://... or Host aliases of the same config): the
+  // hops are connected in the order listed by OpenSSH's client (`ssh` on
+  // PATH), which barge runs as libssh's ProxyCommand with BatchMode, the
+  // same known_hosts file and the same host_key_checking mode, so every
+  // jump host's key is checked as strictly as the target's (which barge
+  // checks itself); a jump host's changed key is reported like the
+  // target's. Jump hosts authenticate with their own Host blocks' identities,
+  // ssh-agent and the default identities, then identity_file. While the
+  // session lives, one ssh process per hop runs; the session ends them.
+  // A ProxyCommand set in the config is run as it is.
+  //
+  // Every error message starts with the host's label.
   [[nodiscard]] static Result<std::unique_ptr<Session>> Connect(const SessionOptions& options);
 
   ~Session();

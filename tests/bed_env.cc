@@ -59,6 +59,14 @@ Bed Load() {
     h.docker_host = Need(bed.raw, "BED_HOST_" + name + "_DOCKER_HOST");
     bed.hosts.push_back(h);
   }
+  if (bed.raw.count("BED_JUMP_TARGET_ADDR")) {
+    bed.jump_target.name = "jump";
+    bed.jump_target.address = Need(bed.raw, "BED_JUMP_TARGET_ADDR");
+    bed.jump_target.port = std::stoi(Need(bed.raw, "BED_JUMP_TARGET_PORT"));
+    bed.jump_via = Need(bed.raw, "BED_JUMP_VIA");
+    const std::string on = Need(bed.raw, "BED_JUMP_TARGET_HOST");
+    bed.jump_target.docker_host = bed.raw["BED_HOST_" + on + "_DOCKER_HOST"];
+  }
   return bed;
 }
 

@@ -26,6 +26,12 @@ struct Bed {
   std::string image;        // tiny busybox image present on every host's dockerd
   BedHost loopback;         // sshd on the machine itself, default dockerd
   std::vector<BedHost> hosts;  // namespace hosts, each with its own dockerd
+  // An sshd that only the namespace host named `jump_via` can reach (a second
+  // sshd in h3's namespaces on port 2022; every other source's TCP to it is
+  // dropped), for ProxyJump tests. Its docker_host is h3's. Empty address and
+  // jump_via on a bed with fewer than 3 namespace hosts.
+  BedHost jump_target;
+  std::string jump_via;
   std::map<std::string, std::string> raw;  // every key of bed.env
 };
 

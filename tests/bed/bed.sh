@@ -20,6 +20,14 @@
 #    (own data-root, exec-root, socket, cgroup parent; sshd's SetEnv points
 #    DOCKER_HOST at it). BARGE_BED_SSHD_ONLY=1 skips the dockerds (for SSH
 #    fan-out with many hosts);
+#  - with 3 or more namespace hosts, the jump target: a second sshd in h3's
+#    namespaces on $SUBNET.4:2022 (own host key, in known_hosts as
+#    [10.77.0.4]:2022) that only h2 can reach: an iptables rule in h3's
+#    network namespace (comment "barge-bed") drops TCP to port 2022 from every
+#    other source, so a client gets there only through h2 (ProxyJump). bed.env
+#    names it BED_JUMP_TARGET_ADDR/_PORT and BED_JUMP_VIA=h2. It goes with h3's
+#    namespace on `down`. `bed.sh _jump_target` adds it to a bed that is
+#    already up and lacks it (idempotent);
 #  - one client key, one known_hosts with every host's key, the busybox image
 #    $BARGE_BED_IMAGE (barge/test:local) in every engine, and with
 #    BARGE_BED_TORCH=1 also barge/torch:local (tests/bed/build-torch-image.sh)
@@ -56,6 +64,11 @@ CACHE_DIR=${BARGE_BED_CACHE:-/var/cache/barge-bed}
 # or "auto": tmpfs unless the images would need more than half the free memory.
 DATA_MODE=${BARGE_BED_DATA:-auto}
 BRIDGE=bb-br0
+# The jump target (see the header): sshd in $JUMP_HOST's namespaces on
+# $JUMP_PORT, reachable from $JUMP_VIA only.
+JUMP_HOST=h3
+JUMP_VIA=h2
+JUMP_PORT=2022
 TAG=barge-bed                 # iptables comment, cgroup prefix, marker
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 HERE=$(dirname "$SELF")
@@ -378,6 +391,73 @@ check_ssh() {
   [[ "$out" == "$want" ]] || { echo "ssh to $1: got '$out', want '$want'" >&2; return 1; }
 }
 
+# setup_jump_target: the jump target (see the header) on a bed whose hosts
+# $JUMP_HOST and $JUMP_VIA are up. Idempotent: a key, known_hosts line, rule
+# or running sshd that is already there is kept.
+setup_jump_target() {
+  local dir="$BED/jump" addr via_addr dh="" line pid
+  addr=$(host_addr "$JUMP_HOST")
+  via_addr=$(host_addr "$JUMP_VIA")
+  [[ -e "/run/netns/bb-$JUMP_HOST" && -e "/run/netns/bb-$JUMP_VIA" ]] ||
+    die "the jump target needs the hosts $JUMP_VIA and $JUMP_HOST"
+  mkdir -p "$dir"
+  [[ -s "$dir/ssh_host_ed25519_key" ]] ||
+    ssh-keygen -q -t ed25519 -N '' -C "$TAG-jump-target" -f "$dir/ssh_host_ed25519_key"
+  [[ "$SSHD_ONLY" == 1 ]] || dh="unix://$RUN/$JUMP_HOST.sock"
+  write_sshd_config "$dir/sshd_config" "$addr:$JUMP_PORT" "$dir/ssh_host_ed25519_key" "$dir/sshd.pid" "$dh"
+  "$SSHD" -t -f "$dir/sshd_config" || die "sshd rejects $dir/sshd_config"
+  line="[$addr]:$JUMP_PORT $(cut -d' ' -f1,2 "$dir/ssh_host_ed25519_key.pub")"
+  grep -qxF -- "$line" "$BED/known_hosts" || printf '%s\n' "$line" >>"$BED/known_hosts"
+  # Only $JUMP_VIA may open a TCP connection to the port; anyone else's
+  # SYN is dropped (the client times out). The rule lives in $JUMP_HOST's
+  # network namespace and goes with it.
+  local -a rule=(INPUT -p tcp --dport "$JUMP_PORT" ! -s "$via_addr" -m comment --comment "$TAG" -j DROP)
+  nsenter --net="/run/netns/bb-$JUMP_HOST" -- iptables -w -C "${rule[@]}" 2>/dev/null ||
+    nsenter --net="/run/netns/bb-$JUMP_HOST" -- iptables -w -A "${rule[@]}" ||
+    die "cannot add the jump target's DROP rule in $JUMP_HOST (iptables)"
+  pid=$(cat "$dir/sshd.pid" 2>/dev/null || true)
+  if ! [[ "$pid" =~ ^[0-9]+$ ]] || ! alive "$pid"; then
+    # sshd binds its port before it daemonizes: listening once this returns.
+    nsenter --net="/run/netns/bb-$JUMP_HOST" --uts="$NSDIR/$JUMP_HOST.uts" \
+      --mount="$NSDIR/$JUMP_HOST.mnt" -- "$SSHD" -f "$dir/sshd_config" -E "$dir/sshd.log" 9>&- ||
+      die "the jump target's sshd did not start; see $dir/sshd.log"
+  fi
+  check_jump_target 2>"$dir/check.log" || { cat "$dir/check.log" >&2; die "the jump target does not work"; }
+}
+
+# The jump target answers through $JUMP_VIA, and a direct connection does not
+# get through.
+check_jump_target() {
+  local addr via_addr out pc
+  local -a opts
+  addr=$(host_addr "$JUMP_HOST")
+  via_addr=$(host_addr "$JUMP_VIA")
+  # shellcheck disable=SC2016  # $0, $1 belong to the inner bash
+  if timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$addr" "$JUMP_PORT" 2>/dev/null; then
+    echo "jump target $addr:$JUMP_PORT accepts a direct connection (no DROP rule?)" >&2
+    return 1
+  fi
+  mapfile -t opts < <(ssh_opts)
+  pc="ssh $(printf '%q ' "${opts[@]}")-W %h:%p root@$via_addr"
+  out=$(ssh "${opts[@]}" -o "ProxyCommand=$pc" -p "$JUMP_PORT" "root@$addr" 'echo "$SSH_CONNECTION"' 2>&1) || {
+    echo "ssh to the jump target through $JUMP_VIA failed: $out" >&2
+    return 1
+  }
+  # "client_addr client_port server_addr server_port": came from $JUMP_VIA.
+  [[ "$out" == "$via_addr "*" $addr $JUMP_PORT" ]] || {
+    echo "jump target: SSH_CONNECTION is '$out', want '$via_addr PORT $addr $JUMP_PORT'" >&2
+    return 1
+  }
+}
+
+jump_env() {
+  echo "BED_JUMP_TARGET_ADDR=$(host_addr "$JUMP_HOST")"
+  echo "BED_JUMP_TARGET_PORT=$JUMP_PORT"
+  echo "BED_JUMP_TARGET_HOST=$JUMP_HOST"
+  echo "BED_JUMP_TARGET_SSHD_PIDFILE=$BED/jump/sshd.pid"
+  echo "BED_JUMP_VIA=$JUMP_VIA"
+}
+
 wait_docker() { # SOCKET DEADLINE_S LOGFILE [PIDFILE]
   local i pid
   pid=$(cat "${4:-/dev/null}" 2>/dev/null || true)
@@ -443,6 +523,7 @@ reusable() {
     "$(env_get BED_TORCH_IMAGE)" == "$want_torch" &&
     "$(env_get BED_SSH_ADDR)" == "$LO_ADDR" && "$(env_get BED_SSH_PORT)" == "$LO_PORT" &&
     "$(env_get BED_IMAGE)" == "$IMAGE" ]] || return 1
+  ((NHOSTS < 3)) || [[ -n "$(env_get BED_JUMP_TARGET_ADDR)" ]] || return 1
   (cmd_status >/dev/null 2>&1)
 }
 
@@ -632,6 +713,10 @@ cmd_up() {
     wait "${chk[$h]}" || { failed+=" $h"; cat "$BED/$h/check.log" >&2; }
   done
   [[ -z "$failed" ]] || die "ssh check failed on:$failed"
+  if ((NHOSTS >= 3)); then
+    log "jump target $(host_addr "$JUMP_HOST"):$JUMP_PORT in $JUMP_HOST, reachable through $JUMP_VIA only"
+    setup_jump_target
+  fi
 
   write_env "$image_id" "$names"
   UP_OK=1
@@ -672,6 +757,7 @@ write_env() {
       echo "BED_HOST_${h}_SSHD_PIDFILE=$BED/$h/sshd.pid"
       [[ "$SSHD_ONLY" == 1 ]] || echo "BED_HOST_${h}_DOCKERD_PIDFILE=$BED/$h/dockerd.pid"
     done
+    [[ ! -e "$BED/jump/sshd_config" ]] || jump_env
   } >"$tmp"
   mv "$tmp" "$BED/bed.env"
 }
@@ -721,6 +807,14 @@ cmd_status() {
     fi
     printf '  %-4s %-18s sshd %-14s dockerd %s\n' "$h" "$(host_addr "$h"):22" "$s" "$d"
   done
+  local jump
+  jump=$(sed -n 's/^BED_JUMP_TARGET_ADDR=//p' "$env")
+  if [[ -n "$jump" ]]; then
+    s=$(pid_state "$BED/jump/sshd.pid")
+    [[ "$s" == DOWN ]] && bad=1
+    printf '  %-4s %-18s sshd %-14s only through %s\n' jump "$jump:$(sed -n 's/^BED_JUMP_TARGET_PORT=//p' "$env")" \
+      "$s" "$(sed -n 's/^BED_JUMP_VIA=//p' "$env")"
+  fi
   if [[ -n "$names" ]]; then
     if ip link show "$BRIDGE" >/dev/null 2>&1; then echo "  bridge $BRIDGE up"; else echo "  bridge $BRIDGE MISSING"; bad=1; fi
     if iptables -w -S FORWARD | grep -qF -- "$TAG"; then echo "  FORWARD rule present"; else echo "  FORWARD rule MISSING"; bad=1; fi
@@ -738,6 +832,24 @@ cmd_exec() {
 }
 
 env_get() { sed -n "s/^$1=//p" "$BED/bed.env" 2>/dev/null | head -n1; }
+
+# _jump_target: adds the jump target to a bed that is up but was made
+# without it (by an older bed.sh). Idempotent.
+cmd__jump_target() {
+  need_root
+  check_bed_dir
+  take_lock
+  [[ -e "$BED/bed.env" ]] || die "the bed is down (no $BED/bed.env)"
+  [[ "$(env_get BED_DOCKERD)" == 1 ]] || SSHD_ONLY=1
+  SUBNET=$(env_get BED_GATEWAY)
+  SUBNET=${SUBNET%.1}
+  setup_jump_target
+  if ! grep -q '^BED_JUMP_TARGET_ADDR=' "$BED/bed.env"; then
+    { cat "$BED/bed.env"; jump_env; } >"$BED/bed.env.tmp"
+    mv "$BED/bed.env.tmp" "$BED/bed.env"
+  fi
+  log "jump target $(host_addr "$JUMP_HOST"):$JUMP_PORT up, reachable through $JUMP_VIA only"
+}
 
 cmd_ssh() {
   local h=${1:?usage: bed.sh ssh NAME [CMD...]} addr port=22
@@ -763,6 +875,7 @@ case "${1:-}" in
   ssh) shift; cmd_ssh "$@" ;;
   _lo_init) cmd__lo_init ;;
   _host_init) shift; cmd__host_init "$@" ;;
+  _jump_target) cmd__jump_target ;;
   *)
     sed -n '2,8p' "$SELF" | sed 's/^# \{0,1\}//' >&2
     exit 2
