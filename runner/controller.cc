@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <list>
 #include <map>
 #include <regex>
 #include <set>
@@ -113,11 +114,20 @@ struct HostState {
   std::unique_ptr<DockerCommands> docker;
   std::map<std::string, std::string> image_ids;  // image reference → ID
   bool watchdog_armed = false;
+  // The session died, or the engine stopped answering: nothing more is
+  // sent there, and teardown does not wait on it.
+  bool lost = false;
+  // Lost or preempted: at a restart a spare takes its place (or it is
+  // checked again before it is reused).
+  bool replace = false;
+  bool probing = false;     // an engine probe is in flight
+  bool polling = false;     // a preemption check is in flight
   // Commands in flight or finished; reaped by the loop, never from callbacks.
   std::vector<std::unique_ptr<ssh::Command>> commands;
 };
 
-enum class NodePhase { kPending, kStarting, kRunning, kExited };
+// kLost: its host was lost while it ran; how it ended is unknown.
+enum class NodePhase { kPending, kStarting, kRunning, kExited, kLost };
 
 struct NodeState {
   const cluster::NodePlan* plan = nullptr;
@@ -126,6 +136,10 @@ struct NodeState {
   bool run_attempted = false;  // a container may exist on the host
   std::string container_id;
   std::optional<int> exit_code;
+  std::string end_reason;  // "exit code 3", "OOMKilled (exit code 137)", ...
+  // Of an attempt that has ended (a restart made new nodes): callbacks
+  // still in flight for it do nothing.
+  bool retired = false;
   bool logs_open = false;
   // attach: lines stamped at or before this were already kept; drop them.
   std::optional<int64_t> skip_through_ns;
@@ -200,8 +214,45 @@ class Controller {
   void ReapCommands();
   static void ReapCommandsOf(HostState& host);
 
-  Status Connect();
-  Status Preflight();
+  // Connects to the hosts of `which` (host indices of the plan), each with a
+  // new HostState in hosts_ (a previous one is kept in retired_).
+  Status Connect(const std::vector<size_t>& which);
+  Status Connect() { return Connect(plan_.used_hosts); }
+  // Engine, images, GPUs, rendezvous port and the watchdog on `targets`.
+  Status Preflight(const std::vector<HostState*>& targets);
+  std::vector<HostState*> AllHosts();
+  // One launch of the job (an attempt) on the current hosts: plans again
+  // (with the restart count), starts the head, waits for it, starts the
+  // workers, and runs until the head exits, a fault, an interrupt or the
+  // timeout. Returns a failure only when the launch itself failed.
+  Status Launch();
+  // At a restart: a spare host in place of every host marked `replace`, or
+  // the same host checked again (reconnected, preflighted, leftovers of the
+  // job removed, no preemption notice). Fails when a host has neither.
+  Status ReplaceHosts();
+  // Faults. The first one of an attempt ends it (fault_); later ones are
+  // only recorded. Nothing is a fault once teardown has begun.
+  enum class Cause { kHostLost, kNodeFailed, kPreempted };
+  struct Fault {
+    Cause cause;
+    std::string host;
+    std::string detail;
+    int exit_code = 0;  // kNodeFailed: the node's code
+    int rank = -1;      // kNodeFailed: which node
+  };
+  void NoteFault(Fault fault);
+  void OnHostLost(HostState& host, const std::string& why);
+  void OnPreempted(HostState& host, const std::string& notice);
+  bool Restartable(const Fault& f) const;
+  // Periodic checks while an attempt runs: an engine probe per host (a
+  // frozen dockerd), the preemption command per host. `generation_` stops
+  // the previous attempt's.
+  void StartMonitors();
+  // `line` on a host, killed after `limit` (closing a channel does not end a
+  // remote command; a frozen dockerd would hang it forever).
+  static std::string Bounded(const std::string& line, std::chrono::milliseconds limit);
+  // Removes every container labelled with the job on `host` (leftovers).
+  std::string RemoveJobContainersLine(HostState& host) const;
   Status StartNodes(const std::vector<NodeState*>& nodes);
   Status WaitReady(NodeState& head);
   // image_pull: push. Streams the local `docker save IMAGE` into `docker
@@ -217,11 +268,14 @@ class Controller {
                                            const std::function<std::string(HostState&)>& command);
   // workdir: and files: into every host's job directory (after the
   // watchdog made it, before any container starts).
-  Status Upload();
+  Status Upload(const std::vector<HostState*>& targets);
   void RunTeardownHooks();
   void StreamLogs(NodeState& node);
   void WatchExit(NodeState& node);
-  void Teardown(bool graceful);
+  // Stops and removes the attempt's containers on every reachable host,
+  // with a last copy of the artifacts. `final`: the job is over, so the
+  // teardown hooks run too.
+  void Teardown(bool graceful, bool final = true);
 
   void Say(const std::string& message) { std::fprintf(stderr, "barge: %s\n", message.c_str()); }
 
@@ -237,7 +291,17 @@ class Controller {
   bool tearing_down_ = false;  // exits from now on are barge's doing
   std::optional<std::regex> ready_regex_;  // head readiness by log line
   bool head_logged_ready_ = false;
-  std::string failure_;        // set when a worker failed the job
+  std::optional<Fault> fault_;  // what ended the current attempt
+  int restart_count_ = 0;
+  size_t next_spare_ = 0;       // spec_.spare_hosts taken so far
+  int generation_ = 0;          // of the current attempt's monitors
+  // Replaced hosts, earlier attempts' plans, nodes and sinks: kept alive for
+  // callbacks still in flight (a frozen engine's docker wait).
+  std::vector<std::unique_ptr<HostState>> retired_;
+  std::list<cluster::Plan> old_plans_;
+  std::vector<std::shared_ptr<std::function<void()>>> monitors_;
+  std::vector<std::unique_ptr<NodeState>> old_nodes_;
+  std::vector<std::unique_ptr<LogSink>> old_sinks_;
   std::unique_ptr<JobStore> store_;
   std::string final_detail_;
   const Clock::time_point started_ = Clock::now();
@@ -296,11 +360,12 @@ bool Controller::RunUntil(const std::function<bool()>& finished, Clock::time_poi
   return true;
 }
 
-Status Controller::Connect() {
+Status Controller::Connect(const std::vector<size_t>& which) {
   std::vector<ssh::SessionOptions> remote;
   std::vector<size_t> remote_index;
-  for (size_t h : plan_.used_hosts) {
+  for (size_t h : which) {
     const cluster::Host& host = plan_.hosts[h];
+    if (auto old = hosts_.find(h); old != hosts_.end()) retired_.push_back(std::move(old->second));
     auto state = std::make_unique<HostState>();
     state->index = h;
     state->name = HostName(host);
@@ -335,7 +400,11 @@ Status Controller::Connect() {
       errors.push_back(sessions[i].status().message());
       continue;
     }
-    state.exec = std::make_unique<ssh::SshExecutor>(std::move(sessions[i]).value(), &loop_);
+    auto exec = std::make_unique<ssh::SshExecutor>(std::move(sessions[i]).value(), &loop_);
+    exec->set_dead_after(spec_.ssh.dead_after);
+    HostState* hs = &state;
+    exec->set_on_connection_lost([this, hs](const Status& why) { OnHostLost(*hs, why.message()); });
+    state.exec = std::move(exec);
   }
   if (!errors.empty()) {
     std::string msg = "cannot connect:";
@@ -345,15 +414,26 @@ Status Controller::Connect() {
   return Status::Ok();
 }
 
-Status Controller::Preflight() {
+std::vector<HostState*> Controller::AllHosts() {
+  std::vector<HostState*> out;
+  for (auto& [h, host] : hosts_) out.push_back(host.get());
+  return out;
+}
+
+std::string Controller::Bounded(const std::string& line, std::chrono::milliseconds limit) {
+  const long long secs = std::max<long long>(1, (limit.count() + 999) / 1000);
+  return "timeout -s KILL " + std::to_string(secs) + " sh -c " + ssh::ShellQuote(line);
+}
+
+Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // Per host, in parallel: the engine answers; every image the host's nodes
   // need is there (pulled when missing and image_pull allows); GPUs work
   // where asked for.
   std::map<size_t, std::vector<std::string>> errors;  // by host
   std::map<std::string, std::vector<HostState*>> to_push;  // image → hosts lacking it
   int pending = 0;
-  for (auto& [h, host] : hosts_) {
-    HostState* hs = host.get();
+  for (HostState* hs : targets) {
+    const size_t h = hs->index;
     std::set<std::string> images;
     const container::ContainerSpec* gpu_spec = nullptr;
     for (const auto& n : plan_.nodes) {
@@ -362,9 +442,15 @@ Status Controller::Preflight() {
       if (n.container.options.gpus && !gpu_spec) gpu_spec = &n.container;
     }
     ++pending;
-    Exec(*hs, hs->docker->Version(), [&, hs](const Outcome& o) {
+    Exec(*hs, Bounded(hs->docker->Version(), spec_.ssh.dead_after), [&, hs](const Outcome& o) {
       --pending;
-      if (!o.ok()) errors[hs->index].push_back("docker is not reachable: " + o.Reason());
+      if (o.exit.known() && o.exit.code == 137 && o.err.empty()) {
+        errors[hs->index].push_back("the Docker engine did not answer within " +
+                                    std::to_string(spec_.ssh.dead_after.count() / 1000) +
+                                    " s (ssh.dead_after)");
+      } else if (!o.ok()) {
+        errors[hs->index].push_back("docker is not reachable: " + o.Reason());
+      }
     });
     for (const std::string& image : images) {
       ++pending;
@@ -436,8 +522,10 @@ Status Controller::Preflight() {
   // The rendezvous port must be free on the head's host when the head
   // shares the host's network (otherwise it lives in the container's own).
   const cluster::NodePlan& head = plan_.nodes[0];
-  if (head.container.options.network && *head.container.options.network == "host") {
-    HostState* hs = hosts_[head.host_index].get();
+  HostState* head_host = hosts_[head.host_index].get();
+  if (head.container.options.network && *head.container.options.network == "host" &&
+      std::find(targets.begin(), targets.end(), head_host) != targets.end()) {
+    HostState* hs = head_host;
     const int port = spec_.rendezvous.port;
     ++pending;
     Exec(*hs, "cat /proc/net/tcp /proc/net/tcp6", [&, hs, port](const Outcome& o) {
@@ -449,7 +537,7 @@ Status Controller::Preflight() {
     });
   }
   // The watchdogs are armed in the same round trip, before anything starts.
-  for (auto& [h, host] : hosts_) ArmWatchdog(*host, &pending, &errors);
+  for (HostState* hs : targets) ArmWatchdog(*hs, &pending, &errors);
   bool done = RunUntil([&] { return pending == 0 || interrupts_ > 0; },
                        Clock::now() + spec_.ssh.connect_timeout + seconds(120));
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");
@@ -490,17 +578,19 @@ Status Controller::Preflight() {
 
 void Controller::StreamLogs(NodeState& node) {
   const int rank = node.plan->rank;
-  auto on_line = [this, rank](Stream stream) {
-    return [this, rank, stream](std::string_view line, bool continuation) {
+  NodeState* self = &node;
+  LogSink* sink = sink_.get();  // this attempt's (kept alive after it)
+  auto on_line = [this, rank, self, sink](Stream stream) {
+    return [this, rank, self, sink, stream](std::string_view line, bool continuation) {
       if (continuation) {
-        sink_->Line(rank, stream, "", line);
+        sink->Line(rank, stream, "", line);
         return;
       }
       Result<container::TimestampedLine> parsed = container::ParseTimestampedLine(line);
-      const NodeState& self = *nodes_[rank];
-      if (parsed.ok() && self.skip_through_ns && parsed->ns <= *self.skip_through_ns) return;
+      if (parsed.ok() && self->skip_through_ns && parsed->ns <= *self->skip_through_ns) return;
       std::string_view text = parsed.ok() ? parsed->text : line;
-      sink_->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
+      sink->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
+      if (self->retired) return;
       if (rank == 0 && ready_regex_ && !head_logged_ready_ &&
           std::regex_search(text.begin(), text.end(), *ready_regex_)) {
         head_logged_ready_ = true;
@@ -518,7 +608,9 @@ void Controller::StreamLogs(NodeState& node) {
     n->out_lines->Flush();
     n->err_lines->Flush();
     n->logs_open = false;
-    if (!st.known()) Say(n->host->name + ": log stream of node " + std::to_string(n->plan->rank) + " lost: " + st.error);
+    if (!st.known() && !n->retired && !n->host->lost) {
+      Say(n->host->name + ": log stream of node " + std::to_string(n->plan->rank) + " lost: " + st.error);
+    }
   };
   const std::string line =
       node.skip_through_ns
@@ -535,40 +627,74 @@ void Controller::StreamLogs(NodeState& node) {
   node.host->commands.push_back(std::move(cmd).value());
 }
 
+// How a container ended, from `docker inspect`: "OOMKilled (exit code
+// 137)", "killed by SIGKILL (exit code 137)", "exit code 3".
+std::string EndReason(const container::ContainerState& st) {
+  std::string code = "exit code " + std::to_string(st.exit_code);
+  std::string reason;
+  if (st.oom_killed) {
+    reason = "OOMKilled (" + code + ")";
+  } else if (st.exit_code > 128 && st.exit_code < 128 + 65) {
+    const int sig = st.exit_code - 128;
+    const char* name = sig == 9 ? "SIGKILL" : sig == 15 ? "SIGTERM" : sig == 6 ? "SIGABRT"
+                     : sig == 11 ? "SIGSEGV" : sig == 2 ? "SIGINT" : nullptr;
+    reason = std::string("killed by ") + (name ? name : "signal " + std::to_string(sig)) + " (" + code + ")";
+  } else {
+    reason = code;
+  }
+  if (!st.error.empty()) reason += ": " + st.error;
+  return reason;
+}
+
 void Controller::WatchExit(NodeState& node) {
   NodeState* n = &node;
-  Exec(*node.host, node.host->docker->Wait(node.plan->container.name), [this, n](const Outcome& o) {
+  // `docker wait` returns as soon as the container exits; inspect then says
+  // how (OOM kill, signal, code).
+  const std::string& name = node.plan->container.name;
+  const std::string line = node.host->docker->Wait(name) + " >/dev/null; " +
+                           node.host->docker->Line(container::InspectArgs({name}));
+  Exec(*node.host, line, [this, n](const Outcome& o) {
+    if (n->retired) return;
+    if (!o.exit.known() || n->host->lost) {
+      // The host's session died under it: the host is lost (OnHostLost),
+      // how the node ended is unknown.
+      n->phase = NodePhase::kLost;
+      return;
+    }
     n->phase = NodePhase::kExited;
-    if (o.ok()) {
-      try {
-        n->exit_code = std::stoi(Trim(o.out));
-      } catch (...) {
-        n->exit_code.reset();
-      }
-    }
-    if (!n->exit_code) {
+    Result<std::vector<container::ContainerState>> st = container::ParseContainerInspect(o.out);
+    if (o.ok() && st.ok() && st->size() == 1) {
+      n->exit_code = (*st)[0].exit_code;
+      n->end_reason = EndReason((*st)[0]);
+    } else {
+      n->exit_code.reset();
+      n->end_reason = "unknown: " + (o.ok() ? st.status().message() : o.Reason());
       Say(n->host->name + ": cannot learn how node " + std::to_string(n->plan->rank) +
-          " ended: " + o.Reason());
+          " ended: " + n->end_reason);
     }
-    std::string code = n->exit_code ? std::to_string(*n->exit_code) : "unknown";
+    const std::string rank = std::to_string(n->plan->rank);
     RecordNode(*n);
     Record(store_->AddEvent(plan_.job_id, event::kNodeExited, n->host->name,
-                            "rank " + std::to_string(n->plan->rank) + " (" + n->plan->role +
-                                ") exited with code " + code));
+                            "rank " + rank + " (" + n->plan->role + ") ended: " + n->end_reason));
+    const bool failed = !n->exit_code || *n->exit_code != 0;
     if (n->plan->rank == 0) {
-      Say("head exited with code " + code);
+      Say("head ended: " + n->end_reason);
+      // A head that fails is a node failure the restart policy may cover;
+      // otherwise its code is the job's.
+      if (failed && !tearing_down_ && !fault_ && spec_.restart &&
+          restart_count_ < spec_.restart->max_restarts && spec_.restart->on_node_failed) {
+        NoteFault({Cause::kNodeFailed, n->host->name, "node 0 (head) on " + n->host->name +
+                   " ended: " + n->end_reason, n->exit_code.value_or(kExitBargeFailure), 0});
+      }
       return;
     }
     if (tearing_down_) return;
-    if (failure_.empty() && (!n->exit_code || *n->exit_code != 0) &&
-        spec_.on_worker_exit == OnWorkerExit::kFail) {
-      failure_ = "worker " + std::to_string(n->plan->rank) + " on " + n->host->name +
-                 " failed with exit code " + code;
-      Say(failure_);
-      Record(store_->AddEvent(plan_.job_id, event::kNodeFailed, n->host->name, failure_));
+    if (failed && spec_.on_worker_exit == OnWorkerExit::kFail) {
+      NoteFault({Cause::kNodeFailed, n->host->name,
+                 "node " + rank + " (" + n->plan->role + ") on " + n->host->name + " ended: " + n->end_reason,
+                 n->exit_code.value_or(kExitBargeFailure), n->plan->rank});
     } else {
-      Say("worker " + std::to_string(n->plan->rank) + " on " + n->host->name +
-          " exited with code " + code);
+      Say("node " + rank + " (" + n->plan->role + ") on " + n->host->name + " ended: " + n->end_reason);
     }
   });
 }
@@ -657,10 +783,8 @@ std::map<HostState*, Outcome> Controller::StreamFile(
   return out;
 }
 
-Status Controller::Upload() {
+Status Controller::Upload(const std::vector<HostState*>& targets) {
   if (!spec_.workdir && spec_.files.empty()) return Status::Ok();
-  std::vector<HostState*> targets;
-  for (auto& [h, host] : hosts_) targets.push_back(host.get());
   const std::string dir = HostJobDir(plan_.job_id);
   const std::string tmp = options_.state_dir + "/tmp";
   if (Status s = MakeDirs(tmp); !s.ok()) return s;
@@ -817,7 +941,7 @@ Status Controller::WaitReady(NodeState& head) {
   bool finished = RunUntil(
       [&] {
         return state->ready || head_logged_ready_ || head.phase != NodePhase::kRunning ||
-               interrupts_ > 0;
+               interrupts_ > 0 || fault_.has_value();
       },
       Clock::now() + probe.timeout);
   state->stop = true;
@@ -827,7 +951,8 @@ Status Controller::WaitReady(NodeState& head) {
     Record(store_->AddEvent(plan_.job_id, event::kHeadReady, head.host->name, what));
     return Status::Ok();
   }
-  if (head.phase != NodePhase::kRunning) return Status::Ok();  // it finished: the job completes
+  // It finished (the job completes), or a fault ends the attempt.
+  if (head.phase != NodePhase::kRunning || fault_) return Status::Ok();
   (void)finished;
   std::string msg = "the head was not ready after " +
                     std::to_string(std::chrono::duration_cast<milliseconds>(probe.timeout).count() / 1000.0).substr(0, 5) +
@@ -865,7 +990,9 @@ void Controller::RunTeardownHooks() {
   if (local) local_host.exec = std::move(local);
   for (auto& [h, host] : hosts_) {
     const cluster::Host& inventory = plan_.hosts[h];
-    if (spec_.teardown.host_command) {
+    if (spec_.teardown.host_command && host->lost) {
+      Say("teardown host_command for " + host->name + " not run: the host is lost (its watchdog runs it)");
+    } else if (spec_.teardown.host_command) {
       run(*host, "host_command", *spec_.teardown.host_command, inventory, host->name);
     }
     if (spec_.teardown.local_command) {
@@ -963,7 +1090,7 @@ void Controller::FinalArtifacts() {
   int pending = 0;
   for (const ArtifactSpec& a : spec_.artifacts) {
     for (NodeState* n : ArtifactNodes(a)) {
-      if (!n->run_attempted || n->container_id.empty()) continue;
+      if (!n->run_attempted || n->container_id.empty() || n->host->lost) continue;
       ++pending;
       CopyArtifact(*n, a, [&pending] { --pending; });
     }
@@ -1013,7 +1140,9 @@ void Controller::RenewLeases() {
   renew_tick_ = [this] {
     if (!renewing_) return;
     for (auto& [h, host] : hosts_) {
-      if (host->watchdog_armed) Exec(*host, RenewLeaseCommand(plan_.job_id), [](const Outcome&) {});
+      if (host->watchdog_armed && !host->lost) {
+        Exec(*host, RenewLeaseCommand(plan_.job_id), [](const Outcome&) {});
+      }
     }
     loop_.AddTimer(Clock::now() + RenewEvery(), [this] { renew_tick_(); });
   };
@@ -1024,7 +1153,7 @@ void Controller::DisarmWatchdogs() {
   renewing_ = false;
   int pending = 0;
   for (auto& [h, host] : hosts_) {
-    if (!host->watchdog_armed) continue;
+    if (!host->watchdog_armed || host->lost) continue;
     ++pending;
     HostState* hs = host.get();
     Exec(*host, DisarmWatchdogCommand(plan_.job_id), [&, hs](const Outcome& o) {
@@ -1038,14 +1167,17 @@ void Controller::DisarmWatchdogs() {
   }
 }
 
-void Controller::Teardown(bool graceful) {
+void Controller::Teardown(bool graceful, bool final) {
   // Stop what still runs, let output drain, then remove every container of
-  // the job that may exist, host by host in parallel.
+  // the job that may exist, host by host in parallel. A lost host is left
+  // alone: its watchdog removes what it holds once the lease lapses (or
+  // `barge reap` does when it comes back).
   tearing_down_ = true;
+  ++generation_;  // the monitors stop
   Record(store_->SetStatus(plan_.job_id, JobStatus::kCompleting));
   std::map<HostState*, std::vector<std::string>> running, attempted;
   for (auto& n : nodes_) {
-    if (!n->run_attempted) continue;
+    if (!n->run_attempted || n->host->lost) continue;
     attempted[n->host].push_back(n->plan->container.name);
     if (n->phase == NodePhase::kRunning) running[n->host].push_back(n->plan->container.name);
   }
@@ -1062,7 +1194,8 @@ void Controller::Teardown(bool graceful) {
   }
   auto drained = [&] {
     return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) {
-      return !n->run_attempted || (n->phase != NodePhase::kRunning && !n->logs_open);
+      return !n->run_attempted || n->host->lost ||
+             (n->phase != NodePhase::kRunning && !n->logs_open);
     });
   };
   int interrupts_before = interrupts_;
@@ -1083,8 +1216,268 @@ void Controller::Teardown(bool graceful) {
     Say("removing containers did not finish in time; run `docker ps -a --filter label=barge.job=" +
         plan_.job_id + "` on the hosts");
   }
-  RunTeardownHooks();
-  Record(store_->AddEvent(plan_.job_id, event::kTornDown, std::nullopt, ""));
+  if (final) RunTeardownHooks();
+  Record(store_->AddEvent(plan_.job_id, event::kTornDown, std::nullopt, final ? "" : "before a restart"));
+}
+
+const char* CauseName(int cause) {
+  static const char* const kNames[] = {event::kHostLost, event::kNodeFailed, event::kPreempted};
+  return kNames[cause];
+}
+
+void Controller::NoteFault(Fault fault) {
+  const char* kind = CauseName(static_cast<int>(fault.cause));
+  Record(store_->AddEvent(plan_.job_id, kind, fault.host, fault.detail));
+  if (tearing_down_ || fault_) {
+    Say(std::string(kind) + ": " + fault.detail);
+    return;
+  }
+  Say(std::string(kind) + ": " + fault.detail);
+  fault_ = std::move(fault);
+}
+
+bool Controller::Restartable(const Fault& f) const {
+  if (!spec_.restart || restart_count_ >= spec_.restart->max_restarts) return false;
+  switch (f.cause) {
+    case Cause::kHostLost: return spec_.restart->on_host_lost;
+    case Cause::kNodeFailed: return spec_.restart->on_node_failed;
+    case Cause::kPreempted: return spec_.restart->on_preempted;
+  }
+  return false;
+}
+
+void Controller::OnHostLost(HostState& host, const std::string& why) {
+  if (host.lost) return;
+  host.lost = true;
+  host.replace = true;
+  for (auto& n : nodes_) {
+    if (n->host == &host && (n->phase == NodePhase::kRunning || n->phase == NodePhase::kStarting)) {
+      n->phase = NodePhase::kLost;
+    }
+  }
+  if (tearing_down_) {
+    Say(host.name + ": lost during teardown: " + why);
+    return;
+  }
+  NoteFault({Cause::kHostLost, host.name, host.name + " is lost: " + why});
+}
+
+void Controller::OnPreempted(HostState& host, const std::string& notice) {
+  if (tearing_down_ || host.lost) return;
+  host.replace = true;
+  // SIGTERM first, so the job can checkpoint; the teardown's docker stop
+  // then gives it stop_grace before the kill.
+  std::vector<std::string> names;
+  for (auto& n : nodes_) {
+    if (n->host == &host && n->phase == NodePhase::kRunning) names.push_back(n->plan->container.name);
+  }
+  if (!names.empty()) {
+    Exec(host, host.docker->Line(container::KillArgs(names, "TERM")), [](const Outcome&) {});
+  }
+  NoteFault({Cause::kPreempted, host.name,
+             host.name + " is being preempted" + (notice.empty() ? "" : ": " + notice) +
+                 "; SIGTERM sent to " + std::to_string(names.size()) + " container(s)"});
+}
+
+void Controller::StartMonitors() {
+  const int gen = ++generation_;
+  // The engine: a bounded probe every 2 s catches a dockerd that stopped
+  // answering (the docker wait on it would hang silently).
+  const auto probe_every = std::min<milliseconds>(milliseconds(2000), spec_.ssh.dead_after);
+  for (auto& [h, host] : hosts_) {
+    HostState* hs = host.get();
+    auto tick = std::make_shared<std::function<void()>>();
+    *tick = [this, hs, gen, probe_every, weak = std::weak_ptr<std::function<void()>>(tick)] {
+      if (gen != generation_ || hs->lost) return;
+      auto again = [this, gen, probe_every, weak] {
+        if (auto t = weak.lock(); t && gen == generation_) loop_.AddTimer(Clock::now() + probe_every, [t] { (*t)(); });
+      };
+      if (hs->probing) return again();
+      hs->probing = true;
+      const auto started = Clock::now();
+      Exec(*hs, Bounded(hs->docker->Version(), spec_.ssh.dead_after),
+           [this, hs, gen, started, again](const Outcome& o) {
+             hs->probing = false;
+             if (gen != generation_ || hs->lost) return;
+             if (!o.exit.known()) return;  // the session itself: OnHostLost
+             if (!o.ok()) {
+               const double took = std::chrono::duration<double>(Clock::now() - started).count();
+               char buf[32];
+               std::snprintf(buf, sizeof buf, "%.1f", took);
+               std::string why = o.exit.code == 137 && o.err.empty()
+                                     ? std::string("the Docker engine did not answer for ") + buf + " s (ssh.dead_after)"
+                                     : "the Docker engine fails: " + o.Reason();
+               hs->lost = true;
+               hs->replace = true;
+               for (auto& n : nodes_) {
+                 if (n->host == hs && n->phase == NodePhase::kRunning) n->phase = NodePhase::kLost;
+               }
+               if (!tearing_down_) NoteFault({Cause::kHostLost, hs->name, hs->name + " is lost: " + why});
+               return;
+             }
+             again();
+           });
+    };
+    monitors_.push_back(tick);
+    loop_.AddTimer(Clock::now() + probe_every, [tick] { (*tick)(); });
+  }
+  if (!spec_.preemption) return;
+  const PreemptionSpec& pre = *spec_.preemption;
+  for (auto& [h, host] : hosts_) {
+    HostState* hs = host.get();
+    auto tick = std::make_shared<std::function<void()>>();
+    *tick = [this, hs, gen, &pre, weak = std::weak_ptr<std::function<void()>>(tick)] {
+      if (gen != generation_ || hs->lost) return;
+      auto again = [this, gen, &pre, weak] {
+        if (auto t = weak.lock(); t && gen == generation_) loop_.AddTimer(Clock::now() + pre.every, [t] { (*t)(); });
+      };
+      if (hs->polling) return again();
+      hs->polling = true;
+      Exec(*hs, Bounded(pre.command, std::max<milliseconds>(pre.every, seconds(10))),
+           [this, hs, gen, again](const Outcome& o) {
+             hs->polling = false;
+             if (gen != generation_) return;
+             if (o.ok()) return OnPreempted(*hs, Trim(o.out).substr(0, 200));
+             again();
+           });
+    };
+    monitors_.push_back(tick);
+    loop_.AddTimer(Clock::now() + pre.every, [tick] { (*tick)(); });
+  }
+}
+
+std::string Controller::RemoveJobContainersLine(HostState& hs) const {
+  const std::string filter = std::string(cluster::kJobLabel) + "=" + plan_.job_id;
+  return "ids=$(" + hs.docker->Line({"ps", "-aq", "--filter", "label=" + filter}) +
+         ") && if [ -n \"$ids\" ]; then " + hs.docker->Line({"rm", "-f"}) + " $ids; fi";
+}
+
+Status Controller::ReplaceHosts() {
+  for (auto& [h_key, host_ptr] : hosts_) {
+    const size_t h = h_key;
+    if (!host_ptr->replace) continue;
+    const std::string old_name = host_ptr->name;
+    const cluster::Host old_inventory = input_.hosts[h];
+    HostState* old_state = host_ptr.get();
+    if (!old_state->lost) {
+      // Still reachable (preempted): its watchdog is not needed any more.
+      Exec(*old_state, DisarmWatchdogCommand(plan_.job_id), [](const Outcome&) {});
+    }
+    bool placed = false;
+    // A spare in its place: connected, preflighted, given the workdir.
+    while (!placed && next_spare_ < spec_.spare_hosts.size() && interrupts_ == 0) {
+      cluster::Host spare = spec_.spare_hosts[next_spare_++];
+      spare.nodes = old_inventory.nodes;
+      spare.role = old_inventory.role;
+      spare.line = old_inventory.line;
+      input_.hosts[h] = spare;
+      plan_.hosts[h] = spare;
+      Say("replacing " + old_name + " with spare host " + spare.address);
+      Status s = Connect({h});
+      if (s.ok()) s = Preflight({hosts_[h].get()});
+      if (s.ok()) s = Upload({hosts_[h].get()});
+      if (s.ok()) {
+        Record(store_->AddEvent(plan_.job_id, event::kRestarting, spare.address,
+                                "spare host " + spare.address + " takes the place of " + old_name));
+        placed = true;
+      } else {
+        Say("spare host " + spare.address + " cannot be used: " + s.message());
+      }
+    }
+    if (placed) continue;
+    // No spare left: the same host, checked again.
+    input_.hosts[h] = old_inventory;
+    plan_.hosts[h] = old_inventory;
+    const bool was_lost = old_state->lost;
+    Say("no spare host left; checking " + old_name + " again");
+    Status s = Status::Ok();
+    if (was_lost) {
+      s = Connect({h});
+      if (s.ok()) s = Preflight({hosts_[h].get()});
+    }
+    HostState& hs = *hosts_[h];
+    std::optional<Outcome> checked;
+    if (s.ok()) {
+      std::string line = RemoveJobContainersLine(hs);
+      if (spec_.preemption && !was_lost) {
+        line = "if " + Bounded(spec_.preemption->command, seconds(10)) +
+               " >/dev/null 2>&1; then echo 'a preemption notice is still up' >&2; exit 3; fi; " + line;
+      }
+      Exec(hs, line, [&](const Outcome& o) { checked = o; });
+      RunUntil([&] { return checked.has_value(); }, Clock::now() + spec_.ssh.dead_after + seconds(60));
+      if (!checked || !checked->ok()) {
+        s = Status::Error(checked ? checked->Reason() : "no answer");
+      }
+    }
+    if (!s.ok()) {
+      return Status::Error(old_name + " cannot be used again and no spare host is left: " + s.message());
+    }
+    hs.replace = false;
+    Say(old_name + " checked again: it is used for the restart");
+  }
+  return Status::Ok();
+}
+
+Status Controller::Launch() {
+  // Plan this attempt (the restart count and replaced hosts change it).
+  input_.restart_count = restart_count_;
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) return plan.status();
+  for (auto& n : nodes_) n->retired = true;
+  for (auto& n : nodes_) old_nodes_.push_back(std::move(n));
+  nodes_.clear();
+  if (sink_) old_sinks_.push_back(std::move(sink_));
+  old_plans_.push_back(std::move(plan_));
+  plan_ = std::move(plan).value();
+  fault_.reset();
+  tearing_down_ = false;
+  head_logged_ready_ = false;
+
+  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  std::vector<LogSink::Node> sink_nodes;
+  for (const auto& n : plan_.nodes) {
+    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
+    auto state = std::make_unique<NodeState>();
+    state->plan = &n;
+    state->host = hosts_[n.host_index].get();
+    nodes_.push_back(std::move(state));
+  }
+  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo);
+  if (!sink.ok()) return sink.status();
+  sink_ = std::move(sink).value();
+  if (restart_count_ == 0) {
+    Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(nodes_.size()) +
+        " node(s); logs in " + run_dir);
+  }
+
+  // The head first; workers only once it is ready.
+  NodeState& head = *nodes_[0];
+  Record(store_->SetStatus(plan_.job_id, JobStatus::kStarting));
+  StartMonitors();
+  if (Status s = StartNodes({&head}); !s.ok()) return s;
+  if (Status s = WaitReady(head); !s.ok()) return s;
+  std::vector<NodeState*> workers;
+  for (size_t i = 1; i < nodes_.size(); ++i) workers.push_back(nodes_[i].get());
+  if (!workers.empty() && head.phase == NodePhase::kRunning && interrupts_ == 0 && !fault_) {
+    if (Status s = StartNodes(workers); !s.ok()) return s;
+  }
+  Record(store_->SetStatus(plan_.job_id, JobStatus::kRunning, std::nullopt,
+                           std::to_string(nodes_.size()) + " node(s)" +
+                               (restart_count_ ? ", restart " + std::to_string(restart_count_) : "")));
+  if (restart_count_ == 0) ScheduleArtifacts();
+
+  // Running: until the head's main process exits, a fault, an interrupt or
+  // the timeout.
+  const Clock::time_point deadline =
+      spec_.timeout ? started_ + *spec_.timeout : Clock::time_point::max();
+  bool ended = RunUntil(
+      [&] {
+        return head.phase == NodePhase::kExited || head.phase == NodePhase::kLost ||
+               fault_.has_value() || interrupts_ > 0;
+      },
+      deadline);
+  if (!ended) timed_out_ = true;
+  return Status::Ok();
 }
 
 int Controller::Execute() {
@@ -1097,32 +1490,11 @@ int Controller::Execute() {
   if (Status s = Connect(); !s.ok()) return Fail(s.message(), kExitBargeFailure);
   loop_.Poll(milliseconds(0));  // deliver a signal that came during the connects
   if (interrupts_ > 0) return kExitInterrupted;
-  if (Status s = Preflight(); !s.ok()) {
+  if (Status s = Preflight(AllHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
-  // Live hosts may have filled in GPU counts: plan again.
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) return Fail(plan.status().message(), kExitBargeFailure);
-  plan_ = std::move(plan).value();
-
   const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
   if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message(), kExitBargeFailure);
-  std::vector<LogSink::Node> sink_nodes;
-  for (const auto& n : plan_.nodes) {
-    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
-    auto state = std::make_unique<NodeState>();
-    state->plan = &n;
-    state->host = hosts_[n.host_index].get();
-    nodes_.push_back(std::move(state));
-  }
-  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo);
-  if (!sink.ok()) return Fail(sink.status().message(), kExitBargeFailure);
-  sink_ = std::move(sink).value();
-  Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(nodes_.size()) +
-      " node(s); logs in " + run_dir);
-
-  // The head first; workers only once it is ready.
-  NodeState& head = *nodes_[0];
   if (plan_.head_ready.kind == cluster::ReadinessProbe::Kind::kLog) {
     try {
       ready_regex_.emplace(plan_.head_ready.log_regex, std::regex::ECMAScript);
@@ -1131,52 +1503,73 @@ int Controller::Execute() {
                   kExitBargeFailure);
     }
   }
-  if (Status s = Upload(); !s.ok()) return Fail(s.message(), kExitBargeFailure);
-  Record(store_->SetStatus(plan_.job_id, JobStatus::kStarting));
-  if (Status s = StartNodes({&head}); !s.ok()) {
-    Fail(s.message(), kExitBargeFailure);
-    Teardown(false);
-    return kExitBargeFailure;
-  }
-  if (Status s = WaitReady(head); !s.ok()) {
-    Fail(s.message(), kExitBargeFailure);
-    Teardown(interrupts_ < 2);
-    return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
-  }
-  std::vector<NodeState*> workers;
-  for (size_t i = 1; i < nodes_.size(); ++i) workers.push_back(nodes_[i].get());
-  if (!workers.empty() && head.phase == NodePhase::kRunning && interrupts_ == 0) {
-    if (Status s = StartNodes(workers); !s.ok()) {
-      Fail(s.message(), kExitBargeFailure);
-      Teardown(false);
-      return kExitBargeFailure;
+  if (Status s = Upload(AllHosts()); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+
+  for (;;) {
+    // Live hosts may have filled in GPU counts; restarts change hosts: the
+    // plan is made again for every attempt.
+    if (Status s = Launch(); !s.ok()) {
+      // No partial launch: whatever started is removed.
+      Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+      Teardown(interrupts_ < 2);
+      return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
+    }
+    if (timed_out_) {
+      Fail("the job reached its timeout (" +
+               std::to_string(std::chrono::duration_cast<seconds>(*spec_.timeout).count()) +
+               " s): stopping it",
+           kExitTimedOut);
+      Teardown(interrupts_ < 2);
+      return interrupts_ > 0 ? kExitInterrupted : kExitTimedOut;
+    }
+    if (interrupts_ > 0) {
+      Teardown(interrupts_ < 2);
+      return kExitInterrupted;
+    }
+    NodeState& head = *nodes_[0];
+    if (!fault_ && head.phase == NodePhase::kExited) {
+      Teardown(true);
+      if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
+      return *head.exit_code;
+    }
+    // A fault ended the attempt.
+    const Fault fault = fault_.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
+    const bool again = Restartable(fault);
+    Teardown(/*graceful=*/interrupts_ < 2, /*final=*/!again);
+    if (!again) {
+      if (fault.cause == Cause::kNodeFailed && fault.rank == 0) {
+        Fail("job failed: " + fault.detail, fault.exit_code);
+        return fault.exit_code;
+      }
+      std::string msg = "job failed: " + fault.detail;
+      if (spec_.restart) {
+        msg += restart_count_ >= spec_.restart->max_restarts
+                   ? " (no restarts left: max_restarts " + std::to_string(spec_.restart->max_restarts) + ")"
+                   : std::string(" (restart.on does not list ") + CauseName(static_cast<int>(fault.cause)) + ")";
+      }
+      return Fail(msg, kExitBargeFailure);
+    }
+    ++restart_count_;
+    const std::string why = std::string(CauseName(static_cast<int>(fault.cause))) + ": " + fault.detail;
+    Record(store_->NoteRestart(plan_.job_id, "restart " + std::to_string(restart_count_) + " of " +
+                                                 std::to_string(spec_.restart->max_restarts) + " after " + why));
+    Say("restarting the job (restart " + std::to_string(restart_count_) + " of " +
+        std::to_string(spec_.restart->max_restarts) + ") in " +
+        std::to_string(std::chrono::duration_cast<milliseconds>(spec_.restart->backoff).count() / 1000.0).substr(0, 4) +
+        " s");
+    RunUntil([&] { return interrupts_ > 0; }, Clock::now() + spec_.restart->backoff);
+    if (interrupts_ == 0) {
+      if (Status s = ReplaceHosts(); !s.ok()) {
+        tearing_down_ = true;
+        RunTeardownHooks();
+        return Fail("job failed: " + why + "; cannot restart: " + s.message(), kExitBargeFailure);
+      }
+    }
+    if (interrupts_ > 0) {
+      RunTeardownHooks();
+      return kExitInterrupted;
     }
   }
-  Record(store_->SetStatus(plan_.job_id, JobStatus::kRunning, std::nullopt,
-                           std::to_string(nodes_.size()) + " node(s)"));
-  ScheduleArtifacts();
-
-  // Running: until the head's main process exits, a worker fails the job, or
-  // an interrupt.
-  const Clock::time_point deadline =
-      spec_.timeout ? started_ + *spec_.timeout : Clock::time_point::max();
-  bool ended = RunUntil(
-      [&] { return head.phase == NodePhase::kExited || !failure_.empty() || interrupts_ > 0; },
-      deadline);
-  const bool interrupted = interrupts_ > 0;
-  if (!ended) {
-    timed_out_ = true;
-    Fail("the job reached its timeout (" +
-             std::to_string(std::chrono::duration_cast<seconds>(*spec_.timeout).count()) +
-             " s): stopping it",
-         kExitTimedOut);
-  }
-  Teardown(interrupts_ < 2);
-  if (interrupted) return kExitInterrupted;
-  if (timed_out_) return kExitTimedOut;
-  if (!failure_.empty()) return Fail("job failed: " + failure_, kExitBargeFailure);
-  if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
-  return *head.exit_code;
 }
 
 void Controller::RecordNode(const NodeState& node) {
@@ -1257,11 +1650,7 @@ int Controller::TearDownOrphan() {
   for (auto& [h, host] : hosts_) {
     HostState* hs = host.get();
     ++pending;
-    const std::string filter = std::string(cluster::kJobLabel) + "=" + plan_.job_id;
-    const std::string line = "ids=$(" + hs->docker->Line({"ps", "-aq", "--filter", "label=" + filter}) +
-                             ") && if [ -n \"$ids\" ]; then " + hs->docker->Line({"rm", "-f"}) +
-                             " $ids; fi";
-    Exec(*hs, line, [&, hs](const Outcome& o) {
+    Exec(*hs, RemoveJobContainersLine(*hs), [&, hs](const Outcome& o) {
       --pending;
       if (!o.ok()) {
         failed = true;

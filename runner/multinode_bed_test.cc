@@ -149,7 +149,7 @@ TEST_F(MultiNodeTest, AWorkerThatFailsEarlyFailsTheJobAndEverythingIsRemoved) {
                     "command: [\"sh\", \"-c\", \"if [ $RANK = 2 ]; then echo bye; exit 4; fi; "
                     "trap 'exit 0' TERM; sleep 60 & wait\"]\n");
   EXPECT_EQ(o.code, 125) << o.err;
-  EXPECT_NE(o.err.find("worker 2 on " + bed.hosts[2].address + " failed with exit code 4"),
+  EXPECT_NE(o.err.find("node 2 (worker) on " + bed.hosts[2].address + " ended: exit code 4"),
             std::string::npos)
       << o.err;
 }

@@ -148,7 +148,7 @@ TEST_F(RunTest, StdoutAndStderrArrivePrefixedByNodeAndTheHeadsExitCodeComesBack)
   Outcome show = Barge("show hello");
   ASSERT_EQ(show.code, 0) << show.err;
   EXPECT_NE(show.out.find("barge-hello-" + m[1].str() + "-0"), std::string::npos) << show.out;
-  EXPECT_NE(show.out.find("rank 0 (head) exited with code 3"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("rank 0 (head) ended: exit code 3"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("torn_down"), std::string::npos) << show.out;
 }
 

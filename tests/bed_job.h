@@ -1,0 +1,68 @@
+// Helpers for tests that run the real barge CLI against the test bed: a
+// scratch directory per test with its own BARGE_HOME, the CLI run in the
+// foreground or the background, and independent checks on the bed's hosts
+// over plain OpenSSH and their dockerds.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "tests/bed_env.h"
+
+namespace barge::testing {
+
+struct CliOutcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadWholeFile(const std::filesystem::path& p);
+
+// Runs `command` on bed host `h` over plain OpenSSH (an independent check);
+// stdout and stderr together.
+std::string OnHost(const BedHost& h, const std::string& command, int* code = nullptr);
+
+// IDs of every barge-labelled container on `h`'s dockerd, one per line ("" =
+// none), asked from this machine (not over SSH).
+std::string JobContainers(const BedHost& h);
+
+// Wall-clock seconds since the epoch, with milliseconds.
+double WallSeconds();
+// "2026-11-22T06:21:28.368Z" (the store's JSON times) as WallSeconds.
+double IsoSeconds(const std::string& iso);
+
+// A test's scratch directory (removed at destruction) holding job files and
+// BARGE_HOME=home.
+class JobDir {
+ public:
+  explicit JobDir(const std::string& name);
+  ~JobDir();
+  JobDir(const JobDir&) = delete;
+  JobDir& operator=(const JobDir&) = delete;
+
+  const std::filesystem::path& path() const { return dir_; }
+  void Write(const std::string& yaml, const std::string& name = "job.yaml") const;
+  // `barge ARGS` in the directory, stdin from /dev/null, to completion.
+  CliOutcome Barge(const std::string& args) const;
+  // `barge ARGS` in the background (stdout to out.txt, stderr to err.txt);
+  // returns its pid. Wait() reaps it.
+  pid_t Start(const std::string& args) const;
+  // Polls until `file` (out.txt, err.txt) holds `text`; false after `limit`.
+  bool WaitFor(const std::string& file, const std::string& text,
+               std::chrono::milliseconds limit = std::chrono::seconds(60)) const;
+  // Waits for `pid` (at most `limit`, then SIGKILL) and returns what it
+  // printed and its exit code.
+  CliOutcome Wait(pid_t pid, std::chrono::milliseconds limit = std::chrono::seconds(180)) const;
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// hosts: (the namespace hosts `first`..`first+n-1`) and ssh: blocks.
+std::string BedHostsYaml(size_t first, size_t n, const std::string& ssh_extra = "");
+
+}  // namespace barge::testing
