@@ -24,6 +24,12 @@ void LineColumnOf(std::string_view text, size_t offset, int* line, int* column) 
 
 bool IsBlankChar(char c) { return c == ' ' || c == '\t'; }
 
+// "---" or "..." at the start of a line, alone or followed by a blank.
+bool IsDocumentMarker(std::string_view line) {
+  std::string_view start = line.substr(0, 3);
+  return (start == "---" || start == "...") && (line.size() == 3 || IsBlankChar(line[3]));
+}
+
 // Splits `text` into lines without their "\n" (and "\r" before it).
 std::vector<std::string_view> Lines(std::string_view text) {
   std::vector<std::string_view> lines;
@@ -118,7 +124,21 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
   int flow = 0;                           // open [ and { brackets
   char quote = 0;                         // ' or " while inside a quoted scalar
   bool flow_token_start = true;
-  int block_parent = kNone;  // while in a block scalar: its owner's column
+  // While in a block scalar: its owner's column, and the indentation of its
+  // content once its first non-blank line gives it. A line indented less,
+  // or a document marker, ends it.
+  int block_parent = kNone;
+  int block_indent = kNone;
+  // The column of what owns the next node: the key, "- ", "? " or ": "
+  // before it on this line; at the start of a line, the block level the
+  // line is nested in (or starts, when at a level's own column); on a line
+  // that continues a flow collection or quoted scalar, where that began.
+  int owner_col = -1;
+  // While a plain scalar in block context may go on on the next line: the
+  // column that line must be indented past (the block level the scalar is
+  // in), as yaml-cpp has it. Such a line is more of the scalar's text,
+  // where a quote, bracket or "- " is no node.
+  int plain_parent = kNone;
   int line_no = 0;
   for (std::string_view line : Lines(text)) {
     ++line_no;
@@ -128,12 +148,18 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
     while (first < line.size() && IsBlankChar(line[first])) ++first;
     const bool blank = first == line.size();
     if (block_parent != kNone) {
-      if (blank || static_cast<int>(indent) > block_parent) continue;
+      if (!IsDocumentMarker(line)) {
+        if (blank) continue;
+        if (block_indent == kNone && static_cast<int>(indent) > block_parent) {
+          block_indent = static_cast<int>(indent);
+        }
+        if (block_indent != kNone && static_cast<int>(indent) >= block_indent) continue;
+      }
       block_parent = kNone;
+      block_indent = kNone;
     }
     size_t i = 0;
     bool node_start = true;  // block context: a node may begin at `i`
-    int owner_col = -1;      // column of the key or "-" that owns what follows
     auto too_deep = [&](size_t at) -> std::optional<TextProblem> {
       if (static_cast<int>(indents.size()) + flow <= max_depth) return std::nullopt;
       return TextProblem{
@@ -141,15 +167,23 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
           "nested deeper than " + std::to_string(max_depth) + " levels; barge refuses to parse it"};
     };
     if (quote == 0 && flow == 0) {
-      if (blank || line[first] == '#') continue;
-      std::string_view rest = line.substr(first);
-      bool marker = first == 0 && (rest.substr(0, 3) == "---" || rest.substr(0, 3) == "...") &&
-                    (rest.size() == 3 || IsBlankChar(rest[3]));
-      if (marker) {
+      if (blank) continue;
+      if (line[first] == '#') {
+        plain_parent = kNone;
+        continue;
+      }
+      if (IsDocumentMarker(line)) {
         indents.clear();
+        owner_col = -1;
+        plain_parent = kNone;
         i = 3;
+      } else if (plain_parent != kNone && static_cast<int>(indent) > plain_parent) {
+        node_start = false;
+        i = indent;
       } else {
+        plain_parent = kNone;
         while (!indents.empty() && indents.back() > static_cast<int>(indent)) indents.pop_back();
+        owner_col = indents.empty() ? -1 : indents.back();
         if (indents.empty() || indents.back() < static_cast<int>(indent)) {
           indents.push_back(static_cast<int>(indent));
         }
@@ -179,7 +213,10 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
         continue;
       }
       const bool comment = c == '#' && (i == 0 || IsBlankChar(line[i - 1]));
-      if (comment) break;
+      if (comment) {
+        plain_parent = kNone;
+        break;
+      }
       if (flow > 0) {
         if ((c == '"' || c == '\'') && flow_token_start) {
           quote = c;
@@ -206,12 +243,13 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
         continue;
       }
       if (node_start) {
+        plain_parent = kNone;
         if ((c == '-' || c == '?' || c == ':') && blank_after) {
           // A sequence entry (or complex key/value): its content is one
           // level deeper, at the column of the next token.
           size_t j = i + 1;
           while (j < line.size() && IsBlankChar(line[j])) ++j;
-          if (c == '-') owner_col = static_cast<int>(i);
+          owner_col = static_cast<int>(i);
           if (c != ':' && j < line.size() && line[j] != '#' &&
               (indents.empty() || indents.back() < static_cast<int>(j))) {
             indents.push_back(static_cast<int>(j));
@@ -221,6 +259,7 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
           continue;
         }
         if (c == '[' || c == '{') {
+          owner_col = static_cast<int>(i);
           flow = 1;
           outer_flow = TextProblem{line_no, static_cast<int>(i) + 1, UnclosedFlowMessage(c)};
           flow_token_start = true;
@@ -236,6 +275,7 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
           while (i < line.size() && !IsBlankChar(line[i])) ++i;
           continue;
         }
+        if (c != '"' && c != '\'') plain_parent = owner_col;
         owner_col = static_cast<int>(i);
         node_start = false;
         if (c == '"' || c == '\'') {
@@ -247,7 +287,10 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
         }
       }
       // Inside a plain scalar, or after a node: ": " ends a key.
-      if (c == ':' && blank_after) node_start = true;
+      if (c == ':' && blank_after) {
+        node_start = true;
+        plain_parent = kNone;
+      }
       ++i;
     }
   }

@@ -20,3 +20,4 @@ scripts/build.sh
 step "tests"
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --no-tests=error \
   -j "$(nproc)" "$@"
+step "fuzz (bounded: BARGE_FUZZ_SECONDS per target, 0 skips)" && scripts/fuzz.sh
