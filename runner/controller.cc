@@ -21,6 +21,7 @@
 #include "runner/docker_commands.h"
 #include "runner/job_store.h"
 #include "runner/log_sink.h"
+#include "runner/progress.h"
 #include "runner/signals.h"
 #include "runner/state_dir.h"
 #include "runner/teardown_hooks.h"
@@ -150,7 +151,8 @@ struct NodeState {
 class Controller {
  public:
   Controller(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options)
-      : spec_(spec), input_(input), options_(options) {}
+      : spec_(spec), input_(input), options_(options),
+        progress_(std::make_unique<Progress>(stderr, isatty(fileno(stderr)) != 0)) {}
 
   int Run();
   // `barge down` of a job whose controller is gone: connects to the job's
@@ -200,7 +202,8 @@ class Controller {
   void ScheduleArtifacts();
   // Copies every artifact of every node once more and waits (bounded).
   void FinalArtifacts();
-  void ArmWatchdog(HostState& host, int* pending, std::map<size_t, std::vector<std::string>>* errors);
+  // The watchdog of `host` (armed by Preflight).
+  WatchdogParams WatchdogFor(const HostState& host) const;
   void RenewLeases();
   void DisarmWatchdogs();
   // Starts `line` on `host`; `done` runs from the loop once it has exited.
@@ -265,23 +268,28 @@ class Controller {
   // interrupted or timed out).
   std::map<HostState*, Outcome> StreamFile(const std::string& file,
                                            const std::vector<HostState*>& targets,
-                                           const std::function<std::string(HostState&)>& command);
+                                           const std::function<std::string(HostState&)>& command,
+                                           const std::string& phase);
   // workdir: and files: into every host's job directory (after the
   // watchdog made it, before any container starts).
   Status Upload(const std::vector<HostState*>& targets);
   void RunTeardownHooks();
   void StreamLogs(NodeState& node);
+  // The head's readiness regex (roles.head.ready.log) finds a match in `text`.
+  bool ReadyLineMatches(std::string_view text) const;
   void WatchExit(NodeState& node);
   // Stops and removes the attempt's containers on every reachable host,
   // with a last copy of the artifacts. `final`: the job is over, so the
   // teardown hooks run too.
   void Teardown(bool graceful, bool final = true);
 
-  void Say(const std::string& message) { std::fprintf(stderr, "barge: %s\n", message.c_str()); }
+  // barge's own messages, on stderr, around the status line.
+  void Say(const std::string& message) { progress_->Print("barge: " + message); }
 
   const JobSpec& spec_;
   cluster::PlanInput input_;
   ControllerOptions options_;
+  std::unique_ptr<Progress> progress_;
   cluster::Plan plan_;
   ssh::EventLoop loop_;
   std::map<size_t, std::unique_ptr<HostState>> hosts_;  // by host index
@@ -428,10 +436,29 @@ std::string Controller::Bounded(const std::string& line, std::chrono::millisecon
 Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // Per host, in parallel: the engine answers; every image the host's nodes
   // need is there (pulled when missing and image_pull allows); GPUs work
-  // where asked for.
+  // where asked for; the watchdog is armed. All in one round trip.
   std::map<size_t, std::vector<std::string>> errors;  // by host
   std::map<std::string, std::vector<HostState*>> to_push;  // image → hosts lacking it
   int pending = 0;
+  std::map<HostState*, int> open;  // checks in flight, by host
+  progress_->Begin("preflight", static_cast<int>(targets.size()));
+  // Runs one check; the host is done (progress) when its last one is.
+  std::function<void(HostState*, const std::string&, std::function<void(const Outcome&)>)> check =
+      [&](HostState* hs, const std::string& line, std::function<void(const Outcome&)> cb) {
+        ++pending;
+        ++open[hs];
+        Exec(*hs, line, [&, hs, cb = std::move(cb)](const Outcome& o) {
+          cb(o);
+          --pending;
+          if (--open[hs] > 0) return;
+          auto it = errors.find(hs->index);
+          if (it == errors.end()) {
+            progress_->Done(hs->name, true);
+          } else {
+            progress_->Done(hs->name, false, it->second.front());
+          }
+        });
+      };
   for (HostState* hs : targets) {
     const size_t h = hs->index;
     std::set<std::string> images;
@@ -441,9 +468,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       images.insert(n.container.image);
       if (n.container.options.gpus && !gpu_spec) gpu_spec = &n.container;
     }
-    ++pending;
-    Exec(*hs, Bounded(hs->docker->Version(), spec_.ssh.dead_after), [&, hs](const Outcome& o) {
-      --pending;
+    check(hs, Bounded(hs->docker->Version(), spec_.ssh.dead_after), [&, hs](const Outcome& o) {
       if (o.exit.known() && o.exit.code == 137 && o.err.empty()) {
         errors[hs->index].push_back("the Docker engine did not answer within " +
                                     std::to_string(spec_.ssh.dead_after.count() / 1000) +
@@ -453,60 +478,47 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       }
     });
     for (const std::string& image : images) {
-      ++pending;
       if (spec_.image_pull == ImagePull::kAlways) {
-        Exec(*hs, hs->docker->Pull(image) + " >/dev/null && " + hs->docker->ImageId(image),
-             [&, hs, image](const Outcome& o) {
-               --pending;
-               if (o.ok()) {
-                 hs->image_ids[image] = Trim(o.out);
-               } else {
-                 errors[hs->index].push_back("cannot pull " + image + " (image_pull: always): " +
-                                             o.Reason());
-               }
-             });
+        check(hs, hs->docker->Pull(image) + " >/dev/null && " + hs->docker->ImageId(image),
+              [&, hs, image](const Outcome& o) {
+                if (o.ok()) {
+                  hs->image_ids[image] = Trim(o.out);
+                } else {
+                  errors[hs->index].push_back("cannot pull " + image + " (image_pull: always): " +
+                                              o.Reason());
+                }
+              });
         continue;
       }
-      Exec(*hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& o) {
+      check(hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& o) {
         if (o.ok()) {
           hs->image_ids[image] = Trim(o.out);
-          --pending;
-          return;
-        }
-        if (spec_.image_pull == ImagePull::kPush) {
+        } else if (spec_.image_pull == ImagePull::kPush) {
           to_push[image].push_back(hs);
-          --pending;
-          return;
-        }
-        if (spec_.image_pull == ImagePull::kNever) {
-          errors[hs->index].push_back("image " + image +
-                                      " is not present (image_pull: never): " + o.Reason());
-          --pending;
-          return;
-        }
-        Say(hs->name + ": pulling " + image);
-        Exec(*hs, hs->docker->Pull(image), [&, hs, image](const Outcome& pulled) {
-          if (!pulled.ok()) {
-            errors[hs->index].push_back("image " + image + " is missing and cannot be pulled: " +
-                                        pulled.Reason());
-            --pending;
-            return;
-          }
-          Exec(*hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& again) {
-            --pending;
-            if (again.ok()) {
-              hs->image_ids[image] = Trim(again.out);
-            } else {
-              errors[hs->index].push_back("image " + image + ": " + again.Reason());
+        } else if (spec_.image_pull == ImagePull::kNever) {
+          errors[hs->index].push_back("image " + image + " is not present (image_pull: never): " +
+                                      o.Reason());
+        } else {
+          Say(hs->name + ": pulling " + image);
+          check(hs, hs->docker->Pull(image), [&, hs, image](const Outcome& pulled) {
+            if (!pulled.ok()) {
+              errors[hs->index].push_back("image " + image + " is missing and cannot be pulled: " +
+                                          pulled.Reason());
+              return;
             }
+            check(hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& again) {
+              if (again.ok()) {
+                hs->image_ids[image] = Trim(again.out);
+              } else {
+                errors[hs->index].push_back("image " + image + ": " + again.Reason());
+              }
+            });
           });
-        });
+        }
       });
     }
     if (gpu_spec) {
-      ++pending;
-      Exec(*hs, hs->docker->GpuProbe(*gpu_spec), [&, hs](const Outcome& o) {
-        --pending;
+      check(hs, hs->docker->GpuProbe(*gpu_spec), [&, hs](const Outcome& o) {
         if (!o.ok()) {
           errors[hs->index].push_back("GPUs requested but unavailable: " + o.Reason());
           return;
@@ -518,6 +530,14 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
         input_.detected_gpus[hs->index] = count;
       });
     }
+    // The watchdog is armed before anything starts.
+    check(hs, ArmWatchdogCommand(WatchdogFor(*hs)), [&, hs](const Outcome& o) {
+      if (o.ok()) {
+        hs->watchdog_armed = true;
+      } else {
+        errors[hs->index].push_back("cannot arm the watchdog: " + o.Reason());
+      }
+    });
   }
   // The rendezvous port must be free on the head's host when the head
   // shares the host's network (otherwise it lives in the container's own).
@@ -525,27 +545,23 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   HostState* head_host = hosts_[head.host_index].get();
   if (head.container.options.network && *head.container.options.network == "host" &&
       std::find(targets.begin(), targets.end(), head_host) != targets.end()) {
-    HostState* hs = head_host;
     const int port = spec_.rendezvous.port;
-    ++pending;
-    Exec(*hs, "cat /proc/net/tcp /proc/net/tcp6", [&, hs, port](const Outcome& o) {
-      --pending;
+    check(head_host, "cat /proc/net/tcp /proc/net/tcp6", [&, head_host, port](const Outcome& o) {
       if (container::ParseListeningPorts(o.out).count(port)) {
-        errors[hs->index].push_back("rendezvous port " + std::to_string(port) +
-                                    " is already in use on the head's host (rendezvous.port)");
+        errors[head_host->index].push_back("rendezvous port " + std::to_string(port) +
+                                           " is already in use on the head's host (rendezvous.port)");
       }
     });
   }
-  // The watchdogs are armed in the same round trip, before anything starts.
-  for (HostState* hs : targets) ArmWatchdog(*hs, &pending, &errors);
   bool done = RunUntil([&] { return pending == 0 || interrupts_ > 0; },
                        Clock::now() + spec_.ssh.connect_timeout + seconds(120));
+  progress_->End();
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");
   RenewLeases();
   if (!done) return Status::Error("preflight did not finish in time");
-  for (const auto& [image, targets] : to_push) {
+  for (const auto& [image, push_targets] : to_push) {
     if (!errors.empty()) break;  // don't push to a job that cannot start
-    Push(image, targets, &errors);
+    Push(image, push_targets, &errors);
   }
   // One stale tag on one node is a classic silent failure: every host must
   // run the same image ID for the same reference.
@@ -576,6 +592,15 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   return Status::Error(msg);
 }
 
+bool Controller::ReadyLineMatches(std::string_view text) const {
+  // std::regex recurses per character matched: a long line with a pattern
+  // like ".*ready" would overflow the stack. Readiness lines are short; only
+  // their first kReadyScan bytes are searched.
+  constexpr size_t kReadyScan = 4096;
+  std::string_view head = text.substr(0, kReadyScan);
+  return std::regex_search(head.begin(), head.end(), *ready_regex_);
+}
+
 void Controller::StreamLogs(NodeState& node) {
   const int rank = node.plan->rank;
   NodeState* self = &node;
@@ -592,7 +617,7 @@ void Controller::StreamLogs(NodeState& node) {
       sink->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
       if (self->retired) return;
       if (rank == 0 && ready_regex_ && !head_logged_ready_ &&
-          std::regex_search(text.begin(), text.end(), *ready_regex_)) {
+          ReadyLineMatches(text)) {
         head_logged_ready_ = true;
       }
     };
@@ -702,18 +727,23 @@ void Controller::WatchExit(NodeState& node) {
 Status Controller::StartNodes(const std::vector<NodeState*>& nodes) {
   std::vector<std::string> errors;
   int pending = 0;
+  const bool head = nodes.size() == 1 && nodes[0]->plan->rank == 0;
+  progress_->Begin(head ? "starting the head" : "starting workers", static_cast<int>(nodes.size()));
   for (NodeState* n : nodes) {
     n->phase = NodePhase::kStarting;
     n->run_attempted = true;
     ++pending;
     Exec(*n->host, n->host->docker->Run(n->plan->container), [&, n](const Outcome& o) {
       --pending;
+      const std::string node = std::to_string(n->plan->rank) + " on " + n->host->name;
       if (!o.ok()) {
         errors.push_back("node " + std::to_string(n->plan->rank) + " (" + n->plan->role + ") on " +
                          n->host->name + " did not start: " + o.Reason());
         n->phase = NodePhase::kExited;
+        progress_->Done(node, false, o.Reason());
         return;
       }
+      progress_->Done(node, true);
       n->phase = NodePhase::kRunning;
       n->container_id = Trim(o.out);
       RecordNode(*n);
@@ -722,6 +752,7 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes) {
     });
   }
   bool done = RunUntil([&] { return pending == 0; }, Clock::now() + seconds(300));
+  progress_->End();
   if (!done) errors.push_back("starting containers did not finish in time");
   if (errors.empty()) return Status::Ok();
   std::string msg;
@@ -731,7 +762,7 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes) {
 
 std::map<HostState*, Outcome> Controller::StreamFile(
     const std::string& file, const std::vector<HostState*>& targets,
-    const std::function<std::string(HostState&)>& command) {
+    const std::function<std::string(HostState&)>& command, const std::string& phase) {
   struct Target {
     HostState* host = nullptr;
     ssh::Command* cmd = nullptr;
@@ -740,12 +771,17 @@ std::map<HostState*, Outcome> Controller::StreamFile(
     std::optional<Outcome> result;
   };
   std::vector<Target> streams(targets.size());
+  progress_->Begin(phase, static_cast<int>(targets.size()));
   for (size_t i = 0; i < targets.size(); ++i) {
     Target& t = streams[i];
     t.host = targets[i];
     t.in = std::fopen(file.c_str(), "rb");
     Target* tp = &t;
-    t.cmd = Exec(*t.host, command(*t.host), [tp](const Outcome& o) { tp->result = o; },
+    t.cmd = Exec(*t.host, command(*t.host),
+                 [this, tp](const Outcome& o) {
+                   tp->result = o;
+                   progress_->Done(tp->host->name, o.ok(), o.ok() ? "" : o.Reason());
+                 },
                  /*keep_stdin=*/true);
     if (!t.in && t.cmd) t.cmd->CloseStdin();
   }
@@ -775,6 +811,7 @@ std::map<HostState*, Outcome> Controller::StreamFile(
     loop_.Poll(milliseconds(5));
     ReapCommands();
   }
+  progress_->End();
   std::map<HostState*, Outcome> out;
   for (Target& t : streams) {
     if (t.in) std::fclose(t.in);
@@ -820,7 +857,7 @@ Status Controller::Upload(const std::vector<HostState*>& targets) {
     auto results = StreamFile(file, targets, [&](HostState&) {
       return "mkdir -p " + ssh::ShellQuote(dir + "/workdir") + " && tar -x --no-same-owner -C " +
              ssh::ShellQuote(dir + "/workdir");
-    });
+    }, "shipping the workdir");
     std::remove(file.c_str());
     if (Status s = check(results, "the workdir"); !s.ok()) return s;
   }
@@ -828,7 +865,7 @@ Status Controller::Upload(const std::vector<HostState*>& targets) {
     const std::string remote = dir + "/files/" + std::to_string(i);
     auto results = StreamFile(spec_.files[i].from, targets, [&](HostState&) {
       return "mkdir -p " + ssh::ShellQuote(dir + "/files") + " && cat > " + ssh::ShellQuote(remote);
-    });
+    }, "shipping " + spec_.files[i].from);
     if (Status s = check(results, spec_.files[i].from); !s.ok()) return s;
   }
   return Status::Ok();
@@ -868,7 +905,7 @@ void Controller::Push(const std::string& image, const std::vector<HostState*>& t
   }
 
   std::map<HostState*, Outcome> results =
-      StreamFile(file, targets, [](HostState& h) { return h.docker->Load(); });
+      StreamFile(file, targets, [](HostState& h) { return h.docker->Load(); }, "pushing " + image);
   for (HostState* t : targets) {
     auto it = results.find(t);
     if (it == results.end() || !it->second.ok()) {
@@ -1105,8 +1142,7 @@ void Controller::FinalArtifacts() {
   }
 }
 
-void Controller::ArmWatchdog(HostState& host, int* pending,
-                             std::map<size_t, std::vector<std::string>>* errors) {
+WatchdogParams Controller::WatchdogFor(const HostState& host) const {
   WatchdogParams p;
   p.job_id = plan_.job_id;
   p.docker = DockerCommandOf(spec_, plan_.hosts[host.index]);
@@ -1122,16 +1158,7 @@ void Controller::ArmWatchdog(HostState& host, int* pending,
         SubstituteHook(*spec_.teardown.host_command, plan_.hosts[host.index], plan_.job_id);
     if (hook.ok()) p.host_hook = *hook;
   }
-  ++*pending;
-  HostState* hs = &host;
-  Exec(host, ArmWatchdogCommand(p), [this, hs, pending, errors](const Outcome& o) {
-    --*pending;
-    if (o.ok()) {
-      hs->watchdog_armed = true;
-    } else {
-      (*errors)[hs->index].push_back("cannot arm the watchdog: " + o.Reason());
-    }
-  });
+  return p;
 }
 
 void Controller::RenewLeases() {
@@ -1445,6 +1472,7 @@ Status Controller::Launch() {
   Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo);
   if (!sink.ok()) return sink.status();
   sink_ = std::move(sink).value();
+  sink_->set_echo_guard([this] { progress_->Clear(); }, [this] { progress_->Redraw(); });
   if (restart_count_ == 0) {
     Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(nodes_.size()) +
         " node(s); logs in " + run_dir);

@@ -58,6 +58,7 @@ void LogSink::Line(int rank, Stream stream, std::string_view timestamp, std::str
   file.tail.emplace_back(text);
   if (file.tail.size() > kTailLines) file.tail.pop_front();
   if (!echo_) return;
+  if (before_echo_) before_echo_();
   FILE* out = stream == Stream::kStdout ? stdout : stderr;
   bool tty = stream == Stream::kStdout ? stdout_tty_ : stderr_tty_;
   if (tty) {
@@ -67,6 +68,7 @@ void LogSink::Line(int rank, Stream stream, std::string_view timestamp, std::str
     fprintf(out, "%s %.*s\n", file.prefix.c_str(), static_cast<int>(text.size()), text.data());
   }
   fflush(out);
+  if (after_echo_) after_echo_();
 }
 
 std::string LogSink::path(int rank) const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +36,13 @@ class LogSink {
   // `timestamp` is Docker's RFC3339Nano stamp of the line (may be empty).
   void Line(int rank, Stream stream, std::string_view timestamp, std::string_view text);
 
+  // Around every line echoed to the terminal: `before` runs first and
+  // `after` last (e.g. to clear and redraw a status line).
+  void set_echo_guard(std::function<void()> before, std::function<void()> after) {
+    before_echo_ = std::move(before);
+    after_echo_ = std::move(after);
+  }
+
   std::string path(int rank) const;
   // The last `n` lines seen from `rank` (for error messages).
   std::vector<std::string> Tail(int rank, size_t n) const;
@@ -46,6 +54,8 @@ class LogSink {
   bool echo_ = true;
   bool stdout_tty_ = false;
   bool stderr_tty_ = false;
+  std::function<void()> before_echo_;
+  std::function<void()> after_echo_;
 };
 
 }  // namespace barge::runner
