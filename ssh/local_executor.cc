@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 
@@ -26,6 +27,50 @@ constexpr size_t kReadChunk = 64 * 1024;
 constexpr int kReadsPerEvent = 4;
 constexpr std::chrono::milliseconds kFirstReapDelay{1};
 constexpr std::chrono::milliseconds kMaxReapDelay{100};
+
+// Writes `command_line` as a script into a new 0700 directory and returns
+// the script's path; the script removes the directory before anything
+// else ($0 is the script when it runs as `sh FILE`).
+Result<std::string> WriteScript(const std::string& command_line) {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
+                        "/barge.XXXXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return Status::Error("local: cannot create a directory for a long command line (" +
+                         std::to_string(command_line.size()) + " bytes) in " +
+                         pattern.substr(0, pattern.rfind('/')) + ": " + std::strerror(errno));
+  }
+  const std::string path = pattern + "/s";
+  const std::string script = "rm -rf -- \"${0%/*}\"\n" + command_line;
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  size_t written = 0;
+  while (fd >= 0 && written < script.size()) {
+    ssize_t n = write(fd, script.data() + written, script.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  bool ok = fd >= 0 && written == script.size();
+  int e = errno;
+  if (fd >= 0 && close(fd) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok) {
+    unlink(path.c_str());
+    rmdir(pattern.c_str());
+    return Status::Error("local: cannot write a long command line (" +
+                         std::to_string(command_line.size()) + " bytes) to " + path + ": " +
+                         std::strerror(e));
+  }
+  return path;
+}
+
+// Removes what WriteScript made when the script will never run.
+void RemoveScript(const std::string& path) {
+  unlink(path.c_str());
+  rmdir(path.substr(0, path.rfind('/')).c_str());
+}
 
 void CloseFd(int* fd) {
   if (*fd >= 0) close(*fd);
@@ -280,6 +325,12 @@ Result<std::unique_ptr<Command>> LocalExecutor::Start(const std::string& command
   if (command_line.find('\0') != std::string::npos) {
     return Status::Error("local: the command line contains a NUL byte");
   }
+  std::string script;  // for a long command line: its script's path
+  if (command_line.size() > kMaxArgvCommandLine) {
+    Result<std::string> written = WriteScript(command_line);
+    if (!written.ok()) return written.status();
+    script = std::move(written).value();
+  }
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   auto close_all = [&] {
     for (int* fd : {&in[0], &in[1], &out[0], &out[1], &err[0], &err[1]}) CloseFd(fd);
@@ -287,6 +338,7 @@ Result<std::unique_ptr<Command>> LocalExecutor::Start(const std::string& command
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     int e = errno;
     close_all();
+    if (!script.empty()) RemoveScript(script);
     return Status::Error(std::string("local: cannot create pipes: ") + std::strerror(e));
   }
 
@@ -312,6 +364,10 @@ Result<std::unique_ptr<Command>> LocalExecutor::Start(const std::string& command
 
   std::string arg0 = "sh", arg1 = "-c";
   char* argv[] = {arg0.data(), arg1.data(), const_cast<char*>(command_line.c_str()), nullptr};
+  if (!script.empty()) {
+    argv[1] = script.data();
+    argv[2] = nullptr;
+  }
   pid_t pid = -1;
   int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -321,6 +377,7 @@ Result<std::unique_ptr<Command>> LocalExecutor::Start(const std::string& command
   CloseFd(&err[1]);
   if (rc != 0) {
     close_all();
+    if (!script.empty()) RemoveScript(script);
     return Status::Error(std::string("local: cannot start /bin/sh: ") + std::strerror(rc));
   }
   if (!SetNonBlocking(in[1]) || !SetNonBlocking(out[0]) || !SetNonBlocking(err[0])) {
@@ -331,7 +388,8 @@ Result<std::unique_ptr<Command>> LocalExecutor::Start(const std::string& command
     ReapLater(loop_, pid, kFirstReapDelay);
     return Status::Error(std::string("local: cannot set up pipes: ") + std::strerror(e));
   }
-  spdlog::debug("Local process: started. [pid: {}, command: {}]", pid, command_line);
+  spdlog::debug("Local process: started. [pid: {}, bytes: {}, script: {}, command: {}]", pid,
+                command_line.size(), script, command_line);
   return std::unique_ptr<Command>(
       std::make_unique<LocalCommand>(loop_, pid, in[1], out[0], err[0], std::move(callbacks)));
 }

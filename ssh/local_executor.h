@@ -2,6 +2,7 @@
 // contract as SshExecutor, driven by the same EventLoop.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,13 @@ namespace barge::ssh {
 // EOF. Destroying a command closes its pipes but does not kill the child; it
 // is still reaped, from the loop, when it exits.
 //
+// A command line longer than kMaxArgvCommandLine cannot be one argument of
+// execve (Linux refuses any argument over 128 KiB, MAX_ARG_STRLEN): it is
+// written as a script into a fresh 0700 directory under $TMPDIR (or /tmp)
+// and run as `/bin/sh FILE` instead, with the same pipes; the script
+// removes its directory before anything else. (Start fails when the script
+// cannot be written.)
+//
 // Threading: the loop's thread only. `loop` must outlive the executor and
 // every command it started. Commands may outlive the executor.
 class LocalExecutor : public Executor {
@@ -31,6 +39,9 @@ class LocalExecutor : public Executor {
   [[nodiscard]] Result<std::unique_ptr<Command>> Start(const std::string& command_line,
                                                        CommandCallbacks callbacks) override;
   std::string label() const override { return "local"; }
+
+  // Longer command lines run through a script (see the class comment).
+  static constexpr size_t kMaxArgvCommandLine = 64 * 1024;
 
  private:
   class LocalCommand;

@@ -1,7 +1,9 @@
 #include "ssh/local_executor.h"
 
 #include <signal.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -231,6 +233,71 @@ TEST(LocalExecutor, RunsQuotedArgumentsByteExact) {
   const std::string word = "it's $(touch X) `id` ; && \n ~ * héllo ✓";
   Collected r = RunToEnd(loop, local, ShellJoin({"printf", "%s", word}));
   EXPECT_EQ(r.out, word);
+}
+
+// Far longer than one execve argument may be (MAX_ARG_STRLEN, 128 KiB).
+TEST(LocalExecutor, ACommandLineLongerThanOneArgvStringRunsAndItsStdinStillArrives) {
+  EventLoop loop;
+  LocalExecutor local(&loop);
+  std::mt19937 rng(300);
+  std::string word;
+  while (word.size() < 300 * 1024) word += "it's $(touch X) `id` ; && \n ~ * héllo ✓ 🚀 ";
+  std::string data(1 << 20, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  const std::string line = ShellJoin({"printf", "%s", word}) + " && cat && exit 7";
+  ASSERT_GT(line.size(), 300u * 1024);
+  Collected r = RunToEnd(loop, local, line, data);
+  EXPECT_EQ(r.exit.code, 7) << r.exit.error << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(r.out == word + data) << "got " << r.out.size() << " bytes";
+}
+
+TEST(LocalExecutor, CommandLinesOfEverySizeAroundTheLimitRunByteExact) {
+  EventLoop loop;
+  LocalExecutor local(&loop);
+  const std::string prefix = "printf %s ";
+  for (size_t size : {LocalExecutor::kMaxArgvCommandLine - 1, LocalExecutor::kMaxArgvCommandLine,
+                      LocalExecutor::kMaxArgvCommandLine + 1, size_t{128} * 1024,
+                      size_t{128} * 1024 + 1, size_t{4} << 20}) {
+    std::string word(size - prefix.size(), 'a');
+    Collected r = RunToEnd(loop, local, prefix + word);
+    EXPECT_EQ(r.exit.code, 0) << size << ": " << r.exit.error << r.err;
+    EXPECT_TRUE(r.out == word) << size << ": got " << r.out.size() << " bytes";
+  }
+}
+
+TEST(LocalExecutor, ALongCommandLineLeavesNoScriptBehind) {
+  EventLoop loop;
+  LocalExecutor local(&loop);
+  const std::string filler(200 * 1024, 'x');
+  // $0 names the script the long line was written to.
+  Collected r = RunToEnd(loop, local, ": " + filler + "; printf %s \"$0\"");
+  ASSERT_EQ(r.exit.code, 0) << r.exit.error << r.err;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_NE(access(r.out.c_str(), F_OK), 0) << r.out << " is still there";
+  EXPECT_NE(access(r.out.substr(0, r.out.rfind('/')).c_str(), F_OK), 0);
+  Collected eof = RunToEnd(loop, local, ": " + filler + "; wc -c");
+  EXPECT_EQ(eof.out, "0\n");
+}
+
+TEST(LocalExecutor, ALongCommandLineThatCannotBeWrittenDownFailsToStartWithTheReason) {
+  EventLoop loop;
+  LocalExecutor local(&loop);
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  setenv("TMPDIR", "/nonexistent-barge-test-dir", 1);
+  auto r = std::make_shared<Collected>();
+  auto cmd = local.Start(": " + std::string(100 * 1024, 'x'), CollectInto(r));
+  if (old) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  ASSERT_FALSE(cmd.ok());
+  EXPECT_NE(cmd.status().message().find("cannot create a directory for a long command line"),
+            std::string::npos)
+      << cmd.status().message();
+  EXPECT_NE(cmd.status().message().find("/nonexistent-barge-test-dir"), std::string::npos);
 }
 
 }  // namespace

@@ -29,6 +29,18 @@ constexpr size_t kMaxWrite = 64 * 1024;
 constexpr std::chrono::milliseconds kOpenRetryDelay{20};
 constexpr std::chrono::seconds kRecentClose{2};
 
+// What the bootstrap of a long command line prints on stdout once it has
+// read the whole script from stdin (it is taken out of the command's
+// output). The bytes \001 and \002 keep it apart from anything a login
+// script might print.
+constexpr std::string_view kScriptTaken = "\001barge: script read\002";
+
+// The script a long command line runs as: it removes its own directory
+// first ($0 is the script), then runs the line as `SHELL -c LINE` would.
+std::string ScriptFor(const std::string& command_line) {
+  return "rm -rf -- \"${0%/*}\"\n" + command_line;
+}
+
 // "10 s", "1.5 s", "0.25 s".
 std::string Seconds(std::chrono::milliseconds d) {
   std::string s = std::to_string(d.count() / 1000);
@@ -70,6 +82,19 @@ void CallUser(const char* what, const std::string& label, Fn&& fn) {
 
 }  // namespace
 
+std::string LongCommandBootstrap(size_t script_size) {
+  // Until the bootstrap has said kScriptTaken the executor sends nothing
+  // after the script, so `head -c` cannot read past it into the command's
+  // own stdin, whatever head it is (busybox's reads through stdio).
+  const std::string n = std::to_string(script_size);
+  return "d=$(mktemp -d \"${TMPDIR:-/tmp}/barge.XXXXXXXX\") && "
+         "if head -c " + n + " >\"$d/s\" && [ $(wc -c <\"$d/s\") -eq " + n + " ]; then "
+         "printf '\\001barge: script read\\002' && exec \"${SHELL:-/bin/sh}\" \"$d/s\"; fi; "
+         "[ -z \"$d\" ] || rm -rf \"$d\"; "
+         "echo \"barge: cannot hand the command line (" + n + " bytes) to the shell through a "
+         "file in ${TMPDIR:-/tmp}\" >&2; exit 126";
+}
+
 // One command's channel. Owned by the executor's list (and shared with the
 // caller's Handle, which only flips flags and queues stdin). Its address is
 // the userdata of the libssh channel callbacks, so it is neither copied nor
@@ -88,6 +113,13 @@ struct SshExecutor::Channel {
   bool abandoned = false;  // the caller destroyed its Command
   std::string stdin_queue;
   size_t stdin_offset = 0;
+  // A long command line (LongCommandBootstrap): the script, written on stdin
+  // before anything of stdin_queue, which waits until the host has said
+  // kScriptTaken; stdout until then (held_stdout) is searched for that.
+  std::string script;
+  size_t script_offset = 0;
+  bool script_taken = true;
+  std::string held_stdout;
   bool stdin_close_requested = false;
   bool eof_sent = false;
   std::optional<int> exit_code;
@@ -106,12 +138,37 @@ struct SshExecutor::Channel {
                     void* userdata) noexcept {
     auto* c = static_cast<Channel*>(userdata);
     if (!c->wants_callbacks()) return static_cast<int>(len);
-    auto& fn = is_stderr ? c->callbacks.on_stderr : c->callbacks.on_stdout;
-    if (fn) {
-      CallUser(is_stderr ? "stderr" : "stdout", c->executor->session_->label(),
-               [&] { fn(std::string_view(static_cast<const char*>(data), len)); });
+    std::string_view bytes(static_cast<const char*>(data), len);
+    if (!is_stderr && !c->script_taken) {
+      // Before the command runs, stdout is only the bootstrap's: hold it
+      // until the marker, which is dropped; what came before it is passed on.
+      const size_t from = c->held_stdout.size() >= kScriptTaken.size()
+                              ? c->held_stdout.size() - kScriptTaken.size() + 1
+                              : 0;
+      c->held_stdout.append(bytes);
+      const size_t at = c->held_stdout.find(kScriptTaken, from);
+      if (at == std::string::npos) return static_cast<int>(len);
+      c->script_taken = true;
+      std::string held = std::move(c->held_stdout);
+      c->held_stdout.clear();
+      spdlog::debug("SSH channel: the host has read the script. [host: {}, channel: {}]",
+                    c->executor->label(), c->id);
+      // The poll hook that runs after this sends the command's stdin.
+      c->Deliver(false, std::string_view(held).substr(0, at));
+      c->Deliver(false, std::string_view(held).substr(at + kScriptTaken.size()));
+      return static_cast<int>(len);
     }
+    c->Deliver(is_stderr, bytes);
     return static_cast<int>(len);
+  }
+
+  // Passes output to the caller's callback, if any (and wanted).
+  void Deliver(bool is_stderr, std::string_view bytes) {
+    if (bytes.empty() || !wants_callbacks()) return;
+    auto& fn = is_stderr ? callbacks.on_stderr : callbacks.on_stdout;
+    if (fn) {
+      CallUser(is_stderr ? "stderr" : "stdout", executor->session_->label(), [&] { fn(bytes); });
+    }
   }
 
   static void OnExitStatus(ssh_session, ssh_channel, int exit_status, void* userdata) noexcept {
@@ -133,6 +190,14 @@ struct SshExecutor::Channel {
   static void OnClose(ssh_session, ssh_channel, void* userdata) noexcept {
     auto* c = static_cast<Channel*>(userdata);
     if (c->executor == nullptr || c->finished) return;
+    if (!c->held_stdout.empty()) {
+      // The bootstrap ended without running the script: its output is the
+      // command's.
+      std::string held = std::move(c->held_stdout);
+      c->held_stdout.clear();
+      c->Deliver(false, held);
+      if (c->executor == nullptr || c->finished) return;
+    }
     ExitStatus exit;
     if (!c->exit_signal.empty()) {
       exit.signal = c->exit_signal;
@@ -252,14 +317,21 @@ Result<std::unique_ptr<Command>> SshExecutor::Start(const std::string& command_l
   auto c = std::make_shared<Channel>();
   c->executor = this;
   c->id = next_id_++;
-  c->command_line = command_line;
+  if (command_line.size() > kMaxExecCommandLine) {
+    c->script = ScriptFor(command_line);
+    c->command_line = LongCommandBootstrap(c->script.size());
+    c->script_taken = false;
+  } else {
+    c->command_line = command_line;
+  }
   c->callbacks = std::move(callbacks);
   channels_.push_back(c);
   // The channel is opened from the loop's poll hook: make a Poll that is
   // waiting (or the next one) get there without waiting.
   loop_->Wakeup();
-  spdlog::debug("SSH channel: queued. [host: {}, channel: {}, command: {}]", label(), c->id,
-                command_line);
+  spdlog::debug("SSH channel: queued. [host: {}, channel: {}, bytes: {}, through a script: {}, "
+                "command: {}]",
+                label(), c->id, command_line.size(), !c->script.empty(), command_line);
   return std::unique_ptr<Command>(std::make_unique<Handle>(std::move(c)));
 }
 
@@ -525,28 +597,40 @@ bool SshExecutor::Advance(Channel& c) {
   return progressed;
 }
 
-void SshExecutor::FlushStdin(Channel& c) {
-  while (c.stdin_offset < c.stdin_queue.size() && !c.finished) {
+bool SshExecutor::WriteAll(Channel& c, const std::string& data, size_t* offset) {
+  while (*offset < data.size() && !c.finished && !c.eof_sent) {
     uint32_t window = ssh_channel_window_size(c.channel);
-    if (window == 0) return;  // a window adjust brings us back here
-    size_t n = std::min({static_cast<size_t>(window), c.stdin_queue.size() - c.stdin_offset,
-                         kMaxWrite});
-    int rc = ssh_channel_write(c.channel, c.stdin_queue.data() + c.stdin_offset,
-                               static_cast<uint32_t>(n));
+    if (window == 0) return false;  // a window adjust brings us back here
+    size_t n = std::min({static_cast<size_t>(window), data.size() - *offset, kMaxWrite});
+    int rc = ssh_channel_write(c.channel, data.data() + *offset, static_cast<uint32_t>(n));
     if (rc == SSH_ERROR) {
+      const size_t dropped = c.stdin_queue.size() - c.stdin_offset +
+                             (&data == &c.script ? c.script.size() - c.script_offset : 0);
       spdlog::debug("SSH channel: stdin write failed, {} bytes dropped. [host: {}, channel: {}, "
                     "error: {}]",
-                    c.stdin_queue.size() - c.stdin_offset, label(), c.id,
-                    ssh_get_error(session_->raw()));
+                    dropped, label(), c.id, ssh_get_error(session_->raw()));
       c.stdin_queue.clear();
       c.stdin_offset = 0;
       c.eof_sent = true;  // nothing more can be sent
-      return;
+      return false;
     }
-    if (rc <= 0) return;  // SSH_AGAIN or nothing taken: later
-    c.stdin_offset += static_cast<size_t>(rc);
+    if (rc <= 0) return false;  // SSH_AGAIN or nothing taken: later
+    *offset += static_cast<size_t>(rc);
   }
-  if (c.finished) return;
+  return !c.finished && !c.eof_sent;
+}
+
+void SshExecutor::FlushStdin(Channel& c) {
+  // A long command line's script goes first; the command's own stdin only
+  // once the host said it has read all of the script.
+  if (!WriteAll(c, c.script, &c.script_offset)) return;
+  if (!c.script.empty()) {
+    c.script.clear();
+    c.script.shrink_to_fit();
+    c.script_offset = 0;
+  }
+  if (!c.script_taken) return;
+  if (!WriteAll(c, c.stdin_queue, &c.stdin_offset)) return;
   if (c.stdin_offset == c.stdin_queue.size()) {
     c.stdin_queue.clear();
     c.stdin_offset = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -52,6 +53,22 @@ namespace barge::ssh {
 // timers and only runs while the loop is polled; an answer that arrived
 // while the loop was away is read before anything is declared dead.
 //
+// A long command line: sshd runs the line as the one argument of `SHELL -c`,
+// and Linux refuses any single argument longer than 128 KiB
+// (MAX_ARG_STRLEN), so such a command would fail with "Argument list too
+// long"; sshd also drops the whole connection over a request larger than its
+// largest packet (256 KiB). A line longer than kMaxExecCommandLine is
+// therefore not sent in the exec request: a short fixed bootstrap is, which
+// reads the line as a script from the channel's stdin into a fresh 0700
+// directory (mktemp -d under $TMPDIR or /tmp), answers on stdout, and runs
+// it with the user's shell (`SHELL FILE`; the script removes its directory
+// before anything else). The executor writes the script first and the
+// command's own stdin (and EOF) only after that answer, which it takes out
+// of stdout, so the command reads exactly the bytes given to WriteStdin. It
+// costs one round trip more; when the host cannot store the script (no
+// mktemp, a full /tmp), the command exits 126 with the reason on stderr,
+// and a script that arrived short is never run.
+//
 // Threading: the loop's thread only. `loop` must outlive the executor. The
 // executor must not be destroyed from inside Poll (not from its own
 // commands' callbacks, nor from on_connection_lost); destroying it closes
@@ -76,6 +93,9 @@ class SshExecutor : public Executor {
   // Called once, from Poll, when the connection is found dead, after every
   // open command has had its on_exit.
   void set_on_connection_lost(std::function<void(const Status&)> fn) { on_lost_ = std::move(fn); }
+
+  // Longer command lines run through a script (see the class comment).
+  static constexpr size_t kMaxExecCommandLine = 64 * 1024;
 
   static constexpr std::chrono::milliseconds kDefaultDeadAfter{std::chrono::seconds(10)};
   // How long the host may stay silent, with a request outstanding, before
@@ -113,6 +133,9 @@ class SshExecutor : public Executor {
   // Drives one channel as far as it can go now; true if its state changed.
   bool Advance(Channel& c);
   void FlushStdin(Channel& c);
+  // Writes data[*offset..] as far as the channel's window allows; true when
+  // all of it is written (and the channel can take more).
+  bool WriteAll(Channel& c, const std::string& data, size_t* offset);
   // After the host refused to open a channel: true (and a retry is
   // scheduled) when that is most likely its session limit (MaxSessions):
   // some channel is open there, or one closed moments ago.
@@ -146,5 +169,14 @@ class SshExecutor : public Executor {
   Status health_;
   std::function<void(const Status&)> on_lost_;
 };
+
+// The short command line SshExecutor sends in place of one longer than
+// kMaxExecCommandLine: it reads a script of exactly `script_size` bytes from
+// stdin into a new 0700 directory (mktemp -d under $TMPDIR or /tmp), prints
+// a marker on stdout and runs the script with `$SHELL FILE`. When the
+// directory cannot be made, or stdin ends before `script_size` bytes, it
+// runs nothing, removes what it wrote, and exits 126 with the reason on
+// stderr. Public for tests.
+std::string LongCommandBootstrap(size_t script_size);
 
 }  // namespace barge::ssh

@@ -184,6 +184,168 @@ TEST(SshExecutor, QuotedArgumentsArriveByteExactThroughTheRemoteShell) {
   RunToEnd(loop, *exec, ShellJoin({"rm", "-rf", remote_dir}));
 }
 
+// A command line far longer than one argv string may be on Linux
+// (MAX_ARG_STRLEN, 128 KiB: sshd runs the line as the one argument of
+// `SHELL -c`) and than sshd's largest packet (256 KiB).
+std::string LongWord(std::mt19937& rng, size_t bytes) {
+  std::string word;
+  while (word.size() < bytes) word += RandomUtf8(rng, 4096) + "'";
+  word.resize(bytes);
+  // Do not end inside a UTF-8 sequence.
+  while (!word.empty() && (static_cast<unsigned char>(word.back()) & 0x80) != 0) word.pop_back();
+  return word;
+}
+
+TEST(SshExecutor, ACommandLineLongerThanTheKernelAndSshdLimitsRunsAndItsStdinStillArrives) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  std::mt19937 rng(300);
+  const std::string word = LongWord(rng, 300 * 1024);
+  const std::string line = ShellJoin({"printf", "%s", word}) + " && cat && exit 7";
+  ASSERT_GT(line.size(), 300u * 1024);
+  // More stdin than the channel's window, written before the channel opens.
+  std::string data(3 << 20, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  Collected r = RunToEnd(loop, *exec, line, data);
+  EXPECT_TRUE(r.exit.known()) << r.exit.error;
+  EXPECT_EQ(r.exit.code, 7) << r.err.substr(0, 500);
+  EXPECT_EQ(r.err, "");
+  ASSERT_EQ(r.out.size(), word.size() + data.size());
+  EXPECT_TRUE(r.out.compare(0, word.size(), word) == 0) << "the argument changed";
+  EXPECT_TRUE(r.out.compare(word.size(), data.size(), data) == 0) << "stdin changed";
+  // The session is intact for the next command.
+  EXPECT_TRUE(exec->health().ok()) << exec->health().message();
+  EXPECT_EQ(RunToEnd(loop, *exec, "echo next").out, "next\n");
+}
+
+TEST(SshExecutor, CommandLinesOfEverySizeAroundTheLimitsRunByteExact) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  // printf is a builtin of the remote sh: its argument never meets execve.
+  const std::string prefix = "printf %s ";
+  for (size_t size : {size_t{60} * 1024, size_t{64} * 1024 - 1, size_t{64} * 1024,
+                      size_t{64} * 1024 + 1, size_t{128} * 1024, size_t{256} * 1024,
+                      size_t{4} << 20}) {
+    // A word that ShellQuote leaves as it is: the line is exactly `size` long.
+    std::string word(size - prefix.size(), 'a');
+    Collected r = RunToEnd(loop, *exec, prefix + word, "", std::chrono::seconds(60));
+    EXPECT_EQ(r.exit.code, 0) << size << ": " << r.exit.error << r.err.substr(0, 300);
+    EXPECT_TRUE(r.out == word) << size << ": got " << r.out.size() << " bytes";
+  }
+  // Quoting a 64 KiB run of single quotes makes it four times as long.
+  const std::string quotes(64 * 1024, '\'');
+  Collected r = RunToEnd(loop, *exec, ShellJoin({"printf", "%s", quotes}));
+  EXPECT_EQ(r.exit.code, 0) << r.exit.error << r.err.substr(0, 300);
+  EXPECT_TRUE(r.out == quotes) << "got " << r.out.size() << " bytes";
+  EXPECT_TRUE(exec->health().ok()) << exec->health().message();
+}
+
+TEST(SshExecutor, ALongCommandLineLeavesNoScriptBehindOnTheHost) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  // $0 names the script the long line was handed over in.
+  const std::string filler(200 * 1024, 'x');
+  Collected r = RunToEnd(loop, *exec, ": " + filler + "; printf %s \"$0\"");
+  ASSERT_EQ(r.exit.code, 0) << r.exit.error << r.err;
+  ASSERT_FALSE(r.out.empty());
+  Collected gone = RunToEnd(loop, *exec, ShellJoin({"test", "-e", r.out}));
+  EXPECT_EQ(gone.exit.code, 1) << r.out << " is still on the host";
+  // Nor when the command is killed.
+  Collected killed = RunToEnd(loop, *exec, ": " + filler + "; printf %s \"$0\"; kill -KILL $$");
+  EXPECT_EQ(killed.exit.code, 137);
+  Collected gone2 = RunToEnd(loop, *exec, ShellJoin({"test", "-e", killed.out}));
+  EXPECT_EQ(gone2.exit.code, 1) << killed.out << " is still on the host";
+}
+
+TEST(SshExecutor, ALongCommandLineWhoseStdinIsNeverWrittenSeesEofOnClose) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  const std::string filler(150 * 1024, 'y');
+  Collected r = RunToEnd(loop, *exec, ": " + filler + "; wc -c");
+  EXPECT_EQ(r.exit.code, 0) << r.exit.error << r.err;
+  EXPECT_EQ(r.out, "0\n");
+}
+
+TEST(SshExecutor, ManyLongCommandLinesAtOnceEachGetTheirOwnStdin) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  std::mt19937 rng(8);
+  std::vector<std::string> words, inputs;
+  std::vector<std::shared_ptr<Collected>> results;
+  std::vector<std::unique_ptr<Command>> commands;
+  for (int i = 0; i < 8; ++i) {
+    words.push_back(LongWord(rng, (100 + 40 * i) * 1024));
+    inputs.push_back("stdin of command " + std::to_string(i) + "\n" + RandomUtf8(rng, 200000));
+    auto r = std::make_shared<Collected>();
+    auto cmd = exec->Start(ShellJoin({"printf", "%s", words[i]}) + "; cat", CollectInto(r));
+    ASSERT_TRUE(cmd.ok());
+    // Stdin in two pieces, the second after the channel is running.
+    (*cmd)->WriteStdin(inputs[i].substr(0, 1000));
+    commands.push_back(std::move(cmd).value());
+    results.push_back(r);
+  }
+  loop.Poll(milliseconds(50));
+  for (int i = 0; i < 8; ++i) {
+    commands[i]->WriteStdin(inputs[i].substr(1000));
+    commands[i]->CloseStdin();
+  }
+  ASSERT_TRUE(PollUntil(loop, [&] { return AllFinished(results); }, std::chrono::seconds(60)));
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(results[i]->exit.code, 0) << i << ": " << results[i]->exit.error << results[i]->err;
+    EXPECT_TRUE(results[i]->out == words[i] + inputs[i]) << i;
+  }
+}
+
+TEST(SshExecutor, TheLongCommandBootstrapNeverRunsAScriptThatArrivedShort) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  Collected made = RunToEnd(loop, *exec, "mktemp -d");
+  ASSERT_EQ(made.exit.code, 0);
+  const std::string remote_dir = made.out.substr(0, made.out.find('\n'));
+  const std::string script = ShellJoin({"touch", remote_dir + "/ran"});
+  // Stdin ends one byte short of what the bootstrap was told.
+  Collected r = RunToEnd(loop, *exec,
+                         "TMPDIR=" + ShellQuote(remote_dir) + "; export TMPDIR; " +
+                             LongCommandBootstrap(script.size() + 1),
+                         script);
+  EXPECT_EQ(r.exit.code, 126);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("cannot hand the command line (" + std::to_string(script.size() + 1) +
+                       " bytes) to the shell"),
+            std::string::npos)
+      << r.err;
+  // Nothing ran, nothing is left.
+  Collected listing = RunToEnd(loop, *exec, ShellJoin({"ls", "-A", remote_dir}));
+  EXPECT_EQ(listing.out, "");
+  // A directory that cannot be made: the same, with mktemp's reason.
+  Collected nodir = RunToEnd(loop, *exec,
+                             "TMPDIR=" + ShellQuote(remote_dir + "/missing") + "; export TMPDIR; " +
+                                 LongCommandBootstrap(script.size()),
+                             script);
+  EXPECT_EQ(nodir.exit.code, 126);
+  EXPECT_NE(nodir.err.find("mktemp"), std::string::npos) << nodir.err;
+  // And the whole script runs.
+  Collected whole = RunToEnd(loop, *exec,
+                             "TMPDIR=" + ShellQuote(remote_dir) + "; export TMPDIR; " +
+                                 LongCommandBootstrap(script.size()),
+                             script);
+  EXPECT_EQ(whole.exit.code, 0) << whole.err;
+  EXPECT_EQ(RunToEnd(loop, *exec, ShellJoin({"test", "-e", remote_dir + "/ran"})).exit.code, 0);
+  RunToEnd(loop, *exec, ShellJoin({"rm", "-rf", remote_dir}));
+}
+
 TEST(SshExecutor, RunsFortyCommandsAtOnceOnOneSession) {
   EventLoop loop;
   TempDir dir;
