@@ -22,6 +22,7 @@
 #include "runner/job_store.h"
 #include "runner/log_sink.h"
 #include "runner/progress.h"
+#include "runner/redact.h"
 #include "runner/signals.h"
 #include "runner/state_dir.h"
 #include "runner/teardown_hooks.h"
@@ -60,6 +61,12 @@ cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id)
   for (size_t i = 0; i < spec.files.size(); ++i) {
     mounts.push_back(HostJobDir(job_id) + "/files/" + std::to_string(i) + ":" + spec.files[i].to + ":ro");
   }
+  // secrets: each one a read-only file at /run/secrets/NAME; those given as
+  // environment come from an env file on the host (docker run --env-file),
+  // so that no value is ever on a command line.
+  for (const SecretSpec& secret : spec.secrets) {
+    mounts.push_back(SecretsDir(job_id) + "/" + secret.name + ":/run/secrets/" + secret.name + ":ro");
+  }
   if (!mounts.empty()) {
     auto add = [&](container::ContainerOptions& o, bool always) {
       if (!o.volumes && !always) return;
@@ -70,14 +77,32 @@ cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id)
     for (auto& [name, role] : in.roles) add(role.container, false);
     for (auto& host : in.hosts) add(host.container, false);
   }
+  if (std::any_of(spec.secrets.begin(), spec.secrets.end(),
+                  [](const SecretSpec& s) { return s.as_env; })) {
+    const std::vector<std::string> env_file = {"--env-file", SecretEnvFile(job_id)};
+    auto add = [&](container::ContainerOptions& o, bool always) {
+      if (!o.run_options && !always) return;
+      if (!o.run_options) o.run_options.emplace();
+      o.run_options->insert(o.run_options->begin(), env_file.begin(), env_file.end());
+    };
+    add(in.container, true);
+    for (auto& [name, role] : in.roles) add(role.container, false);
+    for (auto& host : in.hosts) add(host.container, false);
+  }
   return in;
 }
 
-std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Host& host) {
+std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Host& host,
+                                         const std::string& job_id) {
   const std::string& text = host.docker_command ? *host.docker_command : spec.docker_command;
-  Result<std::vector<std::string>> words = container::SplitDockerCommand(text);
-  if (!words.ok()) return {"docker"};  // validated at parse time; not reached
-  return *words;
+  Result<std::vector<std::string>> split = container::SplitDockerCommand(text);
+  // Validated at parse time: the fallback is not reached.
+  std::vector<std::string> words = split.ok() ? *split : std::vector<std::string>{"docker"};
+  if (spec.registry && !job_id.empty()) {
+    words.push_back("--config");
+    words.push_back(DockerConfigDir(job_id));
+  }
+  return words;
 }
 
 namespace {
@@ -89,17 +114,48 @@ struct Outcome {
   ssh::ExitStatus exit;
   std::string out;
   std::string err;
+  // Masks secret values in Reason() (set by Controller::Exec); not owned.
+  const Redactor* redact = nullptr;
 
   bool ok() const { return exit.known() && exit.code == 0; }
   // The most useful one-line reason for a failure.
   std::string Reason() const {
-    if (!exit.known()) return exit.error;
+    if (!exit.known()) return redact ? (*redact)(exit.error) : exit.error;
     std::string text = err.empty() ? out : err;
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
     if (text.empty()) return "exit code " + std::to_string(exit.code);
-    return text;
+    return redact ? (*redact)(text) : text;
   }
 };
+
+constexpr char kNotPosix[] = "the login shell is not a POSIX shell";
+
+// Free space below this on the job directory's (/tmp) or the engine's
+// filesystem fails preflight: a job cannot start on a full disk.
+constexpr long long kMinFreeKib = 256 * 1024;
+
+// Problems in `df -Pk` output: each filesystem with less than kMinFreeKib.
+std::vector<std::string> LowDiskSpace(const std::string& df) {
+  std::vector<std::string> problems;
+  std::istringstream lines(df);
+  std::string line;
+  std::set<std::string> seen;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string fs, blocks, used, avail, capacity, mount;
+    if (!(fields >> fs >> blocks >> used >> avail >> capacity >> mount) || fs == "Filesystem") continue;
+    long long kib = 0;
+    try {
+      kib = std::stoll(avail);
+    } catch (...) {
+      continue;
+    }
+    if (kib >= kMinFreeKib || !seen.insert(mount).second) continue;
+    problems.push_back("disk full: " + std::to_string(kib / 1024) + " MiB free on " + mount +
+                       " (barge needs " + std::to_string(kMinFreeKib / 1024) + " MiB there)");
+  }
+  return problems;
+}
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -111,10 +167,16 @@ std::string Trim(std::string s) {
 struct HostState {
   size_t index = 0;
   std::string name;  // as in messages and log prefixes
+  cluster::Host inventory;  // its entry (a spare's, once it took a lost host's place)
+  // A spare took its place: the job's teardown hooks still run for it.
+  bool superseded = false;
   std::unique_ptr<ssh::Executor> exec;
   std::unique_ptr<DockerCommands> docker;
   std::map<std::string, std::string> image_ids;  // image reference → ID
   bool watchdog_armed = false;
+  // registry: a login was tried, so the job's Docker client config there
+  // may hold the credential until Logout.
+  bool login_tried = false;
   // The session died, or the engine stopped answering: nothing more is
   // sent there, and teardown does not wait on it.
   bool lost = false;
@@ -178,7 +240,7 @@ class Controller {
   // Prints `message`, keeps it for the job's final record, returns `code`.
   int Fail(const std::string& message, int code) {
     Say(message);
-    final_detail_ = message;
+    final_detail_ = redact_(message);
     return code;
   }
   // Store writes never fail the job: a failed write is a warning.
@@ -224,6 +286,10 @@ class Controller {
   // Engine, images, GPUs, rendezvous port and the watchdog on `targets`.
   Status Preflight(const std::vector<HostState*>& targets);
   std::vector<HostState*> AllHosts();
+  // Hosts whose session is open.
+  std::vector<HostState*> ConnectedHosts();
+  // Why Connect could not reach a host, by host index (for preflight's table).
+  std::map<size_t, std::string> connect_errors_;
   // One launch of the job (an attempt) on the current hosts: plans again
   // (with the restart count), starts the head, waits for it, starts the
   // workers, and runs until the head exits, a fault, an interrupt or the
@@ -270,9 +336,24 @@ class Controller {
                                            const std::vector<HostState*>& targets,
                                            const std::function<std::string(HostState&)>& command,
                                            const std::string& phase);
-  // workdir: and files: into every host's job directory (after the
-  // watchdog made it, before any container starts).
+  // secrets:, workdir: and files: into every host's job directory (after
+  // the watchdog made it, before any container starts).
   Status Upload(const std::vector<HostState*>& targets);
+  // secrets: each value written from memory to the command's stdin, into
+  // DIR/secrets/NAME (mode 0600), plus the env file of those given as
+  // environment; in parallel on every target.
+  Status ShipSecrets(const std::vector<HostState*>& targets);
+  // registry: `docker login --password-stdin` on every connected target (the
+  // password written to the command's stdin), into the job's own client
+  // config (DockerConfigDir), which every later docker command of the job
+  // on that host uses. Runs right after Connect, before Preflight checks or
+  // pulls images. Fails, naming each host and the registry's reason, when a
+  // login fails.
+  Status Login(const std::vector<HostState*>& targets);
+  // `docker logout` on every reachable host where a login was tried, and the
+  // client config removed. A lost host's watchdog removes it with the job's
+  // directory.
+  void Logout();
   void RunTeardownHooks();
   void StreamLogs(NodeState& node);
   // The head's readiness regex (roles.head.ready.log) finds a match in `text`.
@@ -283,10 +364,12 @@ class Controller {
   // teardown hooks run too.
   void Teardown(bool graceful, bool final = true);
 
-  // barge's own messages, on stderr, around the status line.
-  void Say(const std::string& message) { progress_->Print("barge: " + message); }
+  // barge's own messages, on stderr, around the status line; secret values
+  // are masked.
+  void Say(const std::string& message) { progress_->Print("barge: " + redact_(message)); }
 
   const JobSpec& spec_;
+  const Redactor redact_{spec_};  // what Say, Fail and the store never show
   cluster::PlanInput input_;
   ControllerOptions options_;
   std::unique_ptr<Progress> progress_;
@@ -324,6 +407,7 @@ class Controller {
 ssh::Command* Controller::Exec(HostState& host, const std::string& line,
                                std::function<void(const Outcome&)> done, bool keep_stdin) {
   auto outcome = std::make_shared<Outcome>();
+  outcome->redact = &redact_;
   auto finish = std::make_shared<std::function<void(const Outcome&)>>(std::move(done));
   ssh::CommandCallbacks cb;
   cb.on_stdout = [outcome](std::string_view d) { outcome->out.append(d); };
@@ -332,7 +416,7 @@ ssh::Command* Controller::Exec(HostState& host, const std::string& line,
     outcome->exit = st;
     (*finish)(*outcome);
   };
-  spdlog::debug("Remote command: start. [host: {}, command: {}]", host.name, line);
+  spdlog::debug("Remote command: start. [host: {}, command: {}]", host.name, redact_(line));
   Result<std::unique_ptr<ssh::Command>> cmd = host.exec->Start(line, std::move(cb));
   if (!cmd.ok()) {
     // Deliver the failure from the loop, like any other outcome.
@@ -371,12 +455,14 @@ bool Controller::RunUntil(const std::function<bool()>& finished, Clock::time_poi
 Status Controller::Connect(const std::vector<size_t>& which) {
   std::vector<ssh::SessionOptions> remote;
   std::vector<size_t> remote_index;
+  for (size_t h : which) connect_errors_.erase(h);
   for (size_t h : which) {
     const cluster::Host& host = plan_.hosts[h];
     if (auto old = hosts_.find(h); old != hosts_.end()) retired_.push_back(std::move(old->second));
     auto state = std::make_unique<HostState>();
     state->index = h;
     state->name = HostName(host);
+    state->inventory = host;
     state->docker = std::make_unique<DockerCommands>(DockerCommandOf(spec_, host));
     if (host.is_local()) {
       state->exec = std::make_unique<ssh::LocalExecutor>(&loop_);
@@ -406,6 +492,7 @@ Status Controller::Connect(const std::vector<size_t>& which) {
     HostState& state = *hosts_[remote_index[i]];
     if (!sessions[i].ok()) {
       errors.push_back(sessions[i].status().message());
+      connect_errors_[remote_index[i]] = sessions[i].status().message();
       continue;
     }
     auto exec = std::make_unique<ssh::SshExecutor>(std::move(sessions[i]).value(), &loop_);
@@ -425,6 +512,14 @@ Status Controller::Connect(const std::vector<size_t>& which) {
 std::vector<HostState*> Controller::AllHosts() {
   std::vector<HostState*> out;
   for (auto& [h, host] : hosts_) out.push_back(host.get());
+  return out;
+}
+
+std::vector<HostState*> Controller::ConnectedHosts() {
+  std::vector<HostState*> out;
+  for (auto& [h, host] : hosts_) {
+    if (host->exec) out.push_back(host.get());
+  }
   return out;
 }
 
@@ -530,11 +625,30 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
         input_.detected_gpus[hs->index] = count;
       });
     }
+    // barge's command lines are POSIX sh: the login shell that sshd runs
+    // them with must be one.
+    check(hs, "echo barge-posix-$((6*7))", [&, hs](const Outcome& o) {
+      if (!o.exit.known() || Trim(o.out) == "barge-posix-42") return;
+      std::string said = Trim(o.err.empty() ? o.out : o.err);
+      errors[hs->index].push_back(
+          kNotPosix + std::string(" (it answered ") +
+          (said.empty() ? "nothing" : "'" + said.substr(0, 120) + "'") +
+          " to `echo barge-posix-$((6*7))`); barge's commands need sh syntax: make the user's "
+          "shell /bin/sh or /bin/bash (chsh -s /bin/bash USER)");
+    });
+    // Room for the job's directory and the engine's containers.
+    check(hs, "df -Pk /tmp \"$(" + hs->docker->Line({"info", "--format", "{{.DockerRootDir}}"}) +
+                  " 2>/dev/null || echo /)\" 2>/dev/null",
+          [&, hs](const Outcome& o) {
+            if (!o.exit.known()) return;
+            for (const std::string& problem : LowDiskSpace(o.out)) errors[hs->index].push_back(problem);
+          });
     // The watchdog is armed before anything starts.
+    // Armed or not, disarming removes whatever part of it was made (a full
+    // disk can leave the directory without the watchdog).
+    hs->watchdog_armed = true;
     check(hs, ArmWatchdogCommand(WatchdogFor(*hs)), [&, hs](const Outcome& o) {
-      if (o.ok()) {
-        hs->watchdog_armed = true;
-      } else {
+      if (!o.ok()) {
         errors[hs->index].push_back("cannot arm the watchdog: " + o.Reason());
       }
     });
@@ -559,6 +673,17 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");
   RenewLeases();
   if (!done) return Status::Error("preflight did not finish in time");
+  for (const auto& [h, why] : connect_errors_) {
+    errors[h].insert(errors[h].begin(), why);
+  }
+  // On a host whose login shell is not POSIX every other check failed
+  // because of it: report only the cause.
+  for (auto& [h, list] : errors) {
+    auto shell = std::find_if(list.begin(), list.end(), [](const std::string& e) {
+      return e.rfind(kNotPosix, 0) == 0;
+    });
+    if (shell != list.end()) list = {*shell};
+  }
   for (const auto& [image, push_targets] : to_push) {
     if (!errors.empty()) break;  // don't push to a job that cannot start
     Push(image, push_targets, &errors);
@@ -585,9 +710,16 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
     }
   }
   if (errors.empty()) return Status::Ok();
-  std::string msg = "preflight failed; nothing was started:";
+  // One table: every problem of every host, the host named on each row.
+  size_t width = 4;
+  for (const auto& [h, list] : errors) width = std::max(width, hosts_[h]->name.size());
+  std::string msg = "preflight failed on " + std::to_string(errors.size()) + " of " +
+                    std::to_string(hosts_.size()) + " host(s); nothing was started:\n  " +
+                    std::string("HOST") + std::string(width - 4 + 2, ' ') + "PROBLEM";
   for (const auto& [h, list] : errors) {
-    for (const auto& e : list) msg += "\n  " + hosts_[h]->name + ": " + e;
+    for (const auto& e : list) {
+      msg += "\n  " + hosts_[h]->name + std::string(width - hosts_[h]->name.size() + 2, ' ') + e;
+    }
   }
   return Status::Error(msg);
 }
@@ -700,7 +832,7 @@ void Controller::WatchExit(NodeState& node) {
     const std::string rank = std::to_string(n->plan->rank);
     RecordNode(*n);
     Record(store_->AddEvent(plan_.job_id, event::kNodeExited, n->host->name,
-                            "rank " + rank + " (" + n->plan->role + ") ended: " + n->end_reason));
+                            redact_("rank " + rank + " (" + n->plan->role + ") ended: " + n->end_reason)));
     const bool failed = !n->exit_code || *n->exit_code != 0;
     if (n->plan->rank == 0) {
       Say("head ended: " + n->end_reason);
@@ -820,7 +952,144 @@ std::map<HostState*, Outcome> Controller::StreamFile(
   return out;
 }
 
+Status Controller::ShipSecrets(const std::vector<HostState*>& targets) {
+  if (spec_.secrets.empty() || targets.empty()) return Status::Ok();
+  std::vector<std::pair<std::string, const std::string*>> files;  // path on the host, content
+  std::string env_file;  // NAME=VALUE lines, as docker run --env-file reads them
+  std::string names;
+  for (const SecretSpec& secret : spec_.secrets) {
+    files.push_back({SecretsDir(plan_.job_id) + "/" + secret.name, &secret.value});
+    if (secret.as_env) env_file += secret.name + "=" + EnvValueOf(secret) + "\n";
+    names += (names.empty() ? "" : ", ") + secret.name;
+  }
+  if (!env_file.empty()) files.push_back({SecretEnvFile(plan_.job_id), &env_file});
+  // Shared with the callbacks, which may outlive this call on a timeout.
+  struct Shipping {
+    int pending = 0;
+    bool ended = false;
+    std::map<HostState*, int> open;
+    std::map<HostState*, std::string> errors;
+  };
+  auto st = std::make_shared<Shipping>();
+  progress_->Begin("writing secrets", static_cast<int>(targets.size()));
+  for (HostState* hs : targets) {
+    for (const auto& [path, content] : files) {
+      ++st->pending;
+      ++st->open[hs];
+      ssh::Command* cmd = Exec(*hs, WriteSecretCommand(path), [this, st, hs](const Outcome& o) {
+        --st->pending;
+        if (!o.ok() && !st->errors.count(hs)) st->errors[hs] = o.Reason();
+        if (--st->open[hs] > 0 || st->ended) return;
+        auto failed = st->errors.find(hs);
+        progress_->Done(hs->name, failed == st->errors.end(),
+                        failed == st->errors.end() ? "" : failed->second);
+      }, /*keep_stdin=*/true);
+      if (cmd != nullptr) {
+        cmd->WriteStdin(*content);
+        cmd->CloseStdin();
+      }
+    }
+  }
+  const bool done = RunUntil([&] { return st->pending == 0 || interrupts_ > 0; },
+                             Clock::now() + spec_.ssh.connect_timeout + seconds(60));
+  st->ended = true;
+  progress_->End();
+  if (interrupts_ > 0) return Status::Error("interrupted while writing secrets");
+  if (!done) return Status::Error("writing secrets to the hosts did not finish in time");
+  if (!st->errors.empty()) {
+    std::string msg = "writing secrets failed:";
+    for (const auto& [hs, why] : st->errors) msg += "\n  " + hs->name + ": " + why;
+    return Status::Error(msg);
+  }
+  Say("secrets " + names + " written to " + std::to_string(targets.size()) + " host(s) (" +
+      SecretsDir(plan_.job_id) + ", mode 0600)");
+  return Status::Ok();
+}
+
+Status Controller::Login(const std::vector<HostState*>& targets) {
+  if (!spec_.registry) return Status::Ok();
+  const RegistrySpec& registry = *spec_.registry;
+  const std::string config = DockerConfigDir(plan_.job_id);
+  const auto limit = seconds(120);
+  struct Logins {
+    int pending = 0;
+    bool ended = false;
+    std::vector<std::string> errors;
+  };
+  auto st = std::make_shared<Logins>();
+  std::vector<HostState*> connected;
+  for (HostState* hs : targets) {
+    if (hs->exec) connected.push_back(hs);  // the others are reported by preflight
+  }
+  if (connected.empty()) return Status::Ok();
+  progress_->Begin("logging in to " + registry.server, static_cast<int>(connected.size()));
+  for (HostState* hs : connected) {
+    // From now on every docker command of the job on this host uses the
+    // job's own client config.
+    hs->docker = std::make_unique<DockerCommands>(
+        DockerCommandOf(spec_, plan_.hosts[hs->index], plan_.job_id));
+    hs->login_tried = true;
+    ++st->pending;
+    ssh::Command* cmd = Exec(
+        *hs, Bounded(hs->docker->Login(config, registry.server, registry.username), limit),
+        [this, st, hs, limit](const Outcome& o) {
+          --st->pending;
+          if (st->ended) return;
+          std::string why;
+          if (!o.ok()) {
+            why = o.exit.known() && o.exit.code == 137 && o.err.empty()
+                      ? "docker login did not finish within " + std::to_string(limit.count()) + " s"
+                      : o.Reason();
+            st->errors.push_back(hs->name + ": " + why);
+          }
+          progress_->Done(hs->name, o.ok(), why);
+        },
+        /*keep_stdin=*/true);
+    if (cmd != nullptr) {
+      cmd->WriteStdin(registry.password);
+      cmd->CloseStdin();
+    }
+  }
+  const bool done = RunUntil([&] { return st->pending == 0 || interrupts_ > 0; },
+                             Clock::now() + limit + seconds(10));
+  st->ended = true;
+  progress_->End();
+  if (interrupts_ > 0) return Status::Error("interrupted while logging in to " + registry.server);
+  if (!done) st->errors.push_back("docker login did not finish in time");
+  if (st->errors.empty()) {
+    Say("logged in to " + registry.server + " as " + registry.username + " on " +
+        std::to_string(connected.size()) + " host(s)");
+    return Status::Ok();
+  }
+  std::string msg = "registry login to " + registry.server + " as " + registry.username +
+                    " failed; nothing was started:";
+  for (const std::string& e : st->errors) msg += "\n  " + e;
+  return Status::Error(msg);
+}
+
+void Controller::Logout() {
+  if (!spec_.registry) return;
+  auto pending = std::make_shared<int>(0);
+  for (auto& [h, host] : hosts_) {
+    if (!host->login_tried || host->lost || !host->exec) continue;
+    HostState* hs = host.get();
+    ++*pending;
+    Exec(*hs,
+         Bounded(hs->docker->Logout(DockerConfigDir(plan_.job_id), spec_.registry->server), seconds(30)),
+         [this, pending, hs](const Outcome& o) {
+           --*pending;
+           hs->login_tried = false;
+           if (!o.ok()) Say(hs->name + ": docker logout failed: " + o.Reason());
+         });
+  }
+  if (!RunUntil([&] { return *pending == 0; }, Clock::now() + seconds(40))) {
+    Say("docker logout did not finish on every host; the job's directory, credential included, "
+        "is removed with the watchdog");
+  }
+}
+
 Status Controller::Upload(const std::vector<HostState*>& targets) {
+  if (Status s = ShipSecrets(targets); !s.ok()) return s;
   if (!spec_.workdir && spec_.files.empty()) return Status::Ok();
   const std::string dir = HostJobDir(plan_.job_id);
   const std::string tmp = options_.state_dir + "/tmp";
@@ -1025,8 +1294,14 @@ void Controller::RunTeardownHooks() {
     });
   };
   if (local) local_host.exec = std::move(local);
-  for (auto& [h, host] : hosts_) {
-    const cluster::Host& inventory = plan_.hosts[h];
+  // Every host the job used: the current ones and those spares replaced (a
+  // lost VM is still worth its terminate call).
+  std::vector<HostState*> used = AllHosts();
+  for (auto& old : retired_) {
+    if (old->superseded) used.push_back(old.get());
+  }
+  for (HostState* host : used) {
+    const cluster::Host& inventory = host->inventory;
     if (spec_.teardown.host_command && host->lost) {
       Say("teardown host_command for " + host->name + " not run: the host is lost (its watchdog runs it)");
     } else if (spec_.teardown.host_command) {
@@ -1087,7 +1362,7 @@ void Controller::CopyArtifact(NodeState& n, const ArtifactSpec& a, std::function
     if (!st.known() || st.code != 0) {
       std::string why = st.known() ? *err : st.error;
       while (!why.empty() && why.back() == '\n') why.pop_back();
-      spdlog::debug("Artifacts: copy failed. [rank: {}, path: {}, reason: {}]", rank, path, why);
+      spdlog::debug("Artifacts: copy failed. [rank: {}, path: {}, reason: {}]", rank, path, redact_(why));
     }
     if (++*finished == 2) (*done_shared)();
   };
@@ -1145,7 +1420,7 @@ void Controller::FinalArtifacts() {
 WatchdogParams Controller::WatchdogFor(const HostState& host) const {
   WatchdogParams p;
   p.job_id = plan_.job_id;
-  p.docker = DockerCommandOf(spec_, plan_.hosts[host.index]);
+  p.docker = DockerCommandOf(spec_, plan_.hosts[host.index], plan_.job_id);
   if (plan_.nodes[0].host_index == host.index) p.head_container = plan_.nodes[0].container.name;
   p.lease = std::chrono::duration_cast<seconds>(spec_.lease);
   p.grace = std::max<seconds>(RenewEvery() * 3, seconds(5));
@@ -1254,7 +1529,7 @@ const char* CauseName(int cause) {
 
 void Controller::NoteFault(Fault fault) {
   const char* kind = CauseName(static_cast<int>(fault.cause));
-  Record(store_->AddEvent(plan_.job_id, kind, fault.host, fault.detail));
+  Record(store_->AddEvent(plan_.job_id, kind, fault.host, redact_(fault.detail)));
   if (tearing_down_ || fault_) {
     Say(std::string(kind) + ": " + fault.detail);
     return;
@@ -1310,7 +1585,9 @@ void Controller::StartMonitors() {
   const int gen = ++generation_;
   // The engine: a bounded probe every 2 s catches a dockerd that stopped
   // answering (the docker wait on it would hang silently).
-  const auto probe_every = std::min<milliseconds>(milliseconds(2000), spec_.ssh.dead_after);
+  const auto probe_every = std::clamp<milliseconds>(
+      std::chrono::duration_cast<milliseconds>(spec_.ssh.dead_after / 2), milliseconds(1000),
+      milliseconds(5000));
   for (auto& [h, host] : hosts_) {
     HostState* hs = host.get();
     auto tick = std::make_shared<std::function<void()>>();
@@ -1401,11 +1678,13 @@ Status Controller::ReplaceHosts() {
       plan_.hosts[h] = spare;
       Say("replacing " + old_name + " with spare host " + spare.address);
       Status s = Connect({h});
+      if (s.ok()) s = Login({hosts_[h].get()});
       if (s.ok()) s = Preflight({hosts_[h].get()});
       if (s.ok()) s = Upload({hosts_[h].get()});
       if (s.ok()) {
         Record(store_->AddEvent(plan_.job_id, event::kRestarting, spare.address,
                                 "spare host " + spare.address + " takes the place of " + old_name));
+        old_state->superseded = true;
         placed = true;
       } else {
         Say("spare host " + spare.address + " cannot be used: " + s.message());
@@ -1420,7 +1699,10 @@ Status Controller::ReplaceHosts() {
     Status s = Status::Ok();
     if (was_lost) {
       s = Connect({h});
+      if (s.ok()) s = Login({hosts_[h].get()});
       if (s.ok()) s = Preflight({hosts_[h].get()});
+      // Its watchdog may have removed the job's directory meanwhile.
+      if (s.ok()) s = Upload({hosts_[h].get()});
     }
     HostState& hs = *hosts_[h];
     std::optional<Outcome> checked;
@@ -1515,10 +1797,16 @@ int Controller::Execute() {
         std::to_string(signo) + (interrupts_ == 1 ? "): stopping the job" : "): killing the job"));
   });
 
-  if (Status s = Connect(); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+  // Hosts that cannot be reached are reported with the other hosts'
+  // preflight problems, in one table.
+  if (Status s = Connect(); !s.ok() && connect_errors_.empty()) return Fail(s.message(), kExitBargeFailure);
   loop_.Poll(milliseconds(0));  // deliver a signal that came during the connects
   if (interrupts_ > 0) return kExitInterrupted;
-  if (Status s = Preflight(AllHosts()); !s.ok()) {
+  // registry: every host logs in before preflight checks or pulls images.
+  if (Status s = Login(AllHosts()); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
+  if (Status s = Preflight(ConnectedHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
   const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
@@ -1579,8 +1867,8 @@ int Controller::Execute() {
     }
     ++restart_count_;
     const std::string why = std::string(CauseName(static_cast<int>(fault.cause))) + ": " + fault.detail;
-    Record(store_->NoteRestart(plan_.job_id, "restart " + std::to_string(restart_count_) + " of " +
-                                                 std::to_string(spec_.restart->max_restarts) + " after " + why));
+    Record(store_->NoteRestart(plan_.job_id, redact_("restart " + std::to_string(restart_count_) + " of " +
+                                                 std::to_string(spec_.restart->max_restarts) + " after " + why)));
     Say("restarting the job (restart " + std::to_string(restart_count_) + " of " +
         std::to_string(spec_.restart->max_restarts) + ") in " +
         std::to_string(std::chrono::duration_cast<milliseconds>(spec_.restart->backoff).count() / 1000.0).substr(0, 4) +
@@ -1637,7 +1925,9 @@ int Controller::Run() {
   JobRecord job;
   job.id = plan_.job_id;
   job.name = plan_.job_name;
-  job.spec = options_.spec_text;
+  // The job file never holds a secret's value (they come from files and
+  // the environment); masked all the same.
+  job.spec = redact_(options_.spec_text);
   job.status = JobStatus::kPreflight;
   job.created = WallNow();
   job.controller_pid = static_cast<int>(getpid());
@@ -1649,6 +1939,7 @@ int Controller::Run() {
   }
 
   const int code = Execute();
+  Logout();
   DisarmWatchdogs();
 
   JobStatus final_status = JobStatus::kFailed;
@@ -1663,7 +1954,7 @@ int Controller::Run() {
   } else if (final_detail_.empty()) {
     detail = "head exited with code " + std::to_string(code);
   }
-  Record(store_->SetStatus(plan_.job_id, final_status, code, detail));
+  Record(store_->SetStatus(plan_.job_id, final_status, code, redact_(detail)));
   return code;
 }
 

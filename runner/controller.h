@@ -57,6 +57,11 @@ int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,
 
 // Helpers shared with `barge plan`.
 cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id);
-std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Host& host);
+// The host's docker command words; for a job (`job_id` given) with a
+// `registry:`, followed by `--config DockerConfigDir(job_id)`, so that every
+// docker command of the job on that host sees the job's own login and no
+// other (the host user's ~/.docker is neither read nor changed).
+std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Host& host,
+                                         const std::string& job_id = "");
 
 }  // namespace barge::runner

@@ -1,6 +1,7 @@
 #include "runner/docker_commands.h"
 
 #include "container/docker_args.h"
+#include "runner/watchdog.h"
 #include "ssh/quote.h"
 
 namespace barge::runner {
@@ -62,6 +63,30 @@ std::string DockerCommands::Load() const { return Line(container::LoadArgs()); }
 
 std::string DockerCommands::ExecShell(const std::string& name, const std::string& command) const {
   return Line({"exec", name, "sh", "-c", command});
+}
+
+std::string DockerCommands::Login(const std::string& config_dir, const std::string& server,
+                                  const std::string& username) const {
+  return "umask 077 && mkdir -p " + ssh::ShellQuote(config_dir) + " && " +
+         Line({"login", "--username=" + username, "--password-stdin", server});
+}
+
+std::string DockerCommands::Logout(const std::string& config_dir, const std::string& server) const {
+  const std::string dir = ssh::ShellQuote(config_dir);
+  return Line({"logout", server}) + "; s=$?; rm -rf " + dir + "; rmdir \"$(dirname " + dir +
+         ")\" 2>/dev/null; exit $s";
+}
+
+std::string SecretsDir(const std::string& job_id) { return HostJobDir(job_id) + "/secrets"; }
+
+std::string SecretEnvFile(const std::string& job_id) { return SecretsDir(job_id) + "/.env"; }
+
+std::string DockerConfigDir(const std::string& job_id) { return HostJobDir(job_id) + "/docker"; }
+
+std::string WriteSecretCommand(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  return "umask 077 && mkdir -p " + ssh::ShellQuote(dir) + " && cat > " + ssh::ShellQuote(path);
 }
 
 }  // namespace barge::runner

@@ -38,9 +38,35 @@ class DockerCommands {
   std::string Line(const std::vector<std::string>& args) const;
   // `docker exec NAME sh -c COMMAND`.
   std::string ExecShell(const std::string& name, const std::string& command) const;
+  // registry: creates the job's Docker client config directory (mode 0700)
+  // and logs in there: `umask 077 && mkdir -p CONFIG && docker login
+  // --username=USER --password-stdin SERVER`. The password goes to the
+  // command's stdin, never on its line. The docker command words must
+  // already carry `--config CONFIG` (DockerCommandOf with a job id).
+  std::string Login(const std::string& config_dir, const std::string& server,
+                    const std::string& username) const;
+  // `docker logout SERVER`, then the client config directory removed (and
+  // the job's directory, when nothing else is left in it).
+  std::string Logout(const std::string& config_dir, const std::string& server) const;
 
  private:
   std::vector<std::string> docker_;
 };
+
+// Where a job keeps secrets on a host: inside its per-host directory
+// (HostJobDir, mode 0700, removed at teardown and by the watchdog).
+//   DIR/secrets/NAME   one file per secret, mode 0600, mounted read-only at
+//                      /run/secrets/NAME
+//   DIR/secrets/.env   NAME=VALUE lines of the secrets given as environment,
+//                      mode 0600, for `docker run --env-file` (a name
+//                      cannot hold '.', so no secret is called ".env")
+//   DIR/docker         the job's own Docker client config (registry:)
+std::string SecretsDir(const std::string& job_id);
+std::string SecretEnvFile(const std::string& job_id);
+std::string DockerConfigDir(const std::string& job_id);
+
+// Writes the command's stdin to `path` with mode 0600 (umask 077), making
+// its directory (0700) first: the value never appears on the line.
+std::string WriteSecretCommand(const std::string& path);
 
 }  // namespace barge::runner

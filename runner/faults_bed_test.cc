@@ -25,6 +25,7 @@ using barge::testing::BedHost;
 using barge::testing::BedHostsYaml;
 using barge::testing::CliOutcome;
 using barge::testing::GetBed;
+using barge::testing::InHost;
 using barge::testing::IsoSeconds;
 using barge::testing::JobContainers;
 using barge::testing::JobDir;
@@ -33,12 +34,7 @@ using barge::testing::WallSeconds;
 
 namespace {
 
-std::string BedScript() { return GetBed().raw.at("BED_SCRIPT"); }
 
-// Runs `command` inside namespace host `h`'s namespaces.
-std::string InHost(const BedHost& h, const std::string& command) {
-  return RunShell(BedScript() + " exec " + h.name + " sh -c '" + command + "' 2>&1");
-}
 
 int PidFromFile(const std::string& key) {
   std::ifstream in(GetBed().raw.at(key));
@@ -235,9 +231,9 @@ TEST_F(FaultTest, AFrozenDockerdIsHostLostWithinTheBound) {
       << o.err;
   nlohmann::json show = Show("frozen");
   auto [lost_at, detail] = Event(show, "host_lost");
-  EXPECT_LT(lost_at - frozen, 2 + 3 + 2) << "probe every 2 s, bounded by dead_after 3 s";
+  EXPECT_LT(lost_at - frozen, 1.5 + 3 + 2) << "probe every dead_after/2 = 1.5 s, bounded by dead_after 3 s";
   EXPECT_EQ(JobContainers(bed.hosts[0]), "") << "the reachable host was not torn down";
-  FaultRow("host's dockerd frozen (SIGSTOP)", lost_at - frozen, "2 s + dead_after 3 s",
+  FaultRow("host's dockerd frozen (SIGSTOP)", lost_at - frozen, "probe period 1.5 s + dead_after 3 s",
            "host_lost; job failed (125), reachable hosts torn down at once");
 }
 

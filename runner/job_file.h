@@ -9,8 +9,9 @@
 // errors.
 //
 // Nothing here connects anywhere or runs Docker. The only file system access
-// is reading the job file and its hosts_file, and checking that identity
-// files (and an explicit ssh.config_file) are readable.
+// is reading the job file, its hosts_file and its secret files (up to 1 MiB
+// each), and checking that identity files (and an explicit ssh.config_file)
+// are readable; the only environment read is the variables secrets name.
 //
 // Before the YAML parser sees a file it is refused when larger than 1 MiB,
 // nested deeper than 64 levels, or holding NUL bytes or invalid UTF-8. After
@@ -53,15 +54,26 @@ struct LoadedJob {
   std::vector<JobFileError> errors;  // each file's errors in line order
 };
 
+// Whether the values of `secrets:` and `registry.password` are read. kRead
+// (for `barge run` and `barge plan`) reads each file and variable and
+// refuses the job when one cannot be read. kSkip is for a job file recorded
+// in the store and parsed again to act on a job's hosts (down, exec,
+// attach), which needs no value while the files or variables may be gone:
+// the entries are checked for their shape only and the values stay empty.
+enum class SecretValues { kRead, kSkip };
+
 // Reads the job file at `path` (no more than its first 1 MiB + 1 byte) and
 // parses it; relative paths in it resolve against its directory.
-[[nodiscard]] LoadedJob LoadJobFile(const std::string& path);
+[[nodiscard]] LoadedJob LoadJobFile(const std::string& path,
+                                    SecretValues secrets = SecretValues::kRead);
 
 // Parses job file text. `file_name` is used in errors and kept in
 // JobSpec::file; `base_dir` is the directory relative paths (hosts_file,
-// identity files, ssh files) resolve against, and becomes JobSpec::base_dir.
-// Reads the hosts_file, if one is named, from disk.
+// identity files, ssh files, secret files) resolve against, and becomes
+// JobSpec::base_dir. Reads the hosts_file, if one is named, from disk, and
+// the secrets (see SecretValues). No error message holds a secret's value.
 [[nodiscard]] LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
-                                     const std::string& base_dir);
+                                     const std::string& base_dir,
+                                     SecretValues secrets = SecretValues::kRead);
 
 }  // namespace barge::runner

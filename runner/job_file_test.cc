@@ -428,12 +428,141 @@ TEST_F(JobFileTest, AnUnknownKeyWithNothingCloseListsTheKnownOnes) {
                           "local_command)"));
 }
 
-TEST_F(JobFileTest, KeysOfLaterFeaturesAreUnknownForNow) {
-  // secrets and registry arrive with their features.
-  std::vector<std::string> errors = Errors("name: x\nimage: i\nregistry: {}\nsecrets: {}\n");
-  ASSERT_EQ(errors.size(), 2u);
-  EXPECT_THAT(errors[0], ::testing::StartsWith("job.yaml:3:1: registry: unknown key"));
-  EXPECT_THAT(errors[1], ::testing::StartsWith("job.yaml:4:1: secrets: unknown key"));
+TEST_F(JobFileTest, SecretsAreReadFromFilesAndTheEnvironmentAtValidation) {
+  Write("hf_token", "hf_secret_value\n");
+  setenv("BARGE_TEST_WANDB", "wandb-secret-value", 1);
+  JobSpec spec = Spec(R"(name: x
+image: i
+secrets:
+  HF_TOKEN: {file: ~/hf_token}
+  WANDB_API_KEY: {env: BARGE_TEST_WANDB}
+  CERT: {file: hf_token, as_env: false}
+)");
+  unsetenv("BARGE_TEST_WANDB");
+  ASSERT_EQ(spec.secrets.size(), 3u);
+  EXPECT_EQ(spec.secrets[0].name, "HF_TOKEN");
+  EXPECT_EQ(spec.secrets[0].source, "file ~/hf_token");
+  EXPECT_EQ(spec.secrets[0].value, "hf_secret_value\n");  // the file, byte for byte
+  EXPECT_EQ(EnvValueOf(spec.secrets[0]), "hf_secret_value");  // the environment, without the line break
+  EXPECT_TRUE(spec.secrets[0].as_env);
+  EXPECT_EQ(spec.secrets[1].name, "WANDB_API_KEY");
+  EXPECT_EQ(spec.secrets[1].source, "env BARGE_TEST_WANDB");
+  EXPECT_EQ(spec.secrets[1].value, "wandb-secret-value");
+  EXPECT_EQ(spec.secrets[2].name, "CERT");
+  EXPECT_FALSE(spec.secrets[2].as_env);
+  EXPECT_EQ(spec.secrets[2].value, "hf_secret_value\n");  // relative to the job file's directory
+  EXPECT_FALSE(spec.registry.has_value());
+}
+
+TEST_F(JobFileTest, AMissingSecretNamesFileLineAndKeyAndNeverTheValue) {
+  unsetenv("BARGE_TEST_UNSET");
+  Write("empty", "");
+  Write("multi", "line one\nline two\n");
+  EXPECT_THAT(Errors(R"(name: x
+image: i
+secrets:
+  A: {env: BARGE_TEST_UNSET}
+  B: {file: ~/nope}
+  C: {file: ~/empty}
+  D: {file: ~/multi}
+  E: {file: ~/multi, as_env: false}
+  F: {file: ~/multi, env: X}
+  G: {}
+  H: literal-secret-value
+  1X: {env: HOME}
+  I: {file: ~/multi, as_env: maybe}
+  J: {value: x}
+  K: {file: /dev/null}
+)"),
+              ElementsAre(
+                  "job.yaml:4:12: secrets.A.env: environment variable BARGE_TEST_UNSET is not set "
+                  "(barge reads it when it validates the job file)",
+                  "job.yaml:5:13: secrets.B.file: cannot read '~/nope': No such file or directory",
+                  "job.yaml:6:13: secrets.C.file: '~/empty' is empty",
+                  "job.yaml:7:3: secrets.D: the value holds a line break, which an environment "
+                  "variable given with docker run --env-file cannot; add 'as_env: false' to give "
+                  "it only as the file /run/secrets/D",
+                  "job.yaml:9:22: secrets.F.env: give one of file or env, not both",
+                  "job.yaml:10:3: secrets.G: give file: PATH or env: VARIABLE (where a secret's "
+                  "value is read from)",
+                  "job.yaml:11:6: secrets.H: expected {file: PATH} or {env: VARIABLE}, got a "
+                  "string; a secret's value is never written in the job file",
+                  "job.yaml:12:3: secrets.1X: invalid secret name '1X' (it names an environment "
+                  "variable and a file: letters, digits and '_', not starting with a digit)",
+                  "job.yaml:13:30: secrets.I.as_env: invalid value 'maybe' (expected true or false)",
+                  "job.yaml:14:7: secrets.J.value: unknown key (expected file, env or as_env)",
+                  "job.yaml:15:13: secrets.K.file: '/dev/null' is not a regular file"));
+}
+
+TEST_F(JobFileTest, ASecretInTheEnvironmentMustNotAlsoBeSetByAContainerBlock) {
+  setenv("BARGE_TEST_TOKEN", "tok-value", 1);
+  EXPECT_THAT(Errors(R"(name: x
+image: i
+hosts: [a, {address: b, container: {env: {TOKEN: x}}}]
+container: {env: {TOKEN: y}}
+secrets:
+  TOKEN: {env: BARGE_TEST_TOKEN}
+  OTHER: {env: BARGE_TEST_TOKEN}
+)"),
+              ElementsAre("job.yaml:6:3: secrets.TOKEN: also set in container.env; the container "
+                          "would get only one of the two (remove one, or add 'as_env: false' to "
+                          "the secret)",
+                          "job.yaml:6:3: secrets.TOKEN: also set in hosts[1].container.env; the "
+                          "container would get only one of the two (remove one, or add 'as_env: "
+                          "false' to the secret)"));
+  unsetenv("BARGE_TEST_TOKEN");
+}
+
+TEST_F(JobFileTest, ARegistryNeedsServerUserAndAPasswordFromAFileOrTheEnvironment) {
+  Write("pw", "registry-password\n");
+  JobSpec spec = Spec(
+      "name: x\nimage: i\nregistry: {server: registry.example.com:5000, username: ci, "
+      "password: {file: ~/pw}}\n");
+  ASSERT_TRUE(spec.registry.has_value());
+  EXPECT_EQ(spec.registry->server, "registry.example.com:5000");
+  EXPECT_EQ(spec.registry->username, "ci");
+  EXPECT_EQ(spec.registry->password, "registry-password");  // without the line break
+  EXPECT_EQ(spec.registry->password_source, "file ~/pw");
+
+  unsetenv("BARGE_TEST_UNSET");
+  EXPECT_THAT(Errors(R"(name: x
+image: i
+registry:
+  server: -bad
+  password: hunter2-literal
+  token: x
+)"),
+              ElementsAre("job.yaml:3:1: registry: missing 'username'",
+                          "job.yaml:4:11: registry.server: invalid registry server '-bad' "
+                          "(expected a host name with an optional port and path, e.g. ghcr.io or "
+                          "registry.example.com:5000)",
+                          "job.yaml:5:13: registry.password: expected {file: PATH} or {env: "
+                          "VARIABLE}, got a string; the password is never written in the job file",
+                          "job.yaml:6:3: registry.token: unknown key (expected server, username "
+                          "or password)"));
+  EXPECT_THAT(Errors("name: x\nimage: i\nregistry: {server: r.io, username: u, password: {env: "
+                     "BARGE_TEST_UNSET, as_env: false}}\n"),
+              ElementsAre("job.yaml:3:55: registry.password.env: environment variable "
+                          "BARGE_TEST_UNSET is not set (barge reads it when it validates the job "
+                          "file)",
+                          "job.yaml:3:73: registry.password.as_env: only a secret goes into the "
+                          "environment; the password goes to docker login alone"));
+}
+
+TEST_F(JobFileTest, SkippingSecretValuesChecksOnlyTheirShape) {
+  // A job file recorded in the store, parsed again for `barge down`: the
+  // variables and files it named may be gone.
+  unsetenv("BARGE_TEST_UNSET");
+  LoadedJob job = ParseJobText(
+      "name: x\nimage: i\nsecrets: {A: {env: BARGE_TEST_UNSET}, B: {file: ~/gone}}\n"
+      "registry: {server: r.io, username: u, password: {env: BARGE_TEST_UNSET}}\n",
+      "job.yaml", dir_, SecretValues::kSkip);
+  ASSERT_TRUE(job.errors.empty()) << job.errors[0].ToString();
+  ASSERT_EQ(job.spec->secrets.size(), 2u);
+  EXPECT_EQ(job.spec->secrets[0].value, "");
+  EXPECT_EQ(job.spec->secrets[1].source, "file ~/gone");
+  ASSERT_TRUE(job.spec->registry.has_value());
+  EXPECT_EQ(job.spec->registry->password, "");
 }
 
 TEST_F(JobFileTest, RestartSpareHostsAndPreemptionAreRead) {
@@ -771,7 +900,7 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
       Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
       ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
                   "hosts, hosts_file, docker_command, ssh, roles, rendezvous, image_pull, "
-                  "on_worker_exit, stop_grace, timeout, lease, artifacts, workdir, files, teardown, restart, spare_hosts or preemption)"));
+                  "on_worker_exit, stop_grace, timeout, lease, artifacts, workdir, files, teardown, restart, spare_hosts, preemption, secrets or registry)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));

@@ -85,6 +85,43 @@ struct PreemptionSpec {
   std::chrono::milliseconds every{std::chrono::seconds(5)};
 };
 
+// `secrets:` entry. The value is read when the job file is validated (from a
+// local file or from barge's own environment) and is kept only in memory:
+// it reaches each host through the command's stdin over the open session
+// (the job's per-host directory, mode 0600), the container through a
+// read-only mount at /run/secrets/NAME and, unless `as_env: false`, its
+// environment through `docker run --env-file`. It is never on a command
+// line, in `barge plan`, in the job store or in barge's messages.
+struct SecretSpec {
+  std::string name;  // an environment variable name; also the file's name
+  // Where the value came from, for messages: "file ~/.hf_token",
+  // "env WANDB_API_KEY".
+  std::string source;
+  bool as_env = true;
+  std::string value;  // exact bytes; empty when parsed with SecretValues::kSkip
+};
+
+// A secret as the container's environment gets it: without trailing line
+// breaks (as a shell's "$(cat FILE)" would give it; a token file usually
+// ends with one). Validation guarantees no line break, NUL or invalid UTF-8
+// is left in it when `as_env` is set.
+inline std::string EnvValueOf(const SecretSpec& s) {
+  std::string v = s.value;
+  while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.pop_back();
+  return v;
+}
+
+// `registry:` — every host logs in before the images are checked or pulled
+// (`docker login --password-stdin`, the password on the command's stdin),
+// into the job's own Docker client config in its per-host directory, and
+// logs out at the end of the job.
+struct RegistrySpec {
+  std::string server;    // as `docker login` takes it: "ghcr.io", "registry.example.com:5000"
+  std::string username;
+  std::string password_source;  // "file ...", "env ...", for messages
+  std::string password;  // without trailing line breaks; empty with SecretValues::kSkip
+};
+
 struct JobSpec {
   std::string file;      // the job file's path as given
   std::string base_dir;  // directory of the job file; relative paths resolve here
@@ -123,6 +160,8 @@ struct JobSpec {
   // order; each takes over the nodes of the host it replaces.
   std::vector<cluster::Host> spare_hosts;
   std::optional<PreemptionSpec> preemption;
+  std::vector<SecretSpec> secrets;  // in the order the file lists them
+  std::optional<RegistrySpec> registry;
 };
 
 }  // namespace barge::runner

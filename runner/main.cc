@@ -1,5 +1,6 @@
 // barge: the command line. Parses arguments (CLI11), loads and validates the
 // job file, and hands over to the plan printer or the Controller.
+#include <csignal>
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -35,8 +36,8 @@ namespace barge::runner {
 namespace {
 
 // Loads and validates `path`; prints every error and returns nullopt on failure.
-std::optional<JobSpec> Load(const std::string& path) {
-  LoadedJob loaded = LoadJobFile(path);
+std::optional<JobSpec> Load(const std::string& path, SecretValues secrets = SecretValues::kRead) {
+  LoadedJob loaded = LoadJobFile(path, secrets);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
     std::fprintf(stderr, "barge: %zu error(s) in %s; nothing was started\n", loaded.errors.size(),
@@ -134,7 +135,10 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
     size_t eol = job.spec.find('\n');
     file = job.spec.substr(std::strlen(kSpecFileComment), eol - std::strlen(kSpecFileComment));
   }
-  LoadedJob loaded = ParseJobText(job.spec, file, std::filesystem::path(file).parent_path().string());
+  // Acting on a job's hosts needs no secret value, and the files and
+  // variables the job read its secrets from may be gone by now.
+  LoadedJob loaded = ParseJobText(job.spec, file, std::filesystem::path(file).parent_path().string(),
+                                  SecretValues::kSkip);
   for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
   return std::move(loaded.spec);
 }
@@ -237,7 +241,7 @@ int Attach(const std::string& job_text) {
 int Reap(const std::string& file, const std::string& hosts) {
   std::optional<JobSpec> spec;
   if (!file.empty()) {
-    spec = Load(file);
+    spec = Load(file, SecretValues::kSkip);  // only its hosts are needed
   } else {
     // A throwaway job over the listed hosts, with the ssh defaults.
     std::string yaml = "name: reap\nimage: none\nhosts:\n";
@@ -290,6 +294,10 @@ int Exec(const std::string& job_text, int rank, const std::vector<std::string>& 
 }  // namespace barge::runner
 
 int main(int argc, char** argv) {
+  // A closed terminal or pipe (`barge run | head`) must not kill the
+  // controller mid-job: writes to it fail instead, and the job goes on (its
+  // output is in the log files). Children get SIGPIPE back (local_executor).
+  std::signal(SIGPIPE, SIG_IGN);
   auto logger = spdlog::stderr_color_mt("barge");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);

@@ -33,11 +33,18 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
   }
   for (size_t h : plan.used_hosts) {
     const cluster::Host& host = plan.hosts[h];
-    DockerCommands docker(DockerCommandOf(spec, host));
+    DockerCommands docker(DockerCommandOf(spec, host, plan.job_id));
     std::vector<const cluster::NodePlan*> nodes;
     for (const auto& n : plan.nodes)
       if (n.host_index == h) nodes.push_back(&n);
     out << "\n## host " << host.address << ": " << Transport(spec, host) << "\n";
+    if (spec.registry) {
+      out << "# registry login, the password written to the command's stdin (" +
+                 spec.registry->password_source + "); docker logout at the end\n"
+          << docker.Login(DockerConfigDir(plan.job_id), spec.registry->server,
+                          spec.registry->username)
+          << "\n";
+    }
     out << "# preflight\n" << docker.Version() << "\n";
     std::set<std::string> images;
     for (const auto* n : nodes) images.insert(n->container.image);
@@ -60,6 +67,20 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
         break;
       }
     }
+    if (!spec.secrets.empty()) {
+      out << "# secrets, each value written to the command's stdin (mode 0600), mounted at "
+             "/run/secrets/NAME\n";
+      std::string env_names;
+      for (const SecretSpec& secret : spec.secrets) {
+        out << WriteSecretCommand(SecretsDir(plan.job_id) + "/" + secret.name) << "   # "
+            << secret.source << "\n";
+        if (secret.as_env) env_names += (env_names.empty() ? "" : " ") + secret.name;
+      }
+      if (!env_names.empty()) {
+        out << WriteSecretCommand(SecretEnvFile(plan.job_id)) << "   # NAME=VALUE of " << env_names
+            << ", for --env-file\n";
+      }
+    }
     for (const auto* n : nodes) {
       out << "# node " << n->rank << " (" << n->role << ")"
           << (n->rank == 0 ? "" : ", once the head is ready") << "\n";
@@ -75,6 +96,9 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
     out << "# teardown, once the head has exited\n";
     if (!workers.empty()) out << docker.Stop(workers, grace) << "\n";
     out << docker.Remove(all) << "\n";
+    if (spec.registry) {
+      out << docker.Logout(DockerConfigDir(plan.job_id), spec.registry->server) << "\n";
+    }
   }
   return out.str();
 }

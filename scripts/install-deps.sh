@@ -16,6 +16,9 @@ packages=(
   # container engine and the test bed
   docker.io openssh-server openssh-client busybox-static
   iproute2 iptables pdsh procps util-linux
+  # a non-POSIX login shell, for the preflight test that must refuse it;
+  # a local registry with htpasswd auth, for the registry login test
+  tcsh docker-registry apache2-utils curl
 )
 packages+=("$@")
 

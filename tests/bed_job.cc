@@ -32,6 +32,11 @@ std::string OnHost(const BedHost& h, const std::string& command, int* code) {
                   code);
 }
 
+std::string InHost(const BedHost& h, const std::string& command) {
+  return RunShell(GetBed().raw.at("BED_SCRIPT") + " exec " + h.name + " sh -c " + ShellQuote(command) +
+                  " 2>&1");
+}
+
 std::string JobContainers(const BedHost& h) {
   return RunShell("DOCKER_HOST=" + h.docker_host + " timeout 20 docker ps -aq --filter label=barge.job");
 }

@@ -26,6 +26,10 @@ std::string ReadWholeFile(const std::filesystem::path& p);
 // stdout and stderr together.
 std::string OnHost(const BedHost& h, const std::string& command, int* code = nullptr);
 
+// Runs `command` (sh) inside namespace host `h`'s namespaces, as root on
+// this machine (tests/bed/bed.sh exec); stdout and stderr together.
+std::string InHost(const BedHost& h, const std::string& command);
+
 // IDs of every barge-labelled container on `h`'s dockerd, one per line ("" =
 // none), asked from this machine (not over SSH).
 std::string JobContainers(const BedHost& h);
