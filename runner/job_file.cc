@@ -1597,23 +1597,50 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
 // ---------------------------------------------------------------------------
 // From text to one YAML document.
 
+// Aliases expanded, a document may nest deeper than its text does (an
+// alias inside the very node it names even nests forever); deeper than this
+// is refused.
+constexpr int kMaxExpandedDepth = 256;
+
+// What CountExpandedNodes found.
+struct Expansion {
+  long long count = 0;
+  bool too_deep = false;
+  bool exceeded() const { return too_deep || count > kMaxNodes; }
+};
+
 // Counts nodes as a reader would visit them, aliases expanded, stopping as
-// soon as `*count` passes kMaxNodes. Recursion depth is bounded by
-// the nesting check made before parsing.
-void CountExpandedNodes(const YAML::Node& n, long long* count) {
-  if (++*count > kMaxNodes) return;
+// soon as the count passes kMaxNodes or the depth kMaxExpandedDepth.
+void CountExpandedNodes(const YAML::Node& n, Expansion* e, int depth = 0) {
+  if (depth > kMaxExpandedDepth) {
+    e->too_deep = true;
+    return;
+  }
+  if (++e->count > kMaxNodes) return;
   if (n.IsSequence()) {
     for (const YAML::Node& child : n) {
-      CountExpandedNodes(child, count);
-      if (*count > kMaxNodes) return;
+      CountExpandedNodes(child, e, depth + 1);
+      if (e->exceeded()) return;
     }
   } else if (n.IsMap()) {
     for (auto it = n.begin(); it != n.end(); ++it) {
-      CountExpandedNodes(it->first, count);
-      CountExpandedNodes(it->second, count);
-      if (*count > kMaxNodes) return;
+      CountExpandedNodes(it->first, e, depth + 1);
+      CountExpandedNodes(it->second, e, depth + 1);
+      if (e->exceeded()) return;
     }
   }
+}
+
+// The message for an Expansion that exceeded a limit.
+std::string ExpansionMessage(const Expansion& e) {
+  if (e.too_deep) {
+    return "aliases nest deeper than " + std::to_string(kMaxExpandedDepth) +
+           " levels once expanded (an alias inside the node it names refers to itself); "
+           "refusing it";
+  }
+  return "aliases expand to more than " + std::to_string(kMaxNodes) +
+         " YAML nodes; refusing what looks like an alias bomb "
+         "('billion laughs'); aliases are fine, but not that many";
 }
 
 // Finds what yaml-cpp 0.7 accepts silently: duplicate keys (it keeps both)
@@ -1804,24 +1831,19 @@ std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text
     src.Error(1, 1, "", "empty " + kWhat + " (nothing but comments)");
     return std::nullopt;
   }
-  long long count = 0;
+  Expansion expansion;
   if (root.IsMap()) {
     for (auto it = root.begin(); it != root.end(); ++it) {
-      CountExpandedNodes(it->second, &count);
-      if (count > kMaxNodes) {
-        src.Error(it->first.Mark(), it->first.Scalar(),
-                  "aliases expand to more than " + std::to_string(kMaxNodes) +
-                      " YAML nodes; refusing what looks like an alias bomb "
-                      "('billion laughs'); aliases are fine, but not that many");
+      CountExpandedNodes(it->second, &expansion);
+      if (expansion.exceeded()) {
+        src.Error(it->first.Mark(), it->first.Scalar(), ExpansionMessage(expansion));
         return std::nullopt;
       }
     }
   } else {
-    CountExpandedNodes(root, &count);
-    if (count > kMaxNodes) {
-      src.Error(root.Mark(), "",
-                "more than " + std::to_string(kMaxNodes) +
-                    " YAML nodes (aliases expanded); refusing what looks like an alias bomb");
+    CountExpandedNodes(root, &expansion);
+    if (expansion.exceeded()) {
+      src.Error(root.Mark(), "", ExpansionMessage(expansion));
       return std::nullopt;
     }
   }

@@ -1,0 +1,115 @@
+// The job's artifacts: copying files out of the nodes' containers (docker
+// cp as a tar stream on the host's session, unpacked by a local tar) into
+// runs/<id>/artifacts/<rank>/, every `every:` while the job runs and once
+// more at teardown.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "runner/controller_internal.h"
+#include "runner/state_dir.h"
+#include "ssh/local_executor.h"
+#include "ssh/quote.h"
+
+namespace barge::runner::internal {
+
+std::vector<NodeState*> Controller::ArtifactNodes(const ArtifactSpec& a) {
+  std::vector<NodeState*> out;
+  for (auto& n : nodes_) {
+    if (a.all_nodes || n->plan->rank == a.rank.value_or(0)) out.push_back(n.get());
+  }
+  return out;
+}
+
+void Controller::CopyArtifact(NodeState& n, const ArtifactSpec& a, std::function<void()> done) {
+  const std::string dest = options_.state_dir + "/runs/" + plan_.job_id + "/artifacts/" +
+                           std::to_string(n.plan->rank);
+  if (Status s = MakeDirs(dest); !s.ok()) {
+    Say(s.message());
+    done();
+    return;
+  }
+  if (!local_.exec) {
+    local_.name = "local";
+    local_.exec = std::make_unique<ssh::LocalExecutor>(&loop_);
+  }
+  // The local tar reads the stream on its stdin as it arrives.
+  auto finished = std::make_shared<int>(0);
+  auto done_shared = std::make_shared<std::function<void()>>(std::move(done));
+  ssh::Command* untar = Exec(local_, ssh::ShellJoin({"tar", "-x", "--no-same-owner", "-C", dest}),
+                             [this, finished, done_shared, rank = n.plan->rank](const Outcome& o) {
+                               if (!o.ok()) Say("artifacts of node " + std::to_string(rank) + ": tar: " + o.Reason());
+                               if (++*finished == 2) (*done_shared)();
+                             },
+                             /*keep_stdin=*/true);
+  ssh::CommandCallbacks cb;
+  cb.on_stdout = [untar](std::string_view d) {
+    if (untar) untar->WriteStdin(d);
+  };
+  auto err = std::make_shared<std::string>();
+  cb.on_stderr = [err](std::string_view d) { err->append(d); };
+  cb.on_exit = [this, untar, err, finished, done_shared, rank = n.plan->rank,
+                path = a.path](const ssh::ExitStatus& st) {
+    if (untar) untar->CloseStdin();
+    if (!st.known() || st.code != 0) {
+      std::string why = st.known() ? *err : st.error;
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      spdlog::debug("Artifacts: copy failed. [rank: {}, path: {}, reason: {}]", rank, path, redact_(why));
+    }
+    if (++*finished == 2) (*done_shared)();
+  };
+  const std::string line = n.host->docker->Line({"cp", n.plan->container.name + ":" + a.path, "-"});
+  Result<std::unique_ptr<ssh::Command>> cmd = n.host->exec->Start(line, std::move(cb));
+  if (!cmd.ok()) {
+    if (untar) untar->CloseStdin();
+    if (++*finished == 2) (*done_shared)();
+    return;
+  }
+  (*cmd)->CloseStdin();
+  n.host->commands.push_back(std::move(cmd).value());
+}
+
+void Controller::ScheduleArtifacts() {
+  for (size_t i = 0; i < spec_.artifacts.size(); ++i) {
+    const ArtifactSpec& a = spec_.artifacts[i];
+    if (!a.every) continue;
+    auto tick = std::make_shared<std::function<void()>>();
+    *tick = [this, i, tick_weak = std::weak_ptr<std::function<void()>>(tick)] {
+      if (tearing_down_) return;
+      const ArtifactSpec& art = spec_.artifacts[i];
+      for (NodeState* n : ArtifactNodes(art)) {
+        if (n->phase != NodePhase::kRunning || copying_.count({n->plan->rank, i})) continue;
+        copying_.insert({n->plan->rank, i});
+        CopyArtifact(*n, art, [this, i, rank = n->plan->rank] { copying_.erase({rank, i}); });
+      }
+      if (auto t = tick_weak.lock()) loop_.AddTimer(Clock::now() + *art.every, [t] { (*t)(); });
+    };
+    artifact_ticks_.push_back(tick);
+    loop_.AddTimer(Clock::now() + *a.every, [tick] { (*tick)(); });
+  }
+}
+
+void Controller::FinalArtifacts() {
+  if (spec_.artifacts.empty()) return;
+  int pending = 0;
+  for (const ArtifactSpec& a : spec_.artifacts) {
+    for (NodeState* n : ArtifactNodes(a)) {
+      if (!n->run_attempted || n->container_id.empty() || n->host->lost) continue;
+      ++pending;
+      CopyArtifact(*n, a, [&pending] { --pending; });
+    }
+  }
+  if (!RunUntil([&] {
+        ReapCommandsOf(local_);
+        return pending == 0;
+      }, Clock::now() + seconds(600))) {
+    Say("copying artifacts did not finish within 600 s");
+  } else if (pending == 0) {
+    Say("artifacts copied to " + options_.state_dir + "/runs/" + plan_.job_id + "/artifacts");
+  }
+}
+
+}  // namespace barge::runner::internal

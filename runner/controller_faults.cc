@@ -1,0 +1,219 @@
+// Faults and restarts: noting the fault that ends an attempt (a lost host,
+// a failed node, a preemption notice), whether the restart policy covers
+// it, the periodic engine and preemption monitors that detect them while an
+// attempt runs, and, at a restart, the spare hosts (or the same hosts
+// checked again) that take the replaced hosts' places.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/plan.h"
+#include "container/docker_args.h"
+#include "runner/controller_internal.h"
+#include "runner/job_store.h"
+#include "runner/watchdog.h"
+
+namespace barge::runner::internal {
+
+const char* Controller::CauseName(Cause cause) {
+  static const char* const kNames[] = {event::kHostLost, event::kNodeFailed, event::kPreempted};
+  return kNames[static_cast<int>(cause)];
+}
+
+void Controller::NoteFault(Fault fault) {
+  const char* kind = CauseName(fault.cause);
+  Record(store_->AddEvent(plan_.job_id, kind, fault.host, redact_(fault.detail)));
+  Say(std::string(kind) + ": " + fault.detail);
+  if (!tearing_down_ && !fault_) fault_ = std::move(fault);
+}
+
+bool Controller::Restartable(const Fault& f) const {
+  if (!spec_.restart || restart_count_ >= spec_.restart->max_restarts) return false;
+  switch (f.cause) {
+    case Cause::kHostLost: return spec_.restart->on_host_lost;
+    case Cause::kNodeFailed: return spec_.restart->on_node_failed;
+    case Cause::kPreempted: return spec_.restart->on_preempted;
+  }
+  return false;
+}
+
+void Controller::OnHostLost(HostState& host, const std::string& why) {
+  if (host.lost) return;
+  host.lost = true;
+  host.replace = true;
+  for (auto& n : nodes_) {
+    if (n->host == &host && (n->phase == NodePhase::kRunning || n->phase == NodePhase::kStarting)) {
+      n->phase = NodePhase::kLost;
+    }
+  }
+  if (tearing_down_) {
+    Say(host.name + ": lost during teardown: " + why);
+    return;
+  }
+  NoteFault({Cause::kHostLost, host.name, host.name + " is lost: " + why});
+}
+
+void Controller::OnPreempted(HostState& host, const std::string& notice) {
+  if (tearing_down_ || host.lost) return;
+  host.replace = true;
+  // SIGTERM first, so the job can checkpoint; the teardown's docker stop
+  // then gives it stop_grace before the kill.
+  std::vector<std::string> names;
+  for (auto& n : nodes_) {
+    if (n->host == &host && n->phase == NodePhase::kRunning) names.push_back(n->plan->container.name);
+  }
+  if (!names.empty()) {
+    Exec(host, host.docker->Line(container::KillArgs(names, "TERM")), [](const Outcome&) {});
+  }
+  NoteFault({Cause::kPreempted, host.name,
+             host.name + " is being preempted" + (notice.empty() ? "" : ": " + notice) +
+                 "; SIGTERM sent to " + std::to_string(names.size()) + " container(s)"});
+}
+
+void Controller::StartMonitors() {
+  const int gen = ++generation_;
+  // The engine: a bounded probe every 2 s catches a dockerd that stopped
+  // answering (the docker wait on it would hang silently).
+  const auto probe_every = std::clamp<milliseconds>(
+      std::chrono::duration_cast<milliseconds>(spec_.ssh.dead_after / 2), milliseconds(1000),
+      milliseconds(5000));
+  for (auto& [h, host] : hosts_) {
+    HostState* hs = host.get();
+    auto tick = std::make_shared<std::function<void()>>();
+    *tick = [this, hs, gen, probe_every, weak = std::weak_ptr<std::function<void()>>(tick)] {
+      if (gen != generation_ || hs->lost) return;
+      auto again = [this, gen, probe_every, weak] {
+        if (auto t = weak.lock(); t && gen == generation_) loop_.AddTimer(Clock::now() + probe_every, [t] { (*t)(); });
+      };
+      if (hs->probing) return again();
+      hs->probing = true;
+      const auto started = Clock::now();
+      Exec(*hs, Bounded(hs->docker->Version(), spec_.ssh.dead_after),
+           [this, hs, gen, started, again](const Outcome& o) {
+             hs->probing = false;
+             if (gen != generation_ || hs->lost) return;
+             if (!o.exit.known()) return;  // the session itself: OnHostLost
+             if (!o.ok()) {
+               const double took = std::chrono::duration<double>(Clock::now() - started).count();
+               char buf[32];
+               std::snprintf(buf, sizeof buf, "%.1f", took);
+               std::string why = o.exit.code == 137 && o.err.empty()
+                                     ? std::string("the Docker engine did not answer for ") + buf + " s (ssh.dead_after)"
+                                     : "the Docker engine fails: " + o.Reason();
+               OnHostLost(*hs, why);
+               return;
+             }
+             again();
+           });
+    };
+    monitors_.push_back(tick);
+    loop_.AddTimer(Clock::now() + probe_every, [tick] { (*tick)(); });
+  }
+  if (!spec_.preemption) return;
+  const PreemptionSpec& pre = *spec_.preemption;
+  for (auto& [h, host] : hosts_) {
+    HostState* hs = host.get();
+    auto tick = std::make_shared<std::function<void()>>();
+    *tick = [this, hs, gen, &pre, weak = std::weak_ptr<std::function<void()>>(tick)] {
+      if (gen != generation_ || hs->lost) return;
+      auto again = [this, gen, &pre, weak] {
+        if (auto t = weak.lock(); t && gen == generation_) loop_.AddTimer(Clock::now() + pre.every, [t] { (*t)(); });
+      };
+      if (hs->polling) return again();
+      hs->polling = true;
+      Exec(*hs, Bounded(pre.command, std::max<milliseconds>(pre.every, seconds(10))),
+           [this, hs, gen, again](const Outcome& o) {
+             hs->polling = false;
+             if (gen != generation_) return;
+             if (o.ok()) return OnPreempted(*hs, Trim(o.out).substr(0, 200));
+             again();
+           });
+    };
+    monitors_.push_back(tick);
+    loop_.AddTimer(Clock::now() + pre.every, [tick] { (*tick)(); });
+  }
+}
+
+std::string Controller::RemoveJobContainersLine(HostState& hs) const {
+  const std::string filter = std::string(cluster::kJobLabel) + "=" + plan_.job_id;
+  return "ids=$(" + hs.docker->Line({"ps", "-aq", "--filter", "label=" + filter}) +
+         ") && if [ -n \"$ids\" ]; then " + hs.docker->Line({"rm", "-f"}) + " $ids; fi";
+}
+
+Status Controller::ReplaceHosts() {
+  for (auto& [h_key, host_ptr] : hosts_) {
+    const size_t h = h_key;
+    if (!host_ptr->replace) continue;
+    const std::string old_name = host_ptr->name;
+    const cluster::Host old_inventory = input_.hosts[h];
+    HostState* old_state = host_ptr.get();
+    if (!old_state->lost) {
+      // Still reachable (preempted): its watchdog is not needed any more.
+      Exec(*old_state, DisarmWatchdogCommand(plan_.job_id), [](const Outcome&) {});
+    }
+    bool placed = false;
+    // A spare in its place: connected, preflighted, given the workdir.
+    while (!placed && next_spare_ < spec_.spare_hosts.size() && interrupts_ == 0) {
+      cluster::Host spare = spec_.spare_hosts[next_spare_++];
+      spare.nodes = old_inventory.nodes;
+      spare.role = old_inventory.role;
+      spare.line = old_inventory.line;
+      input_.hosts[h] = spare;
+      plan_.hosts[h] = spare;
+      Say("replacing " + old_name + " with spare host " + spare.address);
+      Status s = Connect({h});
+      if (s.ok()) s = Login({hosts_[h].get()});
+      if (s.ok()) s = Preflight({hosts_[h].get()});
+      if (s.ok()) s = Upload({hosts_[h].get()});
+      if (s.ok()) {
+        Record(store_->AddEvent(plan_.job_id, event::kRestarting, spare.address,
+                                "spare host " + spare.address + " takes the place of " + old_name));
+        old_state->superseded = true;
+        placed = true;
+      } else {
+        Say("spare host " + spare.address + " cannot be used: " + s.message());
+      }
+    }
+    if (placed) continue;
+    // No spare left: the same host, checked again.
+    input_.hosts[h] = old_inventory;
+    plan_.hosts[h] = old_inventory;
+    const bool was_lost = old_state->lost;
+    Say("no spare host left; checking " + old_name + " again");
+    Status s = Status::Ok();
+    if (was_lost) {
+      s = Connect({h});
+      if (s.ok()) s = Login({hosts_[h].get()});
+      if (s.ok()) s = Preflight({hosts_[h].get()});
+      // Its watchdog may have removed the job's directory meanwhile.
+      if (s.ok()) s = Upload({hosts_[h].get()});
+    }
+    HostState& hs = *hosts_[h];
+    std::optional<Outcome> checked;
+    if (s.ok()) {
+      std::string line = RemoveJobContainersLine(hs);
+      if (spec_.preemption && !was_lost) {
+        line = "if " + Bounded(spec_.preemption->command, seconds(10)) +
+               " >/dev/null 2>&1; then echo 'a preemption notice is still up' >&2; exit 3; fi; " + line;
+      }
+      Exec(hs, line, [&](const Outcome& o) { checked = o; });
+      RunUntil([&] { return checked.has_value(); }, Clock::now() + spec_.ssh.dead_after + seconds(60));
+      if (!checked || !checked->ok()) {
+        s = Status::Error(checked ? checked->Reason() : "no answer");
+      }
+    }
+    if (!s.ok()) {
+      return Status::Error(old_name + " cannot be used again and no spare host is left: " + s.message());
+    }
+    hs.replace = false;
+    Say(old_name + " checked again: it is used for the restart");
+  }
+  return Status::Ok();
+}
+
+}  // namespace barge::runner::internal

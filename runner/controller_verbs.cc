@@ -1,0 +1,192 @@
+// The verbs that act on a recorded job without running it: `barge down` of
+// a job whose controller is gone (TearDownOrphan), `barge reap` (Reap),
+// `barge exec` (ExecInNode) and `barge attach` to an orphan (AttachOrphan).
+// Each connects to the job's hosts itself; controller.cc's entry points call
+// them.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/plan.h"
+#include "container/docker_args.h"
+#include "container/inspect.h"
+#include "runner/controller_internal.h"
+#include "runner/job_store.h"
+#include "runner/log_sink.h"
+#include "runner/signals.h"
+
+namespace barge::runner::internal {
+
+int Controller::TearDownOrphan() {
+  if (!Prepare(/*with_store=*/true)) return kExitBargeFailure;
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  int pending = 0;
+  bool failed = false;
+  for (auto& [h, host] : hosts_) {
+    HostState* hs = host.get();
+    ++pending;
+    Exec(*hs, RemoveJobContainersLine(*hs), [&, hs](const Outcome& o) {
+      --pending;
+      if (!o.ok()) {
+        failed = true;
+        Say(hs->name + ": removing the job's containers failed: " + o.Reason());
+      } else {
+        int n = 0;
+        for (char c : o.out) n += c == '\n';
+        Say(hs->name + ": removed " + std::to_string(n) + " container(s)");
+      }
+    });
+  }
+  RunUntil([&] { return pending == 0; }, Clock::now() + seconds(120));
+  RunTeardownHooks();
+  for (auto& [h, host] : hosts_) host->watchdog_armed = true;  // whatever is left of it
+  DisarmWatchdogs();
+  Record(store_->SetStatus(plan_.job_id, JobStatus::kCancelled, kExitBargeFailure,
+                           "torn down by barge down (its controller was gone)"));
+  return failed || pending ? kExitBargeFailure : 0;
+}
+
+int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
+  // Every listed host, not only those this job's plan would use.
+  plan_.used_hosts.clear();
+  for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  int pending = 0;
+  bool failed = false;
+  size_t removed = 0, kept = 0;
+  for (auto& [h, host] : hosts_) {
+    HostState* hs = host.get();
+    ++pending;
+    Exec(*hs, hs->docker->Line(container::PsByLabelArgs(cluster::kJobLabel)),
+         [&, hs](const Outcome& o) {
+           Result<std::vector<container::PsEntry>> list = container::ParsePsLines(o.out);
+           if (!o.ok() || !list.ok()) {
+             --pending;
+             failed = true;
+             Say(hs->name + ": cannot list containers: " +
+                 (o.ok() ? list.status().message() : o.Reason()));
+             return;
+           }
+           std::vector<std::string> orphans;
+           for (const auto& c : *list) {
+             auto job = c.labels.find(cluster::kJobLabel);
+             const std::string job_id = job == c.labels.end() ? "" : job->second;
+             if (!job_id.empty() && is_live(job_id)) {
+               ++kept;
+               continue;
+             }
+             orphans.push_back(c.id);
+             std::printf("%s: removing %s (job %s, %s)\n", hs->name.c_str(), c.names.c_str(),
+                         job_id.c_str(), c.status.c_str());
+           }
+           if (orphans.empty()) {
+             --pending;
+             return;
+           }
+           Exec(*hs, hs->docker->Remove(orphans), [&, hs, n = orphans.size()](const Outcome& r) {
+             --pending;
+             if (r.ok()) {
+               removed += n;
+             } else {
+               failed = true;
+               Say(hs->name + ": removing failed: " + r.Reason());
+             }
+           });
+         });
+  }
+  RunUntil([&] { return pending == 0; }, Clock::now() + seconds(120));
+  std::printf("removed %zu container(s); kept %zu of running jobs\n", removed, kept);
+  return failed || pending ? kExitBargeFailure : 0;
+}
+
+int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
+  if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
+    Say("the job has no node " + std::to_string(rank) + " (ranks 0.." +
+        std::to_string(plan_.nodes.size() - 1) + ")");
+    return kExitBargeFailure;
+  }
+  const cluster::NodePlan& node = plan_.nodes[rank];
+  plan_.used_hosts = {node.host_index};
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  HostState& host = *hosts_[node.host_index];
+  std::vector<std::string> args = {"exec", node.container.name};
+  args.insert(args.end(), argv.begin(), argv.end());
+  std::optional<ssh::ExitStatus> result;
+  ssh::CommandCallbacks cb;
+  cb.on_stdout = [](std::string_view d) {
+    std::fwrite(d.data(), 1, d.size(), stdout);
+    std::fflush(stdout);
+  };
+  cb.on_stderr = [](std::string_view d) {
+    std::fwrite(d.data(), 1, d.size(), stderr);
+    std::fflush(stderr);
+  };
+  cb.on_exit = [&](const ssh::ExitStatus& st) { result = st; };
+  Result<std::unique_ptr<ssh::Command>> cmd = host.exec->Start(host.docker->Line(args), std::move(cb));
+  if (!cmd.ok()) {
+    Say(cmd.status().message());
+    return kExitBargeFailure;
+  }
+  (*cmd)->CloseStdin();
+  SignalWatcher signals(&loop_, [this](int) { ++interrupts_; });
+  RunUntil([&] { return result.has_value() || interrupts_ > 0; }, Clock::time_point::max());
+  if (!result) return kExitInterrupted;
+  if (!result->known()) {
+    Say(result->error);
+    return kExitBargeFailure;
+  }
+  return result->code;
+}
+
+int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns) {
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  std::vector<LogSink::Node> sink_nodes;
+  for (const auto& n : plan_.nodes) {
+    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
+    auto state = std::make_unique<NodeState>();
+    state->plan = &n;
+    state->host = hosts_[n.host_index].get();
+    auto kept = kept_through_ns.find(n.rank);
+    if (kept != kept_through_ns.end()) state->skip_through_ns = kept->second;
+    nodes_.push_back(std::move(state));
+  }
+  Result<std::unique_ptr<LogSink>> sink =
+      LogSink::Open(options_.state_dir + "/runs/" + plan_.job_id, sink_nodes, options_.echo);
+  if (!sink.ok()) {
+    Say(sink.status().message());
+    return kExitBargeFailure;
+  }
+  sink_ = std::move(sink).value();
+  SignalWatcher signals(&loop_, [this](int) { ++interrupts_; });
+  for (auto& n : nodes_) StreamLogs(*n);
+  RunUntil(
+      [&] {
+        return interrupts_ > 0 || std::none_of(nodes_.begin(), nodes_.end(),
+                                               [](const auto& n) { return n->logs_open; });
+      },
+      Clock::time_point::max());
+  return interrupts_ > 0 ? kExitInterrupted : 0;
+}
+
+}  // namespace barge::runner::internal
