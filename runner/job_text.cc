@@ -150,7 +150,10 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
     if (block_parent != kNone) {
       if (!IsDocumentMarker(line)) {
         if (blank) continue;
-        if (block_indent == kNone && static_cast<int>(indent) > block_parent) {
+        // Content at column 0 (a document-level block scalar) is not
+        // trusted to be text: yaml-cpp does not always read it so, and
+        // scanning it as structure only overestimates the depth.
+        if (block_indent == kNone && static_cast<int>(indent) > std::max(block_parent, 0)) {
           block_indent = static_cast<int>(indent);
         }
         if (block_indent != kNone && static_cast<int>(indent) >= block_indent) continue;
