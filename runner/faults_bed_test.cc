@@ -162,6 +162,35 @@ TEST_F(FaultTest, AWorkerHostsCutLinkIsHostLostAndTheJobCompletesOnASpare) {
            "host_lost; restarted on the spare host, succeeded");
 }
 
+TEST_F(FaultTest, ALostHostThatComesBackIsCheckedAgainAndReusedWhenNoSpareIsLeft) {
+  const auto& bed = GetBed();
+  const std::string yaml =
+      "name: back\nimage: " + bed.image + "\n" + BedHostsYaml(0, 2, "  dead_after: 3s\n") + kCommon +
+      "restart: {max_restarts: 1, on: [host_lost], backoff: 4s}\n"
+      "roles:\n"
+      "  head:\n"
+      "    command: [\"sh\", \"-c\", \"if [ $BARGE_RESTART_COUNT = 0 ]; then sleep 300; else sleep 3; fi\"]\n"
+      "  worker:\n"
+      "    command: [\"sh\", \"-c\", \"echo worker up attempt $BARGE_RESTART_COUNT; sleep 300\"]\n";
+  pid_t pid = StartJob(yaml, "[1 worker " + bed.hosts[1].address + "] worker up attempt 0");
+  ASSERT_GT(pid, 0);
+  InHost(bed.hosts[1], "ip link set eth0 down");
+  // The link comes back during the backoff: the same host is checked again
+  // (reconnected, preflighted, the job's leftovers there removed) and used.
+  ASSERT_TRUE(job_->WaitFor("err.txt", "restarting the job", std::chrono::seconds(30)))
+      << barge::testing::ReadWholeFile(job_->path() / "err.txt");
+  InHost(bed.hosts[1], "ip link set eth0 up");
+  CliOutcome o = job_->Wait(pid);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find("no spare host left; checking " + bed.hosts[1].address + " again"), std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find(bed.hosts[1].address + " checked again: it is used for the restart"), std::string::npos)
+      << o.err;
+  EXPECT_NE(o.out.find("[1 worker " + bed.hosts[1].address + "] worker up attempt 1"), std::string::npos)
+      << o.out;
+  EXPECT_EQ(Show("back")["job"]["restart_count"], 1);
+}
+
 TEST_F(FaultTest, AKilledWorkerIsNodeFailedAndTheRestartSeesRestartCountOne) {
   const auto& bed = GetBed();
   const std::string yaml =
