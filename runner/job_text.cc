@@ -1,6 +1,7 @@
 #include "runner/job_text.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -275,7 +276,10 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
           break;
         }
         if (c == '&' || c == '!') {  // anchor or tag: the node follows
-          while (i < line.size() && !IsBlankChar(line[i])) ++i;
+          // It ends at a blank or, as yaml-cpp reads it, at a flow
+          // indicator (which then opens the node: `!t{...`).
+          ++i;
+          while (i < line.size() && !IsBlankChar(line[i]) && std::strchr("[]{},", line[i]) == nullptr) ++i;
           continue;
         }
         if (c != '"' && c != '\'') plain_parent = owner_col;

@@ -54,7 +54,7 @@ for t in "${targets[@]}"; do
   while read -r seed; do
     cp -- "$seed" "$work/$t/corpus/${seed//\//_}"
   done < <(seeds "$t")
-  echo "fuzz: $t for ${seconds}s on $(find "$work/$t/corpus" -type f | wc -l) seeds"
+  echo "fuzz: $t (at most ${seconds}s) on $(find "$work/$t/corpus" -type f | wc -l) seeds"
   rc=0
   "$build/tests/fuzz/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$work/$t/artifacts/" "$@" \
@@ -78,4 +78,4 @@ if ((${#failed[@]})); then
   exit 1
 fi
 rm -rf -- "$work"
-echo "fuzz: ${targets[*]}: no failure in ${seconds}s each"
+echo "fuzz: ${targets[*]}: no failure (at most ${seconds}s each)"
