@@ -273,6 +273,14 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
         }
         if (c == '|' || c == '>') {
           block_parent = owner_col;
+          // An explicit indentation indicator (`|2`, `>-4`) fixes the
+          // content's indentation: a line indented less ends the scalar.
+          // Taken from column 0 at least, which can only overestimate.
+          for (size_t j = i + 1; j < i + 3 && j < line.size(); ++j) {
+            if (line[j] >= '1' && line[j] <= '9') {
+              block_indent = std::max(block_parent, 0) + (line[j] - '0');
+            }
+          }
           break;
         }
         if (c == '&' || c == '!') {  // anchor or tag: the node follows

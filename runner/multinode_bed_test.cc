@@ -14,40 +14,19 @@
 
 #include "ssh/quote.h"
 #include "tests/bed_env.h"
+#include "tests/bed_job.h"
 
 namespace fs = std::filesystem;
 using barge::ssh::ShellQuote;
 using barge::testing::BedHost;
+using barge::testing::CliOutcome;
 using barge::testing::GetBed;
+using barge::testing::JobContainers;
+using barge::testing::OnHost;
+using barge::testing::ReadWholeFile;
 using barge::testing::RunShell;
 
 namespace {
-
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs `command` on a bed host over plain OpenSSH (an independent check).
-std::string OnHost(const BedHost& h, const std::string& command, int* code = nullptr) {
-  const auto& bed = GetBed();
-  return RunShell("ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" +
-                      bed.known_hosts + " -i " + bed.key + " -p " + std::to_string(h.port) + " " +
-                      bed.user + "@" + h.address + " " + ShellQuote(command) + " 2>&1",
-                  code);
-}
-
-std::string JobContainers(const BedHost& h) {
-  return RunShell("DOCKER_HOST=" + h.docker_host + " docker ps -aq --filter label=barge.job");
-}
 
 class MultiNodeTest : public ::testing::Test {
  protected:
@@ -81,14 +60,14 @@ class MultiNodeTest : public ::testing::Test {
     return y.str();
   }
 
-  Outcome Barge(const std::string& yaml) {
+  CliOutcome Barge(const std::string& yaml) {
     std::ofstream(dir_ / "job.yaml") << yaml;
-    Outcome o;
+    CliOutcome o;
     RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home " + BARGE_BINARY +
                  " run job.yaml >out.txt 2>err.txt </dev/null",
              &o.code);
-    o.out = ReadFile(dir_ / "out.txt");
-    o.err = ReadFile(dir_ / "err.txt");
+    o.out = ReadWholeFile(dir_ / "out.txt");
+    o.err = ReadWholeFile(dir_ / "err.txt");
     return o;
   }
 
@@ -103,7 +82,7 @@ double Number(const std::string& text, const std::string& regex) {
 
 TEST_F(MultiNodeTest, WorkersStartOnlyOnceTheHeadsPortIsOpen) {
   const auto& bed = GetBed();
-  Outcome o = Barge(
+  CliOutcome o = Barge(
       "name: ready\nimage: " + bed.image + "\n" + Hosts(3) +
       "container: {network: host}\nstop_grace: 2s\n"
       "roles:\n"
@@ -128,7 +107,7 @@ TEST_F(MultiNodeTest, WorkersStartOnlyOnceTheHeadsPortIsOpen) {
 
 TEST_F(MultiNodeTest, AReadinessTimeoutFailsWithTheHeadsLastLinesAndLeavesNothing) {
   const auto& bed = GetBed();
-  Outcome o = Barge("name: notready\nimage: " + bed.image + "\n" + Hosts(2) +
+  CliOutcome o = Barge("name: notready\nimage: " + bed.image + "\n" + Hosts(2) +
                     "stop_grace: 1s\n"
                     "roles:\n"
                     "  head:\n"
@@ -144,7 +123,7 @@ TEST_F(MultiNodeTest, AReadinessTimeoutFailsWithTheHeadsLastLinesAndLeavesNothin
 
 TEST_F(MultiNodeTest, AWorkerThatFailsEarlyFailsTheJobAndEverythingIsRemoved) {
   const auto& bed = GetBed();
-  Outcome o = Barge("name: workerfail\nimage: " + bed.image + "\n" + Hosts(3) +
+  CliOutcome o = Barge("name: workerfail\nimage: " + bed.image + "\n" + Hosts(3) +
                     "stop_grace: 1s\non_worker_exit: fail\n"
                     "command: [\"sh\", \"-c\", \"if [ $RANK = 2 ]; then echo bye; exit 4; fi; "
                     "trap 'exit 0' TERM; sleep 60 & wait\"]\n");
@@ -156,7 +135,7 @@ TEST_F(MultiNodeTest, AWorkerThatFailsEarlyFailsTheJobAndEverythingIsRemoved) {
 
 TEST_F(MultiNodeTest, IgnoredWorkerExitsLetTheHeadFinishAndItsCodeIsBargesCode) {
   const auto& bed = GetBed();
-  Outcome o = Barge("name: headcode\nimage: " + bed.image + "\n" + Hosts(3) +
+  CliOutcome o = Barge("name: headcode\nimage: " + bed.image + "\n" + Hosts(3) +
                     "stop_grace: 1s\non_worker_exit: ignore\n"
                     "command: [\"sh\", \"-c\", \"if [ $RANK = 0 ]; then sleep 2; exit 7; fi; exit 3\"]\n");
   EXPECT_EQ(o.code, 7) << o.err;
@@ -165,7 +144,7 @@ TEST_F(MultiNodeTest, IgnoredWorkerExitsLetTheHeadFinishAndItsCodeIsBargesCode) 
 TEST_F(MultiNodeTest, TeardownHooksRunOncePerHostWithQuotedSubstitutions) {
   const auto& bed = GetBed();
   fs::path marker = dir_ / "local-hook.txt";
-  Outcome o = Barge("name: hooks\nimage: " + bed.image + "\n" +
+  CliOutcome o = Barge("name: hooks\nimage: " + bed.image + "\n" +
                     Hosts(2, "    vars: {instance_id: \"i-0 $(touch /tmp/pwned)\"}\n") +
                     "teardown:\n"
                     "  host_command: \"echo {host.internal_address} {job.id} >> /tmp/barge-hook-test\"\n"
@@ -176,7 +155,7 @@ TEST_F(MultiNodeTest, TeardownHooksRunOncePerHostWithQuotedSubstitutions) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(o.err, m, std::regex("job ([0-9a-f]{8})"))) << o.err;
   const std::string job_id = m[1].str();
-  std::string local = ReadFile(marker);
+  std::string local = ReadWholeFile(marker);
   EXPECT_NE(local.find(bed.hosts[0].address + " i-0 $(touch /tmp/pwned)\n"), std::string::npos) << local;
   EXPECT_NE(local.find(bed.hosts[1].address + " i-0 $(touch /tmp/pwned)\n"), std::string::npos) << local;
   EXPECT_EQ(std::count(local.begin(), local.end(), '\n'), 2) << local;
@@ -206,7 +185,7 @@ TEST_F(MultiNodeTest, ImagePullPushDeliversTheControllersImageToHostsThatLackIt)
   std::string id = MakeLocalOnlyImage(tag, "pushed");
   ASSERT_NE(id, "");
   for (size_t i = 0; i < 2; ++i) Docker(bed.hosts[i], "rmi -f " + tag);
-  Outcome o = Barge("name: push\nimage: " + tag + "\nimage_pull: push\n" + Hosts(2) +
+  CliOutcome o = Barge("name: push\nimage: " + tag + "\nimage_pull: push\n" + Hosts(2) +
                     "command: [\"cat\", \"/marker\"]\n");
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("[0 head " + bed.hosts[0].address + "] pushed"), std::string::npos) << o.out;
@@ -227,7 +206,7 @@ TEST_F(MultiNodeTest, HostsHoldingDifferentImagesUnderOneTagAreRefusedBeforeAnyt
   MakeLocalOnlyImage(tag, "two");
   Docker(bed.hosts[1], "rmi -f " + tag);
   RunShell("docker save " + tag + " | DOCKER_HOST=" + bed.hosts[1].docker_host + " docker load >/dev/null");
-  Outcome o = Barge("name: skew\nimage: " + tag + "\nimage_pull: never\n" + Hosts(2) +
+  CliOutcome o = Barge("name: skew\nimage: " + tag + "\nimage_pull: never\n" + Hosts(2) +
                     "command: [\"sh\", \"-c\", \"echo ran\"]\n");
   EXPECT_EQ(o.code, 125);
   EXPECT_NE(o.err.find("differs between hosts"), std::string::npos) << o.err;
@@ -240,9 +219,9 @@ TEST_F(MultiNodeTest, APyTorchGlooJobAllReducesAcrossThreeHosts) {
   const auto& bed = GetBed();
   ASSERT_EQ(bed.raw.count("BED_TORCH_IMAGE"), 1u) << "bring the bed up with BARGE_BED_TORCH=1";
   // The sample as shipped: it names the bed's hosts and keys.
-  std::string yaml = ReadFile(fs::path(BARGE_SOURCE_DIR) / "samples" / "torch-ddp.yaml");
+  std::string yaml = ReadWholeFile(fs::path(BARGE_SOURCE_DIR) / "samples" / "torch-ddp.yaml");
   ASSERT_NE(yaml, "");
-  Outcome o = Barge(yaml);
+  CliOutcome o = Barge(yaml);
   EXPECT_EQ(o.code, 0) << o.err << o.out;
   for (int rank = 0; rank < 3; ++rank) {
     std::string host = bed.hosts[rank].address;
@@ -259,7 +238,7 @@ TEST_F(MultiNodeTest, ABusyRendezvousPortOnTheHeadsHostStopsTheJobBeforeItStarts
   // Something else listens on 29555 on h1.
   Docker(bed.hosts[0], "run -d --name barge-port-squatter --network host " + bed.image +
                            " nc -l -p 29555");
-  Outcome o = Barge("name: busyport\nimage: " + bed.image + "\n" + Hosts(2) +
+  CliOutcome o = Barge("name: busyport\nimage: " + bed.image + "\n" + Hosts(2) +
                     "container: {network: host}\nrendezvous: {port: 29555}\n"
                     "command: [\"sh\", \"-c\", \"echo ran\"]\n");
   Docker(bed.hosts[0], "rm -f barge-port-squatter");
@@ -282,11 +261,11 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
     _exit(127);
   }
   auto up = [&] {
-    std::string out = ReadFile(dir_ / "out.txt");
+    std::string out = ReadWholeFile(dir_ / "out.txt");
     return out.find("[0 head") != std::string::npos && out.find("[1 worker") != std::string::npos;
   };
   for (int i = 0; i < 300 && !up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_TRUE(up()) << ReadFile(dir_ / "err.txt");
+  ASSERT_TRUE(up()) << ReadWholeFile(dir_ / "err.txt");
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   const auto killed = std::chrono::steady_clock::now();
@@ -302,17 +281,17 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
   EXPECT_TRUE(gone) << "containers still there " << secs << " s after the controller died";
   std::printf("watchdog cleanup took %.1f s after SIGKILL (lease 4 s)\n", secs);
   EXPECT_EQ(OnHost(bed.hosts[0], "ls -d /tmp/barge-* 2>/dev/null | grep -v barge-bed; pgrep -f 'barge-watchdo[g]'"), "");
-  Outcome ls;
+  CliOutcome ls;
   RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home " + BARGE_BINARY +
                " ls --json > ls.txt",
            &ls.code);
-  EXPECT_NE(ReadFile(dir_ / "ls.txt").find("\"status\": \"lost\""), std::string::npos)
-      << ReadFile(dir_ / "ls.txt");
+  EXPECT_NE(ReadWholeFile(dir_ / "ls.txt").find("\"status\": \"lost\""), std::string::npos)
+      << ReadWholeFile(dir_ / "ls.txt");
 }
 
 TEST_F(MultiNodeTest, ArtifactsWrittenBeforeTheHeadExitsAreKeptAfterTeardown) {
   const auto& bed = GetBed();
-  Outcome o = Barge("name: artifacts\nimage: " + bed.image + "\n" + Hosts(2) +
+  CliOutcome o = Barge("name: artifacts\nimage: " + bed.image + "\n" + Hosts(2) +
                     "stop_grace: 1s\n"
                     "artifacts:\n"
                     "  - {node: head, path: /workspace/output, every: 1s}\n"
@@ -325,10 +304,10 @@ TEST_F(MultiNodeTest, ArtifactsWrittenBeforeTheHeadExitsAreKeptAfterTeardown) {
   ASSERT_TRUE(std::regex_search(o.err, m, std::regex("job ([0-9a-f]{8})"))) << o.err;
   fs::path art = dir_ / "home" / "runs" / m[1].str() / "artifacts";
   // The last checkpoint, written just before the head exited, is there.
-  EXPECT_EQ(ReadFile(art / "0" / "output" / "ckpt-3"), "ckpt 3\n");
-  EXPECT_EQ(ReadFile(art / "0" / "output" / "ckpt-0"), "ckpt 0\n");
-  EXPECT_EQ(ReadFile(art / "0" / "rank.txt"), "0\n");
-  EXPECT_EQ(ReadFile(art / "1" / "rank.txt"), "1\n");
+  EXPECT_EQ(ReadWholeFile(art / "0" / "output" / "ckpt-3"), "ckpt 3\n");
+  EXPECT_EQ(ReadWholeFile(art / "0" / "output" / "ckpt-0"), "ckpt 0\n");
+  EXPECT_EQ(ReadWholeFile(art / "0" / "rank.txt"), "0\n");
+  EXPECT_EQ(ReadWholeFile(art / "1" / "rank.txt"), "1\n");
   EXPECT_FALSE(fs::exists(art / "1" / "output")) << "only the head's output was asked for";
 }
 
@@ -339,7 +318,7 @@ TEST_F(MultiNodeTest, TheWorkdirAndFilesReachEveryContainerAndLeaveNothingOnTheH
   std::ofstream(dir_ / "src" / "pkg" / "model.py") << "x = 1\n";
   std::ofstream(dir_ / "src" / "debug.log") << "noise\n";
   std::ofstream(dir_ / "labels.csv") << "a,1\nb,2\n";
-  Outcome o = Barge("name: shipped\nimage: " + bed.image + "\n" + Hosts(2) +
+  CliOutcome o = Barge("name: shipped\nimage: " + bed.image + "\n" + Hosts(2) +
                     "workdir: {path: ./src, exclude: [\"*.log\"]}\n"
                     "files: [{from: ./labels.csv, to: /data/labels.csv}]\n"
                     "command: [\"sh\", \"-c\", \"sh /workspace/train.sh; cat /workspace/pkg/model.py; "

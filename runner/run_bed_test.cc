@@ -15,29 +15,21 @@
 
 #include "ssh/quote.h"
 #include "tests/bed_env.h"
+#include "tests/bed_job.h"
 
 namespace fs = std::filesystem;
+using barge::testing::CliOutcome;
 using barge::testing::GetBed;
+using barge::testing::JobContainers;
+using barge::testing::OnHost;
+using barge::testing::ReadWholeFile;
 using barge::testing::RunShell;
 
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 class RunTest : public ::testing::Test {
@@ -79,14 +71,14 @@ class RunTest : public ::testing::Test {
     return p;
   }
 
-  Outcome Barge(const std::string& args) {
-    Outcome o;
+  CliOutcome Barge(const std::string& args) {
+    CliOutcome o;
     std::string cmd = "cd " + barge::ssh::ShellQuote(dir_.string()) +
                       " && BARGE_HOME=" + barge::ssh::ShellQuote((dir_ / "home").string()) + " " +
                       BARGE_BINARY + " " + args + " >out.txt 2>err.txt </dev/null";
     RunShell(cmd, &o.code);
-    o.out = ReadFile(dir_ / "out.txt");
-    o.err = ReadFile(dir_ / "err.txt");
+    o.out = ReadWholeFile(dir_ / "out.txt");
+    o.err = ReadWholeFile(dir_ / "err.txt");
     return o;
   }
 
@@ -105,11 +97,11 @@ class RunTest : public ::testing::Test {
       ADD_FAILURE() << "fork failed";
       return -1;
     }
-    for (int i = 0; i < 600 && ReadFile(dir_ / "out.txt").find(marker) == std::string::npos; ++i) {
+    for (int i = 0; i < 600 && ReadWholeFile(dir_ / "out.txt").find(marker) == std::string::npos; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (ReadFile(dir_ / "out.txt").find(marker) == std::string::npos) {
-      ADD_FAILURE() << "barge never printed '" << marker << "': " << ReadFile(dir_ / "err.txt");
+    if (ReadWholeFile(dir_ / "out.txt").find(marker) == std::string::npos) {
+      ADD_FAILURE() << "barge never printed '" << marker << "': " << ReadWholeFile(dir_ / "err.txt");
       kill(pid, SIGKILL);
       waitpid(pid, nullptr, 0);
       return -1;
@@ -124,7 +116,7 @@ TEST_F(RunTest, StdoutAndStderrArrivePrefixedByNodeAndTheHeadsExitCodeComesBack)
   const auto& bed = GetBed();
   fs::path job = WriteJob("name: hello\nimage: " + bed.image + "\n" + SshHost() +
                           "command: [\"sh\", \"-c\", \"echo out; echo err >&2; exit 3\"]\n");
-  Outcome o = Barge("run " + job.string());
+  CliOutcome o = Barge("run " + job.string());
   EXPECT_EQ(o.code, 3) << o.err;
   const std::string prefix = "[0 head " + bed.loopback.address + "] ";
   EXPECT_NE(o.out.find(prefix + "out\n"), std::string::npos) << o.out;
@@ -135,17 +127,17 @@ TEST_F(RunTest, StdoutAndStderrArrivePrefixedByNodeAndTheHeadsExitCodeComesBack)
   std::smatch m;
   ASSERT_TRUE(std::regex_search(o.err, m, std::regex("job ([0-9a-f]{8})"))) << o.err;
   fs::path log = dir_ / "home" / "runs" / m[1].str() / ("0-" + bed.loopback.address + ".log");
-  std::string text = ReadFile(log);
+  std::string text = ReadWholeFile(log);
   EXPECT_TRUE(std::regex_search(text, std::regex(R"(\d{4}-\d\d-\d\dT[0-9:.]+Z stdout out\n)"))) << text;
   EXPECT_TRUE(std::regex_search(text, std::regex(R"(Z stderr err\n)"))) << text;
 
   // The job store remembers it: status, exit code, its node and events.
-  Outcome ls = Barge("ls --json");
+  CliOutcome ls = Barge("ls --json");
   ASSERT_EQ(ls.code, 0) << ls.err;
   EXPECT_NE(ls.out.find("\"id\": \"" + m[1].str() + "\""), std::string::npos) << ls.out;
   EXPECT_NE(ls.out.find("\"status\": \"failed\""), std::string::npos) << ls.out;
   EXPECT_NE(ls.out.find("\"exit_code\": 3"), std::string::npos) << ls.out;
-  Outcome show = Barge("show hello");
+  CliOutcome show = Barge("show hello");
   ASSERT_EQ(show.code, 0) << show.err;
   EXPECT_NE(show.out.find("barge-hello-" + m[1].str() + "-0"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("rank 0 (head) ended: exit code 3"), std::string::npos) << show.out;
@@ -180,7 +172,7 @@ TEST_F(RunTest, EveryContainerOptionThisMachineCanHonourTakesEffect) {
       "  touch /data/x 2>/dev/null && echo writable || echo read-only\n"
       "  echo EPOCHS=$EPOCHS NOTE=$NOTE host=$(hostname)\n"
       "  echo ipc=$(readlink /proc/self/ns/ipc) net=$(readlink /proc/self/ns/net)\n");
-  Outcome o = Barge("run " + job.string());
+  CliOutcome o = Barge("run " + job.string());
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("size=65536k"), std::string::npos) << o.out;
   std::smatch m;
@@ -229,12 +221,12 @@ TEST_F(RunTest, ArgumentsAndEnvArriveByteExactThroughTheRemoteShell) {
   fs::path job = WriteJob("name: quoting\nimage: " + bed.image + "\n" + SshHost() +
                           "container:\n  volumes: [\"" + (dir_ / "out").string() + ":/out\"]\n" +
                           env_block + "command: " + cmd);
-  Outcome o = Barge("run " + job.string());
-  ASSERT_EQ(o.code, 0) << o.err << "\n" << ReadFile(job);
+  CliOutcome o = Barge("run " + job.string());
+  ASSERT_EQ(o.code, 0) << o.err << "\n" << ReadWholeFile(job);
   for (size_t i = 0; i < tricky.size(); ++i) {
-    EXPECT_EQ(ReadFile(dir_ / "out" / ("env" + std::to_string(i))), tricky[i]) << "V" << i;
+    EXPECT_EQ(ReadWholeFile(dir_ / "out" / ("env" + std::to_string(i))), tricky[i]) << "V" << i;
   }
-  EXPECT_EQ(ReadFile(dir_ / "out" / "arg1"), "$(touch /out/pwned3); it's\n`x`");
+  EXPECT_EQ(ReadWholeFile(dir_ / "out" / "arg1"), "$(touch /out/pwned3); it's\n`x`");
   EXPECT_FALSE(fs::exists(dir_ / "out" / "pwned"));
   EXPECT_FALSE(fs::exists(dir_ / "out" / "pwned2"));
   EXPECT_FALSE(fs::exists(dir_ / "out" / "pwned3"));
@@ -246,17 +238,17 @@ TEST_F(RunTest, AnUnknownHostKeyIsRefusedWithItsFingerprintAndAcceptNewRecordsIt
   std::ofstream(known) << "";
   fs::path job = WriteJob("name: keys\nimage: " + bed.image + "\n" + SshHost("strict", known.string()) +
                           "command: [\"true\"]\n");
-  Outcome o = Barge("run " + job.string());
+  CliOutcome o = Barge("run " + job.string());
   EXPECT_EQ(o.code, 125);
   EXPECT_NE(o.err.find("SHA256:"), std::string::npos) << o.err;
-  EXPECT_EQ(ReadFile(known), "") << "strict checking must not record keys";
+  EXPECT_EQ(ReadWholeFile(known), "") << "strict checking must not record keys";
 
   fs::path job2 = WriteJob("name: keys\nimage: " + bed.image + "\n" +
                                SshHost("accept-new", known.string()) + "command: [\"true\"]\n",
                            "job2.yaml");
   o = Barge("run " + job2.string());
   EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(ReadFile(known).find("ssh-ed25519"), std::string::npos);
+  EXPECT_NE(ReadWholeFile(known).find("ssh-ed25519"), std::string::npos);
   // Now the key is known: strict checking passes.
   o = Barge("run " + job.string());
   EXPECT_EQ(o.code, 0) << o.err;
@@ -266,7 +258,7 @@ TEST_F(RunTest, AMisspelledKeyIsRejectedWithFileLineKeyAndASuggestionBeforeConne
   const auto& bed = GetBed();
   fs::path job = WriteJob("name: typo\nimage: " + bed.image + "\n" + SshHost() +
                           "container:\n  shm_sise: 1g\ncommand: [\"true\"]\n");
-  Outcome o = Barge("run " + job.string());
+  CliOutcome o = Barge("run " + job.string());
   EXPECT_EQ(o.code, 125);
   EXPECT_NE(o.err.find("job.yaml:13:3: container.shm_sise"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("shm_size"), std::string::npos) << o.err;
@@ -277,7 +269,7 @@ TEST_F(RunTest, AGpuRequestWithoutTheNvidiaRuntimeFailsWithDockersReasonAndTheHo
   const auto& bed = GetBed();
   fs::path job = WriteJob("name: gpus\nimage: " + bed.image + "\n" + SshHost() +
                           "container:\n  gpus: all\ncommand: [\"sh\", \"-c\", \"echo started\"]\n");
-  Outcome o = Barge("run " + job.string());
+  CliOutcome o = Barge("run " + job.string());
   EXPECT_EQ(o.code, 125);
   EXPECT_NE(o.err.find(bed.loopback.address), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("could not select device driver"), std::string::npos) << o.err;
@@ -290,7 +282,7 @@ TEST_F(RunTest, TheLocalEngineCarriesAHeadAndWorkersOfOneJob) {
                           "\nhosts:\n  - address: local\n    nodes: 3\n"
                           "roles:\n  head:\n    command: [\"sh\", \"-c\", \"sleep 2; echo head $RANK/$WORLD_SIZE\"]\n"
                           "  worker:\n    command: [\"sh\", \"-c\", \"echo worker $RANK/$WORLD_SIZE at $MASTER_ADDR; sleep 60\"]\n");
-  Outcome o = Barge("run " + job.string());
+  CliOutcome o = Barge("run " + job.string());
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("[0 head local] head 0/3"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("[1 worker local] worker 1/3 at 127.0.0.1"), std::string::npos) << o.out;
@@ -306,7 +298,7 @@ TEST_F(RunTest, PlanPrintsTheExactCommandsAndConnectsToNothing) {
       "container:\n  shm_size: 1g\n  gpus: all\n  ulimits: {memlock: -1}\n"
       "command: [\"sh\", \"-c\", \"echo $(hostname) 'x'\"]\n");
   auto start = std::chrono::steady_clock::now();
-  Outcome o = Barge("plan " + job.string());
+  CliOutcome o = Barge("plan " + job.string());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("sudo -n docker run -d --name barge-planned-"), std::string::npos) << o.out;
@@ -327,8 +319,8 @@ TEST_F(RunTest, AnInterruptStopsTheJobRemovesItsContainersAndExits130) {
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130) << ReadFile(dir_ / "err.txt");
-  Outcome ls = Barge("ls --json");
+  EXPECT_EQ(WEXITSTATUS(status), 130) << ReadWholeFile(dir_ / "err.txt");
+  CliOutcome ls = Barge("ls --json");
   EXPECT_NE(ls.out.find("\"status\": \"cancelled\""), std::string::npos) << ls.out;
   EXPECT_NE(ls.out.find("\"exit_code\": 130"), std::string::npos) << ls.out;
 }
@@ -338,7 +330,7 @@ TEST_F(RunTest, EverySampleJobFileIsValidAndPlans) {
   for (const auto& entry : fs::directory_iterator(fs::path(BARGE_SOURCE_DIR) / "samples")) {
     if (entry.path().extension() != ".yaml") continue;
     ++count;
-    Outcome o = Barge("plan " + entry.path().string());
+    CliOutcome o = Barge("plan " + entry.path().string());
     EXPECT_EQ(o.code, 0) << entry.path() << ":\n" << o.err;
     EXPECT_NE(o.out.find(" run -d --name barge-"), std::string::npos) << entry.path();
   }
@@ -381,11 +373,11 @@ TEST_F(RunTest, ATimeoutEndsTheJobAsTimedOutAndLeavesNothing) {
   fs::path job = WriteJob("name: slow\nimage: " + bed.image + "\n" + SshHost() +
                           "timeout: 2s\nstop_grace: 1s\ncommand: [\"sleep\", \"300\"]\n");
   auto start = std::chrono::steady_clock::now();
-  Outcome o = Barge("run " + job.string());
+  CliOutcome o = Barge("run " + job.string());
   EXPECT_EQ(o.code, 124) << o.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
   EXPECT_NE(o.err.find("timeout"), std::string::npos) << o.err;
-  Outcome ls = Barge("ls --json");
+  CliOutcome ls = Barge("ls --json");
   EXPECT_NE(ls.out.find("\"status\": \"timed_out\""), std::string::npos) << ls.out;
 }
 
@@ -393,19 +385,19 @@ TEST_F(RunTest, ADetachedJobRunsOnItsOwnAndDownStopsItAsCancelled) {
   const auto& bed = GetBed();
   fs::path job = WriteJob("name: detached\nimage: " + bed.image + "\n" + SshHost() +
                           "stop_grace: 2s\ncommand: [\"sh\", \"-c\", \"echo hello; sleep 300\"]\n");
-  Outcome o = Barge("run -d " + job.string());
+  CliOutcome o = Barge("run -d " + job.string());
   ASSERT_EQ(o.code, 0) << o.err;
   std::string id = Trim(o.out);
   ASSERT_TRUE(std::regex_match(id, std::regex("[0-9a-f]{8}"))) << o.out;
   EXPECT_NE(RunShell("docker ps -q --filter label=barge.job=" + id), "");
-  Outcome ls = Barge("ls --json --status running");
+  CliOutcome ls = Barge("ls --json --status running");
   EXPECT_NE(ls.out.find(id), std::string::npos) << ls.out;
-  Outcome down = Barge("down " + id.substr(0, 5));
+  CliOutcome down = Barge("down " + id.substr(0, 5));
   EXPECT_EQ(down.code, 0) << down.err;
   EXPECT_NE(down.out.find("cancelled"), std::string::npos) << down.out;
   EXPECT_EQ(RunShell("docker ps -aq --filter label=barge.job=" + id), "");
   // The detached controller kept the job's log.
-  std::string log = ReadFile(dir_ / "home" / "runs" / id / ("0-" + bed.loopback.address + ".log"));
+  std::string log = ReadWholeFile(dir_ / "home" / "runs" / id / ("0-" + bed.loopback.address + ".log"));
   EXPECT_NE(log.find("stdout hello"), std::string::npos) << log;
 }
 
@@ -418,10 +410,10 @@ TEST_F(RunTest, DownRemovesTheContainersOfAJobWhoseControllerWasKilled) {
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   ASSERT_NE(RunShell("docker ps -q --filter label=barge.job"), "") << "the container should outlive its controller";
-  Outcome down = Barge("down orphan");
+  CliOutcome down = Barge("down orphan");
   EXPECT_EQ(down.code, 0) << down.out << down.err;
   EXPECT_NE(down.out.find("controller is gone"), std::string::npos) << down.out;
-  Outcome ls = Barge("ls --json");
+  CliOutcome ls = Barge("ls --json");
   EXPECT_NE(ls.out.find("\"status\": \"cancelled\""), std::string::npos) << ls.out;
 }
 
@@ -431,12 +423,12 @@ TEST_F(RunTest, LogsFollowExecAndReapWorkOnADetachedJob) {
                           "stop_grace: 2s\ncommand: [\"sh\", \"-c\", "
                           "\"i=0; while [ $i -lt 20 ]; do echo line $i; i=$((i+1)); sleep 0.1; done; "
                           "echo oops >&2; sleep 2; echo last\"]\n");
-  Outcome o = Barge("run -d " + job.string());
+  CliOutcome o = Barge("run -d " + job.string());
   ASSERT_EQ(o.code, 0) << o.err;
   const std::string id = Trim(o.out);
 
   // A debugging shell into the running head.
-  Outcome ex = Barge("exec " + id + " --node 0 -- sh -c 'echo role=$BARGE_ROLE; exit 6'");
+  CliOutcome ex = Barge("exec " + id + " --node 0 -- sh -c 'echo role=$BARGE_ROLE; exit 6'");
   EXPECT_EQ(ex.code, 6) << ex.err;
   EXPECT_EQ(ex.out, "role=head\n");
 
@@ -444,7 +436,7 @@ TEST_F(RunTest, LogsFollowExecAndReapWorkOnADetachedJob) {
   // leaves the running job alone.
   RunShell("docker run -d --name barge-orphan-test --label barge.job=0rphan00 " + bed.image +
            " sleep 300 >/dev/null");
-  Outcome reap = Barge("reap " + job.string());
+  CliOutcome reap = Barge("reap " + job.string());
   EXPECT_EQ(reap.code, 0) << reap.err;
   EXPECT_NE(reap.out.find("removing barge-orphan-test (job 0rphan00"), std::string::npos) << reap.out;
   EXPECT_EQ(RunShell("docker ps -aq --filter name=barge-orphan-test"), "");
@@ -460,11 +452,11 @@ TEST_F(RunTest, LogsFollowExecAndReapWorkOnADetachedJob) {
     execl("/bin/sh", "sh", "-c", attach_cmd.c_str(), nullptr);
     _exit(127);
   }
-  Outcome logs = Barge("logs -f " + id);
+  CliOutcome logs = Barge("logs -f " + id);
   int attach_status = 0;
   waitpid(attach_pid, &attach_status, 0);
-  EXPECT_TRUE(WIFEXITED(attach_status) && WEXITSTATUS(attach_status) == 0) << ReadFile(dir_ / "attach.err");
-  std::string attached = ReadFile(dir_ / "attach.txt");
+  EXPECT_TRUE(WIFEXITED(attach_status) && WEXITSTATUS(attach_status) == 0) << ReadWholeFile(dir_ / "attach.err");
+  std::string attached = ReadWholeFile(dir_ / "attach.txt");
   EXPECT_EQ(logs.code, 0) << logs.err;
   const std::string prefix = "[0 head " + bed.loopback.address + "]";
   for (int i = 0; i < 20; ++i) {
@@ -478,7 +470,7 @@ TEST_F(RunTest, LogsFollowExecAndReapWorkOnADetachedJob) {
   }
   EXPECT_NE(logs.out.find(prefix.substr(0, prefix.size() - 1) + " stderr] oops"), std::string::npos) << logs.out;
   EXPECT_NE(logs.out.find(prefix + " last\n"), std::string::npos) << logs.out;
-  Outcome ls = Barge("ls --json");
+  CliOutcome ls = Barge("ls --json");
   EXPECT_NE(ls.out.find("\"status\": \"succeeded\""), std::string::npos) << ls.out;
 }
 
@@ -491,22 +483,22 @@ TEST_F(RunTest, AttachToAJobWhoseControllerDiedLosesAndRepeatsNoLine) {
   ASSERT_GT(pid, 0);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
-  Outcome at = Barge("attach reattach");
+  CliOutcome at = Barge("attach reattach");
   EXPECT_EQ(at.code, 0) << at.err;
   EXPECT_NE(at.err.find("controller is gone"), std::string::npos) << at.err;
   EXPECT_NE(at.out.find("line 29\n"), std::string::npos) << at.out;
   // The kept file now holds every line exactly once.
   std::smatch m;
-  std::string err = ReadFile(dir_ / "err.txt");
+  std::string err = ReadWholeFile(dir_ / "err.txt");
   ASSERT_TRUE(std::regex_search(err, m, std::regex("job ([0-9a-f]{8})"))) << err;
-  std::string log = ReadFile(dir_ / "home" / "runs" / m[1].str() / ("0-" + bed.loopback.address + ".log"));
+  std::string log = ReadWholeFile(dir_ / "home" / "runs" / m[1].str() / ("0-" + bed.loopback.address + ".log"));
   for (int i = 0; i < 30; ++i) {
     std::string line = "stdout line " + std::to_string(i) + "\n";
     size_t at_pos = log.find(line);
     EXPECT_NE(at_pos, std::string::npos) << line << log;
     EXPECT_EQ(log.find(line, at_pos + 1), std::string::npos) << "repeated " << line << log;
   }
-  Outcome down = Barge("down reattach");
+  CliOutcome down = Barge("down reattach");
   EXPECT_EQ(down.code, 0) << down.out << down.err;
 }
 
