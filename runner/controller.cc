@@ -587,11 +587,10 @@ void Controller::WatchExit(NodeState& node) {
       Say("head ended: " + n->end_reason);
       // A head that fails is a node failure the restart policy may cover;
       // otherwise its code is the job's.
-      if (failed && !tearing_down_ && !fault_ && spec_.restart &&
-          restart_count_ < spec_.restart->max_restarts && spec_.restart->on_node_failed) {
-        NoteFault({Cause::kNodeFailed, n->host->name, "node 0 (head) on " + n->host->name +
-                   " ended: " + n->end_reason, n->exit_code.value_or(kExitBargeFailure), 0});
-      }
+      Fault fault{Cause::kNodeFailed, n->host->name,
+                  "node 0 (head) on " + n->host->name + " ended: " + n->end_reason,
+                  n->exit_code.value_or(kExitBargeFailure), 0};
+      if (failed && !tearing_down_ && !fault_ && Restartable(fault)) NoteFault(std::move(fault));
       return;
     }
     if (tearing_down_) return;

@@ -32,14 +32,10 @@ void Controller::CopyArtifact(NodeState& n, const ArtifactSpec& a, std::function
     done();
     return;
   }
-  if (!local_.exec) {
-    local_.name = "local";
-    local_.exec = std::make_unique<ssh::LocalExecutor>(&loop_);
-  }
   // The local tar reads the stream on its stdin as it arrives.
   auto finished = std::make_shared<int>(0);
   auto done_shared = std::make_shared<std::function<void()>>(std::move(done));
-  ssh::Command* untar = Exec(local_, ssh::ShellJoin({"tar", "-x", "--no-same-owner", "-C", dest}),
+  ssh::Command* untar = Exec(Local(), ssh::ShellJoin({"tar", "-x", "--no-same-owner", "-C", dest}),
                              [this, finished, done_shared, rank = n.plan->rank](const Outcome& o) {
                                if (!o.ok()) Say("artifacts of node " + std::to_string(rank) + ": tar: " + o.Reason());
                                if (++*finished == 2) (*done_shared)();

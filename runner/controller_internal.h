@@ -30,6 +30,7 @@
 #include "runner/controller.h"
 #include "runner/docker_commands.h"
 #include "runner/job_spec.h"
+#include "ssh/local_executor.h"
 #include "runner/job_store.h"
 #include "runner/log_sink.h"
 #include "runner/progress.h"
@@ -154,6 +155,15 @@ class Controller {
     if (!s.ok()) Say("warning: job store: " + s.message());
   }
   void RecordNode(const NodeState& node);
+  // local_, its executor made on first use (local tar for the workdir and
+  // the artifacts).
+  HostState& Local() {
+    if (!local_.exec) {
+      local_.name = "local";
+      local_.exec = std::make_unique<ssh::LocalExecutor>(&loop_);
+    }
+    return local_;
+  }
   // Makes the plan (and opens the store when `with_store`); false after
   // printing why not.
   bool Prepare(bool with_store);
@@ -306,7 +316,7 @@ class Controller {
   const Clock::time_point started_ = Clock::now();
   bool renewing_ = false;
   std::function<void()> renew_tick_;  // renews every lease, then re-arms itself
-  HostState local_;                    // this machine: local tar for artifacts
+  HostState local_;                    // this machine: local tar (see Local())
   std::vector<std::shared_ptr<std::function<void()>>> artifact_ticks_;
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
   bool timed_out_ = false;

@@ -243,11 +243,7 @@ Status Controller::Upload(const std::vector<HostState*>& targets) {
     for (const auto& pattern : spec_.workdir->exclude) argv.push_back("--exclude=" + pattern);
     argv.insert(argv.end(), {"-cf", file, "."});
     std::optional<Outcome> made;
-    if (!local_.exec) {
-      local_.name = "local";
-      local_.exec = std::make_unique<ssh::LocalExecutor>(&loop_);
-    }
-    Exec(local_, ssh::ShellJoin(argv), [&](const Outcome& o) { made = o; });
+    Exec(Local(), ssh::ShellJoin(argv), [&](const Outcome& o) { made = o; });
     RunUntil([&] { return made.has_value(); }, Clock::now() + seconds(600));
     if (!made || !made->ok()) {
       std::remove(file.c_str());
