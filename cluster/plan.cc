@@ -170,6 +170,13 @@ Result<Plan> MakePlan(const PlanInput& in) {
       plan.used_hosts.push_back(h);
     }
   }
+  // The head first, ready before any worker starts; then every worker.
+  plan.stages.push_back(LaunchStage{"head", {0}, plan.head_ready});
+  if (plan.nodes.size() > 1) {
+    LaunchStage workers{"workers", {}, ReadinessProbe{}};
+    for (size_t r = 1; r < plan.nodes.size(); ++r) workers.ranks.push_back(static_cast<int>(r));
+    plan.stages.push_back(std::move(workers));
+  }
   return plan;
 }
 

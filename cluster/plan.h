@@ -40,12 +40,24 @@ struct NodePlan {
   container::ContainerSpec container;
 };
 
+// One step of the launch, as data: start `ranks` in parallel, then wait
+// until `gate` holds for each of them before the next stage starts.
+// "head, readiness, workers" is one plan; MPI's "workers' sshd, then the
+// head" another.
+struct LaunchStage {
+  std::string name;        // "head", "workers"
+  std::vector<int> ranks;  // in rank order
+  ReadinessProbe gate;     // kRunning: the container started is enough
+};
+
 struct Plan {
   std::string job_id;
   std::string job_name;
   std::vector<Host> hosts;      // the input's hosts, all of them
   std::vector<NodePlan> nodes;  // in rank order; nodes[0] is the head
   ReadinessProbe head_ready;
+  // The launch order; every node is in exactly one stage.
+  std::vector<LaunchStage> stages;
   // Hosts that carry at least one node, in inventory order.
   std::vector<size_t> used_hosts;
   // True when some env value is a placeholder only a live host can fill.

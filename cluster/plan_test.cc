@@ -42,6 +42,33 @@ TEST(Plan, TheFirstHostCarriesTheHeadAndWorkersFollowInInventoryOrder) {
   EXPECT_EQ(plan->nodes[1].container.name, "barge-ddp-a1b2c3d4-1");
 }
 
+TEST(Plan, LaunchStagesStartTheHeadGatedByItsReadinessThenEveryWorker) {
+  PlanInput in = ThreeHosts();
+  RoleSpec head;
+  head.ready.kind = ReadinessProbe::Kind::kTcpPort;
+  head.ready.tcp_port = 29500;
+  in.roles[kHeadRole] = head;
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->stages.size(), 2u);
+  EXPECT_EQ(plan->stages[0].name, "head");
+  EXPECT_EQ(plan->stages[0].ranks, std::vector<int>{0});
+  EXPECT_EQ(plan->stages[0].gate.kind, ReadinessProbe::Kind::kTcpPort);
+  EXPECT_EQ(plan->stages[0].gate.tcp_port, 29500);
+  EXPECT_EQ(plan->stages[1].name, "workers");
+  EXPECT_EQ(plan->stages[1].ranks, (std::vector<int>{1, 2}));
+  EXPECT_EQ(plan->stages[1].gate.kind, ReadinessProbe::Kind::kRunning);
+}
+
+TEST(Plan, AJobOfOneNodeHasOnlyTheHeadStage) {
+  PlanInput in = ThreeHosts();
+  in.hosts.resize(1);
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->stages.size(), 1u);
+  EXPECT_EQ(plan->stages[0].ranks, std::vector<int>{0});
+}
+
 TEST(Plan, AHostMarkedHeadGetsRankZero) {
   PlanInput in = ThreeHosts();
   in.hosts[2].role = "head";

@@ -6,10 +6,12 @@
 // It is driven by one ssh::EventLoop: every remote command is a channel on
 // its host's one session (or a local child process), and Poll is the only
 // place it blocks. Single-threaded except for the parallel SSH connects,
-// which finish before the loop starts.
+// which finish before the loop starts. The shape inside is described in
+// runner/controller/controller.h.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,10 +28,18 @@ inline constexpr int kExitBargeFailure = 125;
 inline constexpr int kExitInterrupted = 130;
 inline constexpr int kExitTimedOut = 124;  // as timeout(1)
 
+class Progress;
+
 struct ControllerOptions {
   std::string state_dir;  // StateDir() unless a test says otherwise
   bool echo = true;       // container lines to the terminal
   std::string spec_text;  // the job file as run, for the job store
+  // `--events json`: one JSON object per job event, written here (not
+  // owned; null: none). See EventStreamObserver.
+  std::FILE* events = nullptr;
+  // The status line, which the containers' echoed lines clear and redraw
+  // (set by the entry points; not owned).
+  Progress* progress = nullptr;
 };
 
 // `input` is the job's PlanInput (with job id); the plan is made again after

@@ -1,5 +1,7 @@
 #include "runner/docker_commands.h"
 
+#include <algorithm>
+
 #include "container/docker_args.h"
 #include "runner/watchdog.h"
 #include "ssh/quote.h"
@@ -76,6 +78,44 @@ std::string DockerCommands::Logout(const std::string& config_dir, const std::str
   return Line({"logout", server}) + "; s=$?; rm -rf " + dir + "; rmdir \"$(dirname " + dir +
          ")\" 2>/dev/null; exit $s";
 }
+
+std::string DockerCommands::DiskFree() const {
+  return "df -Pk /tmp \"$(" + Line({"info", "--format", "{{.DockerRootDir}}"}) +
+         " 2>/dev/null || echo /)\" 2>/dev/null";
+}
+
+std::string DockerCommands::Signal(const std::vector<std::string>& names,
+                                   const std::string& signal) const {
+  return Line(container::KillArgs(names, signal));
+}
+
+std::string DockerCommands::PsByLabel(const std::string& label) const {
+  return Line(container::PsByLabelArgs(label));
+}
+
+std::string DockerCommands::RemoveLabelled(const std::string& label, const std::string& value) const {
+  return "ids=$(" + Line({"ps", "-aq", "--filter", "label=" + label + "=" + value}) +
+         ") && if [ -n \"$ids\" ]; then " + Line({"rm", "-f"}) + " $ids; fi";
+}
+
+std::string DockerCommands::CopyOut(const std::string& name, const std::string& path) const {
+  return Line({"cp", name + ":" + path, "-"});
+}
+
+std::string DockerCommands::Exec(const std::string& name, const std::vector<std::string>& argv) const {
+  std::vector<std::string> args = {"exec", name};
+  args.insert(args.end(), argv.begin(), argv.end());
+  return Line(args);
+}
+
+std::string BoundedLine(const std::string& line, std::chrono::milliseconds limit) {
+  const long long secs = std::max<long long>(1, (limit.count() + 999) / 1000);
+  return "timeout -s KILL " + std::to_string(secs) + " sh -c " + ssh::ShellQuote(line);
+}
+
+std::string PosixShellProbe() { return "echo barge-posix-$((6*7))"; }
+
+std::string HostTcpTables() { return "cat /proc/net/tcp /proc/net/tcp6"; }
 
 std::string SecretsDir(const std::string& job_id) { return HostJobDir(job_id) + "/secrets"; }
 

@@ -3,6 +3,7 @@
 // cannot drift apart. Every argument is quoted by ssh::ShellQuote.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,21 @@ class DockerCommands {
   std::string ListeningPorts(const std::string& name) const;
   // `docker load`, reading an image tar stream on stdin.
   std::string Load() const;
+  // Free space (`df -Pk`) of /tmp (the job's directory) and of the
+  // engine's root directory (/ when the engine cannot say).
+  std::string DiskFree() const;
+  // `docker kill --signal SIGNAL NAMES...` (e.g. "TERM" at a preemption).
+  std::string Signal(const std::vector<std::string>& names, const std::string& signal) const;
+  // Lists every container labelled `label` (id, names, status, labels):
+  // container::ParsePsLines of the output.
+  std::string PsByLabel(const std::string& label) const;
+  // Removes every container, running or not, whose label `label` has
+  // `value`; prints the removed ids.
+  std::string RemoveLabelled(const std::string& label, const std::string& value) const;
+  // `docker cp NAME:PATH -`: the path as a tar stream on stdout.
+  std::string CopyOut(const std::string& name, const std::string& path) const;
+  // `docker exec NAME ARGV...`.
+  std::string Exec(const std::string& name, const std::vector<std::string>& argv) const;
   // docker_command followed by `args`, quoted.
   std::string Line(const std::vector<std::string>& args) const;
   // `docker exec NAME sh -c COMMAND`.
@@ -52,6 +68,18 @@ class DockerCommands {
  private:
   std::vector<std::string> docker_;
 };
+
+// `line` run by `sh -c`, killed after `limit` (at least 1 s): closing a
+// channel does not end a remote command, and a frozen dockerd would hang it
+// forever.
+std::string BoundedLine(const std::string& line, std::chrono::milliseconds limit);
+
+// Proves the login shell reads POSIX sh: prints kPosixShellAnswer there.
+std::string PosixShellProbe();
+inline constexpr char kPosixShellAnswer[] = "barge-posix-42";
+
+// The host's own TCP tables (container::ParseListeningPorts of the output).
+std::string HostTcpTables();
 
 // Where a job keeps secrets on a host: inside its per-host directory
 // (HostJobDir, mode 0700, removed at teardown and by the watchdog).

@@ -1,4 +1,4 @@
-// The verbs that act on a recorded job without running it: `barge down` of
+// verbs: what acts on a recorded job without running it: `barge down` of
 // a job whose controller is gone (TearDownOrphan), `barge reap` (Reap),
 // `barge exec` (ExecInNode) and `barge attach` to an orphan (AttachOrphan).
 // Each connects to the job's hosts itself; controller.cc's entry points call
@@ -16,7 +16,7 @@
 #include "cluster/plan.h"
 #include "container/docker_args.h"
 #include "container/inspect.h"
-#include "runner/controller_internal.h"
+#include "runner/controller/controller.h"
 #include "runner/job_store.h"
 #include "runner/log_sink.h"
 #include "runner/signals.h"
@@ -29,13 +29,11 @@ int Controller::TearDownOrphan() {
     Say(s.message());
     return kExitBargeFailure;
   }
-  int pending = 0;
+  CommandGroup group(&loop_, &redact_);
   bool failed = false;
   for (auto& [h, host] : hosts_) {
     HostState* hs = host.get();
-    ++pending;
-    Exec(*hs, RemoveJobContainersLine(*hs), [&, hs](const Outcome& o) {
-      --pending;
+    group.Run(*hs->exec, RemoveJobContainersLine(*hs), [&, hs](const Outcome& o) {
       if (!o.ok()) {
         failed = true;
         Say(hs->name + ": removing the job's containers failed: " + o.Reason());
@@ -46,13 +44,14 @@ int Controller::TearDownOrphan() {
       }
     });
   }
-  RunUntil([&] { return pending == 0; }, Clock::now() + seconds(120));
+  const bool done = RunUntil([&] { return group.idle(); }, Clock::now() + seconds(120));
+  group.Cancel();
   RunTeardownHooks();
   for (auto& [h, host] : hosts_) host->watchdog_armed = true;  // whatever is left of it
   DisarmWatchdogs();
   Record(store_->SetStatus(plan_.job_id, JobStatus::kCancelled, kExitBargeFailure,
                            "torn down by barge down (its controller was gone)"));
-  return failed || pending ? kExitBargeFailure : 0;
+  return failed || !done ? kExitBargeFailure : 0;
 }
 
 int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
@@ -64,17 +63,15 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
     Say(s.message());
     return kExitBargeFailure;
   }
-  int pending = 0;
+  CommandGroup group(&loop_, &redact_);
   bool failed = false;
   size_t removed = 0, kept = 0;
   for (auto& [h, host] : hosts_) {
     HostState* hs = host.get();
-    ++pending;
-    Exec(*hs, hs->docker->Line(container::PsByLabelArgs(cluster::kJobLabel)),
+    group.Run(*hs->exec, hs->docker->PsByLabel(cluster::kJobLabel),
          [&, hs](const Outcome& o) {
            Result<std::vector<container::PsEntry>> list = container::ParsePsLines(o.out);
            if (!o.ok() || !list.ok()) {
-             --pending;
              failed = true;
              Say(hs->name + ": cannot list containers: " +
                  (o.ok() ? list.status().message() : o.Reason()));
@@ -92,12 +89,8 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
              std::printf("%s: removing %s (job %s, %s)\n", hs->name.c_str(), c.names.c_str(),
                          job_id.c_str(), c.status.c_str());
            }
-           if (orphans.empty()) {
-             --pending;
-             return;
-           }
-           Exec(*hs, hs->docker->Remove(orphans), [&, hs, n = orphans.size()](const Outcome& r) {
-             --pending;
+           if (orphans.empty()) return;
+           group.Run(*hs->exec, hs->docker->Remove(orphans), [&, hs, n = orphans.size()](const Outcome& r) {
              if (r.ok()) {
                removed += n;
              } else {
@@ -107,9 +100,9 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
            });
          });
   }
-  RunUntil([&] { return pending == 0; }, Clock::now() + seconds(120));
+  const bool done = RunUntil([&] { return group.idle(); }, Clock::now() + seconds(120));
   std::printf("removed %zu container(s); kept %zu of running jobs\n", removed, kept);
-  return failed || pending ? kExitBargeFailure : 0;
+  return failed || !done ? kExitBargeFailure : 0;
 }
 
 int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
@@ -126,8 +119,7 @@ int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
     return kExitBargeFailure;
   }
   HostState& host = *hosts_[node.host_index];
-  std::vector<std::string> args = {"exec", node.container.name};
-  args.insert(args.end(), argv.begin(), argv.end());
+  CommandGroup group(&loop_, &redact_);
   std::optional<ssh::ExitStatus> result;
   ssh::CommandCallbacks cb;
   cb.on_stdout = [](std::string_view d) {
@@ -139,13 +131,7 @@ int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
     std::fflush(stderr);
   };
   cb.on_exit = [&](const ssh::ExitStatus& st) { result = st; };
-  Result<std::unique_ptr<ssh::Command>> cmd = host.exec->Start(host.docker->Line(args), std::move(cb));
-  if (!cmd.ok()) {
-    Say(cmd.status().message());
-    return kExitBargeFailure;
-  }
-  (*cmd)->CloseStdin();
-  SignalWatcher signals(&loop_, [this](int) { ++interrupts_; });
+  group.Stream(*host.exec, host.docker->Exec(node.container.name, argv), std::move(cb));
   RunUntil([&] { return result.has_value() || interrupts_ > 0; }, Clock::time_point::max());
   if (!result) return kExitInterrupted;
   if (!result->known()) {
@@ -178,7 +164,6 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns) {
     return kExitBargeFailure;
   }
   sink_ = std::move(sink).value();
-  SignalWatcher signals(&loop_, [this](int) { ++interrupts_; });
   for (auto& n : nodes_) StreamLogs(*n);
   RunUntil(
       [&] {

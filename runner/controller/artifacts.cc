@@ -1,4 +1,4 @@
-// The job's artifacts: copying files out of the nodes' containers (docker
+// artifacts: copying files out of the nodes' containers (docker
 // cp as a tar stream on the host's session, unpacked by a local tar) into
 // runs/<id>/artifacts/<rank>/, every `every:` while the job runs and once
 // more at teardown.
@@ -9,7 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runner/controller_internal.h"
+#include "runner/controller/controller.h"
 #include "runner/state_dir.h"
 #include "ssh/local_executor.h"
 #include "ssh/quote.h"
@@ -24,7 +24,8 @@ std::vector<NodeState*> Controller::ArtifactNodes(const ArtifactSpec& a) {
   return out;
 }
 
-void Controller::CopyArtifact(NodeState& n, const ArtifactSpec& a, std::function<void()> done) {
+void Controller::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSpec& a,
+                              std::function<void()> done) {
   const std::string dest = options_.state_dir + "/runs/" + plan_.job_id + "/artifacts/" +
                            std::to_string(n.plan->rank);
   if (Status s = MakeDirs(dest); !s.ok()) {
@@ -35,12 +36,12 @@ void Controller::CopyArtifact(NodeState& n, const ArtifactSpec& a, std::function
   // The local tar reads the stream on its stdin as it arrives.
   auto finished = std::make_shared<int>(0);
   auto done_shared = std::make_shared<std::function<void()>>(std::move(done));
-  ssh::Command* untar = Exec(Local(), ssh::ShellJoin({"tar", "-x", "--no-same-owner", "-C", dest}),
-                             [this, finished, done_shared, rank = n.plan->rank](const Outcome& o) {
-                               if (!o.ok()) Say("artifacts of node " + std::to_string(rank) + ": tar: " + o.Reason());
-                               if (++*finished == 2) (*done_shared)();
-                             },
-                             /*keep_stdin=*/true);
+  ssh::Command* untar = group.Run(Local(), ssh::ShellJoin({"tar", "-x", "--no-same-owner", "-C", dest}),
+                                  [this, finished, done_shared, rank = n.plan->rank](const Outcome& o) {
+                                    if (!o.ok()) Say("artifacts of node " + std::to_string(rank) + ": tar: " + o.Reason());
+                                    if (++*finished == 2) (*done_shared)();
+                                  },
+                                  /*keep_stdin=*/true);
   ssh::CommandCallbacks cb;
   cb.on_stdout = [untar](std::string_view d) {
     if (untar) untar->WriteStdin(d);
@@ -57,15 +58,8 @@ void Controller::CopyArtifact(NodeState& n, const ArtifactSpec& a, std::function
     }
     if (++*finished == 2) (*done_shared)();
   };
-  const std::string line = n.host->docker->Line({"cp", n.plan->container.name + ":" + a.path, "-"});
-  Result<std::unique_ptr<ssh::Command>> cmd = n.host->exec->Start(line, std::move(cb));
-  if (!cmd.ok()) {
-    if (untar) untar->CloseStdin();
-    if (++*finished == 2) (*done_shared)();
-    return;
-  }
-  (*cmd)->CloseStdin();
-  n.host->commands.push_back(std::move(cmd).value());
+  // A copy that cannot start ends through on_exit, from the loop.
+  group.Stream(*n.host->exec, n.host->docker->CopyOut(n.plan->container.name, a.path), std::move(cb));
 }
 
 void Controller::ScheduleArtifacts() {
@@ -79,29 +73,27 @@ void Controller::ScheduleArtifacts() {
       for (NodeState* n : ArtifactNodes(art)) {
         if (n->phase != NodePhase::kRunning || copying_.count({n->plan->rank, i})) continue;
         copying_.insert({n->plan->rank, i});
-        CopyArtifact(*n, art, [this, i, rank = n->plan->rank] { copying_.erase({rank, i}); });
+        CopyArtifact(attempt_, *n, art, [this, i, rank = n->plan->rank] { copying_.erase({rank, i}); });
       }
-      if (auto t = tick_weak.lock()) loop_.AddTimer(Clock::now() + *art.every, [t] { (*t)(); });
+      if (auto t = tick_weak.lock()) timers_.Add(Clock::now() + *art.every, [t] { (*t)(); });
     };
-    artifact_ticks_.push_back(tick);
-    loop_.AddTimer(Clock::now() + *a.every, [tick] { (*tick)(); });
+    monitors_.push_back(tick);
+    timers_.Add(Clock::now() + *a.every, [tick] { (*tick)(); });
   }
 }
 
 void Controller::FinalArtifacts() {
   if (spec_.artifacts.empty()) return;
+  CommandGroup group(&loop_, &redact_);
   int pending = 0;
   for (const ArtifactSpec& a : spec_.artifacts) {
     for (NodeState* n : ArtifactNodes(a)) {
       if (!n->run_attempted || n->container_id.empty() || n->host->lost) continue;
       ++pending;
-      CopyArtifact(*n, a, [&pending] { --pending; });
+      CopyArtifact(group, *n, a, [&pending] { --pending; });
     }
   }
-  if (!RunUntil([&] {
-        ReapCommandsOf(local_);
-        return pending == 0;
-      }, Clock::now() + seconds(600))) {
+  if (!RunUntil([&] { return pending == 0; }, Clock::now() + seconds(600))) {
     Say("copying artifacts did not finish within 600 s");
   } else if (pending == 0) {
     Say("artifacts copied to " + options_.state_dir + "/runs/" + plan_.job_id + "/artifacts");

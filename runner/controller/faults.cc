@@ -1,4 +1,4 @@
-// Faults and restarts: noting the fault that ends an attempt (a lost host,
+// faults: noting the fault that ends an attempt (a lost host,
 // a failed node, a preemption notice), whether the restart policy covers
 // it, the periodic engine and preemption monitors that detect them while an
 // attempt runs, and, at a restart, the spare hosts (or the same hosts
@@ -14,7 +14,7 @@
 
 #include "cluster/plan.h"
 #include "container/docker_args.h"
-#include "runner/controller_internal.h"
+#include "runner/controller/controller.h"
 #include "runner/job_store.h"
 #include "runner/watchdog.h"
 
@@ -27,7 +27,7 @@ const char* Controller::CauseName(Cause cause) {
 
 void Controller::NoteFault(Fault fault) {
   const char* kind = CauseName(fault.cause);
-  Record(store_->AddEvent(plan_.job_id, kind, fault.host, redact_(fault.detail)));
+  Event(kind, fault.host, fault.detail);
   Say(std::string(kind) + ": " + fault.detail);
   if (!tearing_down_ && !fault_) fault_ = std::move(fault);
 }
@@ -68,7 +68,7 @@ void Controller::OnPreempted(HostState& host, const std::string& notice) {
     if (n->host == &host && n->phase == NodePhase::kRunning) names.push_back(n->plan->container.name);
   }
   if (!names.empty()) {
-    Exec(host, host.docker->Line(container::KillArgs(names, "TERM")), [](const Outcome&) {});
+    attempt_.Run(*host.exec, host.docker->Signal(names, "TERM"), [](const Outcome&) {});
   }
   NoteFault({Cause::kPreempted, host.name,
              host.name + " is being preempted" + (notice.empty() ? "" : ": " + notice) +
@@ -78,7 +78,9 @@ void Controller::OnPreempted(HostState& host, const std::string& notice) {
 void Controller::StartMonitors() {
   const int gen = ++generation_;
   // The engine: a bounded probe every 2 s catches a dockerd that stopped
-  // answering (the docker wait on it would hang silently).
+  // answering (the docker wait on it would hang silently). Probes and their
+  // timers belong to the attempt (attempt_, timers_); `gen` stops a previous
+  // attempt's chain.
   const auto probe_every = std::clamp<milliseconds>(
       std::chrono::duration_cast<milliseconds>(spec_.ssh.dead_after / 2), milliseconds(1000),
       milliseconds(5000));
@@ -88,31 +90,31 @@ void Controller::StartMonitors() {
     *tick = [this, hs, gen, probe_every, weak = std::weak_ptr<std::function<void()>>(tick)] {
       if (gen != generation_ || hs->lost) return;
       auto again = [this, gen, probe_every, weak] {
-        if (auto t = weak.lock(); t && gen == generation_) loop_.AddTimer(Clock::now() + probe_every, [t] { (*t)(); });
+        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Clock::now() + probe_every, [t] { (*t)(); });
       };
       if (hs->probing) return again();
       hs->probing = true;
       const auto started = Clock::now();
-      Exec(*hs, Bounded(hs->docker->Version(), spec_.ssh.dead_after),
-           [this, hs, gen, started, again](const Outcome& o) {
-             hs->probing = false;
-             if (gen != generation_ || hs->lost) return;
-             if (!o.exit.known()) return;  // the session itself: OnHostLost
-             if (!o.ok()) {
-               const double took = std::chrono::duration<double>(Clock::now() - started).count();
-               char buf[32];
-               std::snprintf(buf, sizeof buf, "%.1f", took);
-               std::string why = o.exit.code == 137 && o.err.empty()
-                                     ? std::string("the Docker engine did not answer for ") + buf + " s (ssh.dead_after)"
-                                     : "the Docker engine fails: " + o.Reason();
-               OnHostLost(*hs, why);
-               return;
-             }
-             again();
-           });
+      attempt_.Run(*hs->exec, Bounded(hs->docker->Version(), spec_.ssh.dead_after),
+                   [this, hs, gen, started, again](const Outcome& o) {
+                     hs->probing = false;
+                     if (gen != generation_ || hs->lost) return;
+                     if (!o.exit.known()) return;  // the session itself: OnHostLost
+                     if (!o.ok()) {
+                       const double took = std::chrono::duration<double>(Clock::now() - started).count();
+                       char buf[32];
+                       std::snprintf(buf, sizeof buf, "%.1f", took);
+                       std::string why = o.timed_out()
+                                             ? std::string("the Docker engine did not answer for ") + buf + " s (ssh.dead_after)"
+                                             : "the Docker engine fails: " + o.Reason();
+                       OnHostLost(*hs, why);
+                       return;
+                     }
+                     again();
+                   });
     };
     monitors_.push_back(tick);
-    loop_.AddTimer(Clock::now() + probe_every, [tick] { (*tick)(); });
+    timers_.Add(Clock::now() + probe_every, [tick] { (*tick)(); });
   }
   if (!spec_.preemption) return;
   const PreemptionSpec& pre = *spec_.preemption;
@@ -122,27 +124,25 @@ void Controller::StartMonitors() {
     *tick = [this, hs, gen, &pre, weak = std::weak_ptr<std::function<void()>>(tick)] {
       if (gen != generation_ || hs->lost) return;
       auto again = [this, gen, &pre, weak] {
-        if (auto t = weak.lock(); t && gen == generation_) loop_.AddTimer(Clock::now() + pre.every, [t] { (*t)(); });
+        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Clock::now() + pre.every, [t] { (*t)(); });
       };
       if (hs->polling) return again();
       hs->polling = true;
-      Exec(*hs, Bounded(pre.command, std::max<milliseconds>(pre.every, seconds(10))),
-           [this, hs, gen, again](const Outcome& o) {
-             hs->polling = false;
-             if (gen != generation_) return;
-             if (o.ok()) return OnPreempted(*hs, Trim(o.out).substr(0, 200));
-             again();
-           });
+      attempt_.Run(*hs->exec, Bounded(pre.command, std::max<milliseconds>(pre.every, seconds(10))),
+                   [this, hs, gen, again](const Outcome& o) {
+                     hs->polling = false;
+                     if (gen != generation_) return;
+                     if (o.ok()) return OnPreempted(*hs, Trim(o.out).substr(0, 200));
+                     again();
+                   });
     };
     monitors_.push_back(tick);
-    loop_.AddTimer(Clock::now() + pre.every, [tick] { (*tick)(); });
+    timers_.Add(Clock::now() + pre.every, [tick] { (*tick)(); });
   }
 }
 
 std::string Controller::RemoveJobContainersLine(HostState& hs) const {
-  const std::string filter = std::string(cluster::kJobLabel) + "=" + plan_.job_id;
-  return "ids=$(" + hs.docker->Line({"ps", "-aq", "--filter", "label=" + filter}) +
-         ") && if [ -n \"$ids\" ]; then " + hs.docker->Line({"rm", "-f"}) + " $ids; fi";
+  return hs.docker->RemoveLabelled(cluster::kJobLabel, plan_.job_id);
 }
 
 Status Controller::ReplaceHosts() {
@@ -154,7 +154,7 @@ Status Controller::ReplaceHosts() {
     HostState* old_state = host_ptr.get();
     if (!old_state->lost) {
       // Still reachable (preempted): its watchdog is not needed any more.
-      Exec(*old_state, DisarmWatchdogCommand(plan_.job_id), [](const Outcome&) {});
+      job_.Run(*old_state->exec, DisarmWatchdogCommand(plan_.job_id), [](const Outcome&) {});
     }
     bool placed = false;
     // A spare in its place: connected, preflighted, given the workdir.
@@ -171,9 +171,10 @@ Status Controller::ReplaceHosts() {
       if (s.ok()) s = Preflight({hosts_[h].get()});
       if (s.ok()) s = Upload({hosts_[h].get()});
       if (s.ok()) {
-        Record(store_->AddEvent(plan_.job_id, event::kRestarting, spare.address,
-                                "spare host " + spare.address + " takes the place of " + old_name));
+        Event(event::kRestarting, spare.address,
+              "spare host " + spare.address + " takes the place of " + old_name);
         old_state->superseded = true;
+        RecordHost(*hosts_[h], old_state->id);
         placed = true;
       } else {
         Say("spare host " + spare.address + " cannot be used: " + s.message());
@@ -201,7 +202,8 @@ Status Controller::ReplaceHosts() {
         line = "if " + Bounded(spec_.preemption->command, seconds(10)) +
                " >/dev/null 2>&1; then echo 'a preemption notice is still up' >&2; exit 3; fi; " + line;
       }
-      Exec(hs, line, [&](const Outcome& o) { checked = o; });
+      CommandGroup group(&loop_, &redact_);
+      group.Run(*hs.exec, line, [&](const Outcome& o) { checked = o; });
       RunUntil([&] { return checked.has_value(); }, Clock::now() + spec_.ssh.dead_after + seconds(60));
       if (!checked || !checked->ok()) {
         s = Status::Error(checked ? checked->Reason() : "no answer");

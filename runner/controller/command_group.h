@@ -1,0 +1,96 @@
+// CommandGroup: the remote commands one phase of a job started (a
+// preflight check per host, a `docker run` per node, the log streams of an
+// attempt), owned together, like ninja's SubprocessSet.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ssh/event_loop.h"
+#include "ssh/executor.h"
+
+namespace barge::runner {
+
+class Redactor;
+
+// What a finished command produced.
+struct Outcome {
+  ssh::ExitStatus exit;
+  std::string out;
+  std::string err;
+  // Masks secret values in Reason(); not owned (set by the group, which
+  // must not outlive it).
+  const Redactor* redact = nullptr;
+
+  bool ok() const { return exit.known() && exit.code == 0; }
+  // A `timeout -s KILL` around the command fired (exit 137, nothing said).
+  bool timed_out() const { return exit.known() && exit.code == 137 && err.empty(); }
+  // The most useful one-line reason for a failure.
+  std::string Reason() const;
+};
+
+// Owns every command started through it. Destroying the group (or Cancel)
+// destroys its commands, which closes their channels (a remote process is
+// not promised to stop: bound it with `timeout` where that matters) and
+// drops every callback that has not run yet, including failures still to be
+// delivered. So a callback never outlives the group, and a phase that keeps
+// its group on its stack frame may capture that frame's locals by reference:
+// when the phase returns early (an interrupt, a deadline), nothing can call
+// back into the dead frame.
+//
+// Callbacks run from EventLoop::Poll, never from Start. A callback may start
+// more commands in the same group, but must not destroy the group.
+//
+// Threading: the loop's thread only. `loop` must outlive the group.
+class CommandGroup {
+ public:
+  using Done = std::function<void(const Outcome&)>;
+
+  explicit CommandGroup(ssh::EventLoop* loop, const Redactor* redact = nullptr)
+      : loop_(loop), redact_(redact) {}
+  ~CommandGroup() { Cancel(); }
+  CommandGroup(const CommandGroup&) = delete;
+  CommandGroup& operator=(const CommandGroup&) = delete;
+
+  // Starts `line` on `exec`; `done` runs once it has ended (a command that
+  // cannot even start ends with the reason in exit.error). Returns the
+  // command, for its stdin, valid until `done` has run; nullptr when it
+  // could not start. Stdin is closed at once unless `keep_stdin`.
+  ssh::Command* Run(ssh::Executor& exec, const std::string& line, Done done,
+                    bool keep_stdin = false);
+  // Starts `line` with raw callbacks (streams); on_exit runs as for Run.
+  // Returns nullptr, after delivering the failure to on_exit from the loop,
+  // when it could not start.
+  ssh::Command* Stream(ssh::Executor& exec, const std::string& line, ssh::CommandCallbacks callbacks,
+                       bool keep_stdin = false);
+
+  // Commands started and not yet ended.
+  int pending() const { return pending_; }
+  bool idle() const { return pending_ == 0; }
+
+  // Destroys every command and drops every callback not yet run; the group
+  // may be used again afterwards.
+  void Cancel();
+
+ private:
+  // Destroys the commands whose callbacks have all run.
+  void Reap();
+
+  ssh::EventLoop* loop_;
+  const Redactor* redact_;
+  // Shared with callbacks, which check it before touching the group: false
+  // once the group is gone or cancelled.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::unique_ptr<ssh::Command>> commands_;
+  std::vector<uint64_t> ended_;  // ids whose on_exit ran: destroyed by Reap
+  std::vector<ssh::EventLoop::TimerId> timers_;  // failures still to deliver
+  int pending_ = 0;
+};
+
+}  // namespace barge::runner

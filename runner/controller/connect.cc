@@ -1,0 +1,68 @@
+// connect: one executor per host through the HostConnector, in parallel,
+// each host with a new HostState and a new host id.
+#include <string>
+#include <vector>
+
+#include "runner/controller/controller.h"
+
+namespace barge::runner::internal {
+
+Status Controller::Connect(const std::vector<size_t>& which) {
+  std::vector<HostTarget> targets;
+  for (size_t h : which) connect_errors_.erase(h);
+  for (size_t h : which) {
+    const cluster::Host& host = plan_.hosts[h];
+    if (auto old = hosts_.find(h); old != hosts_.end()) retired_.push_back(std::move(old->second));
+    auto state = std::make_unique<HostState>();
+    state->index = h;
+    state->id = next_host_id_++;
+    state->name = HostName(host);
+    state->inventory = host;
+    state->docker = std::make_unique<DockerCommands>(DockerCommandOf(spec_, host));
+    HostTarget t;
+    t.host = host;
+    t.ssh.host = host.address;
+    t.ssh.port = host.port ? host.port : spec_.ssh.port;
+    t.ssh.user = host.user ? host.user : spec_.ssh.user;
+    t.ssh.identity_file = host.identity_file ? host.identity_file : spec_.ssh.identity_file;
+    t.ssh.known_hosts_file = spec_.ssh.known_hosts;
+    t.ssh.config_file = spec_.ssh.config_file;
+    t.ssh.host_key_checking = spec_.ssh.host_key_checking;
+    t.ssh.connect_timeout = spec_.ssh.connect_timeout;
+    t.dead_after = spec_.ssh.dead_after;
+    HostState* hs = state.get();
+    t.on_lost = [this, hs](const Status& why) { OnHostLost(*hs, why.message()); };
+    targets.push_back(std::move(t));
+    hosts_[h] = std::move(state);
+  }
+  if (spec_.ssh.host_key_checking == ssh::HostKeyChecking::kOff &&
+      std::any_of(targets.begin(), targets.end(), [](const HostTarget& t) { return !t.host.is_local(); })) {
+    Say("warning: host_key_checking is off: host keys are not verified, an impostor host would be trusted");
+  }
+  if (targets.empty()) return Status::Ok();
+  observer_.StepBegan(Phase::kConnect, "connecting", static_cast<int>(targets.size()));
+  for (size_t i = 0; i < which.size(); ++i) Began(hosts_[which[i]]->PhaseOf(Phase::kConnect));
+  auto executors = connector_.Connect(targets, kDefaultParallelConnects);
+  std::vector<std::string> errors;
+  for (size_t i = 0; i < executors.size(); ++i) {
+    HostState& state = *hosts_[which[i]];
+    if (!executors[i].ok()) {
+      errors.push_back(executors[i].status().message());
+      connect_errors_[which[i]] = executors[i].status().message();
+      Ended(state.PhaseOf(Phase::kConnect), false, executors[i].status().message());
+      continue;
+    }
+    state.exec = std::move(executors[i]).value();
+    Ended(state.PhaseOf(Phase::kConnect), true);
+  }
+  observer_.StepEnded(Phase::kConnect);
+  for (size_t h : which) RecordHost(*hosts_[h]);
+  if (!errors.empty()) {
+    std::string msg = "cannot connect:";
+    for (const auto& e : errors) msg += "\n  " + e;
+    return Status::Error(msg);
+  }
+  return Status::Ok();
+}
+
+}  // namespace barge::runner::internal

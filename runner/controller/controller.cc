@@ -1,0 +1,370 @@
+// The flow of one job, top-down: Run records the job and calls Execute,
+// which connects, logs in, preflights and uploads once, then runs attempts
+// (Launch: plan, launch stages, run until the head ends) until the job
+// succeeds, fails, is interrupted, times out, or a fault is not restartable.
+// Also the plumbing every phase uses.
+#include "runner/controller/controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <regex>
+#include <string>
+
+#include <unistd.h>
+
+#include "runner/job_store.h"
+#include "runner/log_sink.h"
+#include "runner/state_dir.h"
+
+namespace barge::runner::internal {
+
+std::string HostName(const cluster::Host& h) { return h.address; }
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  return s.substr(i);
+}
+
+void Timers::Add(Clock::time_point when, std::function<void()> fn) {
+  // The id is known only after AddTimer returns: the callback finds it
+  // through a shared slot.
+  auto id = std::make_shared<ssh::EventLoop::TimerId>(0);
+  *id = loop_->AddTimer(when, [this, id, fn = std::move(fn)] {
+    pending_.erase(*id);
+    fn();
+  });
+  pending_.insert(*id);
+}
+
+void Timers::CancelAll() {
+  for (ssh::EventLoop::TimerId id : pending_) loop_->CancelTimer(id);
+  pending_.clear();
+}
+
+Controller::Controller(const JobSpec& spec, const cluster::PlanInput& input,
+                       const ControllerOptions& options, ssh::EventLoop* loop,
+                       HostConnector* connector, JobObserver* observer)
+    : spec_(spec), input_(input), options_(options), loop_(*loop), connector_(*connector) {
+  if (observer) observer_.Add(observer);
+}
+
+Controller::~Controller() {
+  // Nothing of this controller may run on the loop after it: commands and
+  // their callbacks go with the groups, timers are cancelled, buffered
+  // phase spans are written.
+  timers_.CancelAll();
+  attempt_.Cancel();
+  job_.Cancel();
+  observer_.Flush();
+}
+
+void Controller::Interrupt(int signo, bool announce) {
+  ++interrupts_;
+  if (!announce) return;
+  Say(std::string(interrupts_ == 1 ? "interrupted (signal " : "interrupted again (signal ") +
+      std::to_string(signo) + (interrupts_ == 1 ? "): stopping the job" : "): killing the job"));
+}
+
+void Controller::Event(const char* kind, const std::optional<std::string>& host,
+                       const std::string& detail) {
+  const std::string text = redact_(detail);
+  if (store_) Record(store_->AddEvent(plan_.job_id, kind, host, text));
+  observer_.JobEvent(kind, host, text, WallNow());
+}
+
+void Controller::SetStatus(JobStatus status, const std::string& detail) {
+  const std::string text = redact_(detail);
+  if (store_) Record(store_->SetStatus(plan_.job_id, status, std::nullopt, text));
+  observer_.JobEvent(ToString(status), std::nullopt, text, WallNow());
+}
+
+void Controller::Began(const HostPhase& p) { observer_.HostBegan(p, WallNow()); }
+
+void Controller::Ended(const HostPhase& p, bool ok, const std::string& detail) {
+  observer_.HostEnded(p, WallNow(), ok, redact_(detail));
+}
+
+void Controller::RecordNode(const NodeState& node) {
+  if (!store_) return;
+  NodeRecord r;
+  r.job_id = plan_.job_id;
+  r.rank = node.plan->rank;
+  r.role = node.plan->role;
+  r.host = node.host->name;
+  r.container_name = node.plan->container.name;
+  r.container_id = node.container_id;
+  auto id = node.host->image_ids.find(node.plan->container.image);
+  if (id != node.host->image_ids.end()) r.image_id = id->second;
+  r.exit_code = node.exit_code;
+  r.log_path = sink_ ? sink_->path(node.plan->rank) : "";
+  Record(store_->UpsertNode(r));
+}
+
+void Controller::RecordHost(const HostState& host, std::optional<int> replaces) {
+  if (!store_) return;
+  HostRecord r;
+  r.job_id = plan_.job_id;
+  r.host_id = host.id;
+  r.name = host.name;
+  r.address = cluster::InternalAddress(host.inventory);
+  r.replaces = replaces;
+  Record(store_->UpsertHost(r));
+}
+
+ssh::Executor& Controller::Local() {
+  if (!local_) local_ = connector_.Local();
+  return *local_;
+}
+
+bool Controller::Prepare(bool with_store) {
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) {
+    Say(plan.status().message());
+    return false;
+  }
+  plan_ = std::move(plan).value();
+  if (!with_store) return true;
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(options_.state_dir);
+  if (!store.ok()) {
+    Say(store.status().message());
+    return false;
+  }
+  store_ = std::move(store).value();
+  store_observer_ = std::make_unique<StoreObserver>(store_.get(), &loop_, plan_.job_id);
+  observer_.Add(store_observer_.get());
+  return true;
+}
+
+bool Controller::RunUntil(const std::function<bool()>& finished, Clock::time_point deadline) {
+  while (!finished()) {
+    auto now = Clock::now();
+    if (now >= deadline) return false;
+    auto wait = std::min<milliseconds>(milliseconds(200),
+                                       std::chrono::duration_cast<milliseconds>(deadline - now));
+    loop_.Poll(std::max(wait, milliseconds(1)));
+  }
+  return true;
+}
+
+std::string Controller::Bounded(const std::string& line, std::chrono::milliseconds limit) {
+  return BoundedLine(line, limit);
+}
+
+std::vector<HostState*> Controller::AllHosts() {
+  std::vector<HostState*> out;
+  for (auto& [h, host] : hosts_) out.push_back(host.get());
+  return out;
+}
+
+std::vector<HostState*> Controller::ConnectedHosts() {
+  std::vector<HostState*> out;
+  for (auto& [h, host] : hosts_) {
+    if (host->exec) out.push_back(host.get());
+  }
+  return out;
+}
+
+Status Controller::Launch() {
+  // Plan this attempt (the restart count and replaced hosts change it).
+  input_.restart_count = restart_count_;
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) return plan.status();
+  // The previous attempt is over: its streams and watches go, and its state
+  // stays valid for anything that still points at it.
+  attempt_.Cancel();
+  copying_.clear();
+  for (auto& n : nodes_) n->retired = true;
+  for (auto& n : nodes_) old_nodes_.push_back(std::move(n));
+  nodes_.clear();
+  if (sink_) old_sinks_.push_back(std::move(sink_));
+  old_plans_.push_back(std::move(plan_));
+  plan_ = std::move(plan).value();
+  fault_.reset();
+  tearing_down_ = false;
+
+  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  std::vector<LogSink::Node> sink_nodes;
+  for (const auto& n : plan_.nodes) {
+    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
+    auto state = std::make_unique<NodeState>();
+    state->plan = &n;
+    state->host = hosts_[n.host_index].get();
+    nodes_.push_back(std::move(state));
+  }
+  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo);
+  if (!sink.ok()) return sink.status();
+  sink_ = std::move(sink).value();
+  if (options_.progress) {
+    Progress* progress = options_.progress;
+    sink_->set_echo_guard([progress] { progress->Clear(); }, [progress] { progress->Redraw(); });
+  }
+  if (restart_count_ == 0) {
+    Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(nodes_.size()) +
+        " node(s); logs in " + run_dir);
+  }
+
+  SetStatus(JobStatus::kStarting);
+  StartMonitors();
+  if (Status s = RunStages(); !s.ok()) return s;
+  SetStatus(JobStatus::kRunning, std::to_string(nodes_.size()) + " node(s)" +
+                                     (restart_count_ ? ", restart " + std::to_string(restart_count_) : ""));
+  if (restart_count_ == 0) ScheduleArtifacts();
+
+  // Running: until the head's main process exits, a fault, an interrupt or
+  // the timeout.
+  NodeState& head = *nodes_[0];
+  const Clock::time_point deadline =
+      spec_.timeout ? started_ + *spec_.timeout : Clock::time_point::max();
+  bool ended = RunUntil(
+      [&] {
+        return head.phase == NodePhase::kExited || head.phase == NodePhase::kLost ||
+               fault_.has_value() || interrupts_ > 0;
+      },
+      deadline);
+  if (!ended) timed_out_ = true;
+  return Status::Ok();
+}
+
+int Controller::Execute() {
+  // Hosts that cannot be reached are reported with the other hosts'
+  // preflight problems, in one table.
+  if (Status s = Connect(); !s.ok() && connect_errors_.empty()) return Fail(s.message(), kExitBargeFailure);
+  loop_.Poll(milliseconds(0));  // deliver a signal that came during the connects
+  if (interrupts_ > 0) return kExitInterrupted;
+  // registry: every host logs in before preflight checks or pulls images.
+  if (Status s = Login(AllHosts()); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
+  if (Status s = Preflight(ConnectedHosts()); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
+  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+  for (const cluster::LaunchStage& stage : plan_.stages) {
+    if (stage.gate.kind != cluster::ReadinessProbe::Kind::kLog) continue;
+    try {
+      std::regex check(stage.gate.log_regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return Fail("roles.head.ready.log: invalid regex: " + std::string(e.what()), kExitBargeFailure);
+    }
+  }
+  if (Status s = Upload(AllHosts()); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+
+  for (;;) {
+    // Live hosts may have filled in GPU counts; restarts change hosts: the
+    // plan is made again for every attempt.
+    if (Status s = Launch(); !s.ok()) {
+      // No partial launch: whatever started is removed.
+      Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+      Teardown(interrupts_ < 2);
+      return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
+    }
+    if (timed_out_) {
+      Fail("the job reached its timeout (" +
+               std::to_string(std::chrono::duration_cast<seconds>(*spec_.timeout).count()) +
+               " s): stopping it",
+           kExitTimedOut);
+      Teardown(interrupts_ < 2);
+      return interrupts_ > 0 ? kExitInterrupted : kExitTimedOut;
+    }
+    if (interrupts_ > 0) {
+      Teardown(interrupts_ < 2);
+      return kExitInterrupted;
+    }
+    NodeState& head = *nodes_[0];
+    if (!fault_ && head.phase == NodePhase::kExited) {
+      Teardown(true);
+      if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
+      return *head.exit_code;
+    }
+    // A fault ended the attempt.
+    const Fault fault = fault_.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
+    const bool again = Restartable(fault);
+    Teardown(/*graceful=*/interrupts_ < 2, /*final=*/!again);
+    if (!again) {
+      if (fault.cause == Cause::kNodeFailed && fault.rank == 0) {
+        Fail("job failed: " + fault.detail, fault.exit_code);
+        return fault.exit_code;
+      }
+      std::string msg = "job failed: " + fault.detail;
+      if (spec_.restart) {
+        msg += restart_count_ >= spec_.restart->max_restarts
+                   ? " (no restarts left: max_restarts " + std::to_string(spec_.restart->max_restarts) + ")"
+                   : std::string(" (restart.on does not list ") + CauseName(fault.cause) + ")";
+      }
+      return Fail(msg, kExitBargeFailure);
+    }
+    ++restart_count_;
+    const std::string why = std::string(CauseName(fault.cause)) + ": " + fault.detail;
+    const std::string note = redact_("restart " + std::to_string(restart_count_) + " of " +
+                                     std::to_string(spec_.restart->max_restarts) + " after " + why);
+    Record(store_->NoteRestart(plan_.job_id, note));
+    observer_.JobEvent(event::kRestarting, std::nullopt, note, WallNow());
+    Say("restarting the job (restart " + std::to_string(restart_count_) + " of " +
+        std::to_string(spec_.restart->max_restarts) + ") in " +
+        std::to_string(std::chrono::duration_cast<milliseconds>(spec_.restart->backoff).count() / 1000.0).substr(0, 4) +
+        " s");
+    RunUntil([&] { return interrupts_ > 0; }, Clock::now() + spec_.restart->backoff);
+    if (interrupts_ == 0) {
+      if (Status s = ReplaceHosts(); !s.ok()) {
+        tearing_down_ = true;
+        RunTeardownHooks();
+        return Fail("job failed: " + why + "; cannot restart: " + s.message(), kExitBargeFailure);
+      }
+    }
+    if (interrupts_ > 0) {
+      RunTeardownHooks();
+      return kExitInterrupted;
+    }
+  }
+}
+
+int Controller::Run() {
+  if (!Prepare(/*with_store=*/true)) return kExitBargeFailure;
+  JobRecord job;
+  job.id = plan_.job_id;
+  job.name = plan_.job_name;
+  // The job file never holds a secret's value (they come from files and
+  // the environment); masked all the same.
+  job.spec = redact_(options_.spec_text);
+  job.status = JobStatus::kPreflight;
+  job.created = WallNow();
+  job.controller_pid = static_cast<int>(getpid());
+  job.nodes = static_cast<int>(plan_.nodes.size());
+  job.run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  if (Status s = store_->CreateJob(job); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  observer_.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", job.created);
+
+  const int code = Execute();
+  Logout();
+  DisarmWatchdogs();
+
+  JobStatus final_status = JobStatus::kFailed;
+  std::string detail = final_detail_;
+  if (code == kExitInterrupted && interrupts_ > 0) {
+    final_status = JobStatus::kCancelled;
+    detail = "interrupted";
+  } else if (timed_out_) {
+    final_status = JobStatus::kTimedOut;
+  } else if (code == 0 && final_detail_.empty()) {
+    final_status = JobStatus::kSucceeded;
+  } else if (final_detail_.empty()) {
+    detail = "head exited with code " + std::to_string(code);
+  }
+  observer_.Flush();
+  Record(store_->SetStatus(plan_.job_id, final_status, code, redact_(detail)));
+  observer_.JobEvent(ToString(final_status), std::nullopt, redact_(detail), WallNow());
+  return code;
+}
+
+}  // namespace barge::runner::internal

@@ -1,0 +1,377 @@
+// The Controller: runs one job from its plan to its exit code. Internal to
+// runner/ (the public entry points are runner/controller.h). Its member
+// functions live in files named after the phase they run:
+//   controller.cc  the flow of one job (Run, Execute, an attempt) and the
+//                  plumbing every phase uses (RunUntil, Say, Record)
+//   connect.cc     connect.        preflight.cc  preflight (+ preflight.h)
+//   login.cc       registry login/logout.        push.cc  image push
+//   upload.cc      secrets, workdir, files.      stages.cc  launch stages:
+//                  start nodes, readiness gates, log streams, exit watches
+//   faults.cc      faults, monitors, restarts, spare hosts
+//   artifacts.cc   artifact copies.              leases.cc  watchdog leases
+//   teardown.cc    stop, remove, teardown hooks. verbs.cc  down/reap/exec/attach
+//
+// Shape: every remote command belongs to a CommandGroup. A phase that waits
+// for its commands keeps its group on its stack frame; what lives as long
+// as an attempt (log streams, exit watches, monitors, artifact copies) is in
+// attempt_, what lives as long as the job (lease renewals) in job_. Every
+// per-host phase reports to the JobObserver (the status line, the store's
+// phase spans, the event stream). The transport comes from a HostConnector
+// and the loop from the caller, so that unit tests drive the controller
+// with fake hosts (fake_hosts.h) and several controllers may share a loop.
+//
+// Threading: the loop's thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/plan.h"
+#include "container/log_line.h"
+#include "runner/controller.h"
+#include "runner/controller/command_group.h"
+#include "runner/controller/host_connector.h"
+#include "runner/controller/job_observer.h"
+#include "runner/controller/store_observer.h"
+#include "runner/docker_commands.h"
+#include "runner/job_spec.h"
+#include "runner/job_store.h"
+#include "runner/log_sink.h"
+#include "runner/redact.h"
+#include "runner/watchdog.h"
+#include "ssh/event_loop.h"
+#include "ssh/executor.h"
+
+namespace barge::runner::internal {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// SSH handshakes at once (until ssh.parallel_connects sets it).
+inline constexpr int kDefaultParallelConnects = 32;
+
+// What messages and log prefixes call a host: its address.
+std::string HostName(const cluster::Host& h);
+
+// `s` without trailing newlines, carriage returns and spaces, and without
+// leading spaces.
+std::string Trim(std::string s);
+
+// A timer set that cancels what has not run when it is destroyed: a
+// controller that ends never leaves a timer behind on a shared loop.
+class Timers {
+ public:
+  explicit Timers(ssh::EventLoop* loop) : loop_(loop) {}
+  ~Timers() { CancelAll(); }
+  Timers(const Timers&) = delete;
+  Timers& operator=(const Timers&) = delete;
+  void Add(Clock::time_point when, std::function<void()> fn);
+  void CancelAll();
+
+ private:
+  ssh::EventLoop* loop_;
+  std::set<ssh::EventLoop::TimerId> pending_;
+};
+
+struct HostState {
+  size_t index = 0;  // into the plan's hosts (a spare takes its place's index)
+  int id = 0;        // stable for the job: a spare gets a new one
+  std::string name;  // as in messages and log prefixes
+  cluster::Host inventory;  // its entry (a spare's, once it took a lost host's place)
+  // A spare took its place: the job's teardown hooks still run for it.
+  bool superseded = false;
+  std::unique_ptr<ssh::Executor> exec;
+  std::unique_ptr<DockerCommands> docker;
+  std::map<std::string, std::string> image_ids;  // image reference → ID
+  bool watchdog_armed = false;
+  // registry: a login was tried, so the job's Docker client config there
+  // may hold the credential until Logout.
+  bool login_tried = false;
+  // The session died, or the engine stopped answering: nothing more is
+  // sent there, and teardown does not wait on it.
+  bool lost = false;
+  // Lost or preempted: at a restart a spare takes its place (or it is
+  // checked again before it is reused).
+  bool replace = false;
+  bool probing = false;     // an engine probe is in flight
+  bool polling = false;     // a preemption check is in flight
+
+  HostPhase PhaseOf(Phase p, std::optional<int> rank = std::nullopt) const {
+    return HostPhase{p, id, name, rank};
+  }
+};
+
+// kLost: its host was lost while it ran; how it ended is unknown.
+enum class NodePhase { kPending, kStarting, kRunning, kExited, kLost };
+
+struct NodeState {
+  const cluster::NodePlan* plan = nullptr;
+  HostState* host = nullptr;
+  NodePhase phase = NodePhase::kPending;
+  bool run_attempted = false;  // a container may exist on the host
+  std::string container_id;
+  std::optional<int> exit_code;
+  std::string end_reason;  // "exit code 3", "OOMKilled (exit code 137)", ...
+  // Of an attempt that has ended (a restart made new nodes): callbacks
+  // still in flight for it do nothing.
+  bool retired = false;
+  bool logs_open = false;
+  // Its stage's gate is a log line: the regex, and whether a line matched.
+  const std::regex* ready_regex = nullptr;
+  bool logged_ready = false;
+  // attach: lines stamped at or before this were already kept; drop them.
+  std::optional<int64_t> skip_through_ns;
+  std::unique_ptr<container::LineSplitter> out_lines;
+  std::unique_ptr<container::LineSplitter> err_lines;
+
+  HostPhase PhaseOf(Phase p) const { return host->PhaseOf(p, plan->rank); }
+};
+
+class Controller {
+ public:
+  // `loop`, `connector` and `observer` are not owned and must outlive the
+  // controller.
+  Controller(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+             ssh::EventLoop* loop, HostConnector* connector, JobObserver* observer);
+  ~Controller();
+
+  int Run();
+  // An interrupt (SIGINT, SIGTERM, SIGHUP, or a test): the first stops the
+  // job gracefully, the second kills it. From the loop's thread.
+  void Interrupt(int signo, bool announce = true);
+  // `barge down` of a job whose controller is gone: connects to the job's
+  // hosts, removes every container labelled with the job, runs the teardown
+  // hooks, and records the job as cancelled.
+  int TearDownOrphan();
+  // `barge reap`: on every host of the job, removes each barge-labelled
+  // container whose job `is_live` says is not running; prints each.
+  int Reap(const std::function<bool(const std::string&)>& is_live);
+  // `barge exec`: runs `argv` in the container of node `rank` (docker exec),
+  // streaming its output; returns its exit code.
+  int ExecInNode(int rank, const std::vector<std::string>& argv);
+  // `barge attach` to a job whose controller is gone: streams every node's
+  // output from the hosts again, from the last line its log file kept
+  // (`kept_through_ns` by rank; none = from the start), appending to the
+  // files, until every node's stream ends or an interrupt. No line is
+  // repeated: Docker's timestamps at or before the kept one are dropped.
+  int AttachOrphan(const std::map<int, int64_t>& kept_through_ns);
+
+ private:
+  // --- controller.cc: the flow and the plumbing.
+  // The job after its record exists: everything from connect to teardown.
+  int Execute();
+  // One launch of the job (an attempt) on the current hosts: plans again
+  // (with the restart count), runs the launch stages, and runs until the
+  // head exits, a fault, an interrupt or the timeout. Returns a failure
+  // only when the launch itself failed.
+  Status Launch();
+  // Prints `message`, keeps it for the job's final record, returns `code`.
+  int Fail(const std::string& message, int code) {
+    Say(message);
+    final_detail_ = redact_(message);
+    return code;
+  }
+  // Store writes never fail the job: a failed write is a warning.
+  void Record(const Status& s) {
+    if (!s.ok()) Say("warning: job store: " + s.message());
+  }
+  // A job event: into the store and to the observer.
+  void Event(const char* kind, const std::optional<std::string>& host, const std::string& detail);
+  // A job status change (the store writes its event): to the observer too.
+  void SetStatus(JobStatus status, const std::string& detail = "");
+  void RecordNode(const NodeState& node);
+  void RecordHost(const HostState& host, std::optional<int> replaces = std::nullopt);
+  // A host's part in a phase began / ended: to the observer.
+  void Began(const HostPhase& p);
+  void Ended(const HostPhase& p, bool ok, const std::string& detail = "");
+  // The controller machine's executor (local tar for the workdir and the
+  // artifacts, docker save, teardown.local_command), made on first use.
+  ssh::Executor& Local();
+  // Makes the plan (and opens the store when `with_store`); false after
+  // printing why not.
+  bool Prepare(bool with_store);
+  // Polls the loop until `finished()` or `deadline`. Returns false on deadline.
+  bool RunUntil(const std::function<bool()>& finished, Clock::time_point deadline);
+  // `line` on a host, killed after `limit` (closing a channel does not end a
+  // remote command; a frozen dockerd would hang it forever).
+  static std::string Bounded(const std::string& line, std::chrono::milliseconds limit);
+  std::vector<HostState*> AllHosts();
+  // Hosts whose session is open.
+  std::vector<HostState*> ConnectedHosts();
+
+  // --- connect.cc
+  // Connects to the hosts of `which` (host indices of the plan), each with a
+  // new HostState in hosts_ (a previous one is kept in retired_) and a new
+  // host id.
+  Status Connect(const std::vector<size_t>& which);
+  Status Connect() { return Connect(plan_.used_hosts); }
+
+  // --- preflight.cc
+  // Engine, images, GPUs, rendezvous port, disk, shell and the watchdog on
+  // `targets`, in one round of commands per host.
+  Status Preflight(const std::vector<HostState*>& targets);
+
+  // --- login.cc
+  // registry: `docker login --password-stdin` on every connected target (the
+  // password written to the command's stdin), into the job's own client
+  // config (DockerConfigDir), which every later docker command of the job
+  // on that host uses. Runs right after Connect, before Preflight checks or
+  // pulls images. Fails, naming each host and the registry's reason, when a
+  // login fails.
+  Status Login(const std::vector<HostState*>& targets);
+  // `docker logout` on every reachable host where a login was tried, and the
+  // client config removed. A lost host's watchdog removes it with the job's
+  // directory.
+  void Logout();
+
+  // --- push.cc
+  // image_pull: push. Streams the local `docker save IMAGE` into `docker
+  // load` on every target host in parallel, then records each host's image
+  // ID; failures go to `errors` by host.
+  void Push(const std::string& image, const std::vector<HostState*>& targets,
+            std::map<size_t, std::vector<std::string>>* errors);
+
+  // --- upload.cc
+  // Streams a local file into `command(host)`'s stdin on every target, in
+  // parallel with bounded memory; the outcome per host (missing when
+  // interrupted or timed out).
+  std::map<HostState*, Outcome> StreamFile(const std::string& file,
+                                           const std::vector<HostState*>& targets,
+                                           const std::function<std::string(HostState&)>& command,
+                                           Phase phase, const std::string& label);
+  // secrets:, workdir: and files: into every host's job directory (after
+  // the watchdog made it, before any container starts).
+  Status Upload(const std::vector<HostState*>& targets);
+  // secrets: each value written from memory to the command's stdin, into
+  // DIR/secrets/NAME (mode 0600), plus the env file of those given as
+  // environment; in parallel on every target.
+  Status ShipSecrets(const std::vector<HostState*>& targets);
+
+  // --- stages.cc
+  // Runs plan_.stages in order: each stage's nodes started in parallel, then
+  // its gate awaited on each of them. Stops early (Ok) when an interrupt or
+  // a fault ends the attempt, or the head has already ended.
+  Status RunStages();
+  Status StartNodes(const std::vector<NodeState*>& nodes, const std::string& step);
+  // Waits until `gate` holds for `node` (bounded by the gate's timeout).
+  Status AwaitGate(NodeState& node, const cluster::ReadinessProbe& gate);
+  void StreamLogs(NodeState& node);
+  void WatchExit(NodeState& node);
+
+  // --- faults.cc
+  // Faults. The first one of an attempt ends it (fault_); later ones are
+  // only recorded. Nothing is a fault once teardown has begun.
+  enum class Cause { kHostLost, kNodeFailed, kPreempted };
+  struct Fault {
+    Cause cause;
+    std::string host;
+    std::string detail;
+    int exit_code = 0;  // kNodeFailed: the node's code
+    int rank = -1;      // kNodeFailed: which node
+  };
+  void NoteFault(Fault fault);
+  // The job store's event name (event::kHostLost, ...) of a cause.
+  static const char* CauseName(Cause cause);
+  void OnHostLost(HostState& host, const std::string& why);
+  void OnPreempted(HostState& host, const std::string& notice);
+  bool Restartable(const Fault& f) const;
+  // Periodic checks while an attempt runs: an engine probe per host (a
+  // frozen dockerd), the preemption command per host. `generation_` stops
+  // the previous attempt's.
+  void StartMonitors();
+  // Removes every container labelled with the job on `host` (leftovers).
+  std::string RemoveJobContainersLine(HostState& host) const;
+  // At a restart: a spare host in place of every host marked `replace`, or
+  // the same host checked again (reconnected, preflighted, leftovers of the
+  // job removed, no preemption notice). Fails when a host has neither.
+  Status ReplaceHosts();
+
+  // --- artifacts.cc
+  // Copies `a` out of node `n`'s container (docker cp NAME:PATH -, a tar
+  // stream on the host's session) into runs/<id>/artifacts/<rank>/, unpacked
+  // by a local tar, with both commands in `group`. `done` runs when it has
+  // finished (not if the group is cancelled first).
+  void CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSpec& a,
+                    std::function<void()> done);
+  std::vector<NodeState*> ArtifactNodes(const ArtifactSpec& a);
+  void ScheduleArtifacts();
+  // Copies every artifact of every node once more and waits (bounded).
+  void FinalArtifacts();
+
+  // --- leases.cc
+  // Watchdog timing (watchdog.h): renewal period and the head-exit grace.
+  seconds RenewEvery() const {
+    auto lease = std::chrono::duration_cast<seconds>(spec_.lease);
+    return std::clamp<seconds>(lease / 4, seconds(1), seconds(30));
+  }
+  // The watchdog of `host` (armed by Preflight).
+  WatchdogParams WatchdogFor(const HostState& host) const;
+  void RenewLeases();
+  void DisarmWatchdogs();
+
+  // --- teardown.cc
+  // Stops and removes the attempt's containers on every reachable host,
+  // with a last copy of the artifacts. `final`: the job is over, so the
+  // teardown hooks run too.
+  void Teardown(bool graceful, bool final = true);
+  void RunTeardownHooks();
+
+  // barge's own messages, on stderr, around the status line; secret values
+  // are masked.
+  void Say(const std::string& message) { observer_.Message("barge: " + redact_(message)); }
+
+  const JobSpec& spec_;
+  const Redactor redact_{spec_};  // what Say, Fail and the store never show
+  cluster::PlanInput input_;
+  ControllerOptions options_;
+  ssh::EventLoop& loop_;
+  HostConnector& connector_;
+  ObserverList observer_;  // options' observer, then the store's
+  std::unique_ptr<StoreObserver> store_observer_;
+  Timers timers_{&loop_};
+  CommandGroup job_{&loop_, &redact_};      // lease renewals, disarming
+  CommandGroup attempt_{&loop_, &redact_};  // streams, exit watches, monitors, artifacts
+  cluster::Plan plan_;
+  std::map<size_t, std::unique_ptr<HostState>> hosts_;  // by host index
+  int next_host_id_ = 1;
+  std::vector<std::unique_ptr<NodeState>> nodes_;       // by rank
+  std::unique_ptr<LogSink> sink_;
+  int interrupts_ = 0;
+  bool tearing_down_ = false;  // exits from now on are barge's doing
+  std::list<std::regex> gate_regexes_;  // of this attempt's log gates
+  std::optional<Fault> fault_;  // what ended the current attempt
+  int restart_count_ = 0;
+  size_t next_spare_ = 0;       // spec_.spare_hosts taken so far
+  int generation_ = 0;          // of the current attempt's monitors
+  std::vector<std::shared_ptr<std::function<void()>>> monitors_;  // their ticks
+  // Why Connect could not reach a host, by host index (for preflight's table).
+  std::map<size_t, std::string> connect_errors_;
+  // Replaced hosts, earlier attempts' plans, nodes and sinks: what a
+  // retired attempt's state pointed at stays valid for the job's life.
+  std::vector<std::unique_ptr<HostState>> retired_;
+  std::list<cluster::Plan> old_plans_;
+  std::vector<std::unique_ptr<NodeState>> old_nodes_;
+  std::vector<std::unique_ptr<LogSink>> old_sinks_;
+  std::unique_ptr<JobStore> store_;
+  std::string final_detail_;
+  const Clock::time_point started_ = Clock::now();
+  bool renewing_ = false;
+  std::unique_ptr<ssh::Executor> local_;  // see Local()
+  std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
+  bool timed_out_ = false;
+};
+
+}  // namespace barge::runner::internal

@@ -1,0 +1,84 @@
+// login: the registry login on every host (the password on the command's
+// stdin) into the job's own Docker client config, and the logout at the end.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/controller/controller.h"
+#include "runner/docker_commands.h"
+
+namespace barge::runner::internal {
+
+Status Controller::Login(const std::vector<HostState*>& targets) {
+  if (!spec_.registry) return Status::Ok();
+  const RegistrySpec& registry = *spec_.registry;
+  const std::string config = DockerConfigDir(plan_.job_id);
+  const auto limit = seconds(120);
+  std::vector<HostState*> connected;
+  for (HostState* hs : targets) {
+    if (hs->exec) connected.push_back(hs);  // the others are reported by preflight
+  }
+  if (connected.empty()) return Status::Ok();
+  CommandGroup group(&loop_, &redact_);
+  std::vector<std::string> errors;
+  observer_.StepBegan(Phase::kLogin, "logging in to " + registry.server, static_cast<int>(connected.size()));
+  for (HostState* hs : connected) {
+    // From now on every docker command of the job on this host uses the
+    // job's own client config.
+    hs->docker = std::make_unique<DockerCommands>(
+        DockerCommandOf(spec_, plan_.hosts[hs->index], plan_.job_id));
+    hs->login_tried = true;
+    Began(hs->PhaseOf(Phase::kLogin));
+    ssh::Command* cmd = group.Run(
+        *hs->exec, Bounded(hs->docker->Login(config, registry.server, registry.username), limit),
+        [&, hs](const Outcome& o) {
+          std::string why;
+          if (!o.ok()) {
+            why = o.timed_out() ? "docker login did not finish within " + std::to_string(limit.count()) + " s"
+                                : o.Reason();
+            errors.push_back(hs->name + ": " + why);
+          }
+          Ended(hs->PhaseOf(Phase::kLogin), o.ok(), why);
+        },
+        /*keep_stdin=*/true);
+    if (cmd != nullptr) {
+      cmd->WriteStdin(registry.password);
+      cmd->CloseStdin();
+    }
+  }
+  const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
+                             Clock::now() + limit + seconds(10));
+  observer_.StepEnded(Phase::kLogin);
+  if (interrupts_ > 0) return Status::Error("interrupted while logging in to " + registry.server);
+  if (!done) errors.push_back("docker login did not finish in time");
+  if (errors.empty()) {
+    Say("logged in to " + registry.server + " as " + registry.username + " on " +
+        std::to_string(connected.size()) + " host(s)");
+    return Status::Ok();
+  }
+  std::string msg = "registry login to " + registry.server + " as " + registry.username +
+                    " failed; nothing was started:";
+  for (const std::string& e : errors) msg += "\n  " + e;
+  return Status::Error(msg);
+}
+
+void Controller::Logout() {
+  if (!spec_.registry) return;
+  CommandGroup group(&loop_, &redact_);
+  for (auto& [h, host] : hosts_) {
+    if (!host->login_tried || host->lost || !host->exec) continue;
+    HostState* hs = host.get();
+    group.Run(*hs->exec,
+              Bounded(hs->docker->Logout(DockerConfigDir(plan_.job_id), spec_.registry->server), seconds(30)),
+              [this, hs](const Outcome& o) {
+                hs->login_tried = false;
+                if (!o.ok()) Say(hs->name + ": docker logout failed: " + o.Reason());
+              });
+  }
+  if (!RunUntil([&] { return group.idle(); }, Clock::now() + seconds(40))) {
+    Say("docker logout did not finish on every host; the job's directory, credential included, "
+        "is removed with the watchdog");
+  }
+}
+
+}  // namespace barge::runner::internal

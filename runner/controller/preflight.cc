@@ -1,0 +1,249 @@
+// preflight: per host, in parallel and before anything starts, the engine
+// answers, every image is there (pulled or pushed when image_pull says so),
+// GPUs work where asked for, the login shell is POSIX, the disks have room,
+// the rendezvous port is free and the watchdog is armed. Every host's
+// problems are reported together, in one table.
+#include "runner/controller/preflight.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "container/proc_net.h"
+#include "runner/controller/controller.h"
+
+namespace barge::runner {
+
+std::vector<std::string> LowDiskSpace(const std::string& df) {
+  std::vector<std::string> problems;
+  std::istringstream lines(df);
+  std::string line;
+  std::set<std::string> seen;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string fs, blocks, used, avail, capacity, mount;
+    if (!(fields >> fs >> blocks >> used >> avail >> capacity >> mount) || fs == "Filesystem") continue;
+    long long kib = 0;
+    try {
+      kib = std::stoll(avail);
+    } catch (...) {
+      continue;
+    }
+    if (kib >= kMinFreeKib || !seen.insert(mount).second) continue;
+    problems.push_back("disk full: " + std::to_string(kib / 1024) + " MiB free on " + mount +
+                       " (barge needs " + std::to_string(kMinFreeKib / 1024) + " MiB there)");
+  }
+  return problems;
+}
+
+void KeepOnlyShellProblem(std::vector<std::string>* problems) {
+  auto shell = std::find_if(problems->begin(), problems->end(), [](const std::string& e) {
+    return e.rfind(kNotPosixShell, 0) == 0;
+  });
+  if (shell != problems->end()) *problems = {*shell};
+}
+
+std::string ProblemTable(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& problems, size_t hosts) {
+  size_t width = 4;
+  for (const auto& [host, list] : problems) width = std::max(width, host.size());
+  std::string msg = "preflight failed on " + std::to_string(problems.size()) + " of " +
+                    std::to_string(hosts) + " host(s); nothing was started:\n  HOST" +
+                    std::string(width - 4 + 2, ' ') + "PROBLEM";
+  for (const auto& [host, list] : problems) {
+    for (const auto& e : list) msg += "\n  " + host + std::string(width - host.size() + 2, ' ') + e;
+  }
+  return msg;
+}
+
+namespace internal {
+
+Status Controller::Preflight(const std::vector<HostState*>& targets) {
+  // Every check's callback captures this frame: the group on it drops them
+  // all if the wait ends early (an interrupt, the deadline).
+  CommandGroup group(&loop_, &redact_);
+  std::map<size_t, std::vector<std::string>> errors;  // by host
+  std::map<std::string, std::vector<HostState*>> to_push;  // image → hosts lacking it
+  std::map<HostState*, int> open;  // checks in flight, by host
+  // A run whose hosts all failed to connect has no preflight to show.
+  if (!targets.empty()) {
+    observer_.StepBegan(Phase::kPreflight, "preflight", static_cast<int>(targets.size()));
+  }
+  for (HostState* hs : targets) Began(hs->PhaseOf(Phase::kPreflight));
+  // Runs one check; the host's preflight has ended when its last one has.
+  std::function<void(HostState*, const std::string&, std::function<void(const Outcome&)>)> check =
+      [&](HostState* hs, const std::string& line, std::function<void(const Outcome&)> cb) {
+        ++open[hs];
+        group.Run(*hs->exec, line, [&, hs, cb = std::move(cb)](const Outcome& o) {
+          cb(o);
+          if (--open[hs] > 0) return;
+          auto it = errors.find(hs->index);
+          if (it == errors.end()) {
+            Ended(hs->PhaseOf(Phase::kPreflight), true);
+          } else {
+            Ended(hs->PhaseOf(Phase::kPreflight), false, it->second.front());
+          }
+        });
+      };
+  for (HostState* hs : targets) {
+    const size_t h = hs->index;
+    std::set<std::string> images;
+    const container::ContainerSpec* gpu_spec = nullptr;
+    for (const auto& n : plan_.nodes) {
+      if (n.host_index != h) continue;
+      images.insert(n.container.image);
+      if (n.container.options.gpus && !gpu_spec) gpu_spec = &n.container;
+    }
+    check(hs, Bounded(hs->docker->Version(), spec_.ssh.dead_after), [&, hs](const Outcome& o) {
+      if (o.timed_out()) {
+        errors[hs->index].push_back("the Docker engine did not answer within " +
+                                    std::to_string(spec_.ssh.dead_after.count() / 1000) +
+                                    " s (ssh.dead_after)");
+      } else if (!o.ok()) {
+        errors[hs->index].push_back("docker is not reachable: " + o.Reason());
+      }
+    });
+    for (const std::string& image : images) {
+      if (spec_.image_pull == ImagePull::kAlways) {
+        check(hs, hs->docker->Pull(image) + " >/dev/null && " + hs->docker->ImageId(image),
+              [&, hs, image](const Outcome& o) {
+                if (o.ok()) {
+                  hs->image_ids[image] = Trim(o.out);
+                } else {
+                  errors[hs->index].push_back("cannot pull " + image + " (image_pull: always): " +
+                                              o.Reason());
+                }
+              });
+        continue;
+      }
+      check(hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& o) {
+        if (o.ok()) {
+          hs->image_ids[image] = Trim(o.out);
+        } else if (spec_.image_pull == ImagePull::kPush) {
+          to_push[image].push_back(hs);
+        } else if (spec_.image_pull == ImagePull::kNever) {
+          errors[hs->index].push_back("image " + image + " is not present (image_pull: never): " +
+                                      o.Reason());
+        } else {
+          Say(hs->name + ": pulling " + image);
+          check(hs, hs->docker->Pull(image), [&, hs, image](const Outcome& pulled) {
+            if (!pulled.ok()) {
+              errors[hs->index].push_back("image " + image + " is missing and cannot be pulled: " +
+                                          pulled.Reason());
+              return;
+            }
+            check(hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& again) {
+              if (again.ok()) {
+                hs->image_ids[image] = Trim(again.out);
+              } else {
+                errors[hs->index].push_back("image " + image + ": " + again.Reason());
+              }
+            });
+          });
+        }
+      });
+    }
+    if (gpu_spec) {
+      check(hs, hs->docker->GpuProbe(*gpu_spec), [&, hs](const Outcome& o) {
+        if (!o.ok()) {
+          errors[hs->index].push_back("GPUs requested but unavailable: " + o.Reason());
+          return;
+        }
+        int count = 0;
+        std::istringstream lines(o.out);
+        std::string line;
+        while (std::getline(lines, line)) count += line.rfind("GPU ", 0) == 0;
+        input_.detected_gpus[hs->index] = count;
+      });
+    }
+    // barge's command lines are POSIX sh: the login shell that sshd runs
+    // them with must be one.
+    check(hs, PosixShellProbe(), [&, hs](const Outcome& o) {
+      if (!o.exit.known() || Trim(o.out) == kPosixShellAnswer) return;
+      std::string said = Trim(o.err.empty() ? o.out : o.err);
+      errors[hs->index].push_back(
+          kNotPosixShell + std::string(" (it answered ") +
+          (said.empty() ? "nothing" : "'" + said.substr(0, 120) + "'") + " to `" + PosixShellProbe() +
+          "`); barge's commands need sh syntax: make the user's "
+          "shell /bin/sh or /bin/bash (chsh -s /bin/bash USER)");
+    });
+    // Room for the job's directory and the engine's containers.
+    check(hs, hs->docker->DiskFree(), [&, hs](const Outcome& o) {
+      if (!o.exit.known()) return;
+      for (const std::string& problem : LowDiskSpace(o.out)) errors[hs->index].push_back(problem);
+    });
+    // The watchdog is armed before anything starts.
+    // Armed or not, disarming removes whatever part of it was made (a full
+    // disk can leave the directory without the watchdog).
+    hs->watchdog_armed = true;
+    check(hs, ArmWatchdogCommand(WatchdogFor(*hs)), [&, hs](const Outcome& o) {
+      if (!o.ok()) {
+        errors[hs->index].push_back("cannot arm the watchdog: " + o.Reason());
+      }
+    });
+  }
+  // The rendezvous port must be free on the head's host when the head
+  // shares the host's network (otherwise it lives in the container's own).
+  const cluster::NodePlan& head = plan_.nodes[0];
+  HostState* head_host = hosts_[head.host_index].get();
+  if (head.container.options.network && *head.container.options.network == "host" &&
+      std::find(targets.begin(), targets.end(), head_host) != targets.end()) {
+    const int port = spec_.rendezvous.port;
+    check(head_host, HostTcpTables(), [&, head_host, port](const Outcome& o) {
+      if (container::ParseListeningPorts(o.out).count(port)) {
+        errors[head_host->index].push_back("rendezvous port " + std::to_string(port) +
+                                           " is already in use on the head's host (rendezvous.port)");
+      }
+    });
+  }
+  bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
+                       Clock::now() + spec_.ssh.connect_timeout + seconds(120));
+  for (auto& [hs, count] : open) {
+    if (count > 0) {
+      Ended(hs->PhaseOf(Phase::kPreflight), false, interrupts_ > 0 ? "interrupted" : "did not finish in time");
+    }
+  }
+  observer_.StepEnded(Phase::kPreflight);
+  if (interrupts_ > 0) return Status::Error("interrupted during preflight");
+  RenewLeases();
+  if (!done) return Status::Error("preflight did not finish in time");
+  group.Cancel();
+  for (const auto& [h, why] : connect_errors_) {
+    errors[h].insert(errors[h].begin(), why);
+  }
+  // On a host whose login shell is not POSIX every other check failed
+  // because of it: report only the cause.
+  for (auto& [h, list] : errors) KeepOnlyShellProblem(&list);
+  for (const auto& [image, push_targets] : to_push) {
+    if (!errors.empty()) break;  // don't push to a job that cannot start
+    Push(image, push_targets, &errors);
+  }
+  // One stale tag on one node is a classic silent failure: every host must
+  // run the same image ID for the same reference.
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> ids;  // image → id → hosts
+  for (auto& [h, host] : hosts_) {
+    for (const auto& [image, id] : host->image_ids) ids[image][id].push_back(host->name);
+  }
+  for (const auto& [image, by_id] : ids) {
+    if (by_id.size() > 1) {
+      std::string msg = "image " + image + " differs between hosts:";
+      for (const auto& [id, names] : by_id) {
+        msg += " " + id.substr(0, 19) + " on";
+        for (const auto& n : names) msg += " " + n;
+        msg += ";";
+      }
+      msg.pop_back();
+      errors[hosts_.begin()->first].push_back(msg);
+    } else if (!by_id.empty()) {
+      Say("image " + image + " is " + by_id.begin()->first.substr(0, 19) + " on " +
+          std::to_string(by_id.begin()->second.size()) + " host(s)");
+    }
+  }
+  if (errors.empty()) return Status::Ok();
+  std::vector<std::pair<std::string, std::vector<std::string>>> table;
+  for (const auto& [h, list] : errors) table.emplace_back(hosts_[h]->name, list);
+  return Status::Error(ProblemTable(table, hosts_.size()));
+}
+
+}  // namespace internal
+}  // namespace barge::runner

@@ -1,0 +1,284 @@
+// stages: the launch as the plan's stages say (for a head/worker job: the
+// head, its readiness, then every worker): each stage's containers started
+// in parallel, then its gate awaited on each node; and what every started
+// node gets for the rest of the attempt: its log stream and its exit watch.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "container/docker_args.h"
+#include "container/inspect.h"
+#include "container/log_line.h"
+#include "container/proc_net.h"
+#include "container/timestamp.h"
+#include "runner/controller/controller.h"
+
+namespace barge::runner::internal {
+
+namespace {
+
+// How a container ended, from `docker inspect`: "OOMKilled (exit code
+// 137)", "killed by SIGKILL (exit code 137)", "exit code 3".
+std::string EndReason(const container::ContainerState& st) {
+  std::string code = "exit code " + std::to_string(st.exit_code);
+  std::string reason;
+  if (st.oom_killed) {
+    reason = "OOMKilled (" + code + ")";
+  } else if (st.exit_code > 128 && st.exit_code < 128 + 65) {
+    const int sig = st.exit_code - 128;
+    const char* name = sig == 9 ? "SIGKILL" : sig == 15 ? "SIGTERM" : sig == 6 ? "SIGABRT"
+                     : sig == 11 ? "SIGSEGV" : sig == 2 ? "SIGINT" : nullptr;
+    reason = std::string("killed by ") + (name ? name : "signal " + std::to_string(sig)) + " (" + code + ")";
+  } else {
+    reason = code;
+  }
+  if (!st.error.empty()) reason += ": " + st.error;
+  return reason;
+}
+
+// std::regex recurses per character matched: a long line with a pattern
+// like ".*ready" would overflow the stack. Readiness lines are short; only
+// their first kReadyScan bytes are searched.
+bool ReadyLineMatches(const std::regex& re, std::string_view text) {
+  constexpr size_t kReadyScan = 4096;
+  std::string_view head = text.substr(0, kReadyScan);
+  return std::regex_search(head.begin(), head.end(), re);
+}
+
+// "the head" or "node 3": what messages call a node.
+std::string NodeNoun(const NodeState& n) {
+  return n.plan->rank == 0 ? "the head" : "node " + std::to_string(n.plan->rank);
+}
+
+}  // namespace
+
+Status Controller::RunStages() {
+  gate_regexes_.clear();
+  std::vector<NodeState*> started;
+  for (const cluster::LaunchStage& stage : plan_.stages) {
+    // A later stage starts only while every node started so far still runs
+    // (the head may also have finished the job already), and nothing ended
+    // the attempt.
+    if (interrupts_ > 0 || fault_) return Status::Ok();
+    for (NodeState* n : started) {
+      if (n->phase != NodePhase::kRunning) return Status::Ok();
+    }
+    std::vector<NodeState*> nodes;
+    for (int rank : stage.ranks) nodes.push_back(nodes_[rank].get());
+    if (stage.gate.kind == cluster::ReadinessProbe::Kind::kLog) {
+      // Validated by Execute before the first attempt.
+      gate_regexes_.emplace_back(stage.gate.log_regex, std::regex::ECMAScript);
+      for (NodeState* n : nodes) n->ready_regex = &gate_regexes_.back();
+    }
+    const std::string step = stage.name == "head" ? "starting the head" : "starting " + stage.name;
+    if (Status s = StartNodes(nodes, step); !s.ok()) return s;
+    for (NodeState* n : nodes) {
+      if (Status s = AwaitGate(*n, stage.gate); !s.ok()) return s;
+    }
+    started.insert(started.end(), nodes.begin(), nodes.end());
+  }
+  return Status::Ok();
+}
+
+Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::string& step) {
+  CommandGroup group(&loop_, &redact_);
+  std::vector<std::string> errors;
+  observer_.StepBegan(Phase::kStart, step, static_cast<int>(nodes.size()));
+  for (NodeState* n : nodes) {
+    n->phase = NodePhase::kStarting;
+    n->run_attempted = true;
+    Began(n->PhaseOf(Phase::kStart));
+    group.Run(*n->host->exec, n->host->docker->Run(n->plan->container), [&, n](const Outcome& o) {
+      if (!o.ok()) {
+        errors.push_back("node " + std::to_string(n->plan->rank) + " (" + n->plan->role + ") on " +
+                         n->host->name + " did not start: " + o.Reason());
+        n->phase = NodePhase::kExited;
+        Ended(n->PhaseOf(Phase::kStart), false, o.Reason());
+        return;
+      }
+      Ended(n->PhaseOf(Phase::kStart), true);
+      n->phase = NodePhase::kRunning;
+      n->container_id = Trim(o.out);
+      Began(n->PhaseOf(Phase::kRunning));
+      RecordNode(*n);
+      StreamLogs(*n);
+      WatchExit(*n);
+    });
+  }
+  bool done = RunUntil([&] { return group.idle(); }, Clock::now() + seconds(300));
+  for (NodeState* n : nodes) {
+    if (n->phase == NodePhase::kStarting) Ended(n->PhaseOf(Phase::kStart), false, "did not finish in time");
+  }
+  observer_.StepEnded(Phase::kStart);
+  if (!done) errors.push_back("starting containers did not finish in time");
+  if (errors.empty()) return Status::Ok();
+  std::string msg;
+  for (const auto& e : errors) msg += (msg.empty() ? "" : "\n  ") + e;
+  return Status::Error(msg);
+}
+
+Status Controller::AwaitGate(NodeState& node, const cluster::ReadinessProbe& gate) {
+  using Kind = cluster::ReadinessProbe::Kind;
+  if (gate.kind == Kind::kRunning) return Status::Ok();
+  const std::string what = gate.kind == Kind::kTcpPort ? "port " + std::to_string(gate.tcp_port) + " open"
+                           : gate.kind == Kind::kLog   ? "a log line matching /" + gate.log_regex + "/"
+                                                       : "`" + gate.command + "` succeeding";
+  Say("waiting for " + NodeNoun(node) + " to be ready (" + what + ")");
+  Began(node.PhaseOf(Phase::kReady));
+
+  // Probes and their timers capture this frame: both are dropped when it
+  // returns (the group and the timers are destroyed first).
+  bool ready = false;
+  std::function<void()> probe_once;
+  Timers timers(&loop_);
+  CommandGroup group(&loop_, &redact_);
+  probe_once = [&] {
+    if (ready || node.phase != NodePhase::kRunning) return;
+    const std::string line = gate.kind == Kind::kTcpPort
+                                 ? node.host->docker->ListeningPorts(node.plan->container.name)
+                                 : node.host->docker->ExecShell(node.plan->container.name, gate.command);
+    group.Run(*node.host->exec, line, [&](const Outcome& o) {
+      if (gate.kind == Kind::kTcpPort) {
+        if (container::ParseListeningPorts(o.out).count(gate.tcp_port)) ready = true;
+      } else if (o.ok()) {
+        ready = true;
+      }
+      if (!ready) timers.Add(Clock::now() + milliseconds(250), [&] { probe_once(); });
+    });
+  };
+  if (gate.kind != Kind::kLog) probe_once();
+  RunUntil(
+      [&] {
+        return ready || node.logged_ready || node.phase != NodePhase::kRunning ||
+               interrupts_ > 0 || fault_.has_value();
+      },
+      Clock::now() + gate.timeout);
+  if (interrupts_ > 0) {
+    Ended(node.PhaseOf(Phase::kReady), false, "interrupted");
+    return Status::Error("interrupted while waiting for " + NodeNoun(node));
+  }
+  if (ready || node.logged_ready) {
+    Ended(node.PhaseOf(Phase::kReady), true);
+    Say(NodeNoun(node) == "the head" ? "head is ready" : NodeNoun(node) + " is ready");
+    Event(node.plan->rank == 0 ? event::kHeadReady : "node_ready", node.host->name, what);
+    return Status::Ok();
+  }
+  // It finished (the job completes), or a fault ends the attempt.
+  if (node.phase != NodePhase::kRunning || fault_) {
+    Ended(node.PhaseOf(Phase::kReady), false, node.phase != NodePhase::kRunning ? "it ended" : "a fault");
+    return Status::Ok();
+  }
+  std::string msg = NodeNoun(node) + " was not ready after " +
+                    std::to_string(std::chrono::duration_cast<milliseconds>(gate.timeout).count() / 1000.0).substr(0, 5) +
+                    " s (waiting for " + what + ")";
+  Ended(node.PhaseOf(Phase::kReady), false, msg);
+  std::vector<std::string> tail = sink_->Tail(node.plan->rank, 10);
+  msg += tail.empty() ? "; it printed nothing" : "; its last lines:";
+  for (const auto& l : tail) msg += "\n  | " + l;
+  return Status::Error(msg);
+}
+
+void Controller::StreamLogs(NodeState& node) {
+  const int rank = node.plan->rank;
+  NodeState* self = &node;
+  LogSink* sink = sink_.get();  // this attempt's (kept alive after it)
+  auto on_line = [rank, self, sink](Stream stream) {
+    return [rank, self, sink, stream](std::string_view line, bool continuation) {
+      if (continuation) {
+        sink->Line(rank, stream, "", line);
+        return;
+      }
+      Result<container::TimestampedLine> parsed = container::ParseTimestampedLine(line);
+      if (parsed.ok() && self->skip_through_ns && parsed->ns <= *self->skip_through_ns) return;
+      std::string_view text = parsed.ok() ? parsed->text : line;
+      sink->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
+      if (self->retired) return;
+      if (self->ready_regex && !self->logged_ready && ReadyLineMatches(*self->ready_regex, text)) {
+        self->logged_ready = true;
+      }
+    };
+  };
+  node.out_lines = std::make_unique<container::LineSplitter>(on_line(Stream::kStdout));
+  node.err_lines = std::make_unique<container::LineSplitter>(on_line(Stream::kStderr));
+  node.logs_open = true;
+  ssh::CommandCallbacks cb;
+  NodeState* n = &node;
+  cb.on_stdout = [n](std::string_view d) { n->out_lines->Feed(d); };
+  cb.on_stderr = [n](std::string_view d) { n->err_lines->Feed(d); };
+  cb.on_exit = [this, n](const ssh::ExitStatus& st) {
+    n->out_lines->Flush();
+    n->err_lines->Flush();
+    n->logs_open = false;
+    if (!st.known() && !n->retired && !n->host->lost) {
+      Say(n->host->name + ": log stream of node " + std::to_string(n->plan->rank) + " lost: " + st.error);
+    }
+  };
+  const std::string line =
+      node.skip_through_ns
+          ? node.host->docker->LogsSince(node.plan->container.name,
+                                         container::FormatTimestamp(*node.skip_through_ns))
+          : node.host->docker->Logs(node.plan->container.name);
+  if (attempt_.Stream(*node.host->exec, line, std::move(cb)) == nullptr) {
+    Say(node.host->name + ": cannot stream logs of node " + std::to_string(rank));
+  }
+}
+
+void Controller::WatchExit(NodeState& node) {
+  NodeState* n = &node;
+  // `docker wait` returns as soon as the container exits; inspect then says
+  // how (OOM kill, signal, code).
+  const std::string& name = node.plan->container.name;
+  const std::string line = node.host->docker->Wait(name) + " >/dev/null; " +
+                           node.host->docker->Line(container::InspectArgs({name}));
+  attempt_.Run(*node.host->exec, line, [this, n](const Outcome& o) {
+    if (n->retired) return;
+    if (!o.exit.known() || n->host->lost) {
+      // The host's session died under it: the host is lost (OnHostLost),
+      // how the node ended is unknown.
+      n->phase = NodePhase::kLost;
+      Ended(n->PhaseOf(Phase::kRunning), false, "its host was lost");
+      return;
+    }
+    n->phase = NodePhase::kExited;
+    Result<std::vector<container::ContainerState>> st = container::ParseContainerInspect(o.out);
+    if (o.ok() && st.ok() && st->size() == 1) {
+      n->exit_code = (*st)[0].exit_code;
+      n->end_reason = EndReason((*st)[0]);
+    } else {
+      n->exit_code.reset();
+      n->end_reason = "unknown: " + (o.ok() ? st.status().message() : o.Reason());
+      Say(n->host->name + ": cannot learn how node " + std::to_string(n->plan->rank) +
+          " ended: " + n->end_reason);
+    }
+    const bool failed = !n->exit_code || *n->exit_code != 0;
+    Ended(n->PhaseOf(Phase::kRunning), !failed, n->end_reason);
+    const std::string rank = std::to_string(n->plan->rank);
+    RecordNode(*n);
+    Event(event::kNodeExited, n->host->name,
+          "rank " + rank + " (" + n->plan->role + ") ended: " + n->end_reason);
+    if (n->plan->rank == 0) {
+      Say("head ended: " + n->end_reason);
+      // A head that fails is a node failure the restart policy may cover;
+      // otherwise its code is the job's.
+      Fault fault{Cause::kNodeFailed, n->host->name,
+                  "node 0 (head) on " + n->host->name + " ended: " + n->end_reason,
+                  n->exit_code.value_or(kExitBargeFailure), 0};
+      if (failed && !tearing_down_ && !fault_ && Restartable(fault)) NoteFault(std::move(fault));
+      return;
+    }
+    if (tearing_down_) return;
+    if (failed && spec_.on_worker_exit == OnWorkerExit::kFail) {
+      NoteFault({Cause::kNodeFailed, n->host->name,
+                 "node " + rank + " (" + n->plan->role + ") on " + n->host->name + " ended: " + n->end_reason,
+                 n->exit_code.value_or(kExitBargeFailure), n->plan->rank});
+    } else {
+      Say("node " + rank + " (" + n->plan->role + ") on " + n->host->name + " ended: " + n->end_reason);
+    }
+  });
+}
+
+}  // namespace barge::runner::internal

@@ -1,0 +1,115 @@
+// teardown: once the attempt is over, stop what still runs (docker stop,
+// or kill after a second interrupt), let the log streams drain, copy the
+// artifacts a last time, remove every container of the attempt on every
+// reachable host, then (when the job is over) run the teardown hooks.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/controller/controller.h"
+#include "runner/teardown_hooks.h"
+
+namespace barge::runner::internal {
+
+void Controller::Teardown(bool graceful, bool final) {
+  // A lost host is left alone: its watchdog removes what it holds once the
+  // lease lapses (or `barge reap` does when it comes back).
+  tearing_down_ = true;
+  ++generation_;  // the monitors stop
+  SetStatus(JobStatus::kCompleting);
+  std::map<HostState*, std::vector<std::string>> running, attempted;
+  for (auto& n : nodes_) {
+    if (!n->run_attempted || n->host->lost) continue;
+    attempted[n->host].push_back(n->plan->container.name);
+    if (n->phase == NodePhase::kRunning) running[n->host].push_back(n->plan->container.name);
+  }
+  const int grace = static_cast<int>(
+      std::chrono::duration_cast<seconds>(spec_.stop_grace).count());
+  CommandGroup group(&loop_, &redact_);
+  if (!running.empty()) {
+    size_t count = 0;
+    for (auto& [host, names] : running) count += names.size();
+    Say(std::string(graceful ? "stopping " : "killing ") + std::to_string(count) + " container(s)");
+    observer_.StepBegan(Phase::kStop, graceful ? "stopping" : "killing", static_cast<int>(running.size()));
+    for (auto& [host, names] : running) {
+      HostState* hs = host;
+      Began(hs->PhaseOf(Phase::kStop));
+      group.Run(*hs->exec, graceful ? hs->docker->Stop(names, grace) : hs->docker->Kill(names),
+                [this, hs](const Outcome& o) { Ended(hs->PhaseOf(Phase::kStop), o.ok(), o.ok() ? "" : o.Reason()); });
+    }
+  }
+  auto drained = [&] {
+    return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) {
+      return !n->run_attempted || n->host->lost ||
+             (n->phase != NodePhase::kRunning && !n->logs_open);
+    });
+  };
+  int interrupts_before = interrupts_;
+  RunUntil([&] { return (drained() && group.idle()) || (graceful && interrupts_ > interrupts_before); },
+           Clock::now() + spec_.stop_grace + seconds(15));
+  observer_.StepEnded(Phase::kStop);
+  group.Cancel();
+  // Last copy of the artifacts: the containers have stopped but exist.
+  FinalArtifacts();
+  observer_.StepBegan(Phase::kRemove, "removing containers", static_cast<int>(attempted.size()));
+  for (auto& [host, names] : attempted) {
+    HostState* hs = host;
+    Began(hs->PhaseOf(Phase::kRemove));
+    group.Run(*hs->exec, hs->docker->Remove(names), [this, hs](const Outcome& o) {
+      Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
+      if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
+    });
+  }
+  if (!RunUntil([&] { return group.idle(); }, Clock::now() + seconds(60))) {
+    Say("removing containers did not finish in time; run `docker ps -a --filter label=barge.job=" +
+        plan_.job_id + "` on the hosts");
+  }
+  observer_.StepEnded(Phase::kRemove);
+  if (final) RunTeardownHooks();
+  Event(event::kTornDown, std::nullopt, final ? "" : "before a restart");
+}
+
+void Controller::RunTeardownHooks() {
+  if (!spec_.teardown.host_command && !spec_.teardown.local_command) return;
+  CommandGroup group(&loop_, &redact_);
+  auto run = [&](ssh::Executor& where, const std::string& kind, const std::string& hook,
+                 const cluster::Host& host, const std::string& for_host) {
+    Result<std::string> line = SubstituteHook(hook, host, plan_.job_id);
+    if (!line.ok()) {
+      Say("teardown " + kind + " for " + for_host + " not run: " + line.status().message());
+      return;
+    }
+    group.Run(where, *line, [this, kind, for_host](const Outcome& o) {
+      if (o.ok()) {
+        Say("teardown " + kind + " for " + for_host + ": ok");
+      } else {
+        Say("teardown " + kind + " for " + for_host + " failed: " + o.Reason());
+      }
+    });
+  };
+  // Every host the job used: the current ones and those spares replaced (a
+  // lost VM is still worth its terminate call).
+  std::vector<HostState*> used = AllHosts();
+  for (auto& old : retired_) {
+    if (old->superseded) used.push_back(old.get());
+  }
+  for (HostState* host : used) {
+    const cluster::Host& inventory = host->inventory;
+    if (spec_.teardown.host_command && (host->lost || !host->exec)) {
+      Say("teardown host_command for " + host->name + " not run: the host is lost (its watchdog runs it)");
+    } else if (spec_.teardown.host_command) {
+      run(*host->exec, "host_command", *spec_.teardown.host_command, inventory, host->name);
+    }
+    if (spec_.teardown.local_command) {
+      run(Local(), "local_command", *spec_.teardown.local_command, inventory, host->name);
+    }
+  }
+  if (!RunUntil([&] { return group.idle(); }, Clock::now() + seconds(300))) {
+    Say("teardown hooks did not finish within 300 s");
+  }
+}
+
+}  // namespace barge::runner::internal

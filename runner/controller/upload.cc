@@ -1,0 +1,186 @@
+// upload: getting files onto the hosts before anything starts: secrets:
+// (each value written to a command's stdin), workdir: (packed once here,
+// then streamed) and files:, into every host's job directory; and the
+// bounded-memory stream of a local file into a command on many hosts at
+// once, which image push uses too.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runner/controller/controller.h"
+#include "runner/docker_commands.h"
+#include "runner/state_dir.h"
+#include "runner/watchdog.h"
+#include "ssh/quote.h"
+
+namespace barge::runner::internal {
+
+std::map<HostState*, Outcome> Controller::StreamFile(
+    const std::string& file, const std::vector<HostState*>& targets,
+    const std::function<std::string(HostState&)>& command, Phase phase, const std::string& label) {
+  struct Target {
+    HostState* host = nullptr;
+    ssh::Command* cmd = nullptr;
+    FILE* in = nullptr;
+    bool sent_all = false;
+    std::optional<Outcome> result;
+  };
+  CommandGroup group(&loop_, &redact_);
+  std::vector<Target> streams(targets.size());
+  observer_.StepBegan(phase, label, static_cast<int>(targets.size()));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Target& t = streams[i];
+    t.host = targets[i];
+    t.in = std::fopen(file.c_str(), "rb");
+    Target* tp = &t;
+    Began(t.host->PhaseOf(phase));
+    t.cmd = group.Run(*t.host->exec, command(*t.host),
+                      [this, tp, phase](const Outcome& o) {
+                        tp->result = o;
+                        tp->cmd = nullptr;
+                        Ended(tp->host->PhaseOf(phase), o.ok(), o.ok() ? "" : o.Reason());
+                      },
+                      /*keep_stdin=*/true);
+    if (!t.in && t.cmd) t.cmd->CloseStdin();
+  }
+  // Each host takes the stream at its own pace; at most kWindow bytes wait
+  // in memory per host.
+  constexpr size_t kWindow = 8 << 20;
+  std::vector<char> buf(1 << 20);
+  auto pump = [&] {
+    for (Target& t : streams) {
+      if (t.result || t.sent_all || !t.cmd || !t.in) continue;
+      while (t.cmd->stdin_pending() < kWindow) {
+        size_t n = std::fread(buf.data(), 1, buf.size(), t.in);
+        if (n > 0) t.cmd->WriteStdin(std::string_view(buf.data(), n));
+        if (n < buf.size()) {
+          t.sent_all = true;
+          t.cmd->CloseStdin();
+          break;
+        }
+      }
+    }
+  };
+  auto deadline = Clock::now() + seconds(3600);
+  while (Clock::now() < deadline && interrupts_ == 0 &&
+         !std::all_of(streams.begin(), streams.end(),
+                      [](const Target& t) { return t.result.has_value(); })) {
+    pump();
+    loop_.Poll(milliseconds(5));
+  }
+  for (Target& t : streams) {
+    if (!t.result) Ended(t.host->PhaseOf(phase), false, interrupts_ ? "interrupted" : "timed out");
+  }
+  observer_.StepEnded(phase);
+  std::map<HostState*, Outcome> out;
+  for (Target& t : streams) {
+    if (t.in) std::fclose(t.in);
+    if (t.result) out[t.host] = *t.result;
+  }
+  return out;
+}
+
+Status Controller::ShipSecrets(const std::vector<HostState*>& targets) {
+  if (spec_.secrets.empty() || targets.empty()) return Status::Ok();
+  std::vector<std::pair<std::string, const std::string*>> files;  // path on the host, content
+  std::string env_file;  // NAME=VALUE lines, as docker run --env-file reads them
+  std::string names;
+  for (const SecretSpec& secret : spec_.secrets) {
+    files.push_back({SecretsDir(plan_.job_id) + "/" + secret.name, &secret.value});
+    if (secret.as_env) env_file += secret.name + "=" + EnvValueOf(secret) + "\n";
+    names += (names.empty() ? "" : ", ") + secret.name;
+  }
+  if (!env_file.empty()) files.push_back({SecretEnvFile(plan_.job_id), &env_file});
+  CommandGroup group(&loop_, &redact_);
+  std::map<HostState*, int> open;
+  std::map<HostState*, std::string> errors;
+  observer_.StepBegan(Phase::kUpload, "writing secrets", static_cast<int>(targets.size()));
+  for (HostState* hs : targets) {
+    Began(hs->PhaseOf(Phase::kUpload));
+    for (const auto& [path, content] : files) {
+      ++open[hs];
+      ssh::Command* cmd = group.Run(*hs->exec, WriteSecretCommand(path), [&, hs](const Outcome& o) {
+        if (!o.ok() && !errors.count(hs)) errors[hs] = o.Reason();
+        if (--open[hs] > 0) return;
+        auto failed = errors.find(hs);
+        Ended(hs->PhaseOf(Phase::kUpload), failed == errors.end(),
+              failed == errors.end() ? "" : failed->second);
+      }, /*keep_stdin=*/true);
+      if (cmd != nullptr) {
+        cmd->WriteStdin(*content);
+        cmd->CloseStdin();
+      }
+    }
+  }
+  const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
+                             Clock::now() + spec_.ssh.connect_timeout + seconds(60));
+  observer_.StepEnded(Phase::kUpload);
+  if (interrupts_ > 0) return Status::Error("interrupted while writing secrets");
+  if (!done) return Status::Error("writing secrets to the hosts did not finish in time");
+  if (!errors.empty()) {
+    std::string msg = "writing secrets failed:";
+    for (const auto& [hs, why] : errors) msg += "\n  " + hs->name + ": " + why;
+    return Status::Error(msg);
+  }
+  Say("secrets " + names + " written to " + std::to_string(targets.size()) + " host(s) (" +
+      SecretsDir(plan_.job_id) + ", mode 0600)");
+  return Status::Ok();
+}
+
+Status Controller::Upload(const std::vector<HostState*>& targets) {
+  if (Status s = ShipSecrets(targets); !s.ok()) return s;
+  if (!spec_.workdir && spec_.files.empty()) return Status::Ok();
+  const std::string dir = HostJobDir(plan_.job_id);
+  const std::string tmp = options_.state_dir + "/tmp";
+  if (Status s = MakeDirs(tmp); !s.ok()) return s;
+  auto check = [&](const std::map<HostState*, Outcome>& results, const std::string& what) {
+    for (HostState* t : targets) {
+      auto it = results.find(t);
+      if (it == results.end() || !it->second.ok()) {
+        return Status::Error(t->name + ": shipping " + what + " failed: " +
+                             (it == results.end() ? "interrupted or timed out" : it->second.Reason()));
+      }
+    }
+    return Status::Ok();
+  };
+  if (spec_.workdir) {
+    // tar the directory once, locally, then stream it to every host.
+    const std::string file = tmp + "/workdir-" + plan_.job_id + ".tar";
+    std::vector<std::string> argv = {"tar", "-C", spec_.workdir->path};
+    for (const auto& pattern : spec_.workdir->exclude) argv.push_back("--exclude=" + pattern);
+    argv.insert(argv.end(), {"-cf", file, "."});
+    CommandGroup pack(&loop_, &redact_);
+    std::optional<Outcome> made;
+    pack.Run(Local(), ssh::ShellJoin(argv), [&](const Outcome& o) { made = o; });
+    RunUntil([&] { return made.has_value() || interrupts_ > 0; }, Clock::now() + seconds(600));
+    if (!made || !made->ok()) {
+      std::remove(file.c_str());
+      return Status::Error("cannot pack workdir " + spec_.workdir->path + ": " +
+                           (made ? made->Reason() : interrupts_ ? "interrupted" : "timed out"));
+    }
+    Say("shipping workdir " + spec_.workdir->path + " to " + std::to_string(targets.size()) + " host(s)");
+    auto results = StreamFile(file, targets, [&](HostState&) {
+      return "mkdir -p " + ssh::ShellQuote(dir + "/workdir") + " && tar -x --no-same-owner -C " +
+             ssh::ShellQuote(dir + "/workdir");
+    }, Phase::kUpload, "shipping the workdir");
+    std::remove(file.c_str());
+    if (Status s = check(results, "the workdir"); !s.ok()) return s;
+  }
+  for (size_t i = 0; i < spec_.files.size(); ++i) {
+    const std::string remote = dir + "/files/" + std::to_string(i);
+    auto results = StreamFile(spec_.files[i].from, targets, [&](HostState&) {
+      return "mkdir -p " + ssh::ShellQuote(dir + "/files") + " && cat > " + ssh::ShellQuote(remote);
+    }, Phase::kUpload, "shipping " + spec_.files[i].from);
+    if (Status s = check(results, spec_.files[i].from); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace barge::runner::internal
