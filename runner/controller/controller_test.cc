@@ -1,0 +1,340 @@
+// The controller's logic on fake hosts (fake_hosts.h): launch order, no
+// partial launch, faults, restarts with spares, preemption, on_worker_exit,
+// timeouts and interrupts in every phase, in seconds. The bed tests
+// (runner/*_bed_test.cc) prove the same on real sshd and dockerd.
+#include "runner/controller/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runner/controller/fake_hosts.h"
+#include "runner/job_file.h"
+#include "runner/job_store.h"
+
+namespace barge::runner {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+// Keeps every host phase edge and job event, in order.
+class Recorder : public JobObserver {
+ public:
+  void HostBegan(const HostPhase& p, TimePoint) override {
+    edges.push_back(std::string(ToString(p.phase)) + " began " + p.label());
+  }
+  void HostEnded(const HostPhase& p, TimePoint, bool ok, std::string_view detail) override {
+    edges.push_back(std::string(ToString(p.phase)) + (ok ? " ok " : " failed ") + p.label());
+    if (!ok) failures.push_back(p.label() + ": " + std::string(detail));
+  }
+  void JobEvent(std::string_view kind, const std::optional<std::string>& host, std::string_view detail,
+                TimePoint) override {
+    events.push_back(std::string(kind) + (host ? " " + *host : "") + ": " + std::string(detail));
+  }
+  void Message(std::string_view line) override { messages.push_back(std::string(line)); }
+
+  // Index of the first edge that starts with `prefix`, or -1.
+  int First(const std::string& prefix) const {
+    for (size_t i = 0; i < edges.size(); ++i) {
+      if (edges[i].rfind(prefix, 0) == 0) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  bool Said(const std::string& part) const {
+    return std::any_of(messages.begin(), messages.end(),
+                       [&](const std::string& m) { return m.find(part) != std::string::npos; });
+  }
+  std::string AllMessages() const {
+    std::string out;
+    for (const auto& m : messages) out += m + "\n";
+    return out;
+  }
+
+  std::vector<std::string> edges, failures, events, messages;
+};
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_ = std::filesystem::temp_directory_path() /
+             ("barge-controller-test-" + std::to_string(getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(state_);
+    std::filesystem::create_directories(state_);
+  }
+  void TearDown() override { std::filesystem::remove_all(state_); }
+
+  // The job file text: three hosts h1 h2 h3 plus `extra`.
+  static std::string Job(const std::string& extra, const std::string& hosts = "[h1, h2, h3]") {
+    return "name: fake\nimage: img\ncommand: [train]\nhosts: " + hosts +
+           "\nssh: {dead_after: 1s}\nstop_grace: 1s\n" + extra;
+  }
+
+  // Makes the controller for `yaml` (kept in controller_), runs `before`
+  // (to schedule faults), then Run. Returns Run's exit code.
+  int Run(const std::string& yaml, const std::function<void(internal::Controller&)>& before = {}) {
+    LoadedJob loaded = ParseJobText(yaml, "job.yaml", state_.string());
+    if (!loaded.errors.empty()) {
+      ADD_FAILURE() << loaded.errors[0].ToString();
+      return -1;
+    }
+    spec_ = std::move(loaded.spec);
+    input_ = MakePlanInput(*spec_, "abcd1234");
+    options_.state_dir = state_.string();
+    options_.echo = false;
+    controller_ = std::make_unique<internal::Controller>(*spec_, input_, options_, &loop_, &fake_, &rec_);
+    if (before) before(*controller_);
+    const int code = controller_->Run();
+    controller_.reset();
+    return code;
+  }
+
+  // Runs `fn` on the loop `after` from now.
+  void At(milliseconds after, std::function<void()> fn) { loop_.AddTimer(Clock::now() + after, std::move(fn)); }
+
+  // Polls the loop for `how_long`: whatever the controller left behind on
+  // it (a callback into a dead frame) would run now.
+  void Drain(milliseconds how_long) {
+    const auto until = Clock::now() + how_long;
+    while (Clock::now() < until) loop_.Poll(milliseconds(20));
+  }
+
+  bool NothingLeft() {
+    for (const char* h : {"h1", "h2", "h3", "s1"}) {
+      if (!fake_.host(h).containers().empty()) return false;
+    }
+    return true;
+  }
+
+  // Lines on `host` containing `part`.
+  int Count(const std::string& host, const std::string& part) {
+    const auto& lines = fake_.host(host).lines();
+    return static_cast<int>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
+      return l.find(part) != std::string::npos;
+    }));
+  }
+
+  JobStatus StatusInStore() {
+    auto store = JobStore::Open(state_.string());
+    auto job = (*store)->GetJob("abcd1234");
+    return job.ok() ? job->status : JobStatus::kLost;
+  }
+
+  std::filesystem::path state_;
+  ssh::EventLoop loop_;
+  FakeConnector fake_{&loop_};
+  Recorder rec_;
+  std::optional<JobSpec> spec_;
+  cluster::PlanInput input_;
+  ControllerOptions options_;
+  std::unique_ptr<internal::Controller> controller_;
+};
+
+TEST_F(ControllerTest, TheHeadsExitCodeIsTheJobsAndNothingIsLeftOnAnyHost) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 7});
+  EXPECT_EQ(Run(Job("")), 7);
+  EXPECT_TRUE(NothingLeft());
+  EXPECT_EQ(StatusInStore(), JobStatus::kFailed);
+  EXPECT_EQ(Count("h2", "docker run -d"), 1);
+  EXPECT_EQ(Count("h3", "docker rm -f barge-"), 1);
+}
+
+TEST_F(ControllerTest, EveryHostIsPreflightedBeforeTheHeadStartsAndTheHeadIsReadyBeforeAnyWorker) {
+  fake_.SetNode(0, FakeNode{milliseconds(400), 0, false, {"listening"}});
+  EXPECT_EQ(Run(Job("roles: {head: {ready: {log: listening}}}\n")), 0);
+  const int last_preflight = std::max({rec_.First("preflight ok h1"), rec_.First("preflight ok h2"),
+                                       rec_.First("preflight ok h3")});
+  ASSERT_GE(last_preflight, 0);
+  EXPECT_LT(last_preflight, rec_.First("start began 0 on h1"));
+  ASSERT_GE(rec_.First("ready ok 0 on h1"), 0);
+  EXPECT_LT(rec_.First("ready ok 0 on h1"), rec_.First("start began 1 on h2"));
+  EXPECT_LT(rec_.First("ready ok 0 on h1"), rec_.First("start began 2 on h3"));
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AnUnreachableHostStopsTheLaunchBeforeAnyContainerStarts) {
+  fake_.host("h2").RefuseConnect("connection refused");
+  EXPECT_EQ(Run(Job("")), 125);
+  for (const auto& line : fake_.all_lines()) EXPECT_EQ(line.find("docker run -d"), std::string::npos) << line;
+  EXPECT_TRUE(rec_.Said("h2: connection refused")) << rec_.AllMessages();
+}
+
+TEST_F(ControllerTest, AWorkerThatFailsToStartRemovesTheHeadAlreadyStarted) {
+  fake_.host("h3").On("docker run -d", FakeReply{125, "", "docker: no space left on device\n"});
+  EXPECT_EQ(Run(Job("")), 125);
+  EXPECT_EQ(Count("h1", "docker run -d"), 1);
+  EXPECT_TRUE(NothingLeft());
+  EXPECT_TRUE(rec_.Said("node 2 (worker) on h3 did not start: docker: no space left on device"))
+      << rec_.AllMessages();
+}
+
+TEST_F(ControllerTest, AnInterruptDuringPreflightOnAFrozenEngineExits130AndLeavesNoCallbackBehind) {
+  // h2's engine never answers: its preflight check hangs (bounded by
+  // dead_after, 1 s) while the interrupt comes 100 ms after it started.
+  fake_.host("h2").On("docker version", FakeReply{0, "", "", milliseconds(0), /*hang=*/true});
+  const auto began = Clock::now();
+  EXPECT_EQ(Run(Job(""),
+                [&](internal::Controller& c) {
+                  fake_.host("h2").When("docker version", [&] { At(milliseconds(100), [&c] { c.Interrupt(2); }); });
+                }),
+            130);
+  EXPECT_LT(Clock::now() - began, seconds(5));
+  for (const auto& line : fake_.all_lines()) EXPECT_EQ(line.find("docker run -d"), std::string::npos) << line;
+  // The controller is gone: nothing of it may still be called from the loop.
+  Drain(milliseconds(1500));
+  EXPECT_EQ(StatusInStore(), JobStatus::kCancelled);
+}
+
+TEST_F(ControllerTest, AnInterruptWhileWorkersStartRemovesEveryContainerAndExits130) {
+  fake_.host("h3").On("docker run -d", FakeReply{0, "id\n", "", seconds(3)});
+  EXPECT_EQ(Run(Job(""),
+                [&](internal::Controller& c) { fake_.host("h3").When("docker run -d", [&c] { c.Interrupt(15); }); }),
+            130);
+  EXPECT_EQ(Count("h1", "docker rm -f barge-"), 1);
+  EXPECT_EQ(Count("h2", "docker rm -f barge-"), 1);
+  EXPECT_EQ(Count("h3", "docker rm -f barge-"), 1);  // its run was attempted
+  EXPECT_TRUE(NothingLeft());
+  Drain(milliseconds(3500));
+}
+
+TEST_F(ControllerTest, ASecondInterruptKillsInsteadOfStopping) {
+  fake_.host("h1").On("docker stop", FakeReply{0, "", "", milliseconds(0), /*hang=*/true});
+  EXPECT_EQ(Run(Job(""),
+                [&](internal::Controller& c) {
+                  fake_.host("h2").When("docker logs", [&c] { c.Interrupt(2); });
+                  fake_.host("h1").When("docker stop", [&c] { c.Interrupt(2); });
+                }),
+            130);
+  EXPECT_EQ(Count("h1", "docker stop"), 1);
+  EXPECT_TRUE(rec_.Said("interrupted again")) << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AFailedWorkerEndsTheJobWhenOnWorkerExitIsFail) {
+  fake_.SetNode(2, FakeNode{milliseconds(300), 3});
+  EXPECT_EQ(Run(Job("")), 125);
+  EXPECT_TRUE(rec_.Said("node_failed: node 2 (worker) on h3 ended: exit code 3")) << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AFailedWorkerIsOnlyReportedWhenOnWorkerExitIsIgnore) {
+  fake_.SetNode(0, FakeNode{milliseconds(800), 0});
+  fake_.SetNode(2, FakeNode{milliseconds(200), 3});
+  EXPECT_EQ(Run(Job("on_worker_exit: ignore\n")), 0);
+  EXPECT_TRUE(rec_.Said("node 2 (worker) on h3 ended: exit code 3")) << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, ALostHostIsReplacedByASpareAndTheWholeJobRestarts) {
+  fake_.SetNode(0, FakeNode{milliseconds(1500), 0});
+  const int code = Run(Job("spare_hosts: [s1]\nrestart: {max_restarts: 1, on: [host_lost], backoff: 100ms}\n"),
+                       [&](internal::Controller&) { fake_.host("h2").When("docker logs", [&] { fake_.host("h2").Drop("link down"); }); });
+  EXPECT_EQ(code, 0) << rec_.AllMessages();
+  EXPECT_EQ(Count("s1", "docker run -d"), 1);
+  EXPECT_EQ(Count("s1", "BARGE_RESTART_COUNT=1"), 1);
+  EXPECT_EQ(Count("h1", "docker run -d"), 2);
+  // The lost host's container is left to its watchdog; the others are gone.
+  EXPECT_TRUE(fake_.host("h1").containers().empty());
+  EXPECT_TRUE(fake_.host("h3").containers().empty());
+  EXPECT_TRUE(fake_.host("s1").containers().empty());
+  // The spare is a host of its own, which names the one it replaced.
+  auto store = JobStore::Open(state_.string());
+  auto hosts = (*store)->GetHosts("abcd1234");
+  ASSERT_TRUE(hosts.ok());
+  ASSERT_EQ(hosts->size(), 4u);
+  EXPECT_EQ((*hosts)[3].name, "s1");
+  ASSERT_TRUE((*hosts)[3].replaces.has_value());
+  EXPECT_EQ(*(*hosts)[3].replaces, (*hosts)[1].host_id);
+}
+
+TEST_F(ControllerTest, WithNoRestartLeftALostHostFailsTheJobNamingIt) {
+  fake_.SetNode(0, FakeNode{seconds(5), 0});
+  const int code = Run(Job("restart: {max_restarts: 0, on: [host_lost]}\n"),
+                       [&](internal::Controller&) { fake_.host("h3").When("docker logs", [&] { fake_.host("h3").Drop("reset"); }); });
+  EXPECT_EQ(code, 125);
+  EXPECT_TRUE(rec_.Said("job failed: h3 is lost")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("no restarts left")) << rec_.AllMessages();
+  EXPECT_TRUE(fake_.host("h1").containers().empty());
+  EXPECT_TRUE(fake_.host("h2").containers().empty());
+}
+
+TEST_F(ControllerTest, AnEngineThatStopsAnsweringMakesItsHostLost) {
+  fake_.SetNode(0, FakeNode{seconds(10), 0});
+  const int code = Run(Job(""), [&](internal::Controller&) {
+    fake_.host("h2").When("docker logs", [&] {
+      fake_.host("h2").On("docker version", FakeReply{0, "", "", milliseconds(0), true});
+    });
+  });
+  EXPECT_EQ(code, 125);
+  EXPECT_TRUE(rec_.Said("h2 is lost: the Docker engine did not answer")) << rec_.AllMessages();
+}
+
+TEST_F(ControllerTest, APreemptionNoticeSendsSigtermFirstAndRestartsOnASpare) {
+  fake_.SetNode(0, FakeNode{milliseconds(2000), 0});
+  for (const char* h : {"h1", "h2", "h3", "s1"}) fake_.host(h).On("preempt-check", FakeReply{1});
+  const int code = Run(
+      Job("spare_hosts: [s1]\nrestart: {max_restarts: 1, on: [preempted], backoff: 100ms}\n"
+          "preemption: {command: preempt-check, every: 200ms}\n"),
+      [&](internal::Controller&) {
+        fake_.host("h2").When("docker logs", [&] { fake_.host("h2").On("preempt-check", FakeReply{0, "spot notice\n"}); });
+      });
+  EXPECT_EQ(code, 0) << rec_.AllMessages() << [&] {
+    std::string all;
+    for (const auto& l : fake_.all_lines()) all += l.substr(0, 160) + "\n";
+    return all;
+  }();
+  // SIGTERM to its container came before any stop or removal there.
+  const auto& lines = fake_.host("h2").lines();
+  auto term = std::find_if(lines.begin(), lines.end(),
+                           [](const std::string& l) { return l.find("docker kill -s TERM") != std::string::npos; });
+  auto rm = std::find_if(lines.begin(), lines.end(),
+                         [](const std::string& l) { return l.find("docker rm -f barge-") != std::string::npos; });
+  ASSERT_NE(term, lines.end());
+  EXPECT_LT(term, rm);
+  EXPECT_EQ(Count("s1", "docker run -d"), 1);
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, TheJobsTimeoutEndsItWith124) {
+  fake_.SetNode(0, FakeNode{seconds(30), 0});
+  EXPECT_EQ(Run(Job("timeout: 1s\n")), 124);
+  EXPECT_EQ(StatusInStore(), JobStatus::kTimedOut);
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AHeadThatNeverGetsReadyFailsTheLaunchWithItsLastLines) {
+  fake_.SetNode(0, FakeNode{seconds(30), 0, false, {"loading", "still loading"}});
+  EXPECT_EQ(Run(Job("roles: {head: {ready: {log: never-printed, timeout: 1s}}}\n")), 125);
+  EXPECT_TRUE(rec_.Said("the head was not ready after 1.000 s")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("| still loading")) << rec_.AllMessages();
+  EXPECT_EQ(Count("h2", "docker run -d"), 0);
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, EveryHostPhaseThatBeganAlsoEnded) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("")), 0);
+  for (const std::string& edge : rec_.edges) {
+    const size_t sp = edge.find(" began ");
+    if (sp == std::string::npos) continue;
+    const std::string phase = edge.substr(0, sp), who = edge.substr(sp + 7);
+    EXPECT_TRUE(std::any_of(rec_.edges.begin(), rec_.edges.end(), [&](const std::string& e) {
+      return e == phase + " ok " + who || e == phase + " failed " + who;
+    })) << edge;
+  }
+  auto store = JobStore::Open(state_.string());
+  auto phases = (*store)->GetPhases("abcd1234");
+  ASSERT_TRUE(phases.ok());
+  EXPECT_GE(phases->size(), 3u * 4);  // connect, preflight, start, running per host at least
+  for (const PhaseRecord& p : *phases) EXPECT_TRUE(p.ended.has_value()) << p.phase << " " << p.host;
+}
+
+}  // namespace
+}  // namespace barge::runner

@@ -1,0 +1,316 @@
+// FakeConnector: the scripted hosts and their small Docker model.
+#include "runner/controller/fake_hosts.h"
+
+#include <nlohmann/json.hpp>
+
+#include <regex>
+#include <utility>
+
+namespace barge::runner {
+
+using Clock = ssh::EventLoop::Clock;
+using std::chrono::milliseconds;
+
+// One command in flight on a fake host. Ends once: from a timer, from its
+// container's end, or from the session's drop.
+struct FakeHost::Cmd {
+  ssh::CommandCallbacks cb;
+  bool ended = false;
+  bool abandoned = false;  // its Command was destroyed: deliver nothing
+  std::vector<ssh::EventLoop::TimerId> timers;
+};
+
+struct FakeHost::Container {
+  std::string name;
+  int rank = 0;
+  bool running = true;
+  int exit_code = 0;
+  bool oom_killed = false;
+  std::vector<std::weak_ptr<Cmd>> logs;   // ended with the container
+  std::vector<std::weak_ptr<Cmd>> waits;  // ended with inspect JSON
+};
+
+namespace {
+
+const std::regex kName(R"(barge-[A-Za-z0-9_.-]+-[0-9]+)");
+
+std::vector<std::string> NamesIn(const std::string& line) {
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), kName); it != std::sregex_iterator(); ++it) {
+    out.push_back(it->str());
+  }
+  return out;
+}
+
+int RankOf(const std::string& name) { return std::stoi(name.substr(name.rfind('-') + 1)); }
+
+std::string InspectJson(const std::string& name, int code, bool oom) {
+  nlohmann::json c = {{"Id", "id-" + name},
+                      {"Name", "/" + name},
+                      {"State",
+                       {{"Status", "exited"}, {"Running", false}, {"ExitCode", code}, {"OOMKilled", oom}, {"Error", ""}}}};
+  return nlohmann::json::array({c}).dump() + "\n";
+}
+
+}  // namespace
+
+// The Command handed to the controller.
+class FakeCommand : public ssh::Command {
+ public:
+  FakeCommand(FakeHost* host, std::shared_ptr<FakeHost::Cmd> cmd, ssh::EventLoop* loop)
+      : host_(host), cmd_(std::move(cmd)), loop_(loop) {}
+  ~FakeCommand() override {
+    cmd_->abandoned = true;
+    for (auto t : cmd_->timers) loop_->CancelTimer(t);
+  }
+  void WriteStdin(std::string_view) override {}
+  void CloseStdin() override {}
+  bool done() const override { return cmd_->ended; }
+  size_t stdin_pending() const override { return 0; }
+
+ private:
+  FakeHost* host_;
+  std::shared_ptr<FakeHost::Cmd> cmd_;
+  ssh::EventLoop* loop_;
+};
+
+class FakeExecutor : public ssh::Executor {
+ public:
+  FakeExecutor(FakeHost* host, FakeConnector* owner) : host_(host), owner_(owner) {}
+  Result<std::unique_ptr<ssh::Command>> Start(const std::string& line, ssh::CommandCallbacks cb) override;
+  std::string label() const override { return host_->address_; }
+
+  // Ends `cmd` from the loop (never from Start).
+  static void End(const std::shared_ptr<FakeHost::Cmd>& cmd, FakeHost* host, ssh::ExitStatus st,
+                  const std::string& out, const std::string& err) {
+    if (cmd->ended) return;
+    cmd->ended = true;
+    host->live_.erase(cmd);
+    if (cmd->abandoned) return;
+    if (!out.empty() && cmd->cb.on_stdout) cmd->cb.on_stdout(out);
+    if (!err.empty() && cmd->cb.on_stderr) cmd->cb.on_stderr(err);
+    if (cmd->cb.on_exit) cmd->cb.on_exit(st);
+  }
+
+ private:
+  void At(const std::shared_ptr<FakeHost::Cmd>& cmd, milliseconds after, std::function<void()> fn) {
+    cmd->timers.push_back(owner_->loop()->AddTimer(Clock::now() + after, std::move(fn)));
+  }
+  void Reply(const std::shared_ptr<FakeHost::Cmd>& cmd, const FakeReply& r,
+             std::optional<int> bound_s);
+  static void EndContainer(FakeHost* host, const std::shared_ptr<FakeHost::Container>& c, int code);
+
+  FakeHost* host_;
+  FakeConnector* owner_;
+};
+
+void FakeExecutor::Reply(const std::shared_ptr<FakeHost::Cmd>& cmd, const FakeReply& r,
+                         std::optional<int> bound_s) {
+  FakeHost* host = host_;
+  if (bound_s && (r.hang || r.after > std::chrono::seconds(*bound_s))) {
+    At(cmd, std::chrono::seconds(*bound_s), [cmd, host] {
+      ssh::ExitStatus st;
+      st.code = 137;
+      End(cmd, host, st, "", "");
+    });
+    return;
+  }
+  if (r.hang) return;
+  At(cmd, r.after, [cmd, host, r] {
+    ssh::ExitStatus st;
+    st.code = r.code;
+    End(cmd, host, st, r.out, r.err);
+  });
+}
+
+void FakeExecutor::EndContainer(FakeHost* host, const std::shared_ptr<FakeHost::Container>& c,
+                                int code) {
+  if (!c->running) return;
+  c->running = false;
+  c->exit_code = code;
+  for (auto& w : c->logs) {
+    if (auto cmd = w.lock()) End(cmd, host, ssh::ExitStatus{0, "", ""}, "", "");
+  }
+  for (auto& w : c->waits) {
+    if (auto cmd = w.lock()) End(cmd, host, ssh::ExitStatus{0, "", ""}, InspectJson(c->name, code, c->oom_killed), "");
+  }
+  c->logs.clear();
+  c->waits.clear();
+}
+
+Result<std::unique_ptr<ssh::Command>> FakeExecutor::Start(const std::string& line,
+                                                          ssh::CommandCallbacks cb) {
+  if (host_->dropped_) return Status::Error(host_->address_ + ": connection lost: " + *host_->dropped_);
+  host_->lines_.push_back(line);
+  owner_->Note(host_->address_, line);
+  for (auto& [part, fn] : host_->triggers_) {
+    if (fn && line.find(part) != std::string::npos) {
+      owner_->loop()->AddTimer(Clock::now(), std::move(fn));
+      fn = nullptr;
+    }
+  }
+  auto cmd = std::make_shared<FakeHost::Cmd>();
+  cmd->cb = std::move(cb);
+  host_->live_.insert(cmd);
+  auto handle = std::make_unique<FakeCommand>(host_, cmd, owner_->loop());
+
+  std::optional<int> bound;
+  static const std::regex kTimeout(R"(^timeout -s KILL ([0-9]+) )");
+  std::smatch m;
+  if (std::regex_search(line, m, kTimeout)) bound = std::stoi(m[1]);
+
+  // A rule wins over the model.
+  for (auto it = host_->rules_.rbegin(); it != host_->rules_.rend(); ++it) {
+    if (line.find(it->first) != std::string::npos) {
+      Reply(cmd, it->second, bound);
+      return std::unique_ptr<ssh::Command>(std::move(handle));
+    }
+  }
+  FakeHost* host = host_;
+  auto ok = [&](std::string out) {
+    FakeReply r;
+    r.out = std::move(out);
+    Reply(cmd, r, bound);
+  };
+  const std::vector<std::string> names = NamesIn(line);
+  if (line.find("docker run -d ") != std::string::npos && !names.empty()) {
+    auto c = std::make_shared<FakeHost::Container>();
+    c->name = names.front();
+    c->rank = RankOf(c->name);
+    const FakeNode& script = owner_->node(c->rank);
+    c->oom_killed = script.oom_killed;
+    host_->containers_[c->name] = c;
+    ssh::EventLoop* loop = owner_->loop();
+    At(cmd, milliseconds(0), [loop, host, c, script] {
+      // Its life begins once `docker run` has answered.
+      loop->AddTimer(Clock::now() + script.runs_for,
+                     [host, c, code = script.exit_code] { EndContainer(host, c, code); });
+    });
+    ok("id-" + c->name + "\n");
+  } else if (line.find("docker logs ") != std::string::npos && !names.empty()) {
+    auto it = host_->containers_.find(names.front());
+    if (it == host_->containers_.end()) {
+      FakeReply r{1, "", "Error: No such container: " + names.front() + "\n"};
+      Reply(cmd, r, bound);
+    } else {
+      std::string out;
+      for (const auto& l : owner_->node(it->second->rank).lines) out += "2026-11-24T10:00:00.000000000Z " + l + "\n";
+      if (!out.empty()) {
+        At(cmd, milliseconds(0), [cmd, out] {
+          if (!cmd->ended && !cmd->abandoned && cmd->cb.on_stdout) cmd->cb.on_stdout(out);
+        });
+      }
+      if (it->second->running) {
+        it->second->logs.push_back(cmd);
+      } else {
+        ok("");
+      }
+    }
+  } else if (line.find("docker wait ") != std::string::npos && !names.empty()) {
+    auto it = host_->containers_.find(names.front());
+    if (it == host_->containers_.end()) {
+      FakeReply r{1, "", "Error: No such container: " + names.front() + "\n"};
+      Reply(cmd, r, bound);
+    } else if (it->second->running) {
+      it->second->waits.push_back(cmd);
+    } else {
+      ok(InspectJson(it->second->name, it->second->exit_code, it->second->oom_killed));
+    }
+  } else if ((line.find("docker stop ") != std::string::npos ||
+              line.find("docker kill ") != std::string::npos) && !names.empty()) {
+    const bool term = line.find("docker stop ") != std::string::npos || line.find("TERM") != std::string::npos;
+    At(cmd, milliseconds(0), [host, names, term] {
+      for (const auto& n : names) {
+        auto it = host->containers_.find(n);
+        if (it != host->containers_.end()) EndContainer(host, it->second, term ? 143 : 137);
+      }
+    });
+    ok("");
+  } else if (line.find("docker rm -f ") != std::string::npos && !names.empty()) {
+    At(cmd, milliseconds(0), [host, names] {
+      for (const auto& n : names) {
+        auto it = host->containers_.find(n);
+        if (it == host->containers_.end()) continue;
+        EndContainer(host, it->second, 137);
+        host->containers_.erase(it);
+      }
+    });
+    ok("");
+  } else if (line.find("ps -aq --filter label=barge.job=") != std::string::npos) {
+    // RemoveLabelled: every container of the job goes.
+    const std::string job = line.substr(line.find("barge.job=") + 10, 8);
+    std::string out;
+    for (auto it = host_->containers_.begin(); it != host_->containers_.end();) {
+      if (it->first.find("-" + job + "-") == std::string::npos) {
+        ++it;
+        continue;
+      }
+      out += "id-" + it->first + "\n";
+      EndContainer(host, it->second, 137);
+      it = host_->containers_.erase(it);
+    }
+    ok(out);
+  } else if (line.find("image inspect") != std::string::npos) {
+    ok("sha256:0123456789abcdef0123456789abcdef\n");
+  } else if (line.find("echo barge-posix-") != std::string::npos) {
+    ok("barge-posix-42\n");
+  } else {
+    ok("");
+  }
+  return std::unique_ptr<ssh::Command>(std::move(handle));
+}
+
+void FakeHost::Drop(const std::string& why) {
+  if (dropped_) return;
+  dropped_ = why;
+  auto live = live_;
+  for (const auto& cmd : live) {
+    ssh::ExitStatus st;
+    st.error = address_ + ": connection lost: " + why;
+    FakeExecutor::End(cmd, this, st, "", "");
+  }
+  if (on_lost_) on_lost_(Status::Error(address_ + ": connection lost: " + why));
+}
+
+std::set<std::string> FakeHost::containers() const {
+  std::set<std::string> out;
+  for (const auto& [name, c] : containers_) out.insert(name);
+  return out;
+}
+
+std::set<std::string> FakeHost::running() const {
+  std::set<std::string> out;
+  for (const auto& [name, c] : containers_) {
+    if (c->running) out.insert(name);
+  }
+  return out;
+}
+
+FakeHost& FakeConnector::host(const std::string& address) {
+  auto& h = hosts_[address];
+  if (!h) h = std::make_unique<FakeHost>(this, address);
+  return *h;
+}
+
+std::vector<Result<std::unique_ptr<ssh::Executor>>> FakeConnector::Connect(
+    const std::vector<HostTarget>& targets, int) {
+  std::vector<Result<std::unique_ptr<ssh::Executor>>> out;
+  for (const HostTarget& t : targets) {
+    FakeHost& h = host(t.host.address);
+    ++h.connects_;
+    if (h.refuse_) {
+      out.emplace_back(Status::Error(t.host.address + ": " + *h.refuse_));
+      continue;
+    }
+    h.dropped_.reset();
+    h.on_lost_ = t.on_lost;
+    out.emplace_back(std::unique_ptr<ssh::Executor>(std::make_unique<FakeExecutor>(&h, this)));
+  }
+  return out;
+}
+
+std::unique_ptr<ssh::Executor> FakeConnector::Local() {
+  return std::make_unique<FakeExecutor>(&local(), this);
+}
+
+}  // namespace barge::runner
