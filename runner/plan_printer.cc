@@ -20,6 +20,24 @@ std::string Transport(const JobSpec& spec, const cluster::Host& host) {
 
 }  // namespace
 
+std::string GateText(const cluster::ReadinessProbe& gate) {
+  using Kind = cluster::ReadinessProbe::Kind;
+  const long long secs =
+      std::chrono::duration_cast<std::chrono::seconds>(gate.timeout).count();
+  switch (gate.kind) {
+    case Kind::kRunning: return "go on once each container runs";
+    case Kind::kTcpPort:
+      return "wait until port " + std::to_string(gate.tcp_port) + " listens in each (at most " +
+             std::to_string(secs) + " s)";
+    case Kind::kLog:
+      return "wait for a log line matching /" + gate.log_regex + "/ from each (at most " +
+             std::to_string(secs) + " s)";
+    case Kind::kCommand:
+      return "wait until `" + gate.command + "` succeeds in each (at most " + std::to_string(secs) + " s)";
+  }
+  return "";
+}
+
 std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
   std::ostringstream out;
   const int grace = static_cast<int>(
@@ -30,6 +48,14 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
       << " host(s). Nothing below has been run.\n";
   if (plan.has_placeholders) {
     out << "# <...> values are filled in at preflight from the live hosts.\n";
+  }
+  out << "# Launch stages, in order:\n";
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const cluster::LaunchStage& stage = plan.stages[i];
+    out << "#   " << i + 1 << ". " << stage.name << ": start node";
+    if (stage.ranks.size() > 1) out << "s";
+    for (size_t r = 0; r < stage.ranks.size(); ++r) out << (r ? "," : "") << " " << stage.ranks[r];
+    out << " in parallel; then " << GateText(stage.gate) << "\n";
   }
   for (size_t h : plan.used_hosts) {
     const cluster::Host& host = plan.hosts[h];
@@ -82,8 +108,14 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
       }
     }
     for (const auto* n : nodes) {
-      out << "# node " << n->rank << " (" << n->role << ")"
-          << (n->rank == 0 ? "" : ", once the head is ready") << "\n";
+      size_t stage = 0;
+      for (size_t i = 0; i < plan.stages.size(); ++i) {
+        for (int r : plan.stages[i].ranks) {
+          if (r == n->rank) stage = i + 1;
+        }
+      }
+      out << "# node " << n->rank << " (" << n->role << "), stage " << stage << " ("
+          << plan.stages[stage - 1].name << ")\n";
       out << docker.Run(n->container) << "\n";
       out << docker.Logs(n->container.name) << "\n";
       out << docker.Wait(n->container.name) << "\n";

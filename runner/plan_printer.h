@@ -12,4 +12,8 @@ namespace barge::runner {
 
 std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan);
 
+// What a launch stage waits for before the next one starts, in words:
+// "wait until port 29500 listens in each (at most 120 s)".
+std::string GateText(const cluster::ReadinessProbe& gate);
+
 }  // namespace barge::runner

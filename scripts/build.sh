@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures (once) and builds barge in ./build with Ninja.
 #   BUILD_TYPE (default RelWithDebInfo), BUILD_DIR (default build),
-#   CMAKE_ARGS (extra configure arguments, word-split).
+#   CMAKE_ARGS (extra configure arguments, word-split),
+#   BUILD_TARGETS (only these targets, word-split; default: all).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -14,6 +15,9 @@ if [[ -f "$cache" ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$cache"; th
   echo "build: $build_dir was configured with another generator; reconfiguring"
   rm -rf "$cache" "$build_dir/CMakeFiles"
 fi
+launcher=()
+if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 # shellcheck disable=SC2086
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" ${CMAKE_ARGS:-}
-cmake --build "$build_dir"
+cmake -S . -B "$build_dir" "${launcher[@]}" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" ${CMAKE_ARGS:-}
+# shellcheck disable=SC2086
+cmake --build "$build_dir" ${BUILD_TARGETS:+--target $BUILD_TARGETS}

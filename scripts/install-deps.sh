@@ -10,7 +10,7 @@ set -euo pipefail
 
 packages=(
   # build
-  g++ cmake ninja-build pkg-config
+  g++ cmake ninja-build pkg-config ccache
   libssh-dev libcurl4-openssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libspdlog-dev libcli11-dev libsqlite3-dev libgtest-dev libgmock-dev
   # container engine and the test bed

@@ -17,6 +17,11 @@ step "docker engine"
 scripts/ensure-docker.sh
 step "build"
 scripts/build.sh
+# The AddressSanitizer build of barge alone, for runner_asan_bed_tests
+# (interrupts and deadlines with late answers from frozen engines).
+step "build (AddressSanitizer, barge only)"
+BUILD_DIR=build-asan BUILD_TYPE=Debug CMAKE_ARGS="-DBARGE_SANITIZE=ON" BUILD_TARGETS=barge \
+  scripts/build.sh
 step "tests"
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --no-tests=error \
   -j "$(nproc)" "$@"
