@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -73,6 +74,28 @@ CREATE TABLE events (
 );
 CREATE INDEX events_by_job ON events (job_id, id);
 )sql"},
+    {2, R"sql(
+CREATE TABLE hosts (
+  job_id   TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  host_id  INTEGER NOT NULL,
+  name     TEXT NOT NULL,
+  address  TEXT NOT NULL DEFAULT '',
+  replaces INTEGER,
+  PRIMARY KEY (job_id, host_id)
+);
+CREATE TABLE phases (
+  id       INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id   TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  host_id  INTEGER NOT NULL,
+  host     TEXT NOT NULL,
+  rank     INTEGER,
+  phase    TEXT NOT NULL,
+  began_ms INTEGER NOT NULL,
+  ended_ms INTEGER,
+  outcome  TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX phases_by_job ON phases (job_id, began_ms, id);
+)sql"},
 };
 static_assert(std::size(kMigrations) == JobStore::kSchemaVersion,
               "kSchemaVersion must be the last migration's version");
@@ -119,6 +142,13 @@ class Statement {
     if (!prepared()) return prepare_rc_;
     if (bind_rc_ != SQLITE_OK) return bind_rc_;
     return sqlite3_step(stmt_);
+  }
+  // Makes the statement ready to step again with new bindings (a failed
+  // bind before stays failed: the batch it belongs to fails).
+  void Reset() {
+    if (!prepared()) return;
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
   }
   // Steps once; true on SQLITE_DONE.
   bool Run() { return Step() == SQLITE_DONE; }
@@ -505,6 +535,116 @@ Status JobStore::UpsertNode(const NodeRecord& node) {
   return Status::Ok();
 }
 
+Status JobStore::UpsertHost(const HostRecord& host) {
+  Transaction tx(db_);
+  if (!tx.begun()) return Error("cannot begin a transaction");
+  if (Status s = RequireJob(host.job_id); !s.ok()) return s;
+  Statement st(db_, R"sql(
+      INSERT INTO hosts (job_id, host_id, name, address, replaces) VALUES (?1, ?2, ?3, ?4, ?5)
+      ON CONFLICT (job_id, host_id) DO UPDATE SET
+        name = excluded.name, address = excluded.address, replaces = excluded.replaces)sql");
+  st.Bind(1, host.job_id)
+      .Bind(2, host.host_id)
+      .Bind(3, host.name)
+      .Bind(4, host.address)
+      .Bind(5, host.replaces);
+  const std::string what = "host " + std::to_string(host.host_id) + " of job " + host.job_id;
+  if (!st.Run()) return Error("cannot record " + what);
+  if (!tx.Commit()) return Error("cannot commit " + what);
+  return Status::Ok();
+}
+
+Result<std::vector<HostRecord>> JobStore::GetHosts(const std::string& job_id) {
+  Statement st(db_, R"sql(
+      SELECT job_id, host_id, name, address, replaces FROM hosts WHERE job_id = ?1
+      ORDER BY host_id)sql");
+  st.Bind(1, job_id);
+  std::vector<HostRecord> hosts;
+  int rc;
+  while ((rc = st.Step()) == SQLITE_ROW) {
+    HostRecord h;
+    h.job_id = st.Text(0);
+    h.host_id = static_cast<int>(st.Int(1));
+    h.name = st.Text(2);
+    h.address = st.Text(3);
+    if (auto v = st.OptInt(4)) h.replaces = static_cast<int>(*v);
+    hosts.push_back(std::move(h));
+  }
+  if (rc != SQLITE_DONE) return Error("cannot read the hosts of job " + job_id);
+  return hosts;
+}
+
+Result<std::vector<int64_t>> JobStore::WritePhases(const std::vector<PhaseRecord>& records) {
+  std::vector<int64_t> ids;
+  if (records.empty()) return ids;
+  ids.reserve(records.size());
+  Transaction tx(db_);
+  if (!tx.begun()) return Error("cannot begin a transaction");
+  // Prepared once for the whole batch.
+  Statement insert(db_, R"sql(
+      INSERT INTO phases (job_id, host_id, host, rank, phase, began_ms, ended_ms, outcome)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
+  Statement update(db_, "UPDATE phases SET ended_ms = ?2, outcome = ?3 WHERE id = ?1");
+  std::vector<std::string> known_jobs;  // checked in this transaction
+  for (const PhaseRecord& r : records) {
+    if (r.id == 0) {
+      if (std::find(known_jobs.begin(), known_jobs.end(), r.job_id) == known_jobs.end()) {
+        if (Status s = RequireJob(r.job_id); !s.ok()) return s;
+        known_jobs.push_back(r.job_id);
+      }
+      insert.Reset();
+      insert.Bind(1, r.job_id)
+          .Bind(2, r.host_id)
+          .Bind(3, r.host)
+          .Bind(4, r.rank)
+          .Bind(5, r.phase)
+          .Bind(6, r.began)
+          .Bind(7, r.ended)
+          .Bind(8, r.outcome);
+      if (!insert.Run()) {
+        return Error("cannot record phase " + r.phase + " of host " + r.host + " of job " +
+                     r.job_id);
+      }
+      ids.push_back(sqlite3_last_insert_rowid(db_));
+    } else {
+      update.Reset();
+      update.Bind(1, r.id).Bind(2, r.ended).Bind(3, r.outcome);
+      if (!update.Run()) return Error("cannot update phase row " + std::to_string(r.id));
+      if (sqlite3_changes(db_) == 0) {
+        return Status::Error("no phase row " + std::to_string(r.id) + " (phase " + r.phase +
+                             " of host " + r.host + " of job " + r.job_id + ")");
+      }
+      ids.push_back(r.id);
+    }
+  }
+  if (!tx.Commit()) return Error("cannot commit " + std::to_string(records.size()) + " phases");
+  return ids;
+}
+
+Result<std::vector<PhaseRecord>> JobStore::GetPhases(const std::string& job_id) {
+  Statement st(db_, R"sql(
+      SELECT id, job_id, host_id, host, rank, phase, began_ms, ended_ms, outcome
+      FROM phases WHERE job_id = ?1 ORDER BY began_ms, id)sql");
+  st.Bind(1, job_id);
+  std::vector<PhaseRecord> phases;
+  int rc;
+  while ((rc = st.Step()) == SQLITE_ROW) {
+    PhaseRecord p;
+    p.id = st.Int(0);
+    p.job_id = st.Text(1);
+    p.host_id = static_cast<int>(st.Int(2));
+    p.host = st.Text(3);
+    if (auto v = st.OptInt(4)) p.rank = static_cast<int>(*v);
+    p.phase = st.Text(5);
+    p.began = FromMs(st.Int(6));
+    if (auto v = st.OptInt(7)) p.ended = FromMs(*v);
+    p.outcome = st.Text(8);
+    phases.push_back(std::move(p));
+  }
+  if (rc != SQLITE_DONE) return Error("cannot read the phases of job " + job_id);
+  return phases;
+}
+
 Result<std::vector<JobRecord>> JobStore::ListJobs(const JobFilter& filter) {
   Statement st(db_, std::string("SELECT ") + kJobColumns + R"sql( FROM jobs
       WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR name = ?2)
@@ -620,7 +760,8 @@ Status JobStore::RemoveJob(const std::string& id) {
   Transaction tx(db_);
   if (!tx.begun()) return Error("cannot begin a transaction");
   for (const char* sql :
-       {"DELETE FROM events WHERE job_id = ?1", "DELETE FROM nodes WHERE job_id = ?1"}) {
+       {"DELETE FROM events WHERE job_id = ?1", "DELETE FROM nodes WHERE job_id = ?1",
+        "DELETE FROM phases WHERE job_id = ?1", "DELETE FROM hosts WHERE job_id = ?1"}) {
     Statement st(db_, sql);
     st.Bind(1, id);
     if (!st.Run()) return Error("cannot remove job " + id);

@@ -1,5 +1,5 @@
-// The job store: every job barge has run, its nodes and its events, in one
-// embedded SQLite database, STATE/barge.db (mode 0600; STATE is created
+// The job store: every job barge has run, its nodes, its events, the hosts
+// it used and the per-host phase spans, in one embedded SQLite database, STATE/barge.db (mode 0600; STATE is created
 // 0700 when missing).
 //
 // Several barge processes may use the same database at once (a detached
@@ -117,6 +117,30 @@ struct EventRecord {
   std::string detail;
 };
 
+// A host the job used, with an id stable for the job's life: a spare that
+// takes a lost host's place gets a new id (replaces = the old id).
+struct HostRecord {
+  std::string job_id;
+  int host_id = 0;
+  std::string name;     // the user's name for it (address or ~/.ssh/config alias)
+  std::string address;  // the address used to reach it / that other nodes are told ("" until known)
+  std::optional<int> replaces;
+};
+
+// One span of one per-host phase: connect, preflight, push, upload, start,
+// ready, running, stop, remove (node phases carry the node's rank).
+struct PhaseRecord {
+  int64_t id = 0;  // 0 = not yet written
+  std::string job_id;
+  int host_id = 0;
+  std::string host;  // the host's name, as in HostRecord
+  std::optional<int> rank;
+  std::string phase;
+  TimePoint began{};
+  std::optional<TimePoint> ended;
+  std::string outcome;  // "" while open; "ok", or what went wrong
+};
+
 struct JobFilter {
   std::optional<JobStatus> status;
   std::optional<std::string> name;  // exact
@@ -134,7 +158,7 @@ class JobStore {
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   static constexpr std::chrono::milliseconds kBusyTimeout{10000};
   const std::string& path() const { return path_; }
 
@@ -170,6 +194,21 @@ class JobStore {
   // The job must exist.
   [[nodiscard]] Status UpsertNode(const NodeRecord& node);
 
+  // Inserts or replaces the host (job_id, host_id) with every field of
+  // `host`. The job must exist.
+  [[nodiscard]] Status UpsertHost(const HostRecord& host);
+  // By host_id.
+  [[nodiscard]] Result<std::vector<HostRecord>> GetHosts(const std::string& job_id);
+
+  // Writes every record in ONE transaction (the controller batches them: at
+  // 1,000 hosts one transaction per phase edge would be too slow). A record
+  // with id 0 is inserted (its job must exist); one with an id updates
+  // ended and outcome of that row (which must exist). Returns the ids, in
+  // order. On any error nothing is written.
+  [[nodiscard]] Result<std::vector<int64_t>> WritePhases(const std::vector<PhaseRecord>& records);
+  // By began, then id.
+  [[nodiscard]] Result<std::vector<PhaseRecord>> GetPhases(const std::string& job_id);
+
   // Newest first (by created; ties by insertion order).
   [[nodiscard]] Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter = {});
   [[nodiscard]] Result<JobRecord> GetJob(const std::string& id);
@@ -184,7 +223,8 @@ class JobStore {
   // jobs: ab12cd34 (train), ...".
   [[nodiscard]] Result<std::string> ResolveJob(const std::string& text);
 
-  // Deletes the job's rows (job, nodes, events); touches no file.
+  // Deletes the job's rows (job, nodes, events, hosts, phases); touches no
+  // file.
   [[nodiscard]] Status RemoveJob(const std::string& id);
 
   // Jobs with a final status that ended before `t`, oldest first.
