@@ -252,7 +252,7 @@ void UiServer::Impl::JobPage(const httplib::Request& req, httplib::Response& res
   data.log_node = node;
   data.log_page_size = options.log_page_lines;
   if (!IsFinal(job->status)) data.csrf = auth->NewCsrf(id);
-  if (req.has_param("stopping")) {
+  if (req.has_param("stopping") && !IsFinal(job->status)) {
     data.notice = "stopping: `barge down " + id + "` runs (its output: " + job->run_dir +
                   "/down.log)";
   }
