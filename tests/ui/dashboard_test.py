@@ -37,6 +37,8 @@ image: {IMAGE}
 hosts:
   - address: local
     nodes: 2
+ssh:
+  dead_after: 60s
 command: |
   echo "rank $BARGE_NODE_RANK says hello"
   echo "rank $BARGE_NODE_RANK: a line on stderr" >&2
@@ -49,6 +51,10 @@ image: {IMAGE}
 hosts:
   - address: local
     nodes: 2
+# The suite runs tests side by side on 2 cores: a `docker version` slower
+# than the default 10 s must not make the local engine "lost" here.
+ssh:
+  dead_after: 60s
 stop_grace: 2s
 command: |
   trap 'echo "rank $BARGE_NODE_RANK: got TERM"; exit 0' TERM
