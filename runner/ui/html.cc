@@ -78,7 +78,9 @@ svg.timeline { background: #fff; border: 1px solid #e0e0e0; max-width: 100%; hei
 const std::string& Script() {
   // Live logs: an EventSource on the stream the page names; each "line"
   // event is JSON {rank, role, host, stderr, text}, shown as text (never as
-  // HTML). "end" says the job is over: the page reloads to show it.
+  // HTML). "end" says the job is over: the page reloads to show it. A
+  // stream that ends (its lifetime) is resumed by the browser from its
+  // Last-Event-ID; one refused (503) is opened again after 5 s.
   static const std::string kJs = R"js(
 'use strict';
 document.addEventListener('DOMContentLoaded', function () {
@@ -116,7 +118,14 @@ document.addEventListener('DOMContentLoaded', function () {
       setTimeout(function () { location.reload(); }, 1000);
     });
     source.addEventListener('error', function () {
-      say('the stream was interrupted; retrying\u2026');
+      if (source.readyState === EventSource.CLOSED) {
+        // Refused (503: too many streams open) or the server is gone: the
+        // browser does not retry that by itself.
+        say('the live stream was refused (too many open?); retrying in 5 s\u2026');
+        setTimeout(open, 5000);
+      } else {
+        say('the stream was interrupted; retrying\u2026');
+      }
     });
   }
   if (select) select.addEventListener('change', open);

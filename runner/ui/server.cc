@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -94,6 +95,7 @@ struct UiServer::Impl {
   int port = 0;
   std::atomic<int> streams{0};
   std::atomic<bool> stopping{false};
+  std::atomic<bool> listening_done{false};
   bool stopped = false;
 
   void Routes();
@@ -434,6 +436,13 @@ Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
   impl->server.set_read_timeout(5, 0);
   impl->server.set_write_timeout(5, 0);
   impl->server.set_payload_max_length(64 * 1024);
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
+  // second `barge ui` on the same port would bind too and silently take
+  // half of the connections.
+  impl->server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   const std::string& host = options.listen_host;
   if (options.port == 0) {
     impl->port = impl->server.bind_to_any_port(host);
@@ -448,8 +457,22 @@ Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
   impl->auth = std::make_unique<Auth>(options.token, host, impl->port);
   impl->Routes();
   Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->server.listen_after_bind(); });
-  return std::unique_ptr<UiServer>(new UiServer(std::move(impl)));
+  impl->thread = std::thread([raw] {
+    raw->server.listen_after_bind();
+    raw->listening_done = true;
+  });
+  // Until it runs, Server::stop() would do nothing and Stop() would wait
+  // forever: return only once it accepts.
+  const auto deadline = steady_clock::now() + std::chrono::seconds(10);
+  while (!impl->server.is_running() && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  auto server = std::unique_ptr<UiServer>(new UiServer(std::move(impl)));
+  if (!server->impl_->server.is_running()) {
+    server->Stop();
+    return Status::Error("the dashboard did not start listening within 10 s");
+  }
+  return server;
 }
 
 UiServer::UiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -470,7 +493,11 @@ void UiServer::Stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
   impl_->stopping = true;
-  impl_->server.stop();
+  // stop() acts only once the server runs: ask until the listener returned.
+  while (impl_->thread.joinable() && !impl_->listening_done) {
+    impl_->server.stop();
+    std::this_thread::sleep_for(milliseconds(5));
+  }
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
