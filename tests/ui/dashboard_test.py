@@ -243,9 +243,17 @@ def main():
             except subprocess.TimeoutExpired:
                 ui.kill()
                 check(False, "barge ui exits on SIGTERM within 15 s")
-        if live_id:
-            subprocess.run([args.barge, "down", live_id], env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=120)
+        # Every job this test started and that still runs (also one whose
+        # `run -d` timed out before printing its id) is torn down.
+        try:
+            listed = subprocess.run([args.barge, "ls", "--json"], env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, text=True, timeout=60).stdout
+            for j in json.loads(listed or "[]"):
+                if j["status"] not in ("succeeded", "failed", "cancelled", "timed_out", "lost"):
+                    subprocess.run([args.barge, "down", j["id"]], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, timeout=120)
+        except (subprocess.TimeoutExpired, ValueError) as e:
+            print(f"dashboard_test: cleanup: {e}", file=sys.stderr)
     passed = "passed" if not failures else "FAILED"
     print(f"dashboard_test: {passed}" + (": " + "; ".join(failures) if failures else ""))
     if not failures:
