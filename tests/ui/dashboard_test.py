@@ -244,12 +244,13 @@ def main():
                 ui.kill()
                 check(False, "barge ui exits on SIGTERM within 15 s")
         # Every job this test started and that still runs (also one whose
-        # `run -d` timed out before printing its id) is torn down.
+        # `run -d` timed out before printing its id, or whose controller the
+        # timeout killed: lost) is torn down.
         try:
             listed = subprocess.run([args.barge, "ls", "--json"], env=env, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, text=True, timeout=60).stdout
             for j in json.loads(listed or "[]"):
-                if j["status"] not in ("succeeded", "failed", "cancelled", "timed_out", "lost"):
+                if j["status"] not in ("succeeded", "failed", "cancelled", "timed_out"):
                     subprocess.run([args.barge, "down", j["id"]], env=env, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, timeout=120)
         except (subprocess.TimeoutExpired, ValueError) as e:
