@@ -31,6 +31,7 @@
 #include "runner/units.h"
 #include "runner/plan_printer.h"
 #include "runner/state_dir.h"
+#include "runner/ui/ui_cli.h"
 
 namespace barge::runner {
 namespace {
@@ -326,6 +327,12 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "One job: its nodes and its events");
   show->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
   show->add_flag("--json", show_json, "JSON");
+  bool show_timeline = false;
+  show->add_flag("--timeline", show_timeline, "the timeline: one text bar per node, a letter per phase");
+  std::string ui_listen = "127.0.0.1:8765", ui_token;
+  auto* ui = app.add_subcommand("ui", "Serve the local web dashboard (jobs, timelines, live logs, stop)");
+  ui->add_option("--listen", ui_listen, "HOST:PORT to listen on (default 127.0.0.1:8765; port 0 = any)");
+  ui->add_option("--token", ui_token, "the access token (default: a new random one, printed in the URL)");
   auto* rm = app.add_subcommand("rm", "Remove a finished job's record, logs and artifacts");
   rm->add_option("job", job, "job id, unique id prefix, or name")->required();
   auto* down = app.add_subcommand("down", "Tear a job down now (same teardown as completion, hooks included)");
@@ -370,7 +377,18 @@ int main(int argc, char** argv) {
     if (!name_filter.empty()) list.name = name_filter;
     return barge::runner::ListJobsCommand(state_dir, list, stdout);
   }
+  if (*show && show_timeline) return barge::runner::ui::TimelineCommand(state_dir, job, stdout);
   if (*show) return barge::runner::ShowJobCommand(state_dir, job, show_json, stdout);
+  if (*ui) {
+    barge::runner::ui::UiOptions ui_options;
+    ui_options.state_dir = state_dir;
+    ui_options.token = ui_token;
+    if (auto s = barge::runner::ui::ParseListen(ui_listen, &ui_options); !s.ok()) {
+      std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+      return barge::runner::kExitBargeFailure;
+    }
+    return barge::runner::ui::UiCommand(ui_options, stdout);
+  }
   if (*rm) return barge::runner::RemoveJobCommand(state_dir, job, stdout);
   if (*down) return barge::runner::Down(job);
   if (*attach) return barge::runner::Attach(job);

@@ -13,12 +13,17 @@ packages=(
   g++ cmake ninja-build pkg-config ccache
   libssh-dev libcurl4-openssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libspdlog-dev libcli11-dev libsqlite3-dev libgtest-dev libgmock-dev
+  libcpp-httplib-dev
   # container engine and the test bed
   docker.io openssh-server openssh-client busybox-static
   iproute2 iptables pdsh procps util-linux
   # a non-POSIX login shell, for the preflight test that must refuse it;
   # a local registry with htpasswd auth, for the registry login test
   tcsh docker-registry apache2-utils curl
+  # test-only: the dashboard's end-to-end test (tests/ui/dashboard_test.py)
+  # and scripts/screenshot-dashboard.sh drive headless Chromium; a font so
+  # its screenshots have text
+  chromium chromium-driver python3-selenium fonts-dejavu-core
 )
 packages+=("$@")
 

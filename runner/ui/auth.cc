@@ -1,0 +1,111 @@
+#include "runner/ui/auth.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+namespace barge::runner::ui {
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+bool IsLoopback(std::string_view host) {
+  const std::string h = Lower(host);
+  return h == "localhost" || h == "::1" || h == "[::1]" || h.rfind("127.", 0) == 0;
+}
+
+Auth::Auth(std::string token, std::string listen_host, int port)
+    : token_(std::move(token)), listen_host_(std::move(listen_host)), port_(port) {}
+
+std::string Auth::NewToken() {
+  unsigned char bytes[32];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0) continue;  // EINTR; getrandom never fails otherwise once seeded
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+std::string Auth::CookieName() const { return "barge_ui_" + std::to_string(port_); }
+
+std::string Auth::SetCookieValue() const {
+  return CookieName() + "=" + token_ + "; Path=/; HttpOnly; SameSite=Strict";
+}
+
+bool Auth::HostAllowed(std::string_view host_header) const {
+  const std::string got = Lower(host_header);
+  const std::string port = ":" + std::to_string(port_);
+  const std::string listen = Lower(listen_host_);
+  const bool v6 = listen.find(':') != std::string::npos;
+  if (got == (v6 ? "[" + listen + "]" : listen) + port) return true;
+  return IsLoopback(listen) && got == "localhost" + port;
+}
+
+bool Auth::TokenMatches(std::string_view candidate) const {
+  return ConstantTimeEqual(candidate, token_);
+}
+
+std::optional<std::string> Auth::CookieIn(std::string_view header) const {
+  const std::string name = CookieName();
+  size_t pos = 0;
+  while (pos < header.size()) {
+    size_t end = header.find(';', pos);
+    if (end == std::string_view::npos) end = header.size();
+    std::string_view part = header.substr(pos, end - pos);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    const size_t eq = part.find('=');
+    if (eq != std::string_view::npos && part.substr(0, eq) == name) {
+      return std::string(part.substr(eq + 1));
+    }
+    pos = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::string Auth::NewCsrf(const std::string& job_id) {
+  std::string csrf = NewToken();
+  std::lock_guard<std::mutex> lock(mu_);
+  csrf_.emplace_back(csrf, job_id);
+  while (csrf_.size() > kMaxCsrf) csrf_.pop_front();
+  return csrf;
+}
+
+bool Auth::CsrfValid(const std::string& job_id, std::string_view csrf) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool valid = false;
+  for (const auto& [token, job] : csrf_) {
+    if (ConstantTimeEqual(csrf, token) && job == job_id) valid = true;
+  }
+  return valid;
+}
+
+}  // namespace barge::runner::ui

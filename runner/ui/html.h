@@ -1,0 +1,30 @@
+// HTML building blocks for the dashboard's server-rendered pages: escaping
+// (every value barge did not write itself goes through it), URL query
+// encoding, and the page shell with its one stylesheet and script (served
+// by barge itself: no CDN, no inline script or style, so the strict
+// Content-Security-Policy of server.h holds).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace barge::runner::ui {
+
+// &, <, >, " and ' as entities: safe in element text and in quoted
+// attribute values, in HTML and in SVG.
+std::string HtmlEscape(std::string_view text);
+
+// Percent-encodes everything but unreserved characters (RFC 3986), for a
+// query value or a path segment.
+std::string UrlEncode(std::string_view text);
+
+// A complete HTML document: <head> with `title` (escaped), /static/ui.css
+// and /static/ui.js; `body` as given (already escaped by the caller).
+std::string PageShell(const std::string& title, const std::string& body);
+
+// The stylesheet and script the pages use, served at /static/ui.css and
+// /static/ui.js.
+const std::string& StyleSheet();
+const std::string& Script();
+
+}  // namespace barge::runner::ui

@@ -1,0 +1,504 @@
+#include "runner/ui/server.h"
+
+#include <httplib.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/job_store.h"
+#include "runner/jobs_cli.h"
+#include "runner/ui/auth.h"
+#include "runner/ui/html.h"
+#include "runner/ui/log_view.h"
+#include "runner/ui/pages.h"
+#include "runner/ui/timeline.h"
+
+extern char** environ;
+
+namespace barge::runner::ui {
+
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+constexpr const char* kCsp =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+constexpr milliseconds kStreamPoll{200};
+constexpr std::chrono::seconds kKeepAliveComment{15};
+constexpr size_t kStreamBacklogLines = 500;
+constexpr const char* kJobId = "([A-Za-z0-9][A-Za-z0-9_.-]{0,127})";
+
+void Html(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(body, "text/html; charset=utf-8");
+}
+
+void Fail(httplib::Response& res, int status, const std::string& message) {
+  Html(res, status, ErrorPage(status, message));
+}
+
+// The store, opened for this request's thread; nullptr when barge has no
+// database yet (nothing is created by looking).
+Result<std::unique_ptr<JobStore>> OpenStore(const std::string& state_dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(state_dir + "/barge.db", ec)) {
+    return std::unique_ptr<JobStore>();
+  }
+  return JobStore::Open(state_dir);
+}
+
+// A non-negative decimal number of at most 9 digits.
+std::optional<int64_t> ParseCount(const std::string& text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  return std::stoll(text);
+}
+
+std::string SseLines(const std::vector<ViewLine>& lines, const std::string& cursor) {
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const ViewLine& l = lines[i];
+    nlohmann::json j = {{"rank", l.rank},
+                        {"role", l.role},
+                        {"host", l.host},
+                        {"stderr", l.is_stderr},
+                        {"text", l.text}};
+    out += "event: line\n";
+    if (i + 1 == lines.size()) out += "id: " + cursor + "\n";
+    out += "data: " + j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+struct UiServer::Impl {
+  UiOptions options;
+  std::unique_ptr<Auth> auth;
+  httplib::Server server;
+  std::thread thread;
+  int port = 0;
+  std::atomic<int> streams{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> listening_done{false};
+  bool stopped = false;
+
+  void Routes();
+  bool Allowed(const httplib::Request& req, httplib::Response& res);
+  void JobsPage(const httplib::Request& req, httplib::Response& res);
+  void JobPage(const httplib::Request& req, httplib::Response& res);
+  void Stream(const httplib::Request& req, httplib::Response& res);
+  void StopJob(const httplib::Request& req, httplib::Response& res);
+  // Runs `barge down ID` detached, output to RUN_DIR/down.log.
+  Status SpawnDown(const JobRecord& job);
+};
+
+bool UiServer::Impl::Allowed(const httplib::Request& req, httplib::Response& res) {
+  if (!auth->HostAllowed(req.get_header_value("Host"))) {
+    Fail(res, 403,
+         "the Host header must name this server's address (" + options.listen_host + ":" +
+             std::to_string(port) + ")");
+    return false;
+  }
+  if (req.has_param("token")) {
+    if (!auth->TokenMatches(req.get_param_value("token"))) {
+      Fail(res, 401, "wrong token: open the URL `barge ui` printed");
+      return false;
+    }
+    // Hand the token over as a cookie and drop it from the address bar.
+    res.status = 303;
+    res.set_header("Location", req.path.empty() ? "/" : req.path);
+    res.set_header("Set-Cookie", auth->SetCookieValue());
+    res.set_content("", "text/plain");
+    return false;
+  }
+  std::optional<std::string> cookie = auth->CookieIn(req.get_header_value("Cookie"));
+  if (!cookie || !auth->TokenMatches(*cookie)) {
+    Fail(res, 401,
+         "this dashboard needs its token: open the URL `barge ui` printed (it ends in "
+         "?token=...)");
+    return false;
+  }
+  return true;
+}
+
+void UiServer::Impl::Routes() {
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return Allowed(req, res) ? httplib::Server::HandlerResponse::Unhandled
+                             : httplib::Server::HandlerResponse::Handled;
+  });
+  server.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Content-Security-Policy", kCsp);
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("X-Frame-Options", "DENY");
+    res.set_header("Cache-Control", "no-store");
+  });
+  server.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string message = "error " + std::to_string(res.status);
+        if (res.status == 404) message = "nothing here: " + req.path;
+        if (res.status == 400) message = "bad request (malformed, or headers too large)";
+        if (res.status == 413) message = "request body too large";
+        if (res.status == 414) message = "request URI too long";
+        Fail(res, res.status, message);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  server.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what += std::string(": ") + e.what();
+        } catch (...) {
+        }
+        Fail(res, 500, what);
+      });
+  server.Get("/static/ui.css", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(StyleSheet(), "text/css; charset=utf-8");
+  });
+  server.Get("/static/ui.js", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Script(), "text/javascript; charset=utf-8");
+  });
+  server.Get("/", [this](const httplib::Request& req, httplib::Response& res) { JobsPage(req, res); });
+  server.Get(std::string("/jobs/") + kJobId,
+             [this](const httplib::Request& req, httplib::Response& res) { JobPage(req, res); });
+  server.Get(std::string("/jobs/") + kJobId + "/logs/stream",
+             [this](const httplib::Request& req, httplib::Response& res) { Stream(req, res); });
+  server.Post(std::string("/jobs/") + kJobId + "/stop",
+              [this](const httplib::Request& req, httplib::Response& res) { StopJob(req, res); });
+}
+
+void UiServer::Impl::JobsPage(const httplib::Request& req, httplib::Response& res) {
+  JobsQuery query;
+  JobFilter filter;
+  if (req.has_param("status") && !req.get_param_value("status").empty()) {
+    Result<JobStatus> status = ParseJobStatus(req.get_param_value("status"));
+    if (!status.ok()) return Fail(res, 400, status.status().message());
+    filter.status = *status;
+    query.status = req.get_param_value("status");
+  }
+  query.name = req.get_param_value("name");
+  Result<std::unique_ptr<JobStore>> store = OpenStore(options.state_dir);
+  if (!store.ok()) return Fail(res, 500, store.status().message());
+  std::vector<JobRecord> jobs;
+  if (*store) {
+    Result<std::vector<JobRecord>> all = (*store)->ListJobs(filter);
+    if (!all.ok()) return Fail(res, 500, all.status().message());
+    for (JobRecord& j : *all) {
+      if (Status s = MarkLostIfControllerGone(**store, &j); !s.ok()) {
+        return Fail(res, 500, s.message());
+      }
+      if (filter.status && j.status != *filter.status) continue;
+      if (!query.name.empty() && j.name.find(query.name) == std::string::npos) continue;
+      jobs.push_back(std::move(j));
+    }
+  }
+  Html(res, 200, ui::JobsPage(jobs, query, WallNow()));
+}
+
+void UiServer::Impl::JobPage(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.matches[1];
+  std::optional<int> node;
+  if (req.has_param("node") && !req.get_param_value("node").empty()) {
+    std::optional<int64_t> n = ParseCount(req.get_param_value("node"));
+    if (!n) return Fail(res, 400, "node must be a rank (a number)");
+    node = static_cast<int>(*n);
+  }
+  std::optional<size_t> from;
+  if (req.has_param("from")) {
+    std::optional<int64_t> n = ParseCount(req.get_param_value("from"));
+    if (!n) return Fail(res, 400, "from must be a line number");
+    from = static_cast<size_t>(*n);
+  }
+  Result<std::unique_ptr<JobStore>> store = OpenStore(options.state_dir);
+  if (!store.ok()) return Fail(res, 500, store.status().message());
+  if (!*store) return Fail(res, 404, "no job '" + id + "'");
+  JobStore& s = **store;
+  Result<JobRecord> job = s.GetJob(id);
+  if (!job.ok()) return Fail(res, 404, "no job '" + id + "'");
+  if (Status st = MarkLostIfControllerGone(s, &*job); !st.ok()) return Fail(res, 500, st.message());
+  Result<std::vector<NodeRecord>> nodes = s.GetNodes(id);
+  Result<std::vector<EventRecord>> events = s.GetEvents(id);
+  Result<std::vector<PhaseRecord>> phases = s.GetPhases(id);
+  if (!nodes.ok()) return Fail(res, 500, nodes.status().message());
+  if (!events.ok()) return Fail(res, 500, events.status().message());
+  if (!phases.ok()) return Fail(res, 500, phases.status().message());
+  if (node && std::none_of(nodes->begin(), nodes->end(),
+                           [&](const NodeRecord& n) { return n.rank == *node; })) {
+    return Fail(res, 404, "job " + id + " has no node " + std::to_string(*node));
+  }
+  JobPageData data;
+  data.job = *job;
+  data.nodes = *nodes;
+  data.events = *events;
+  const TimePoint now = WallNow();
+  data.timeline_svg = TimelineSvg(BuildTimeline(*job, *nodes, *phases, *events, now));
+  data.log_node = node;
+  data.log_page_size = options.log_page_lines;
+  if (!IsFinal(job->status)) data.csrf = auth->NewCsrf(id);
+  if (req.has_param("stopping") && !IsFinal(job->status)) {
+    data.notice = "stopping: `barge down " + id + "` runs (its output: " + job->run_dir +
+                  "/down.log)";
+  }
+  if (IsFinal(job->status)) {
+    Result<LogPage> page = ReadLogPage(*job, *nodes, node, from, options.log_page_lines);
+    if (!page.ok()) return Fail(res, 500, page.status().message());
+    data.kept_log = std::move(page).value();
+  }
+  Html(res, 200, ui::JobPage(data, now));
+}
+
+void UiServer::Impl::Stream(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.matches[1];
+  std::optional<int> node;
+  if (req.has_param("node") && !req.get_param_value("node").empty()) {
+    std::optional<int64_t> n = ParseCount(req.get_param_value("node"));
+    if (!n) return Fail(res, 400, "node must be a rank (a number)");
+    node = static_cast<int>(*n);
+  }
+  std::optional<std::map<int, uint64_t>> cursor;
+  if (req.has_header("Last-Event-ID")) {
+    cursor = LogTail::ParseCursor(req.get_header_value("Last-Event-ID"));
+    if (!cursor) return Fail(res, 400, "Last-Event-ID is not a log cursor");
+  }
+  Result<std::unique_ptr<JobStore>> opened = OpenStore(options.state_dir);
+  if (!opened.ok()) return Fail(res, 500, opened.status().message());
+  if (!*opened || !(*opened)->GetJob(id).ok()) return Fail(res, 404, "no job '" + id + "'");
+  if (streams.fetch_add(1) >= options.max_streams) {
+    streams.fetch_sub(1);
+    res.set_header("Retry-After", "5");
+    return Fail(res, 503,
+                "too many live log streams open (" + std::to_string(options.max_streams) +
+                    "); close a tab or wait");
+  }
+  struct State {
+    std::unique_ptr<JobStore> store;
+    std::string id;
+    LogTail tail;
+    bool resumed;
+    bool started = false;
+    steady_clock::time_point deadline;
+    steady_clock::time_point last_write;
+  };
+  auto st = std::make_shared<State>(State{std::move(opened).value(), id,
+                                          LogTail(node, cursor.value_or(std::map<int, uint64_t>{})),
+                                          cursor.has_value(), false,
+                                          steady_clock::now() + options.stream_lifetime,
+                                          steady_clock::now()});
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, st](size_t, httplib::DataSink& sink) {
+        auto write = [&](const std::string& text) {
+          if (text.empty()) return true;
+          st->last_write = steady_clock::now();
+          return sink.write(text.data(), text.size());
+        };
+        if (stopping) {
+          sink.done();
+          return true;
+        }
+        if (st->started) std::this_thread::sleep_for(kStreamPoll);
+        Result<JobRecord> job = st->store->GetJob(st->id);
+        if (!job.ok()) {
+          sink.done();
+          return true;
+        }
+        if (!MarkLostIfControllerGone(*st->store, &*job).ok()) return false;
+        Result<std::vector<NodeRecord>> nodes = st->store->GetNodes(st->id);
+        if (!nodes.ok()) return false;
+        std::string out;
+        const bool first = !st->started;
+        if (first) {
+          out += "retry: 2000\n\n";
+          st->started = true;
+        }
+        const bool final = IsFinal(job->status);
+        // A new stream starts with the end of the backlog; a resumed one
+        // with everything since its cursor.
+        Result<std::vector<ViewLine>> lines = st->tail.Poll(
+            *job, *nodes, false, first && !st->resumed ? kStreamBacklogLines : SIZE_MAX);
+        if (!lines.ok()) return false;
+        out += SseLines(*lines, st->tail.Cursor());
+        if (final && !st->tail.grew()) {
+          Result<std::vector<ViewLine>> rest = st->tail.Poll(*job, *nodes, true);
+          if (!rest.ok()) return false;
+          out += SseLines(*rest, st->tail.Cursor());
+          out += std::string("event: end\ndata: ") + ToString(job->status) + "\n\n";
+          if (!write(out)) return false;
+          sink.done();
+          return true;
+        }
+        if (!write(out)) return false;
+        if (steady_clock::now() > st->deadline) {
+          sink.done();  // the browser reconnects with Last-Event-ID
+          return true;
+        }
+        if (steady_clock::now() - st->last_write > kKeepAliveComment) return write(": alive\n\n");
+        return true;
+      },
+      [this](bool) { streams.fetch_sub(1); });
+}
+
+void UiServer::Impl::StopJob(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.matches[1];
+  if (!auth->CsrfValid(id, req.get_param_value("csrf"))) {
+    return Fail(res, 403, "the stop request did not come from this job's page (bad CSRF token)");
+  }
+  Result<std::unique_ptr<JobStore>> store = OpenStore(options.state_dir);
+  if (!store.ok()) return Fail(res, 500, store.status().message());
+  if (!*store) return Fail(res, 404, "no job '" + id + "'");
+  Result<JobRecord> job = (*store)->GetJob(id);
+  if (!job.ok()) return Fail(res, 404, "no job '" + id + "'");
+  if (IsFinal(job->status)) {
+    res.status = 303;
+    res.set_header("Location", "/jobs/" + UrlEncode(id));
+    return;
+  }
+  if (Status s = SpawnDown(*job); !s.ok()) return Fail(res, 500, s.message());
+  res.status = 303;
+  res.set_header("Location", "/jobs/" + UrlEncode(id) + "?stopping=1");
+}
+
+Status UiServer::Impl::SpawnDown(const JobRecord& job) {
+  const std::string log = job.run_dir.empty() ? "/dev/null" : job.run_dir + "/down.log";
+  std::vector<std::string> args = {options.barge_binary, "down", job.id};
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "BARGE_HOME=", 11) != 0) env.emplace_back(*e);
+  }
+  env.push_back("BARGE_HOME=" + options.state_dir);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+  pid_t pid = 0;
+  const int rc =
+      posix_spawn(&pid, options.barge_binary.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    return Status::Error("cannot run " + options.barge_binary + " down " + job.id + ": " +
+                         std::strerror(rc));
+  }
+  // Reaped whenever it ends; the page follows the job's status, not this.
+  std::thread([pid] { waitpid(pid, nullptr, 0); }).detach();
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
+  if (options.barge_binary == "/proc/self/exe") {
+    char buf[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) options.barge_binary.assign(buf, static_cast<size_t>(n));
+  }
+  if (options.token.empty()) options.token = Auth::NewToken();
+  if (options.threads < options.max_streams + 2) {
+    return Status::Error("the dashboard needs at least 2 more threads (" +
+                         std::to_string(options.threads) + ") than live streams (" +
+                         std::to_string(options.max_streams) + ")");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  const int threads = options.threads;
+  impl->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  impl->server.set_keep_alive_timeout(2);
+  impl->server.set_keep_alive_max_count(100);
+  impl->server.set_read_timeout(5, 0);
+  impl->server.set_write_timeout(5, 0);
+  impl->server.set_payload_max_length(64 * 1024);
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
+  // second `barge ui` on the same port would bind too and silently take
+  // half of the connections.
+  impl->server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  const std::string& host = options.listen_host;
+  if (options.port == 0) {
+    impl->port = impl->server.bind_to_any_port(host);
+    if (impl->port <= 0) return Status::Error("cannot listen on " + host + ": bind failed");
+  } else {
+    if (!impl->server.bind_to_port(host, options.port)) {
+      return Status::Error("cannot listen on " + host + ":" + std::to_string(options.port) +
+                           " (in use, or not an address of this machine)");
+    }
+    impl->port = options.port;
+  }
+  impl->auth = std::make_unique<Auth>(options.token, host, impl->port);
+  impl->Routes();
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] {
+    raw->server.listen_after_bind();
+    raw->listening_done = true;
+  });
+  // Until it runs, Server::stop() would do nothing and Stop() would wait
+  // forever: return only once it accepts.
+  const auto deadline = steady_clock::now() + std::chrono::seconds(10);
+  while (!impl->server.is_running() && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  auto server = std::unique_ptr<UiServer>(new UiServer(std::move(impl)));
+  if (!server->impl_->server.is_running()) {
+    server->Stop();
+    return Status::Error("the dashboard did not start listening within 10 s");
+  }
+  return server;
+}
+
+UiServer::UiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+UiServer::~UiServer() { Stop(); }
+
+int UiServer::port() const { return impl_->port; }
+const std::string& UiServer::token() const { return impl_->auth->token(); }
+
+std::string UiServer::Url() const {
+  const std::string& h = impl_->options.listen_host;
+  const bool v6 = h.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(impl_->port) +
+         "/?token=" + impl_->auth->token();
+}
+
+void UiServer::Stop() {
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  impl_->stopping = true;
+  // stop() acts only once the server runs: ask until the listener returned.
+  while (impl_->thread.joinable() && !impl_->listening_done) {
+    impl_->server.stop();
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace barge::runner::ui

@@ -1,0 +1,70 @@
+// `barge ui`: the local web dashboard over HTTP (cpp-httplib), from the job
+// store and the kept log files. Pages are server-rendered; the one script
+// and stylesheet are served by barge itself (no CDN: works air-gapped).
+//
+// Routes (every one behind the checks of auth.h; anything else is 404):
+//   GET  /                         jobs table; ?status=S&name=TEXT filter it
+//   GET  /jobs/ID                  one job; ?node=RANK&from=LINE page its kept logs
+//   GET  /jobs/ID/logs/stream      server-sent events of a running job's merged
+//                                  output (?node=RANK; Last-Event-ID resumes)
+//   POST /jobs/ID/stop             `barge down ID` (form field csrf from the page)
+//   GET  /static/ui.css, /static/ui.js
+// Every response carries a strict Content-Security-Policy (no inline
+// script or style, nothing from another origin), nosniff, no-referrer,
+// frame-ancestors none, and Cache-Control: no-store.
+//
+// Threads: cpp-httplib serves each connection on a thread of a pool of
+// `threads`; idle keep-alive connections are closed after 2 s so open tabs
+// do not hold threads. At most `max_streams` live-log streams run at once
+// (more get 503 and the browser retries), so pages are always served by the
+// threads left. Server threads read the store (one JobStore per request)
+// and files only: they never touch libssh; the stop action runs `barge
+// down` as a child process.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace barge::runner::ui {
+
+struct UiOptions {
+  std::string state_dir;
+  std::string listen_host = "127.0.0.1";
+  int port = 8765;  // 0: any free port
+  std::string token;  // "" = a new random one
+  // The barge binary the stop action runs as `BARGE down ID`.
+  std::string barge_binary = "/proc/self/exe";
+  int threads = 8;
+  int max_streams = 4;
+  // A live-log stream ends after this long; the browser reconnects and
+  // resumes where it was (Last-Event-ID).
+  std::chrono::seconds stream_lifetime{300};
+  size_t log_page_lines = 500;
+};
+
+class UiServer {
+ public:
+  // Binds the listen address and serves on a thread of its own. Fails with
+  // a clear message when the address cannot be bound.
+  [[nodiscard]] static Result<std::unique_ptr<UiServer>> Start(UiOptions options);
+  ~UiServer();  // Stop()s
+  UiServer(const UiServer&) = delete;
+  UiServer& operator=(const UiServer&) = delete;
+
+  int port() const;
+  const std::string& token() const;
+  // http://HOST:PORT/?token=TOKEN
+  std::string Url() const;
+  // Stops listening, ends live streams, joins the threads. Idempotent.
+  void Stop();
+
+ private:
+  struct Impl;
+  explicit UiServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace barge::runner::ui

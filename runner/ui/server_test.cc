@@ -1,0 +1,297 @@
+// The dashboard's HTTP handlers, driven over real loopback connections
+// (cpp-httplib's client, and raw sockets for requests no client would send).
+#include "runner/ui/server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runner/job_store.h"
+
+namespace barge::runner::ui {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/barge-ui-server-test-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A state directory with a finished job "done1" and a running job "live1"
+// (its controller: this process), one node each, and a server over it.
+class UiServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto opened = JobStore::Open(dir_.path());
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    store_ = std::move(opened).value();
+    for (const char* id : {"done1", "live1"}) {
+      JobRecord j;
+      j.id = id;
+      j.name = id;
+      j.status = std::string(id) == "done1" ? JobStatus::kSucceeded : JobStatus::kRunning;
+      j.created = WallNow();
+      if (j.status == JobStatus::kSucceeded) {
+        j.ended = j.created + seconds(3);
+        j.exit_code = 0;
+      }
+      j.controller_pid = getpid();
+      j.nodes = 1;
+      j.run_dir = dir_.path() + "/runs/" + id;
+      std::filesystem::create_directories(j.run_dir);
+      ASSERT_TRUE(store_->CreateJob(j).ok());
+      NodeRecord n;
+      n.job_id = id;
+      n.rank = 0;
+      n.role = "head";
+      n.host = "local";
+      n.log_path = j.run_dir + "/0-local.log";
+      ASSERT_TRUE(store_->UpsertNode(n).ok());
+      std::ofstream(n.log_path) << "2024-05-01T12:00:00.000000000Z stdout hello from " << id << "\n";
+    }
+    UiOptions options;
+    options.state_dir = dir_.path();
+    options.port = 0;
+    options.token = "tok123";
+    options.max_streams = 1;
+    options.threads = 4;
+    options.barge_binary = "/bin/true";
+    auto server = UiServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(server).value();
+    host_ = "127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  httplib::Headers Authed() const { return {{"Cookie", "barge_ui_" + std::to_string(server_->port()) + "=tok123"}}; }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+  // Sends `request` as given and returns the status line and headers.
+  std::string Raw(const std::string& request) const {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      close(fd);
+      return "connect failed";
+    }
+    size_t sent = 0;
+    while (sent < request.size()) {
+      ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    std::string got;
+    char buf[4096];
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+    close(fd);
+    return got;
+  }
+  std::string Get(const std::string& path) const {
+    return Raw("GET " + path + " HTTP/1.1\r\nHost: " + host_ + "\r\nCookie: barge_ui_" +
+               std::to_string(server_->port()) + "=tok123\r\nConnection: close\r\n\r\n");
+  }
+
+  TempDir dir_;
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<UiServer> server_;
+  std::string host_;
+};
+
+TEST_F(UiServerTest, ARequestWithoutTheTokenGets401EvenOnLoopback) {
+  auto c = Client();
+  for (const char* path : {"/", "/jobs/done1", "/static/ui.js", "/jobs/live1/logs/stream"}) {
+    auto res = c.Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 401) << path;
+    EXPECT_EQ(res->body.find("hello from"), std::string::npos);
+  }
+  auto wrong = c.Get("/", {{"Cookie", "barge_ui_" + std::to_string(server_->port()) + "=tok124"}});
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto wrong_query = c.Get("/?token=nope");
+  ASSERT_TRUE(wrong_query);
+  EXPECT_EQ(wrong_query->status, 401);
+  auto post = c.Post("/jobs/live1/stop", "csrf=x", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 401);
+}
+
+TEST_F(UiServerTest, TheTokenInTheUrlSetsAnHttpOnlyStrictCookieAndRedirectsWithoutIt) {
+  auto c = Client();
+  auto res = c.Get("/jobs/done1?token=tok123");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 303);
+  EXPECT_EQ(res->get_header_value("Location"), "/jobs/done1");
+  EXPECT_EQ(res->get_header_value("Set-Cookie"),
+            "barge_ui_" + std::to_string(server_->port()) + "=tok123; Path=/; HttpOnly; SameSite=Strict");
+  auto page = c.Get("/jobs/done1", Authed());
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("hello from done1"), std::string::npos);
+}
+
+TEST_F(UiServerTest, AWrongHostHeaderIsRefusedEvenWithTheToken) {
+  auto c = Client();
+  httplib::Headers h = Authed();
+  h.emplace("Host", "rebind.example:" + std::to_string(server_->port()));
+  auto res = c.Get("/", h);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403);
+  EXPECT_NE(res->body.find("Host header"), std::string::npos);
+  // And with the token in the URL: no cookie is handed out.
+  auto query = c.Get("/?token=tok123", {{"Host", "rebind.example"}});
+  ASSERT_TRUE(query);
+  EXPECT_EQ(query->status, 403);
+  EXPECT_FALSE(query->has_header("Set-Cookie"));
+}
+
+TEST_F(UiServerTest, PagesCarryAStrictContentSecurityPolicy) {
+  auto c = Client();
+  for (const char* path : {"/", "/jobs/done1", "/jobs/nope", "/static/ui.css"}) {
+    auto res = c.Get(path, Authed());
+    ASSERT_TRUE(res) << path;
+    const std::string csp = res->get_header_value("Content-Security-Policy");
+    EXPECT_NE(csp.find("default-src 'none'"), std::string::npos) << path;
+    EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << path;
+    EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << path;
+    EXPECT_EQ(res->get_header_value("X-Content-Type-Options"), "nosniff");
+  }
+  auto jobs = c.Get("/", Authed());
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->status, 200);
+  EXPECT_NE(jobs->body.find("data-id=\"done1\""), std::string::npos);
+  EXPECT_NE(jobs->body.find("data-id=\"live1\""), std::string::npos);
+  auto filtered = c.Get("/?status=running", Authed());
+  ASSERT_TRUE(filtered);
+  EXPECT_EQ(filtered->body.find("data-id=\"done1\""), std::string::npos);
+  EXPECT_NE(filtered->body.find("data-id=\"live1\""), std::string::npos);
+}
+
+TEST_F(UiServerTest, BadPathsAndBadRequestsGetA4xxAndTheServerKeepsServing) {
+  struct Case {
+    std::string path;
+    std::string status;
+  };
+  const std::vector<Case> cases = {
+      {"/jobs/../../etc/passwd", "404"},
+      {"/jobs/..%2F..%2Fetc%2Fpasswd", "404"},
+      {"/static/../../../etc/passwd", "404"},
+      {"/etc/passwd", "404"},
+      {"/jobs/nope", "404"},
+      {"/jobs/.hidden", "404"},
+      {"/jobs/done1/logs/stream/../../../x", "404"},
+      {"/jobs/done1?node=abc", "400"},
+      {"/jobs/done1?node=7", "404"},
+      {"/jobs/done1?from=-1", "400"},
+      {"/?status=bogus", "400"},
+  };
+  for (const Case& c : cases) {
+    const std::string got = Get(c.path);
+    EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 " + c.status) << c.path << "\n" << got.substr(0, 200);
+    EXPECT_EQ(got.find("root:"), std::string::npos) << c.path;
+  }
+  // Huge headers.
+  const std::string huge = Raw("GET / HTTP/1.1\r\nHost: " + host_ + "\r\nX-Big: " +
+                               std::string(64 * 1024, 'a') + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(huge.substr(0, 10), "HTTP/1.1 4") << huge.substr(0, 200);
+  const std::string long_uri = Get("/" + std::string(20000, 'a'));
+  EXPECT_EQ(long_uri.substr(0, 10), "HTTP/1.1 4") << long_uri.substr(0, 200);
+  const std::string garbage = Raw("\x01\x02 nonsense\r\n\r\n");
+  EXPECT_EQ(garbage.substr(0, 10), "HTTP/1.1 4") << garbage.substr(0, 200);
+  // Still serving.
+  EXPECT_EQ(Get("/").substr(0, 12), "HTTP/1.1 200");
+}
+
+TEST_F(UiServerTest, StopNeedsTheCsrfTokenOfThatJobsPage) {
+  auto c = Client();
+  auto res = c.Post("/jobs/live1/stop", Authed(), "csrf=forged", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403);
+  auto page = c.Get("/jobs/live1", Authed());
+  ASSERT_TRUE(page);
+  const std::string marker = "name=\"csrf\" value=\"";
+  const size_t at = page->body.find(marker);
+  ASSERT_NE(at, std::string::npos);
+  const std::string csrf = page->body.substr(at + marker.size(), 64);
+  auto other = c.Post("/jobs/done1/stop", Authed(), "csrf=" + csrf, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 403);  // bound to live1's page
+  auto ok = c.Post("/jobs/live1/stop", Authed(), "csrf=" + csrf, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 303);
+  EXPECT_EQ(ok->get_header_value("Location"), "/jobs/live1?stopping=1");
+  auto get = c.Get("/jobs/live1/stop", Authed());
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 404);  // only a POST stops
+}
+
+TEST_F(UiServerTest, TheLiveStreamSendsAppendedLinesAndEndsWhenTheJobEnds) {
+  std::string received;
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    auto c = Client();
+    auto res = c.Get("/jobs/live1/logs/stream", Authed(),
+                     [&](const char* data, size_t n) {
+                       received.append(data, n);
+                       return true;
+                     });
+    done = true;
+  });
+  const std::string log = dir_.path() + "/runs/live1/0-local.log";
+  std::this_thread::sleep_for(milliseconds(500));
+  // The cap is one stream: a second gets 503 while the first runs.
+  {
+    auto c = Client();
+    auto res = c.Get("/jobs/live1/logs/stream", Authed());
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 503);
+  }
+  std::ofstream(log, std::ios::app) << "2024-05-01T12:00:01.000000000Z stderr <b>appended</b>\n";
+  std::this_thread::sleep_for(milliseconds(600));
+  ASSERT_TRUE(store_->SetStatus("live1", JobStatus::kSucceeded, 0).ok());
+  for (int i = 0; i < 50 && !done; ++i) std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_TRUE(done);
+  reader.join();
+  EXPECT_NE(received.find("\"text\":\"hello from live1\""), std::string::npos) << received;
+  EXPECT_NE(received.find("\"stderr\":true,\"text\":\"<b>appended</b>\""), std::string::npos)
+      << received;
+  EXPECT_NE(received.find("id: 0:"), std::string::npos) << received;
+  EXPECT_NE(received.find("event: end\ndata: succeeded"), std::string::npos) << received;
+  // The stream's slot is free again.
+  auto c = Client();
+  auto again = c.Get("/jobs/done1/logs/stream", Authed());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
+  EXPECT_NE(again->body.find("event: end"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace barge::runner::ui

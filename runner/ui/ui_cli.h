@@ -1,0 +1,26 @@
+// The command-line entry points of the dashboard: `barge ui` and `barge
+// show JOB --timeline`. main.cc parses the arguments (CLI11) and calls
+// these; each returns barge's exit code (0, or 125 with "barge: MESSAGE" on
+// `err`).
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "runner/ui/server.h"
+
+namespace barge::runner::ui {
+
+// "HOST:PORT" (an IPv6 host in brackets) into options->listen_host and
+// options->port; an error naming the accepted form otherwise.
+[[nodiscard]] Status ParseListen(const std::string& text, UiOptions* options);
+
+// `barge ui`: serves until SIGINT or SIGTERM. Prints the URL with the
+// token to `out` first (one line: "barge ui: http://127.0.0.1:8765/?token=...").
+int UiCommand(const UiOptions& options, std::FILE* out, std::FILE* err = stderr);
+
+// `barge show JOB --timeline`: the job's timeline as text bars.
+int TimelineCommand(const std::string& state_dir, const std::string& job_text, std::FILE* out,
+                    std::FILE* err = stderr);
+
+}  // namespace barge::runner::ui
