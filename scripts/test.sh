@@ -17,6 +17,16 @@ step "docker engine"
 scripts/ensure-docker.sh
 step "build"
 scripts/build.sh
+# The bed comes up here, where its progress is printed as it goes (under
+# ctest, -j, a fixture's output shows only when it fails); ctest's bed_up
+# fixture then reuses it (BARGE_BED_REUSE=1) and bed_down removes it at the
+# end. Only for the whole suite (no ctest arguments: a selection may hold no
+# bed test, and then nothing would take the bed down).
+if (($# == 0)); then
+  step "test bed"
+  BARGE_BED_TORCH=${BARGE_BED_TORCH:-1} tests/bed/bed.sh up
+  export BARGE_BED_REUSE=1
+fi
 step "tests"
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --no-tests=error \
   -j "$(nproc)" "$@"
