@@ -10,8 +10,9 @@
 // 256 KiB, past Linux's 128 KiB limit on one argument and sshd's 256 KiB
 // packet: those lines reach the host through ssh::SshExecutor's script).
 //
-// Seeded: the test prints its seed; BARGE_INJECTION_SEED=N reruns the same
-// cases, BARGE_INJECTION_CASES=K runs K random cases (default 20) and
+// Seeded (tests/test_seed.h): the test prints its seed; BARGE_INJECTION_SEED=N
+// (or BARGE_TEST_SEED=N) reruns the same cases, without either the seed is
+// fixed (CI), BARGE_TEST_SEED=random picks a fresh one; BARGE_INJECTION_CASES=K runs K random cases (default 20) and
 // BARGE_INJECTION_CASE=I only case I.
 //
 // And the other half: what Docker's API cannot carry (NUL, invalid UTF-8)
@@ -44,6 +45,7 @@
 #include "runner/job_file.h"
 #include "ssh/quote.h"
 #include "tests/bed_job.h"
+#include "tests/test_seed.h"
 
 namespace fs = std::filesystem;
 using barge::ssh::ShellQuote;
@@ -451,7 +453,8 @@ void RunCase(const Case& c, const std::string& tag, size_t line_size) {
 }
 
 TEST(Injection, HostileValuesArriveByteExactThroughEnvArgumentsAndLabelsAndNothingRuns) {
-  const uint64_t seed = EnvNumber("BARGE_INJECTION_SEED", std::random_device{}());
+  // BARGE_INJECTION_SEED, else BARGE_TEST_SEED, else a fixed seed (CI).
+  const uint64_t seed = barge::testing::TestSeed(20261124, "BARGE_INJECTION_SEED");
   const uint64_t cases = EnvNumber("BARGE_INJECTION_CASES", 20);
   const char* only = std::getenv("BARGE_INJECTION_CASE");
   std::printf("injection seed: %llu (rerun with BARGE_INJECTION_SEED=%llu), %llu random cases, "

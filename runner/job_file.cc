@@ -1704,11 +1704,21 @@ class StructureCheck {
 // places nor consumes yields one empty document after another), so
 // documents are counted with this, a bounded number of times, and only the
 // first is built with YAML::Load.
+//
+// It also holds nesting to kMaxNestingDepth exactly as yaml-cpp reads it
+// (collections open at once). The text scan before it (CheckRawText) is an
+// estimate that yaml-cpp's reading of scalars' extents can get past (see
+// FindDeepNesting); this pass cannot be, and it is safe to run on such text
+// because yaml-cpp's own recursion stops at its depth guard (2000).
 class DocumentProbe : public YAML::EventHandler {
  public:
   // Thrown from an event (yaml-cpp is exception-safe C++) to stop parsing
   // as soon as the text holds more nodes than a job file ever needs.
   struct TooManyNodes {
+    YAML::Mark at;
+  };
+  // Thrown when a collection opens kMaxNestingDepth + 1 levels deep.
+  struct TooDeep {
     YAML::Mark at;
   };
 
@@ -1725,21 +1735,27 @@ class DocumentProbe : public YAML::EventHandler {
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
     Count(mark);
+    Open(mark);
   }
-  void OnSequenceEnd() override {}
+  void OnSequenceEnd() override { --depth_; }
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                   YAML::EmitterStyle::value) override {
     Count(mark);
+    Open(mark);
   }
-  void OnMapEnd() override {}
+  void OnMapEnd() override { --depth_; }
 
  private:
   void Count(const YAML::Mark& mark) {
     if (++nodes_ > kMaxNodes) throw TooManyNodes{mark};
   }
+  void Open(const YAML::Mark& mark) {
+    if (++depth_ > kMaxNestingDepth) throw TooDeep{mark};
+  }
 
   std::vector<YAML::Mark> starts_;
   long long nodes_ = 0;
+  int depth_ = 0;
 };
 
 // A plain-words reading of yaml-cpp's commonest syntax messages, or "".
@@ -1803,6 +1819,13 @@ std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text
       return std::nullopt;
     }
     root = YAML::Load(owned);
+  } catch (const DocumentProbe::TooDeep& too_deep) {
+    if (too_deep.at.is_null()) {
+      src.Error(1, 1, "", NestedTooDeepMessage(kMaxNestingDepth));
+    } else {
+      src.Error(too_deep.at, "", NestedTooDeepMessage(kMaxNestingDepth));
+    }
+    return std::nullopt;
   } catch (const DocumentProbe::TooManyNodes& too_many) {
     src.Error(too_many.at, "",
               "more than " + std::to_string(kMaxNodes) +

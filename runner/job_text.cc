@@ -166,9 +166,7 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
     bool node_start = true;  // block context: a node may begin at `i`
     auto too_deep = [&](size_t at) -> std::optional<TextProblem> {
       if (static_cast<int>(indents.size()) + flow <= max_depth) return std::nullopt;
-      return TextProblem{
-          line_no, static_cast<int>(at) + 1,
-          "nested deeper than " + std::to_string(max_depth) + " levels; barge refuses to parse it"};
+      return TextProblem{line_no, static_cast<int>(at) + 1, NestedTooDeepMessage(max_depth)};
     };
     if (quote == 0 && flow == 0) {
       if (blank) continue;
@@ -317,6 +315,10 @@ ScanResult ScanYaml(std::string_view text, int max_depth) {
 }
 
 }  // namespace
+
+std::string NestedTooDeepMessage(int max_depth) {
+  return "nested deeper than " + std::to_string(max_depth) + " levels; barge refuses to parse it";
+}
 
 std::string UnclosedQuoteMessage(char quote) {
   return std::string("unterminated quoted string: the ") + quote + " opened here is never closed";

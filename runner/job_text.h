@@ -37,11 +37,25 @@ std::vector<TextProblem> CheckRawText(std::string_view text);
 // ill-formed), or npos when `text` is all UTF-8.
 size_t FindInvalidUtf8(std::string_view text);
 
-// An upper estimate of YAML nesting (block indentation levels, compact "- "
+// An estimate of YAML nesting (block indentation levels, compact "- "
 // entries and flow brackets, ignoring quoted scalars, comments and block
 // scalar contents): the first place it exceeds `max_depth`, or nullopt.
 // Iterative, so any input is safe to scan.
+//
+// It cannot be exact, nor a guaranteed upper bound of yaml-cpp's depth: what
+// it skips as scalar text (block scalars, whose extent depends on
+// indentation indicators and on the parent's indentation as yaml-cpp 0.7
+// computes it, including at document level; multi-line plain scalars; tags
+// and anchors that run into a flow indicator) is decided line by line,
+// without yaml-cpp's token-level context, and where yaml-cpp reads structure
+// in text the scan took for a scalar, the scan undercounts. The parser
+// therefore also counts depth on yaml-cpp's own events and refuses past
+// kMaxNestingDepth exactly (job_file.cc, DocumentProbe); this scan answers
+// first for ordinary deep text, before yaml-cpp reads it.
 std::optional<TextProblem> FindDeepNesting(std::string_view text, int max_depth);
+
+// "nested deeper than N levels; barge refuses to parse it"
+std::string NestedTooDeepMessage(int max_depth);
 
 // Where a quoted scalar opens that is never closed, as the scan above sees
 // quotes (only where a scalar can start, so "don't" in a plain scalar is no

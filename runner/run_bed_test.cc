@@ -289,7 +289,9 @@ TEST_F(RunTest, TheLocalEngineCarriesAHeadAndWorkersOfOneJob) {
   EXPECT_NE(o.out.find("[2 worker local] worker 2/3 at 127.0.0.1"), std::string::npos) << o.out;
 }
 
-TEST_F(RunTest, PlanPrintsTheExactCommandsAndConnectsToNothing) {
+// That plan connects to nothing (no packet sent, no connection to the host,
+// the Docker engine or the SSH agent) is counted in offline_cli_test.cc.
+TEST_F(RunTest, PlanPrintsTheExactCommandsOfAHostItCannotReach) {
   // An address nothing listens on: plan must not care.
   fs::path job = WriteJob(
       "name: planned\nimage: barge/demo:local\n"
@@ -297,9 +299,7 @@ TEST_F(RunTest, PlanPrintsTheExactCommandsAndConnectsToNothing) {
       "docker_command: sudo -n docker\n"
       "container:\n  shm_size: 1g\n  gpus: all\n  ulimits: {memlock: -1}\n"
       "command: [\"sh\", \"-c\", \"echo $(hostname) 'x'\"]\n");
-  auto start = std::chrono::steady_clock::now();
   CliOutcome o = Barge("plan " + job.string());
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("sudo -n docker run -d --name barge-planned-"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("--shm-size 1g"), std::string::npos);

@@ -17,7 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <set>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -32,6 +34,7 @@ using barge::testing::BedHostsYaml;
 using barge::testing::CliOutcome;
 using barge::testing::GetBed;
 using barge::testing::JobDir;
+using barge::testing::JobIdIn;
 using barge::testing::OnHost;
 using barge::testing::ReadWholeFile;
 using barge::testing::RunShell;
@@ -78,12 +81,77 @@ std::string LocalCommandLines() {
   return all;
 }
 
-// The job id barge printed ("barge: job 1a2b3c4d (NAME): ...").
-std::string JobIdIn(const std::string& err) {
-  std::smatch m;
-  if (std::regex_search(err, m, std::regex("barge: job ([0-9a-f]{8}) \\("))) return m[1];
-  return "";
-}
+// Reads the command line of every process on this machine every 50 ms on
+// a thread of its own, from the start of Start() to Stop(): the bed's hosts
+// share this machine's PID namespace, so one watcher sees barge, its
+// children, every host's sshd and the commands it runs, and the hosts'
+// dockerds. It reads /proc/PID/cmdline itself (no ps or grep, which would
+// hold what they look for on their own command lines) and skips only this
+// process. A process that lives less than one scan can be missed; the
+// number of scans and of distinct command lines seen is reported so a
+// watch that saw nothing cannot pass unnoticed.
+class CommandLineWatch {
+ public:
+  explicit CommandLineWatch(std::vector<std::string> secrets) : secrets_(std::move(secrets)) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~CommandLineWatch() { Stop(); }
+  CommandLineWatch(const CommandLineWatch&) = delete;
+  CommandLineWatch& operator=(const CommandLineWatch&) = delete;
+
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // Only after Stop().
+  int scans() const { return scans_; }
+  // Distinct command lines seen (any process).
+  size_t seen() const { return seen_.size(); }
+  // Whether some command line held `text`.
+  bool Saw(const std::string& text) const {
+    for (const std::string& line : seen_) {
+      if (line.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+  // "pid N: ARGS" for each process whose arguments held a secret, with the
+  // value itself replaced by "<secret I>".
+  const std::vector<std::string>& leaks() const { return leaks_; }
+
+ private:
+  void Loop() {
+    const std::string self = std::to_string(getpid());
+    while (!stop_) {
+      std::error_code ec;
+      for (auto it = fs::directory_iterator("/proc", ec); it != fs::directory_iterator(); it.increment(ec)) {
+        if (ec) break;
+        const std::string pid = it->path().filename().string();
+        if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string args = ReadWholeFile(it->path() / "cmdline");
+        if (args.empty()) continue;
+        for (char& c : args) c = c == '\0' ? ' ' : c;
+        bool leaked = false;
+        for (size_t i = 0; i < secrets_.size(); ++i) {
+          for (size_t at = args.find(secrets_[i]); at != std::string::npos; at = args.find(secrets_[i])) {
+            args.replace(at, secrets_[i].size(), "<secret " + std::to_string(i) + ">");
+            leaked = true;
+          }
+        }
+        if (leaked) leaks_.push_back("pid " + pid + ": " + args);
+        seen_.insert(std::move(args));
+      }
+      ++scans_;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  const std::vector<std::string> secrets_;
+  std::atomic<bool> stop_{false};
+  int scans_ = 0;
+  std::set<std::string> seen_;
+  std::vector<std::string> leaks_;
+  std::thread thread_;
+};
 
 // Every file under `dir`, concatenated.
 std::string AllFilesUnder(const fs::path& dir) {
@@ -157,6 +225,20 @@ TEST_F(SecretsTest, SecretsReachTheContainerAndNoCommandLinePlanStoreLogOrHostDi
       "    echo secrets-checked\n"
       "    while [ ! -e /tmp/go ]; do sleep 0.2; done\n";
   job_->Write(yaml);
+
+  // The watch sees a value on a command line: a control that puts one
+  // there itself, in a shell that lives 0.3 s (on a bed host, over ssh).
+  {
+    const std::string control = "control-" + RandomHex();
+    CommandLineWatch seen({control});
+    OnHost(bed.hosts[0], "sleep 0.3; : " + control);
+    seen.Stop();
+    EXPECT_FALSE(seen.leaks().empty()) << "the watch missed a value on a host's command line";
+  }
+
+  // From here to the end of teardown, every command line on this machine
+  // and every bed host is watched.
+  CommandLineWatch watch({file_bare, env_value});
 
   // The plan shows every command line, and no value.
   CliOutcome plan = job_->Barge("plan job.yaml");
@@ -241,6 +323,15 @@ TEST_F(SecretsTest, SecretsReachTheContainerAndNoCommandLinePlanStoreLogOrHostDi
     EXPECT_EQ(OnHost(bed.hosts[i], "test -e " + dir + " && echo left || echo gone"), "gone\n")
         << bed.hosts[i].name;
   }
+
+  // Start-up (the secret files written through `cat >` on each host), the
+  // run (the log followers) and teardown: no command line held a value.
+  watch.Stop();
+  std::printf("watched %d scans, %zu distinct command lines\n", watch.scans(), watch.seen());
+  EXPECT_TRUE(watch.Saw(" run job.yaml")) << "the watch never saw barge";
+  EXPECT_TRUE(watch.Saw(" logs -f ")) << "the watch never saw a host's log follower";
+  EXPECT_GE(watch.scans(), 20);
+  for (const std::string& leak : watch.leaks()) ADD_FAILURE() << "a secret on a command line: " << leak;
 }
 
 TEST_F(SecretsTest, BargeMasksSecretValuesInItsOwnMessagesButNotInTheContainersOutput) {
@@ -317,29 +408,19 @@ TEST_F(SecretsTest, TheWatchdogRemovesTheSecretsWhenTheControllerIsKilled) {
 // this machine's dockerd, which may use a plain-HTTP registry on loopback.
 class Registry {
  public:
+  // docker-registry takes its port from its configuration, not a socket
+  // handed to it: a port found free may be taken before it binds. So a
+  // registry that exits at start (the port was taken) is started again on
+  // another port, up to 5 times.
   Registry(const fs::path& dir, const std::string& user, const std::string& password)
       : dir_(dir) {
-    port_ = FreePort();
     const fs::path password_file = dir_ / "registry-password";
     std::ofstream(password_file) << password;
-    RunShell("htpasswd -Bbn " + user + " \"$(cat " + ShellQuote(password_file.string()) + ")\" > " +
+    // -i: the password from stdin, never on htpasswd's command line.
+    RunShell("htpasswd -Bin " + user + " < " + ShellQuote(password_file.string()) + " > " +
              ShellQuote((dir_ / "htpasswd").string()));
-    std::ofstream(dir_ / "registry.yml")
-        << "version: 0.1\nlog: {level: error}\n"
-        << "storage: {filesystem: {rootdirectory: " << (dir_ / "registry-data").string() << "}}\n"
-        << "http: {addr: 127.0.0.1:" << port_ << "}\n"
-        << "auth: {htpasswd: {realm: barge-test, path: " << (dir_ / "htpasswd").string() << "}}\n";
-    pid_ = fork();
-    if (pid_ == 0) {
-      const std::string log = (dir_ / "registry.log").string();
-      freopen(log.c_str(), "w", stdout);
-      freopen(log.c_str(), "a", stderr);
-      execlp("docker-registry", "docker-registry", "serve", (dir_ / "registry.yml").c_str(), nullptr);
-      _exit(127);
-    }
-    for (int i = 0; i < 100 && !Answers(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    fs::remove(password_file);
+    for (int attempt = 0; attempt < 5 && !Answers(); ++attempt) Start();
   }
   ~Registry() {
     if (pid_ > 0) {
@@ -357,6 +438,37 @@ class Registry {
   const fs::path& dir() const { return dir_; }
 
  private:
+  // Starts docker-registry on a port free a moment ago and waits (at most
+  // 10 s) until it answers or exits.
+  void Start() {
+    port_ = FreePort();
+    std::ofstream(dir_ / "registry.yml")
+        << "version: 0.1\nlog: {level: error}\n"
+        << "storage: {filesystem: {rootdirectory: " << (dir_ / "registry-data").string() << "}}\n"
+        << "http: {addr: 127.0.0.1:" << port_ << "}\n"
+        << "auth: {htpasswd: {realm: barge-test, path: " << (dir_ / "htpasswd").string() << "}}\n";
+    pid_ = fork();
+    if (pid_ == 0) {
+      const std::string log = (dir_ / "registry.log").string();
+      freopen(log.c_str(), "a", stdout);
+      freopen(log.c_str(), "a", stderr);
+      execlp("docker-registry", "docker-registry", "serve", (dir_ / "registry.yml").c_str(), nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 100 && !Answers(); ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {  // exited: the port was taken
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!Answers()) {  // neither answers nor exited: stop it, a later try starts anew
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+
   static int FreePort() {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -411,6 +523,9 @@ TEST_F(SecretsTest, ARegistryLoginPullsAPrivateImageAndLeavesNoCredentialBehind)
   job_->Write("name: private\nimage: " + image + "\nimage_pull: always\n" + LoopbackHostYaml() +
               "command: [\"echo\", \"the private image runs\"]\n"
               "registry: {server: " + registry.server() + ", username: ci, password: {file: password}}\n");
+  // From here on (plan, login, pull, run, logout, teardown, and the failed
+  // login below) no command line holds the password.
+  CommandLineWatch watch({password});
   CliOutcome plan = job_->Barge("plan job.yaml");
   EXPECT_TRUE(Contains(plan.out, "login --username=ci --password-stdin " + registry.server())) << plan.out;
   EXPECT_FALSE(Contains(plan.out, password));
@@ -438,6 +553,12 @@ TEST_F(SecretsTest, ARegistryLoginPullsAPrivateImageAndLeavesNoCredentialBehind)
   EXPECT_TRUE(Contains(bad.err, "401 Unauthorized")) << bad.err;
   const std::string bad_id = JobIdIn(bad.err);
   EXPECT_EQ(bad_id, "") << "nothing should have started";
+  watch.Stop();
+  std::printf("watched %d scans, %zu distinct command lines; saw the login: %s\n", watch.scans(),
+              watch.seen(), watch.Saw("login --username=ci --password-stdin") ? "yes" : "no");
+  EXPECT_TRUE(watch.Saw(" run job.yaml")) << "the watch never saw barge";
+  EXPECT_GE(watch.scans(), 10);
+  for (const std::string& leak : watch.leaks()) ADD_FAILURE() << "the password on a command line: " << leak;
   RunShell("DOCKER_HOST=" + bed.loopback.docker_host + " docker rmi " + image + " >/dev/null 2>&1");
 }
 

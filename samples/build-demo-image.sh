@@ -52,6 +52,9 @@ GROUP
 : >"$root/etc/hosts"
 : >"$root/etc/resolv.conf"
 
+# The image this tag named before (an older build), removed once the tag
+# moves, so that a rebuild leaves no dangling image behind.
+previous=$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 tar --numeric-owner --owner=0 --group=0 -C "$root" -cf - . |
   docker import \
     -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
@@ -59,4 +62,8 @@ tar --numeric-owner --owner=0 --group=0 -C "$root" -cf - . |
     -c "LABEL barge.image.source=$source_id" \
     -m "busybox rootfs built by samples/build-demo-image.sh" \
     - "$tag" >/dev/null
-docker image inspect --format '{{.Id}}' "$tag"
+id=$(docker image inspect --format '{{.Id}}' "$tag")
+if [[ -n "$previous" && "$previous" != "$id" ]]; then
+  docker rmi "$previous" >/dev/null 2>&1 || true  # kept if something else still uses it
+fi
+echo "$id"

@@ -22,14 +22,31 @@ scripts/build.sh
 step "build (AddressSanitizer, barge only)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug CMAKE_ARGS="-DBARGE_SANITIZE=ON" BUILD_TARGETS=barge \
   scripts/build.sh
+# The bed comes up here, where its progress is printed as it goes (under
+# ctest, -j, a fixture's output shows only when it fails); ctest's bed_up
+# fixture then reuses it (BARGE_BED_REUSE=1) and bed_down removes it at the
+# end. Only for the whole suite (no ctest arguments: a selection may hold no
+# bed test, and then nothing would take the bed down).
+if (($# == 0)); then
+  step "test bed"
+  BARGE_BED_TORCH=${BARGE_BED_TORCH:-1} tests/bed/bed.sh up
+  export BARGE_BED_REUSE=1
+fi
 step "tests"
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --no-tests=error \
   -j "$(nproc)" "$@"
-# The suite's fuzz run: a fixed seed and number of runs per target, at most
-# BARGE_FUZZ_SECONDS each; it fails on crashes, sanitizer reports, hangs,
-# memory and the parser's contract. The stricter nesting-estimate check
-# (tests/fuzz/job_file_fuzz.cc) is for developers' runs and the corpus
-# replay: BARGE_FUZZ_SECONDS=600 scripts/fuzz.sh.
-step "fuzz (seed 1, 150000 runs or BARGE_FUZZ_SECONDS per target; 0 skips)" &&
-  BARGE_FUZZ_NESTING=0 BARGE_FUZZ_SECONDS=${BARGE_FUZZ_SECONDS:-120} \
-  scripts/fuzz.sh -seed=1 -runs=150000
+# The suite's fuzz run: a fixed seed (BARGE_TEST_SEED=N picks another,
+# BARGE_TEST_SEED=random a fresh one that libFuzzer prints) and number of
+# runs per target, at most BARGE_FUZZ_SECONDS each; it fails on crashes,
+# sanitizer reports, hangs, memory, the parser's contract and the exact
+# nesting cap (tests/fuzz/job_file_fuzz.cc).
+case "${BARGE_TEST_SEED:-}" in
+  "") fuzz_seed=1 ;;
+  random) fuzz_seed=0 ;;  # libFuzzer: 0 = a fresh seed, printed
+  *[!0-9]*) echo "BARGE_TEST_SEED=$BARGE_TEST_SEED: not a seed (a number, or random)" >&2; exit 2 ;;
+  *) fuzz_seed=$BARGE_TEST_SEED  # libFuzzer's seed is 32-bit: its last 9 digits
+     ((${#fuzz_seed} <= 9)) || fuzz_seed=${fuzz_seed: -9}
+     fuzz_seed=$((10#$fuzz_seed)) ;;
+esac
+step "fuzz (seed $fuzz_seed, 150000 runs or BARGE_FUZZ_SECONDS per target; 0 skips)" &&
+  BARGE_FUZZ_SECONDS=${BARGE_FUZZ_SECONDS:-120} scripts/fuzz.sh -seed="$fuzz_seed" -runs=150000

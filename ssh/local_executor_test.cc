@@ -13,6 +13,7 @@
 
 #include "ssh/quote.h"
 #include "ssh/test_util.h"
+#include "tests/test_seed.h"
 
 namespace barge::ssh {
 namespace {
@@ -92,7 +93,7 @@ TEST(LocalExecutor, NeverCallsOnExitFromInsideStart) {
 TEST(LocalExecutor, RoundTripsOneMebibyteThroughStdin) {
   EventLoop loop;
   LocalExecutor local(&loop);
-  std::mt19937 rng(42);
+  std::mt19937 rng(barge::testing::TestSeed(42));
   std::string data(1 << 20, '\0');
   for (char& c : data) c = static_cast<char>(rng());
   Collected r = RunToEnd(loop, local, "cat", data);
@@ -239,7 +240,7 @@ TEST(LocalExecutor, RunsQuotedArgumentsByteExact) {
 TEST(LocalExecutor, ACommandLineLongerThanOneArgvStringRunsAndItsStdinStillArrives) {
   EventLoop loop;
   LocalExecutor local(&loop);
-  std::mt19937 rng(300);
+  std::mt19937 rng(barge::testing::TestSeed(300));
   std::string word;
   while (word.size() < 300 * 1024) word += "it's $(touch X) `id` ; && \n ~ * héllo ✓ 🚀 ";
   std::string data(1 << 20, '\0');

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "ssh/test_util.h"
+#include "tests/test_seed.h"
 
 namespace barge::ssh {
 namespace {
@@ -186,7 +187,7 @@ TEST(ShellQuote, EveryTrickyWordArrivesByteExactThroughShAndBash) {
 }
 
 TEST(ShellQuote, RandomBytesAndRandomUtf8ArriveByteExactThroughSh) {
-  std::mt19937 rng(20240611);
+  std::mt19937 rng(barge::testing::TestSeed(20240611));
   for (int i = 0; i < 300; ++i) {
     std::string word = i % 2 == 0 ? RandomBytes(rng, 4096) : RandomUtf8(rng, 4096);
     std::string got = EchoThroughShell("/bin/sh", word);
@@ -210,7 +211,7 @@ TEST(ShellQuote, APlantedCommandNeverRuns) {
       "x' && touch MARKER && echo '",
       "$(touch${IFS}MARKER)",
   };
-  std::mt19937 rng(7);
+  std::mt19937 rng(barge::testing::TestSeed(7));
   for (const std::string& payload : payloads) {
     for (int i = 0; i < 10; ++i) {
       // Alone, and buried in random text on either side.

@@ -25,6 +25,7 @@
 
 #include "ssh/bed_test_util.h"
 #include "ssh/quote.h"
+#include "tests/test_seed.h"
 
 namespace barge::ssh {
 namespace {
@@ -125,7 +126,7 @@ TEST(SshExecutor, RoundTripsOneMebibyteThroughStdin) {
   TempDir dir;
   auto exec = ConnectToBed(loop, dir);
   ASSERT_TRUE(exec);
-  std::mt19937 rng(1);
+  std::mt19937 rng(barge::testing::TestSeed(1));
   std::string data(1 << 20, '\0');
   for (char& c : data) c = static_cast<char>(rng());
   // More than the channel's initial window, so writes must wait for it.
@@ -154,7 +155,7 @@ TEST(SshExecutor, QuotedArgumentsArriveByteExactThroughTheRemoteShell) {
       "| touch MARKER", "\ntouch MARKER\n", "a\tb  c",  "*",          "~",
       "~root",     "#no comment", "back\\slash", "héllo wörld ✓ 日本語 🚀",
       "'; touch MARKER; '", "x' && touch MARKER && echo '"};
-  std::mt19937 rng(99);
+  std::mt19937 rng(barge::testing::TestSeed(99));
   for (int i = 0; i < 60; ++i) words.push_back(RandomUtf8(rng, 4096));
   for (int i = 0; i < 40; ++i) words.push_back(RandomBytes(rng, 4096));
 
@@ -201,7 +202,7 @@ TEST(SshExecutor, ACommandLineLongerThanTheKernelAndSshdLimitsRunsAndItsStdinSti
   TempDir dir;
   auto exec = ConnectToBed(loop, dir);
   ASSERT_TRUE(exec);
-  std::mt19937 rng(300);
+  std::mt19937 rng(barge::testing::TestSeed(300));
   const std::string word = LongWord(rng, 300 * 1024);
   const std::string line = ShellJoin({"printf", "%s", word}) + " && cat && exit 7";
   ASSERT_GT(line.size(), 300u * 1024);
@@ -279,7 +280,7 @@ TEST(SshExecutor, ManyLongCommandLinesAtOnceEachGetTheirOwnStdin) {
   TempDir dir;
   auto exec = ConnectToBed(loop, dir);
   ASSERT_TRUE(exec);
-  std::mt19937 rng(8);
+  std::mt19937 rng(barge::testing::TestSeed(8));
   std::vector<std::string> words, inputs;
   std::vector<std::shared_ptr<Collected>> results;
   std::vector<std::unique_ptr<Command>> commands;
@@ -390,30 +391,12 @@ class PrivateSshd {
     std::string pub = RunProgram({"/usr/bin/ssh-keygen", "-y", "-f", bed.key}, "", &code);
     EXPECT_EQ(code, 0);
     WriteFile(dir.File("authorized_keys"), pub);
-    port_ = FreePort();
-    WriteFile(dir.File("sshd_config"),
-              "ListenAddress 127.0.0.1:" + std::to_string(port_) + "\nHostKey " +
-                  dir.File("host_key") + "\nPidFile " + dir.File("sshd.pid") +
-                  "\nAuthorizedKeysFile " + dir.File("authorized_keys") +
-                  "\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\n"
-                  "PasswordAuthentication no\nKbdInteractiveAuthentication no\n" +
-                  extra_config + "\n");
-    std::string host_pub = testing::ReadFile(dir.File("host_key.pub"));
-    known_hosts_ = dir.File("known_hosts");
-    WriteFile(known_hosts_, "[127.0.0.1]:" + std::to_string(port_) + " " +
-                                host_pub.substr(0, host_pub.rfind(' ')) + "\n");
-    std::string script =
-        "mount --make-rprivate / && mount -t tmpfs tmpfs /run && mkdir -m 755 /run/sshd && "
-        "mount -t tmpfs tmpfs /root && exec /usr/sbin/sshd -D -e -f " +
-        dir.File("sshd_config") + " 2>" + dir.File("sshd.log");
-    pid_ = fork();
-    if (pid_ == 0) {
-      execl("/usr/bin/unshare", "unshare", "-m", "/bin/sh", "-c", script.c_str(), nullptr);
-      _exit(127);
-    }
-    // Ready once it accepts connections.
-    for (int i = 0; i < 100 && !Accepting(); ++i) usleep(50 * 1000);
-    EXPECT_TRUE(Accepting()) << testing::ReadFile(dir.File("sshd.log"));
+    // sshd binds the port of its configuration itself, so a port found free
+    // a moment ago may be taken by then: an sshd that exits at start is
+    // started again on another port, up to 5 times. Ready once its own log
+    // says it listens (a connect alone could reach whoever took the port).
+    for (int attempt = 0; attempt < 5 && !Listening(); ++attempt) Start(extra_config);
+    EXPECT_TRUE(Listening()) << testing::ReadFile(dir.File("sshd.log"));
   }
   ~PrivateSshd() {
     if (pid_ > 0) {
@@ -435,6 +418,49 @@ class PrivateSshd {
   std::string Log() const { return testing::ReadFile(dir_.File("sshd.log")); }
 
  private:
+  // One try: sshd on a port free a moment ago; waits (at most 5 s) until
+  // it listens or exits.
+  void Start(const std::string& extra_config) {
+    port_ = FreePort();
+    WriteFile(dir_.File("sshd_config"),
+              "ListenAddress 127.0.0.1:" + std::to_string(port_) + "\nHostKey " +
+                  dir_.File("host_key") + "\nPidFile " + dir_.File("sshd.pid") +
+                  "\nAuthorizedKeysFile " + dir_.File("authorized_keys") +
+                  "\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\n"
+                  "PasswordAuthentication no\nKbdInteractiveAuthentication no\n" +
+                  extra_config + "\n");
+    std::string host_pub = testing::ReadFile(dir_.File("host_key.pub"));
+    known_hosts_ = dir_.File("known_hosts");
+    WriteFile(known_hosts_, "[127.0.0.1]:" + std::to_string(port_) + " " +
+                                host_pub.substr(0, host_pub.rfind(' ')) + "\n");
+    std::string script =
+        "mount --make-rprivate / && mount -t tmpfs tmpfs /run && mkdir -m 755 /run/sshd && "
+        "mount -t tmpfs tmpfs /root && exec /usr/sbin/sshd -D -e -f " +
+        dir_.File("sshd_config") + " 2>" + dir_.File("sshd.log");
+    pid_ = fork();
+    if (pid_ == 0) {
+      execl("/usr/bin/unshare", "unshare", "-m", "/bin/sh", "-c", script.c_str(), nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 100 && !Listening(); ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {  // exited: the port was taken
+        pid_ = -1;
+        return;
+      }
+      usleep(50 * 1000);
+    }
+    if (!Listening()) {  // neither listens nor exited: stop it, a later try starts anew
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+  bool Listening() const {
+    return pid_ > 0 && testing::ReadFile(dir_.File("sshd.log"))
+                               .find("Server listening on 127.0.0.1 port " + std::to_string(port_) +
+                                     ".") != std::string::npos;
+  }
+
   static int FreePort() {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr = {};
@@ -445,16 +471,6 @@ class PrivateSshd {
     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
     close(fd);
     return ntohs(addr.sin_port);
-  }
-  bool Accepting() const {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr = {};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port_));
-    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    close(fd);
-    return ok;
   }
 
   const TempDir& dir_;

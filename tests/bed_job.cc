@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -39,6 +40,42 @@ std::string InHost(const BedHost& h, const std::string& command) {
 
 std::string JobContainers(const BedHost& h) {
   return RunShell("DOCKER_HOST=" + h.docker_host + " timeout 20 docker ps -aq --filter label=barge.job");
+}
+
+std::vector<int> WatchdogPids(const std::string& job_id) {
+  const std::string name = "barge-watchdog-" + job_id;
+  std::vector<int> pids;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/proc", ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string pid = it->path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string args = ReadWholeFile(it->path() / "cmdline");
+    for (char& c : args) c = c == '\0' ? ' ' : c;
+    if (args.find(name) == std::string::npos) continue;
+    // "PID (COMM) STATE ...": a zombie has exited, the machine's PID 1
+    // reaps late.
+    const std::string stat = ReadWholeFile(it->path() / "stat");
+    const size_t paren = stat.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') continue;
+    pids.push_back(std::stoi(pid));
+  }
+  return pids;
+}
+
+bool WaitForNoWatchdog(const std::string& job_id, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!WatchdogPids(job_id).empty()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
+std::string JobIdIn(const std::string& err) {
+  std::smatch m;
+  if (std::regex_search(err, m, std::regex("barge: job ([0-9a-f]{8}) \\("))) return m[1];
+  return "";
 }
 
 double WallSeconds() {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "tests/bed_env.h"
 
@@ -33,6 +34,20 @@ std::string InHost(const BedHost& h, const std::string& command);
 // IDs of every barge-labelled container on `h`'s dockerd, one per line ("" =
 // none), asked from this machine (not over SSH).
 std::string JobContainers(const BedHost& h);
+
+// PIDs of the live watchdog processes of job `job_id` on any bed host (the
+// hosts share this machine's PID namespace): processes whose command line
+// holds "barge-watchdog-<job_id>" and are not zombies. Read from /proc
+// directly, so no grep of the test's own matches; other jobs' watchdogs
+// (other tests, other engineers) are not counted.
+std::vector<int> WatchdogPids(const std::string& job_id);
+
+// Waits until job `job_id` has no live watchdog process; false after `limit`.
+bool WaitForNoWatchdog(const std::string& job_id, std::chrono::milliseconds limit);
+
+// The job id barge printed on stderr ("barge: job 1a2b3c4d (NAME): ..."),
+// or "".
+std::string JobIdIn(const std::string& err);
 
 // Wall-clock seconds since the epoch, with milliseconds.
 double WallSeconds();

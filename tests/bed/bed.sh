@@ -77,6 +77,26 @@ SSHD=$(command -v sshd || echo /usr/sbin/sshd)
 
 log() { printf '%s bed: %s\n' "$(date +%T.%3N)" "$*" >&2; }
 die() { printf 'bed: ERROR: %s\n' "$*" >&2; exit 1; }
+# progress WHAT CMD...: runs CMD (its stdout kept as this function's) and, so
+# that a long step (apt installs, cutting and loading the torch image) is not
+# minutes of silence, logs "WHAT: still going (N s)" every
+# BARGE_BED_PROGRESS_SECONDS (default 10) until it ends. Returns CMD's status.
+progress() {
+  local what=$1 every=${BARGE_BED_PROGRESS_SECONDS:-10} start=$SECONDS ticker rc=0
+  shift
+  log "$what"
+  # The ticker ends with this script too (a die inside CMD exits it).
+  ( trap 'exit 0' TERM
+    while sleep "$every" && kill -0 "$$" 2>/dev/null; do
+      log "$what: still going ($((SECONDS - start)) s)"
+    done ) >/dev/null 9>&- &
+  ticker=$!
+  "$@" || rc=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  ((rc == 0)) && log "$what: done in $((SECONDS - start)) s"
+  return "$rc"
+}
 
 # Alive = exists and is not a zombie. PID 1 here reaps late, so kill -0 lies.
 alive() {
@@ -577,10 +597,11 @@ cmd_up() {
   # 9>&-: daemons must not inherit the lock (they would hold it forever).
   "$ROOT/scripts/ensure-docker.sh" >&2 9>&- || die "no Docker engine (scripts/ensure-docker.sh failed)"
   local image_id
-  image_id=$("$ROOT/samples/build-demo-image.sh" "$IMAGE" | tail -n1) || die "cannot build $IMAGE"
+  image_id=$(progress "building $IMAGE (samples/build-demo-image.sh)" \
+    "$ROOT/samples/build-demo-image.sh" "$IMAGE" 9>&- | tail -n1) || die "cannot build $IMAGE"
   if [[ "$TORCH" == 1 ]]; then
-    log "building $TORCH_IMAGE (tests/bed/build-torch-image.sh)"
-    "$HERE/build-torch-image.sh" >&2 9>&- || die "cannot build $TORCH_IMAGE"
+    progress "building $TORCH_IMAGE (tests/bed/build-torch-image.sh: installs python3-torch if missing, cuts the image)" \
+      "$HERE/build-torch-image.sh" >&2 9>&- || die "cannot build $TORCH_IMAGE"
   fi
 
   log "keys and configuration"
@@ -693,9 +714,8 @@ cmd_up() {
       wait "${wpid[$h]}" || { failed+=" $h"; cat "$BED/$h/wait.log" >&2; }
     done
     [[ -z "$failed" ]] || die "dockerd did not come up on:$failed"
-    log "loading $IMAGE$([[ "$TORCH" == 1 ]] && echo " and $TORCH_IMAGE") into $NHOSTS dockerds"
-    push_image "$IMAGE"
-    [[ "$TORCH" != 1 ]] || push_image "$TORCH_IMAGE" cache
+    progress "loading $IMAGE into $NHOSTS dockerds" push_image "$IMAGE"
+    [[ "$TORCH" != 1 ]] || progress "loading $TORCH_IMAGE into $NHOSTS dockerds" push_image "$TORCH_IMAGE" cache
   fi
 
   # End to end: key auth, known_hosts, hostname, DOCKER_HOST of every host.

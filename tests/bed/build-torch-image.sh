@@ -177,6 +177,7 @@ if [[ -s "$work/tar.err" ]]; then
   head -n 5 "$work/tar.err" >&2
 fi
 # The linker cache for exactly the libraries in the image.
+previous=$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 cid=$(docker create "$tag.base" /sbin/ldconfig)
 docker start -a "$cid" >&2 || { docker rm -f "$cid" >/dev/null; die "ldconfig failed in the image"; }
 docker commit \
@@ -190,6 +191,10 @@ docker commit \
   "$cid" "$tag" >/dev/null
 docker rm "$cid" >/dev/null
 docker rmi "$tag.base" >/dev/null
+# The image the tag named before (an older build): no dangling image left.
+if [[ -n "$previous" && "$previous" != "$(docker image inspect --format '{{.Id}}' "$tag")" ]]; then
+  docker rmi "$previous" >/dev/null 2>&1 || true  # kept if something else still uses it
+fi
 
 if [[ "${BARGE_TORCH_CHECK:-0}" == 1 ]]; then
   log "checking import torch + a 1-node gloo all_reduce"

@@ -3,14 +3,14 @@
 // Checks, besides "never crashes, hangs or throws":
 //   - ParseJobText keeps its contract: a spec exactly when there is no
 //     error, and every error placed (line and column from 1) with a message;
-//   - the nesting pre-scan bounds what yaml-cpp does: when FindDeepNesting
-//     says the text is no deeper than kProbeDepth, yaml-cpp never holds
-//     more than 2 * kProbeDepth collections open while parsing it. (Twice:
-//     in a flow sequence yaml-cpp wraps an entry "k: v" in a single-pair
-//     map, opened before the key, which a one-pass scan cannot see coming,
-//     so "[[[a: b]: c]: d]" is 6 levels deep for the scan's 3.) A small
-//     depth lets short inputs find a way past the scan that, repeated,
-//     would get past the real cap (kMaxNestingDepth) too.
+//   - the nesting cap is exact: text that yaml-cpp reads more than
+//     kMaxNestingDepth collections deep (in the documents the parser looks
+//     at) is refused with the nesting message. The text scan alone
+//     (FindDeepNesting) cannot promise that: it is an estimate, and
+//     runner/job_text.h says why it cannot be exact; the parser counts depth
+//     on yaml-cpp's own events too. Always on (CI included): the fuzzer's
+//     earlier nesting finds were the scan's undercounts, which this cap
+//     no longer depends on.
 //
 // Relative paths in the text resolve against a directory that does not
 // exist. Absolute ones (hosts_file, identity files) are looked at on this
@@ -32,14 +32,13 @@
 
 namespace {
 
-using barge::runner::FindDeepNesting;
 using barge::runner::FindInvalidUtf8;
 using barge::runner::JobFileError;
 using barge::runner::kMaxJobFileBytes;
+using barge::runner::kMaxNestingDepth;
 using barge::runner::LoadedJob;
+using barge::runner::NestedTooDeepMessage;
 using barge::runner::ParseJobText;
-
-constexpr int kProbeDepth = 8;
 
 [[noreturn]] void Fail(const char* what, std::string_view detail) {
   std::fprintf(stderr, "job_file_fuzz: %s: %.*s\n", what, static_cast<int>(detail.size()),
@@ -89,37 +88,26 @@ class DepthProbe : public YAML::EventHandler {
   long long nodes_ = 0;
 };
 
-// The nesting check holds the scan to a quality bar (its estimate tracks
-// yaml-cpp's reading), not a safety one: text that slips past the cap still
-// meets yaml-cpp's own depth limit and is refused as a syntax error. New
-// fuzz inputs keep finding corners where the two read YAML differently, so
-// the suite's fuzz run (scripts/test.sh) turns it off with
-// BARGE_FUZZ_NESTING=0 and checks crashes, sanitizers, hangs, memory and
-// the parser's contract; the corpus replay and developers' runs keep it.
-bool NestingCheckOn() {
-  static const bool on = [] {
-    const char* v = std::getenv("BARGE_FUZZ_NESTING");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  return on;
-}
-
-void CheckNestingEstimate(std::string_view text) {
-  if (FindDeepNesting(text, kProbeDepth)) return;
+// yaml-cpp's depth of `text` (at most three documents, as the parser
+// entry looks at) past kMaxNestingDepth must mean the nesting error.
+void CheckNestingCap(std::string_view text, const LoadedJob& job) {
   DepthProbe probe;
   try {
     std::istringstream in{std::string(text)};
     YAML::Parser parser(in);
-    // The parser entry looks at no more than three documents either.
     for (int i = 0; i < 3 && parser.HandleNextDocument(probe); ++i) {
     }
   } catch (const DepthProbe::TooMany&) {
   } catch (const YAML::Exception&) {
   }
-  if (probe.max_depth() > 2 * kProbeDepth) {
-    Fail("the nesting scan found no more than kProbeDepth levels; yaml-cpp opened",
-         std::to_string(probe.max_depth()) + " > 2 * " + std::to_string(kProbeDepth));
+  if (probe.max_depth() <= kMaxNestingDepth) return;
+  const std::string nesting = NestedTooDeepMessage(kMaxNestingDepth);
+  for (const JobFileError& e : job.errors) {
+    if (e.message == nesting) return;
   }
+  Fail("yaml-cpp reads the text deeper than kMaxNestingDepth, and the parser said nothing of it",
+       std::to_string(probe.max_depth()) + " levels, " + std::to_string(job.errors.size()) +
+           " other error(s)");
 }
 
 void CheckContract(const LoadedJob& job) {
@@ -144,9 +132,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // the size cap, without NUL bytes, UTF-8, its byte order mark dropped.
   std::string_view scanned = text;
   if (scanned.substr(0, 3) == "\xEF\xBB\xBF") scanned.remove_prefix(3);
-  if (NestingCheckOn() && size <= kMaxJobFileBytes && scanned.find('\0') == std::string_view::npos &&
+  if (size <= kMaxJobFileBytes && scanned.find('\0') == std::string_view::npos &&
       FindInvalidUtf8(scanned) == std::string_view::npos) {
-    CheckNestingEstimate(scanned);
+    CheckNestingCap(scanned, job);
   }
   return 0;
 }
