@@ -4,7 +4,8 @@
 # on Linux, nothing to set up) served by ONE OpenSSH sshd of its own on
 # 0.0.0.0:$BARGE_EMU_PORT (default 2200; only logins from 127/8 are allowed)
 # with MaxStartups and MaxSessions raised. Every command a client runs
-# enters bench/emu/enter, which gives the host its own /tmp
+# goes through bench/emu/enter.cc (built here with c++; root's login shell in
+# that sshd's own /etc/passwd), which gives the host its own /tmp
 # ($BARGE_EMU_DIR/hosts/ADDR) in a private mount namespace. The container
 # engine is bench/emu/fake-docker (a job uses it through docker_command:): it
 # measures barge's controller, not Docker.
@@ -16,8 +17,8 @@
 # emu.env (in $BARGE_EMU_DIR, default /var/tmp/barge-emu; not under /tmp, which
 # each host replaces) sets EMU_KEY, EMU_KNOWN_HOSTS, EMU_PORT, EMU_DOCKER and
 # EMU_ADDRS (a file, one address a line). The sshd runs in a mount namespace
-# whose /root is empty, so root's ~/.bashrc (which bash sources for ssh
-# commands) stays out of the hosts' commands. Needs root.
+# whose /root is empty and whose /etc/passwd gives root the shell `enter`,
+# so no bash and no ~/.bashrc run for the hosts' commands. Needs root.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 EMU=${BARGE_EMU_DIR:-/var/tmp/barge-emu}
@@ -27,11 +28,12 @@ addr() {  # $1 = host number from 1: 127.1.X.Y, 200 hosts per X
   echo "127.1.$(( ($1 - 1) / 200 )).$(( ($1 - 1) % 200 + 1 ))"
 }
 
-# Every process of the emulation carries BARGE_EMU_DIR=$EMU in its
-# environment (sshd's SetEnv): the sessions' shells, the fake engine's
-# container processes, barge's watchdogs on the hosts.
+# Every process on the hosts' side carries BARGE_EMU_SIDE=$EMU in its
+# environment (sshd's SetEnv, which nothing on the client's side sets): the
+# sessions' shells, the fake engine's container processes, barge's
+# watchdogs on the hosts.
 emu_pids() {
-  grep -lzxF "BARGE_EMU_DIR=$EMU" /proc/[0-9]*/environ 2>/dev/null | grep -v "^/proc/$$/" |
+  grep -lzxF "BARGE_EMU_SIDE=$EMU" /proc/[0-9]*/environ 2>/dev/null |
     sed 's|^/proc/\([0-9]*\)/environ$|\1|' || true
 }
 
@@ -50,9 +52,12 @@ up() {
   command -v sshd >/dev/null || [[ -x /usr/sbin/sshd ]] || { echo "emu: sshd missing (openssh-server)" >&2; exit 1; }
   down
   mkdir -p "$EMU/root" "$EMU/hosts" "$EMU/started" /run/sshd
+  c++ -O2 -o "$EMU/enter" "$HERE/enter.cc"
   ssh-keygen -q -t ed25519 -N '' -f "$EMU/host_ed25519" -C barge-emu-host
   ssh-keygen -q -t ed25519 -N '' -f "$EMU/client_ed25519" -C barge-emu-client
   cp "$EMU/client_ed25519.pub" "$EMU/authorized_keys"
+  sed "s|^\(root:[^:]*:[^:]*:[^:]*:[^:]*:[^:]*\):.*|\1:$EMU/enter|" /etc/passwd >"$EMU/passwd"
+  grep -q "^root:.*:$EMU/enter\$" "$EMU/passwd" || { echo "emu: cannot set root's shell in a copy of /etc/passwd" >&2; exit 1; }
   local hostkey; hostkey=$(cut -d' ' -f1,2 "$EMU/host_ed25519.pub")
   : >"$EMU/addrs"; : >"$EMU/known_hosts"
   for ((i = 1; i <= n; i++)); do
@@ -77,12 +82,11 @@ MaxStartups 4000
 MaxSessions 1000
 LogLevel ERROR
 AllowUsers root@127.0.0.0/8
-SetEnv BARGE_EMU_DIR=$EMU
-ForceCommand exec /bin/sh $HERE/enter
+SetEnv BARGE_EMU_DIR=$EMU BARGE_EMU_SIDE=$EMU
 CFG
   /usr/sbin/sshd -t -f "$EMU/sshd_config"
   setsid unshare -m --propagation private sh -c \
-    'mount --bind "$0/root" /root && exec /usr/sbin/sshd -D -f "$0/sshd_config" -E "$0/sshd.log"' "$EMU" \
+    'mount --bind "$0/root" /root && mount --bind "$0/passwd" /etc/passwd && exec /usr/sbin/sshd -D -f "$0/sshd_config" -E "$0/sshd.log"' "$EMU" \
     </dev/null >"$EMU/listener.log" 2>&1 &
   echo $! >"$EMU/listener.pid"
   cat >"$EMU/emu.env" <<ENV
@@ -117,7 +121,10 @@ job() {  # $1 = hosts, $2 = file: the head (an emu-barrier) ends once all N node
     echo "docker_command: $EMU_DOCKER"
     echo "hosts:"
     head -n "$n" "$EMU_ADDRS" | while read -r a; do echo "  - $a"; done
-    echo "ssh: {user: root, port: $EMU_PORT, identity_file: $EMU_KEY, known_hosts: $EMU_KNOWN_HOSTS}"
+    # The emulated hosts share this machine's cores (with whatever else runs on it):
+    # a host answering late is load, not a lost host.
+    echo "ssh: {user: root, port: $EMU_PORT, identity_file: $EMU_KEY, known_hosts: $EMU_KNOWN_HOSTS,"
+    echo "      connect_timeout: 60s, dead_after: 60s}"
     echo "stop_grace: 2s"
     echo "roles:"
     echo "  head: {command: [emu-barrier, \"$n\"]}"
