@@ -120,10 +120,13 @@ run_barge() {  # $1 = hosts; prints one row of numbers
     # A failure is a result too: the row says so, with barge's last words.
     echo "bench: barge failed (exit $rc) at $n hosts:" >&2
     grep -v '^\[' "$WORK/err" | tail -8 >&2
-    read -r e u sy m <"$WORK/time" || true
+    # (time's first line says "Command terminated by signal N" after a crash)
+    read -r e u sy m < <(tail -1 "$WORK/time") || true
+    grep -q "terminated by signal" "$WORK/time" && echo "# $n hosts, barge: $(head -1 "$WORK/time")" >>"$WORK/why.sig"
     read -r fds thr hwm lastthr <<<"$s"
     echo "$n FAILED $(awk -v a="$t1" -v b="$t0" 'BEGIN {printf "%.2f", a - b}') $(awk -v a="$u" -v b="$sy" 'BEGIN {print a + b}') $(( (m > hwm ? m : hwm) / 1024 )) $fds $thr/$lastthr $(leftovers "${id:-none}")"
     grep -v '^\[' "$WORK/err" | tail -3 | sed "s/^/# $n hosts, barge: /" >"$WORK/why"
+    [[ ! -f $WORK/why.sig ]] || cat "$WORK/why.sig" >>"$WORK/why"
     return 0
   fi
   local starts=$EMU_DIR/started/$id
@@ -132,7 +135,7 @@ run_barge() {  # $1 = hosts; prints one row of numbers
   local ended; ended=$(cat "$EMU_DIR/ended/$id")
   local left; left=$(leftovers "$id")
   [[ $left -eq 0 ]] || echo "bench: $left things of job $id left on the emulated hosts" >&2
-  read -r e u sy m <"$WORK/time"
+  read -r e u sy m < <(tail -1 "$WORK/time")
   read -r fds thr hwm lastthr <<<"$s"
   awk -v n="$n" -v w="$(awk -v a="$t1" -v b="$t0" 'BEGIN {print a - b}')" \
       -v all="$(printf '%s\n' "$lat" | sort -n | tail -1)" -v p50="$(printf '%s\n' "$lat" | pct 50)" \
