@@ -744,6 +744,11 @@ constexpr KeyRule<SshSettings> kSshRules[] = {
      [](const Entry& e, SshSettings& s) {
        s.identity_file = ReadReadableFile(e, "identity file");
      }},
+    {"parallel_connects",
+     [](const Entry& e, SshSettings& s) {
+       if (auto n = ReadInteger(e, 1, 4096, "a number of SSH handshakes at once"))
+         s.parallel_connects = static_cast<int>(*n);
+     }},
 };
 
 constexpr std::string_view kConventions[] = {"barge",    "torch",  "ray",

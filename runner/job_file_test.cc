@@ -1042,5 +1042,20 @@ TEST(JobFileError, ToStringOmitsWhatItDoesNotHave) {
             "job.yaml: cannot read job file: x");
 }
 
+TEST_F(JobFileTest, ParallelConnectsDefaultsToThirtyTwoAndAcceptsOneTo4096) {
+  LoadedJob plain = Parse("name: x\nimage: i\n");
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_EQ(plain.spec->ssh.parallel_connects, 32);
+  LoadedJob set = Parse("name: x\nimage: i\nssh: {parallel_connects: 8}\n");
+  ASSERT_TRUE(set.errors.empty()) << set.errors[0].ToString();
+  EXPECT_EQ(set.spec->ssh.parallel_connects, 8);
+  EXPECT_THAT(Errors("name: x\nimage: i\nssh: {parallel_connects: 0}\n"),
+              ElementsAre(::testing::StartsWith(
+                  "job.yaml:3:26: ssh.parallel_connects: expected a number of SSH handshakes at once "
+                  "from 1 to 4096, got '0'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nssh: {parallel_connects: many}\n"),
+              ElementsAre(::testing::HasSubstr("ssh.parallel_connects: expected")));
+}
+
 }  // namespace
 }  // namespace barge::runner

@@ -31,6 +31,10 @@ struct SshSettings {
   std::optional<std::string> user;
   std::optional<int> port;
   std::optional<std::string> identity_file;
+  // At most this many SSH handshakes in flight at once (ssh::ConnectAll's
+  // pool): bounds the controller's CPU burst and keeps a jump host's or a
+  // host's sshd MaxStartups (default 10:30:100) from refusing logins.
+  int parallel_connects = 32;
 };
 
 enum class ImagePull { kAlways, kMissing, kNever, kPush };

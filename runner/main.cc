@@ -23,6 +23,7 @@
 
 #include "cluster/plan.h"
 #include "runner/controller.h"
+#include "runner/fd_limit.h"
 #include "runner/job_file.h"
 #include "runner/job_store.h"
 #include "runner/jobs_cli.h"
@@ -64,9 +65,28 @@ int Plan(const std::string& path) {
 // down` can parse it again with relative paths resolved as at run time.
 constexpr const char* kSpecFileComment = "# barge job file: ";
 
+// Ok when barge may open a socket per host and a log file per node; an
+// error before anything connects otherwise (main raised the soft limit).
+Status CheckOpenFiles(const JobSpec& spec) {
+  int ssh_hosts = 0, nodes = 0;
+  for (const auto* list : {&spec.hosts, &spec.spare_hosts}) {
+    for (const cluster::Host& h : *list) {
+      ssh_hosts += h.is_local() ? 0 : 1;
+      nodes += h.nodes;
+    }
+  }
+  Result<OpenFileLimit> limit = RaiseOpenFileLimit();
+  if (!limit.ok()) return limit.status();
+  return CheckOpenFileLimit(ssh_hosts, nodes, *limit);
+}
+
 int Run(const std::string& path, bool detach) {
   std::optional<JobSpec> spec = Load(path);
   if (!spec) return kExitBargeFailure;
+  if (Status s = CheckOpenFiles(*spec); !s.ok()) {
+    std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+    return kExitBargeFailure;
+  }
   const std::string job_id = NewJobId();
   cluster::PlanInput input = MakePlanInput(*spec, job_id);
   ControllerOptions options;
@@ -299,6 +319,9 @@ int main(int argc, char** argv) {
   // controller mid-job: writes to it fail instead, and the job goes on (its
   // output is in the log files). Children get SIGPIPE back (local_executor).
   std::signal(SIGPIPE, SIG_IGN);
+  // One socket per host and one log file per node stay open: take all the
+  // descriptors the hard limit allows (run checks the job fits, see Run).
+  (void)barge::runner::RaiseOpenFileLimit();
   auto logger = spdlog::stderr_color_mt("barge");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);

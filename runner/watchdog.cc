@@ -1,26 +1,38 @@
 #include "runner/watchdog.h"
 
+#include <algorithm>
+
 #include "ssh/quote.h"
 
 namespace barge::runner {
 
 std::string HostJobDir(const std::string& job_id) { return "/tmp/barge-" + job_id; }
 
+std::chrono::seconds WatchdogTick(const WatchdogParams& p) {
+  return std::clamp<std::chrono::seconds>(std::min(p.lease, p.grace) / 2, std::chrono::seconds(1),
+                                          std::chrono::seconds(10));
+}
+
 std::string ArmWatchdogCommand(const WatchdogParams& p) {
   using ssh::ShellQuote;
   const std::string dir = HostJobDir(p.job_id);
   std::string docker = ssh::ShellJoin(p.docker);
   // The loop, with every value quoted into it. `timeout` bounds each docker
-  // call where it exists (a frozen dockerd hangs the CLI forever).
+  // call where it exists (a frozen dockerd hangs the CLI forever). A tick
+  // costs two programs (sleep, stat): `: > $D/now` stamps the time without
+  // one, and one stat reads it with the lease's; docker is asked only on
+  // the head's host, and only once the lease is older than the grace.
   std::string script =
       "D=" + ShellQuote(dir) + "; J=" + ShellQuote(p.job_id) +
       "; LEASE=" + std::to_string(p.lease.count()) + "; GRACE=" + std::to_string(p.grace.count()) +
       "; DEADLINE=" + std::to_string(p.deadline) + "; HEAD=" + ShellQuote(p.head_container) +
-      "; HOOK=" + ShellQuote(p.host_hook) +
+      "; HOOK=" + ShellQuote(p.host_hook) + "; TICK=" + std::to_string(WatchdogTick(p).count()) +
       "; T=; command -v timeout >/dev/null 2>&1 && T='timeout 30'"
-      "; while sleep 2; do"
+      "; while sleep $TICK; do"
       " [ -d \"$D\" ] || exit 0;"
-      " now=$(date +%s); m=$(stat -c %Y \"$D/lease\" 2>/dev/null || echo 0); age=$((now - m)); why=;"
+      " if : > \"$D/now\" 2>/dev/null; then set -- $(stat -c %Y \"$D/now\" \"$D/lease\" 2>/dev/null);"
+      " now=${1:-0}; m=${2:-0}; else now=$(date +%s); m=$(stat -c %Y \"$D/lease\" 2>/dev/null || echo 0); fi;"
+      " age=$((now - m)); why=;"
       " [ \"$age\" -gt \"$LEASE\" ] && why='lease expired';"
       " [ \"$DEADLINE\" -gt 0 ] && [ \"$now\" -ge \"$DEADLINE\" ] && why='timeout';"
       " if [ -n \"$HEAD\" ] && [ \"$age\" -gt \"$GRACE\" ]; then"

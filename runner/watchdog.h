@@ -35,6 +35,10 @@ struct WatchdogParams {
 // The job's per-host directory: /tmp/barge-<job id>.
 std::string HostJobDir(const std::string& job_id);
 
+// How often the watchdog looks: half the shorter of lease and grace, from
+// 1 to 10 s (a tick runs two small programs; at 10 s that is ~0.2 a second).
+std::chrono::seconds WatchdogTick(const WatchdogParams& p);
+
 // A command line that creates the per-host directory (0700) and the lease,
 // and starts the watchdog detached from the session; prints nothing.
 std::string ArmWatchdogCommand(const WatchdogParams& p);

@@ -42,7 +42,7 @@ Status Controller::Connect(const std::vector<size_t>& which) {
   if (targets.empty()) return Status::Ok();
   observer_.StepBegan(Phase::kConnect, "connecting", static_cast<int>(targets.size()));
   for (size_t i = 0; i < which.size(); ++i) Began(hosts_[which[i]]->PhaseOf(Phase::kConnect));
-  auto executors = connector_.Connect(targets, kDefaultParallelConnects);
+  auto executors = connector_.Connect(targets, spec_.ssh.parallel_connects);
   std::vector<std::string> errors;
   for (size_t i = 0; i < executors.size(); ++i) {
     HostState& state = *hosts_[which[i]];

@@ -60,8 +60,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// SSH handshakes at once (until ssh.parallel_connects sets it).
-inline constexpr int kDefaultParallelConnects = 32;
 
 // What messages and log prefixes call a host: its address.
 std::string HostName(const cluster::Host& h);

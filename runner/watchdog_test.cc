@@ -1,0 +1,116 @@
+// Tests of the hosts' watchdog loop, run here with /bin/sh and a fake docker
+// command that logs its arguments (the loop itself is real).
+#include "runner/watchdog.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "ssh/quote.h"
+
+namespace barge::runner {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int Sh(const std::string& line) { return std::system(("sh -c " + ssh::ShellQuote(line)).c_str()); }
+
+// A job id of its own, a fake docker that logs to `log`, and clean-up.
+class WatchdogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    job_ = "wdtest" + std::to_string(getpid()) + "x" + std::to_string(rand() % 100000);
+    scratch_ = fs::temp_directory_path() / ("barge-watchdog-test-" + job_);
+    fs::create_directories(scratch_);
+    log_ = (scratch_ / "docker.log").string();
+    docker_ = (scratch_ / "docker").string();
+    std::ofstream(docker_) << "#!/bin/sh\necho \"$*\" >> " << ssh::ShellQuote(log_)
+                           << "\ncase $1 in ps) echo c1; echo c2 ;; inspect) echo true ;; esac\n";
+    fs::permissions(docker_, fs::perms::owner_all);
+  }
+  void TearDown() override {
+    (void)Sh(DisarmWatchdogCommand(job_));
+    fs::remove_all(scratch_);
+  }
+  WatchdogParams Params(std::chrono::seconds lease) const {
+    WatchdogParams p;
+    p.job_id = job_;
+    p.docker = {docker_};
+    p.lease = lease;
+    p.grace = 1s;
+    return p;
+  }
+  // Waits up to `limit` for `done`.
+  template <typename F>
+  bool Within(std::chrono::milliseconds limit, F done) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (done()) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return done();
+  }
+  std::string job_;
+  fs::path scratch_;
+  std::string log_, docker_;
+};
+
+TEST(WatchdogTick, IsHalfTheShorterOfLeaseAndGraceFromOneToTenSeconds) {
+  WatchdogParams p;
+  p.lease = 600s;
+  p.grace = 90s;
+  EXPECT_EQ(WatchdogTick(p), 10s);
+  p.lease = 4s;
+  p.grace = 5s;
+  EXPECT_EQ(WatchdogTick(p), 2s);
+  p.lease = 1s;
+  EXPECT_EQ(WatchdogTick(p), 1s);
+}
+
+TEST_F(WatchdogTest, ALapsedLeaseRemovesTheJobsContainersAndDirectoryWithinFiveSeconds) {
+  ASSERT_EQ(Sh(ArmWatchdogCommand(Params(1s))), 0);
+  const std::string dir = HostJobDir(job_);
+  ASSERT_TRUE(fs::exists(dir + "/lease"));
+  EXPECT_TRUE(Within(5000ms, [&] { return !fs::exists(dir); })) << "the job directory is still there";
+  std::string log = ReadAll(log_);
+  EXPECT_THAT(log, ::testing::HasSubstr("ps -aq --filter label=barge.job=" + job_));
+  EXPECT_THAT(log, ::testing::HasSubstr("rm -f c1 c2"));
+}
+
+TEST_F(WatchdogTest, ARenewedLeaseKeepsTheJobAndDisarmingEndsTheLoop) {
+  ASSERT_EQ(Sh(ArmWatchdogCommand(Params(2s))), 0);
+  const std::string dir = HostJobDir(job_);
+  const pid_t pid = std::stoi(ReadAll(dir + "/watchdog.pid"));
+  for (int i = 0; i < 8; ++i) {  // 4 s: twice the lease
+    ASSERT_EQ(Sh(RenewLeaseCommand(job_)), 0);
+    std::this_thread::sleep_for(500ms);
+  }
+  EXPECT_TRUE(fs::exists(dir));
+  EXPECT_THAT(ReadAll(log_), ::testing::Not(::testing::HasSubstr("rm -f")));
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+  EXPECT_FALSE(fs::exists(dir));
+  // Gone, or a zombie waiting for a late reaper: not running either way.
+  EXPECT_TRUE(Within(3000ms, [&] {
+    std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+    return stat.empty() || stat.find(") Z ") != std::string::npos;
+  }));
+}
+
+}  // namespace
+}  // namespace barge::runner
