@@ -54,17 +54,18 @@ class JobObserver {
   virtual ~JobObserver() = default;
   // A step over `count` hosts or nodes begins ("preflight", "starting
   // workers"): what the status line counts. Steps do not nest.
-  virtual void StepBegan(Phase phase, std::string_view label, int count) {}
-  virtual void StepEnded(Phase phase) {}
-  virtual void HostBegan(const HostPhase& p, TimePoint at) {}
+  virtual void StepBegan(Phase /*phase*/, std::string_view /*label*/, int /*count*/) {}
+  virtual void StepEnded(Phase /*phase*/) {}
+  virtual void HostBegan(const HostPhase& /*p*/, TimePoint /*at*/) {}
   // `ok` false: `detail` says what went wrong. `detail` may say something
   // worth a glance when ok (e.g. "4 GPUs").
-  virtual void HostEnded(const HostPhase& p, TimePoint at, bool ok, std::string_view detail) {}
+  virtual void HostEnded(const HostPhase& /*p*/, TimePoint /*at*/, bool /*ok*/,
+                         std::string_view /*detail*/) {}
   // A job event as the store keeps it (kind: event::k..., or a status name).
-  virtual void JobEvent(std::string_view kind, const std::optional<std::string>& host,
-                        std::string_view detail, TimePoint at) {}
+  virtual void JobEvent(std::string_view /*kind*/, const std::optional<std::string>& /*host*/,
+                        std::string_view /*detail*/, TimePoint /*at*/) {}
   // One of barge's own messages for the user ("barge: ..."), already redacted.
-  virtual void Message(std::string_view line) {}
+  virtual void Message(std::string_view /*line*/) {}
   // Flush what is buffered (the job is ending, or a reader needs it now).
   virtual void Flush() {}
 };

@@ -26,7 +26,7 @@ class StoreObserver : public JobObserver {
 
   void HostBegan(const HostPhase& p, TimePoint at) override;
   void HostEnded(const HostPhase& p, TimePoint at, bool ok, std::string_view detail) override;
-  void StepEnded(Phase phase) override { Flush(); }
+  void StepEnded(Phase /*phase*/) override { Flush(); }
   void Flush() override;
   // The job id changes for nothing but a test; the first failed write's
   // message, if any (writes never fail the job).
