@@ -3,13 +3,15 @@
 # cluster/ and ssh/, so it links none of their libraries.
 add_library(barge_jobfile STATIC
   ${CMAKE_CURRENT_LIST_DIR}/job_file.cc
+  ${CMAKE_CURRENT_LIST_DIR}/job_schema.cc
+  ${CMAKE_CURRENT_LIST_DIR}/overrides.cc
   ${CMAKE_CURRENT_LIST_DIR}/job_text.cc
   ${CMAKE_CURRENT_LIST_DIR}/job_values.cc
   ${CMAKE_CURRENT_LIST_DIR}/suggest.cc
   ${CMAKE_CURRENT_LIST_DIR}/units.cc
 )
 target_include_directories(barge_jobfile PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(barge_jobfile PUBLIC barge_base yaml-cpp)
+target_link_libraries(barge_jobfile PUBLIC barge_base yaml-cpp PRIVATE nlohmann_json::nlohmann_json)
 
 barge_unit_tests(runner_jobfile_tests
   SOURCES
