@@ -25,4 +25,6 @@ barge_unit_tests(runner_jobfile_tests
 )
 # The corpus test reads tests/bad_jobs/ and names its files relative to the
 # source root, as a user standing there would.
-target_compile_definitions(runner_jobfile_tests PRIVATE BARGE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+if(BUILD_TESTING)
+  target_compile_definitions(runner_jobfile_tests PRIVATE BARGE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+endif()
