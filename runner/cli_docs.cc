@@ -12,7 +12,7 @@ enum class Completes { kNothing, kJobFile, kJob, kShell, kColor };
 
 // By the argument's name: see the header.
 Completes CompletionOf(const CLI::Option& o) {
-  const std::string name = o.get_name(/*positional=*/true, /*all_options=*/false);
+  const std::string name = o.get_positional() ? o.get_name(/*positional=*/true) : o.get_name();
   if (name == "job_file" || name == "--hosts-file") return Completes::kJobFile;
   if (name == "job") return Completes::kJob;
   if (name == "shell") return Completes::kShell;
@@ -20,7 +20,7 @@ Completes CompletionOf(const CLI::Option& o) {
   return Completes::kNothing;
 }
 
-bool TakesValue(const CLI::Option& o) { return o.get_type_size() != 0; }
+bool TakesValue(const CLI::Option& o) { return o.get_items_expected_max() > 0; }
 
 std::vector<const CLI::App*> Visible(const CLI::App& app) {
   std::vector<const CLI::App*> out;
@@ -84,7 +84,7 @@ std::string Bash(const CLI::App& app) {
 __barge_words() { COMPREPLY=($(compgen -W "$1" -- "$cur")); }
 __barge_files() {
   local IFS=$'\n'
-  COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur") $(compgen -d -S / -- "$cur"))
+  COMPREPLY=($(compgen -f -X '!*.yaml' -- "$cur") $(compgen -f -X '!*.yml' -- "$cur") $(compgen -d -S / -- "$cur"))
   compopt -o nospace -o filenames 2>/dev/null
 }
 __barge_jobs() { __barge_words "$("${COMP_WORDS[0]}" __complete-jobs 2>/dev/null)"; }
@@ -188,10 +188,9 @@ _barge() {
         const std::string text = "[" + ZshText(o->get_description()) + "]";
         const std::string value =
             TakesValue(*o) ? ":" + o->get_lnames().front() + ":" + ZshAction(CompletionOf(*o)) : "";
-        const std::string repeat = o->get_expected_max() > 1 || o->get_multi_option_policy() ==
-                                                                     CLI::MultiOptionPolicy::TakeAll
-                                       ? "*"
-                                       : "";
+        // --set, --env: given any number of times.
+        const std::string repeat =
+            o->get_expected_max() > 1 || o->get_trigger_on_parse() ? "*" : "";
         for (const std::string& n : names) out += " '" + repeat + n + text + value + "'";
       } else if (o->get_positional()) {
         const std::string name = o->get_name(true, false);

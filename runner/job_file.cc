@@ -2145,7 +2145,7 @@ bool ApplyOverride(const Source& src, YAML::Node& root, const Override& o,
       if (!ParseInteger(segment, &index) || index < 0 ||
           static_cast<size_t>(index) >= at.size()) {
         return fail("'" + walked + "' is a list of " + std::to_string(at.size()) +
-                    " items; expected an index from 0 to " + std::to_string(at.size() - 1) +
+                    " item(s); expected an index from 0 to " + std::to_string(at.size() - 1) +
                     ", got '" + segment + "'");
       }
       if (last) {

@@ -19,6 +19,8 @@ barge_unit_tests(runner_jobfile_tests
     ${CMAKE_CURRENT_LIST_DIR}/job_file_corpus_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/job_text_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/job_values_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/job_schema_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/overrides_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/suggest_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/units_test.cc
   LIBS barge_jobfile

@@ -443,27 +443,25 @@ int main(int argc, char** argv) {
   std::vector<barge::runner::Override> overrides;
   std::vector<std::string> override_errors;
   auto add_overrides = [&](CLI::App* sub) {
-    sub->add_option_function<std::vector<std::string>>(
+    sub->add_option_function<std::string>(
            "--set",
-           [&](const std::vector<std::string>& args) {
-             for (const auto& a : args) {
-               auto o = barge::runner::ParseSetOverride(a);
-               if (o.ok()) overrides.push_back(*o); else override_errors.push_back(o.status().message());
-             }
+           [&](const std::string& arg) {
+             auto o = barge::runner::ParseSetOverride(arg);
+             if (o.ok()) overrides.push_back(*o); else override_errors.push_back(o.status().message());
            },
            "set a job-file key: KEY.PATH=VALUE, a dotted path (list items by index: hosts.0.port) and a YAML flow value (roles.worker.count=3, container.cap_add=[SYS_ADMIN])")
         ->type_name("KEY=VALUE")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
         ->trigger_on_parse();
-    sub->add_option_function<std::vector<std::string>>(
+    sub->add_option_function<std::string>(
            "--env",
-           [&](const std::vector<std::string>& args) {
-             for (const auto& a : args) {
-               auto o = barge::runner::ParseEnvOverride(a);
-               if (o.ok()) overrides.push_back(*o); else override_errors.push_back(o.status().message());
-             }
+           [&](const std::string& arg) {
+             auto o = barge::runner::ParseEnvOverride(arg);
+             if (o.ok()) overrides.push_back(*o); else override_errors.push_back(o.status().message());
            },
            "set an environment variable of every container: NAME=VALUE (not a name declared in secrets:)")
         ->type_name("NAME=VALUE")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
         ->trigger_on_parse();
     sub->add_option_function<std::string>(
            "--hosts-file",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures (once) and builds barge in ./build with Ninja.
 #   BUILD_TYPE (default RelWithDebInfo), BUILD_DIR (default build),
-#   CMAKE_ARGS (extra configure arguments, word-split).
+#   CMAKE_ARGS (extra configure arguments, word-split),
+#   BUILD_TARGETS (targets to build, word-split; default all).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,4 +17,5 @@ if [[ -f "$cache" ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$cache"; th
 fi
 # shellcheck disable=SC2086
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" ${CMAKE_ARGS:-}
-cmake --build "$build_dir"
+# shellcheck disable=SC2086
+cmake --build "$build_dir" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
