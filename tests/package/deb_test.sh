@@ -45,8 +45,21 @@ done
 
 # The Depends, without versions or alternatives, and man-db: what the
 # rootfs must hold for `dpkg -i` and `man -w` to work offline.
-include=$(tr ',' '\n' <<<"$depends" | sed 's/(.*)//; s/|.*//; s/[[:space:]]//g' | grep -v '^$' | sort -u | paste -sd, -)
-include="$include,man-db"
+# A virtual package (libspdlog1.10-fmt9, which libspdlog1.10 provides) is
+# replaced by the real one: debootstrap installs only real packages.
+real_package() {
+  if [[ -n "$(apt-cache show --no-all-versions "$1" 2>/dev/null | head -n 1)" ]]; then
+    echo "$1"
+  else
+    apt-cache showpkg "$1" | sed -n '/^Reverse Provides:/,$p' | sed -n '2{s/ .*//;p}'
+  fi
+}
+include=man-db
+for p in $(tr ',' '\n' <<<"$depends" | sed 's/(.*)//; s/|.*//; s/[[:space:]]//g' | grep -v '^$' | sort -u); do
+  real=$(real_package "$p")
+  [[ -n "$real" ]] || die "no Debian package provides $p (apt-get update?)"
+  include="$include,$real"
+done
 key=$(sha256sum <<<"$include" | cut -c1-12)
 tarball=$cache/debootstrap-bookworm-minbase-$key.tar
 image=barge/deb-test:$key
