@@ -23,6 +23,7 @@
 #include <tuple>
 #include <utility>
 
+#include "runner/job_keys.h"
 #include "runner/job_text.h"
 #include "runner/job_values.h"
 #include "runner/suggest.h"
@@ -332,11 +333,22 @@ std::optional<std::vector<std::string>> ReadCommand(const Entry& e) {
 template <typename Out>
 struct KeyRule {
   std::string_view key;
+  KeyDoc doc;  // what the key takes, for `barge schema`; empty when misplaced
   void (*read)(const Entry& e, Out& out);
   // With read == nullptr the key is known but belongs elsewhere; this says
   // where, as the error's message.
   std::string_view misplaced = {};
 };
+
+// The documented keys of a table (a misplaced key is not one of its keys).
+template <typename Out, size_t N>
+std::vector<KeyInfo> Describe(const KeyRule<Out> (&rules)[N]) {
+  std::vector<KeyInfo> keys;
+  for (const KeyRule<Out>& rule : rules) {
+    if (rule.read != nullptr) keys.push_back({rule.key, rule.doc});
+  }
+  return keys;
+}
 
 // The first entry of each key present in a mapping.
 using SeenKeys = std::map<std::string, Entry>;
@@ -506,23 +518,35 @@ std::optional<std::string> ReadGpus(const Entry& e) {
 // The blocks.
 
 constexpr KeyRule<ContainerOptions> kContainerRules[] = {
-    {"shm_size", [](const Entry& e, ContainerOptions& o) { o.shm_size = ReadSize(e); }},
+    {"shm_size",
+     {.type = KeyType::kSize, .description = "Size of the container's /dev/shm (docker run --shm-size)"}, [](const Entry& e, ContainerOptions& o) { o.shm_size = ReadSize(e); }},
     {"cap_add",
+     {.type = KeyType::kStringList, .description = "Linux capabilities to add (docker run --cap-add), e.g. [SYS_ADMIN]"},
      [](const Entry& e, ContainerOptions& o) { o.cap_add = ReadStringList(e, CheckCapability); }},
-    {"gpus", [](const Entry& e, ContainerOptions& o) { o.gpus = ReadGpus(e); }},
-    {"ipc", [](const Entry& e, ContainerOptions& o) { o.ipc = ReadChecked(e, CheckIpcMode); }},
+    {"gpus",
+     {.type = KeyType::kJson, .description = "GPUs for the container: all, a count, or a list of device ids (docker run --gpus)", .schema = R"({"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 1, "maximum": 1024}, {"type": "array", "minItems": 1, "items": {"type": ["string", "integer"]}}]})"}, [](const Entry& e, ContainerOptions& o) { o.gpus = ReadGpus(e); }},
+    {"ipc",
+     {.type = KeyType::kString, .description = "IPC namespace mode (docker run --ipc): host, private, shareable, container:NAME"}, [](const Entry& e, ContainerOptions& o) { o.ipc = ReadChecked(e, CheckIpcMode); }},
     {"network",
+     {.type = KeyType::kString, .description = "Network mode (docker run --network): host, bridge, none, or a network name"},
      [](const Entry& e, ContainerOptions& o) { o.network = ReadChecked(e, CheckNetworkMode); }},
-    {"memory", [](const Entry& e, ContainerOptions& o) { o.memory = ReadSize(e); }},
-    {"ulimits", [](const Entry& e, ContainerOptions& o) { o.ulimits = ReadUlimits(e); }},
+    {"memory",
+     {.type = KeyType::kSize, .description = "Memory limit (docker run --memory)"}, [](const Entry& e, ContainerOptions& o) { o.memory = ReadSize(e); }},
+    {"ulimits",
+     {.type = KeyType::kStringMap, .description = "ulimits by name (docker run --ulimit NAME=VALUE), e.g. memlock: -1"}, [](const Entry& e, ContainerOptions& o) { o.ulimits = ReadUlimits(e); }},
     {"devices",
+     {.type = KeyType::kStringList, .description = "Host devices to add (docker run --device), e.g. /dev/fuse"},
      [](const Entry& e, ContainerOptions& o) { o.devices = ReadStringList(e, CheckDeviceSpec); }},
     {"volumes",
+     {.type = KeyType::kStringList, .description = "Bind mounts HOST_PATH:CONTAINER_PATH[:ro] (absolute paths)"},
      [](const Entry& e, ContainerOptions& o) { o.volumes = ReadStringList(e, CheckVolumeSpec); }},
-    {"env", [](const Entry& e, ContainerOptions& o) { o.env = ReadEnv(e); }},
+    {"env",
+     {.type = KeyType::kStringMap, .description = "Environment variables NAME: value"}, [](const Entry& e, ContainerOptions& o) { o.env = ReadEnv(e); }},
     {"run_options",
+     {.type = KeyType::kStringList, .description = "Extra docker run arguments, passed as given"},
      [](const Entry& e, ContainerOptions& o) { o.run_options = ReadStringList(e, nullptr); }},
 };
+constexpr KeyTableFn kContainerKeys = [] { return Describe(kContainerRules); };
 
 void ReadContainer(const Entry& e, ContainerOptions& out) { ReadMapping(e, kContainerRules, out); }
 
@@ -537,13 +561,17 @@ struct HostDraft {
   std::vector<Entry> ssh_settings;  // user, port, identity_file
 };
 
+constexpr std::string_view kHeadOnly[] = {"head"};
+
 constexpr KeyRule<HostDraft> kHostRules[] = {
     {"address",
+     {.type = KeyType::kString, .description = "Host name or IP address to reach over SSH, or local for the local Docker engine", .required = true},
      [](const Entry& e, HostDraft& h) {
        h.address = e;
        if (auto a = ReadChecked(e, CheckHostAddress)) h.host.address = *a;
      }},
     {"internal_address",
+     {.type = KeyType::kString, .description = "The address other nodes reach this host at (default: address)"},
      [](const Entry& e, HostDraft& h) {
        std::optional<std::string> a = ReadChecked(e, CheckHostAddress);
        if (a && *a == cluster::kLocalAddress) {
@@ -553,35 +581,42 @@ constexpr KeyRule<HostDraft> kHostRules[] = {
        }
      }},
     {"user",
+     {.type = KeyType::kString, .description = "SSH user (default: ssh.user, config.yaml, ~/.ssh/config)"},
      [](const Entry& e, HostDraft& h) {
        h.ssh_settings.push_back(e);
        h.host.user = ReadChecked(e, CheckUserName);
      }},
     {"port",
+     {.type = KeyType::kInteger, .description = "SSH port (default: ssh.port, config.yaml, ~/.ssh/config, 22)"},
      [](const Entry& e, HostDraft& h) {
        h.ssh_settings.push_back(e);
        h.host.port = ReadPort(e);
      }},
     {"identity_file",
+     {.type = KeyType::kString, .description = "SSH private key file"},
      [](const Entry& e, HostDraft& h) {
        h.ssh_settings.push_back(e);
        h.host.identity_file = ReadReadableFile(e, "identity file");
      }},
     {"gpus",
+     {.type = KeyType::kInteger, .description = "Number of GPUs on the host (default: asked at preflight)"},
      [](const Entry& e, HostDraft& h) {
        if (auto n = ReadInteger(e, 0, 1024, "a GPU count")) h.host.gpus = static_cast<int>(*n);
      }},
     {"nodes",
+     {.type = KeyType::kInteger, .description = "Containers (nodes) to run on this host", .default_value = "1"},
      [](const Entry& e, HostDraft& h) {
        h.nodes = e;
        if (auto n = ReadInteger(e, 1, 1024, "a number of nodes"))
          h.host.nodes = static_cast<int>(*n);
      }},
     {"docker_command",
+     {.type = KeyType::kString, .description = "The docker command on this host (default: the job's docker_command)"},
      [](const Entry& e, HostDraft& h) {
        h.host.docker_command = ReadChecked(e, CheckDockerCommand);
      }},
     {"role",
+     {.type = KeyType::kEnum, .description = "head: this host carries the head (rank 0)", .choices = kHeadOnly},
      [](const Entry& e, HostDraft& h) {
        std::optional<std::string> role = ReadScalar(e, "'head'");
        if (role && *role != cluster::kHeadRole) {
@@ -592,8 +627,10 @@ constexpr KeyRule<HostDraft> kHostRules[] = {
          h.host.role = *role;
        }
      }},
-    {"container", [](const Entry& e, HostDraft& h) { ReadContainer(e, h.host.container); }},
+    {"container",
+     {.type = KeyType::kBlock, .description = "Container options for this host's nodes", .keys = kContainerKeys}, [](const Entry& e, HostDraft& h) { ReadContainer(e, h.host.container); }},
     {"vars",
+     {.type = KeyType::kStringMap, .description = "Per-host variables for teardown hooks ({host.vars.NAME})"},
      [](const Entry& e, HostDraft& h) {
        std::optional<KeyValues> vars = ReadKeyValues(
            e,
@@ -609,6 +646,7 @@ constexpr KeyRule<HostDraft> kHostRules[] = {
        if (vars) h.host.vars.insert(vars->begin(), vars->end());
      }},
 };
+constexpr KeyTableFn kHostKeys = [] { return Describe(kHostRules); };
 
 struct ReadyDraft {
   cluster::ReadinessProbe probe;
@@ -617,12 +655,14 @@ struct ReadyDraft {
 
 constexpr KeyRule<ReadyDraft> kReadyRules[] = {
     {"tcp_port",
+     {.type = KeyType::kInteger, .description = "Ready once this TCP port accepts connections"},
      [](const Entry& e, ReadyDraft& r) {
        r.kinds.push_back(e);
        r.probe.kind = cluster::ReadinessProbe::Kind::kTcpPort;
        if (auto port = ReadPort(e)) r.probe.tcp_port = *port;
      }},
     {"log",
+     {.type = KeyType::kString, .description = "Ready once a log line matches this regular expression"},
      [](const Entry& e, ReadyDraft& r) {
        r.kinds.push_back(e);
        r.probe.kind = cluster::ReadinessProbe::Kind::kLog;
@@ -640,16 +680,19 @@ constexpr KeyRule<ReadyDraft> kReadyRules[] = {
        }
      }},
     {"command",
+     {.type = KeyType::kString, .description = "Ready once this shell command, run in the container, exits 0"},
      [](const Entry& e, ReadyDraft& r) {
        r.kinds.push_back(e);
        r.probe.kind = cluster::ReadinessProbe::Kind::kCommand;
        if (auto command = ReadNonEmpty(e, "a shell command")) r.probe.command = *command;
      }},
     {"timeout",
+     {.type = KeyType::kDuration, .description = "How long to wait for readiness", .default_value = "120s"},
      [](const Entry& e, ReadyDraft& r) {
        if (auto d = ReadDuration(e, /*allow_zero=*/false)) r.probe.timeout = *d;
      }},
 };
+constexpr KeyTableFn kReadyKeys = [] { return Describe(kReadyRules); };
 
 void ReadReady(const Entry& e, cluster::ReadinessProbe& out) {
   ReadyDraft draft;
@@ -678,25 +721,34 @@ struct RoleDraft {
 
 constexpr KeyRule<RoleDraft> kHeadRules[] = {
     {"image",
+     {.type = KeyType::kString, .description = "Image of the head (default: the job's image)"},
      [](const Entry& e, RoleDraft& r) {
        r.image = e;
        r.role.image = ReadChecked(e, CheckImageReference);
      }},
-    {"command", [](const Entry& e, RoleDraft& r) { r.role.command = ReadCommand(e); }},
-    {"container", [](const Entry& e, RoleDraft& r) { ReadContainer(e, r.role.container); }},
-    {"ready", [](const Entry& e, RoleDraft& r) { ReadReady(e, r.role.ready); }},
-    {"count", nullptr, "only role 'worker' has a count; there is always exactly one head"},
+    {"command",
+     {.type = KeyType::kCommand, .description = "Command of the head (default: the job's command)"}, [](const Entry& e, RoleDraft& r) { r.role.command = ReadCommand(e); }},
+    {"container",
+     {.type = KeyType::kBlock, .description = "Container options of the head", .keys = kContainerKeys}, [](const Entry& e, RoleDraft& r) { ReadContainer(e, r.role.container); }},
+    {"ready",
+     {.type = KeyType::kBlock, .description = "Readiness probe: the workers start once the head is ready (one of tcp_port, log, command)", .keys = kReadyKeys}, [](const Entry& e, RoleDraft& r) { ReadReady(e, r.role.ready); }},
+    {"count", {}, nullptr, "only role 'worker' has a count; there is always exactly one head"},
 };
+constexpr KeyTableFn kHeadKeys = [] { return Describe(kHeadRules); };
 
 constexpr KeyRule<RoleDraft> kWorkerRules[] = {
     {"image",
+     {.type = KeyType::kString, .description = "Image of the workers (default: the job's image)"},
      [](const Entry& e, RoleDraft& r) {
        r.image = e;
        r.role.image = ReadChecked(e, CheckImageReference);
      }},
-    {"command", [](const Entry& e, RoleDraft& r) { r.role.command = ReadCommand(e); }},
-    {"container", [](const Entry& e, RoleDraft& r) { ReadContainer(e, r.role.container); }},
+    {"command",
+     {.type = KeyType::kCommand, .description = "Command of the workers (default: the job's command)"}, [](const Entry& e, RoleDraft& r) { r.role.command = ReadCommand(e); }},
+    {"container",
+     {.type = KeyType::kBlock, .description = "Container options of the workers", .keys = kContainerKeys}, [](const Entry& e, RoleDraft& r) { ReadContainer(e, r.role.container); }},
     {"count",
+     {.type = KeyType::kJson, .description = "Number of workers, or rest (every node but the head)", .default_value = "rest", .schema = R"({"anyOf": [{"type": "integer", "minimum": 0, "maximum": 100000}, {"type": "string"}]})"},
      [](const Entry& e, RoleDraft& r) {
        if (e.value.IsScalar() && e.value.Scalar() == "rest") return;  // count stays nullopt
        std::optional<std::string> s = ReadScalar(e, "a number of workers or 'rest'");
@@ -708,21 +760,25 @@ constexpr KeyRule<RoleDraft> kWorkerRules[] = {
          r.count = e;
        }
      }},
-    {"ready", nullptr, "only the head has a readiness probe ('ready')"},
+    {"ready", {}, nullptr, "only the head has a readiness probe ('ready')"},
 };
+constexpr KeyTableFn kWorkerKeys = [] { return Describe(kWorkerRules); };
 
 constexpr std::string_view kHostKeyChecking[] = {"strict", "accept-new", "off"};
 
 constexpr KeyRule<SshSettings> kSshRules[] = {
     {"known_hosts",
+     {.type = KeyType::kString, .description = "known_hosts file (default: ~/.ssh/known_hosts)"},
      [](const Entry& e, SshSettings& s) {
        if (auto path = ReadPath(e)) s.known_hosts = *path;
      }},
     {"config_file",
+     {.type = KeyType::kString, .description = "ssh config file (default: ~/.ssh/config)"},
      [](const Entry& e, SshSettings& s) {
        if (auto path = ReadReadableFile(e, "ssh config file")) s.config_file = *path;
      }},
     {"host_key_checking",
+     {.type = KeyType::kEnum, .description = "How unknown host keys are treated", .default_value = "strict", .choices = kHostKeyChecking},
      [](const Entry& e, SshSettings& s) {
        std::optional<std::string> v = ReadEnum(e, kHostKeyChecking);
        if (!v) return;
@@ -731,35 +787,44 @@ constexpr KeyRule<SshSettings> kSshRules[] = {
                                                   : ssh::HostKeyChecking::kOff;
      }},
     {"connect_timeout",
+     {.type = KeyType::kDuration, .description = "Time allowed to connect and log in", .default_value = "10s"},
      [](const Entry& e, SshSettings& s) {
        if (auto d = ReadDuration(e, /*allow_zero=*/false)) s.connect_timeout = *d;
      }},
     {"dead_after",
+     {.type = KeyType::kDuration, .description = "A host that answers nothing for this long is lost", .default_value = "10s"},
      [](const Entry& e, SshSettings& s) {
        if (auto d = ReadDuration(e, /*allow_zero=*/false)) s.dead_after = *d;
      }},
-    {"user", [](const Entry& e, SshSettings& s) { s.user = ReadChecked(e, CheckUserName); }},
-    {"port", [](const Entry& e, SshSettings& s) { s.port = ReadPort(e); }},
+    {"user",
+     {.type = KeyType::kString, .description = "SSH user for hosts that set none"}, [](const Entry& e, SshSettings& s) { s.user = ReadChecked(e, CheckUserName); }},
+    {"port",
+     {.type = KeyType::kInteger, .description = "SSH port for hosts that set none"}, [](const Entry& e, SshSettings& s) { s.port = ReadPort(e); }},
     {"identity_file",
+     {.type = KeyType::kString, .description = "SSH private key for hosts that set none"},
      [](const Entry& e, SshSettings& s) {
        s.identity_file = ReadReadableFile(e, "identity file");
      }},
     {"parallel_connects",
+     {.type = KeyType::kInteger, .description = "SSH handshakes at once, 1 to 4096", .default_value = "32"},
      [](const Entry& e, SshSettings& s) {
        if (auto n = ReadInteger(e, 1, 4096, "a number of SSH handshakes at once"))
          s.parallel_connects = static_cast<int>(*n);
      }},
 };
+constexpr KeyTableFn kSshKeys = [] { return Describe(kSshRules); };
 
 constexpr std::string_view kConventions[] = {"barge",    "torch",  "ray",
                                              "skypilot", "dstack", "sagemaker"};
 
 constexpr KeyRule<cluster::RendezvousOptions> kRendezvousRules[] = {
     {"port",
+     {.type = KeyType::kInteger, .description = "The head's rendezvous port (MASTER_PORT, ...)", .default_value = "29500"},
      [](const Entry& e, cluster::RendezvousOptions& r) {
        if (auto port = ReadPort(e)) r.port = *port;
      }},
     {"env",
+     {.type = KeyType::kEnumList, .description = "Rendezvous variable conventions to set (default: all)", .choices = kConventions},
      [](const Entry& e, cluster::RendezvousOptions& r) {
        if (!ExpectList(e, "conventions (" + JoinWords(kConventions, " or ") + ")")) return;
        std::vector<std::string> conventions;
@@ -776,6 +841,7 @@ constexpr KeyRule<cluster::RendezvousOptions> kRendezvousRules[] = {
        r.conventions = conventions;
      }},
 };
+constexpr KeyTableFn kRendezvousKeys = [] { return Describe(kRendezvousRules); };
 
 struct TeardownDraft {
   TeardownHooks hooks;
@@ -784,16 +850,19 @@ struct TeardownDraft {
 
 constexpr KeyRule<TeardownDraft> kTeardownRules[] = {
     {"host_command",
+     {.type = KeyType::kString, .description = "Shell command run on each host over SSH at teardown"},
      [](const Entry& e, TeardownDraft& t) {
        t.hooks.host_command = ReadNonEmpty(e, "a shell command");
        if (t.hooks.host_command) t.commands.push_back(e);
      }},
     {"local_command",
+     {.type = KeyType::kString, .description = "Shell command run here, once per host, at teardown"},
      [](const Entry& e, TeardownDraft& t) {
        t.hooks.local_command = ReadNonEmpty(e, "a shell command");
        if (t.hooks.local_command) t.commands.push_back(e);
      }},
 };
+constexpr KeyTableFn kTeardownKeys = [] { return Describe(kTeardownRules); };
 
 // The whole job while it is read: the spec plus what the checks across
 // blocks need.
@@ -809,6 +878,9 @@ struct JobDraft {
   RoleDraft worker;
   TeardownDraft teardown;
   std::vector<Entry> secret_keys;  // the NAME key of each of spec.secrets
+  std::set<std::string> ssh_keys;  // the keys of `ssh:` the job file sets
+  const RecordedHostsFile* recorded_hosts = nullptr;  // rerun: read this, not the disk
+  std::optional<RecordedHostsFile> hosts_read;        // the hosts file as read
 };
 
 // Host entries of `e` (a list) into `out`.
@@ -871,10 +943,12 @@ constexpr std::string_view kRestartCauses[] = {"host_lost", "node_failed", "pree
 
 constexpr KeyRule<RestartPolicy> kRestartRules[] = {
     {"max_restarts",
+     {.type = KeyType::kInteger, .description = "Whole-job restarts allowed", .default_value = "0"},
      [](const Entry& e, RestartPolicy& r) {
        if (auto n = ReadInteger(e, 0, 1000, "a number of restarts")) r.max_restarts = static_cast<int>(*n);
      }},
     {"on",
+     {.type = KeyType::kEnumList, .description = "Causes that restart the job (default: all three)", .choices = kRestartCauses},
      [](const Entry& e, RestartPolicy& r) {
        if (!ExpectList(e, "causes (" + JoinWords(kRestartCauses, " or ") + ")")) return;
        r.on_host_lost = r.on_node_failed = r.on_preempted = false;
@@ -888,21 +962,26 @@ constexpr KeyRule<RestartPolicy> kRestartRules[] = {
        }
      }},
     {"backoff",
+     {.type = KeyType::kDuration, .description = "Wait before a restart", .default_value = "10s"},
      [](const Entry& e, RestartPolicy& r) {
        if (auto d = ReadDuration(e, /*allow_zero=*/true)) r.backoff = *d;
      }},
 };
+constexpr KeyTableFn kRestartKeys = [] { return Describe(kRestartRules); };
 
 constexpr KeyRule<PreemptionSpec> kPreemptionRules[] = {
     {"command",
+     {.type = KeyType::kString, .description = "Shell command polled on every host; exit 0 means the host is going away", .required = true},
      [](const Entry& e, PreemptionSpec& p) {
        if (auto c = ReadNonEmpty(e, "a shell command")) p.command = *c;
      }},
     {"every",
+     {.type = KeyType::kDuration, .description = "How often the command runs", .default_value = "5s"},
      [](const Entry& e, PreemptionSpec& p) {
        if (auto d = ReadDuration(e, /*allow_zero=*/false)) p.every = *d;
      }},
 };
+constexpr KeyTableFn kPreemptionKeys = [] { return Describe(kPreemptionRules); };
 
 std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text,
                                         std::string_view what);
@@ -928,11 +1007,14 @@ void ReadHostsFile(const Entry& e, JobDraft& d) {
           ? *path
           : (fs::path(e.src->name).parent_path() / *written).lexically_normal().string();
   std::string text, error;
-  if (!ReadFileCapped(*path, &text, &error)) {
+  if (d.recorded_hosts != nullptr && d.recorded_hosts->path == *path) {
+    text = d.recorded_hosts->text;
+  } else if (!ReadFileCapped(*path, &text, &error)) {
     e.Error("cannot read hosts file " + QuoteValue(*written) + ": " + error);
     d.host_errors = true;
     return;
   }
+  d.hosts_read = RecordedHostsFile{*path, text};
   d.spec.hosts_file = shown;
   const Source& hosts_src =
       d.sources.emplace_back(Source{shown, fs::path(*path).parent_path().string(), e.src->errors});
@@ -949,16 +1031,19 @@ constexpr std::string_view kOnWorkerExit[] = {"fail", "ignore"};
 
 constexpr KeyRule<JobDraft> kRoleRules[] = {
     {"head",
+     {.type = KeyType::kBlock, .description = "The head (rank 0)", .keys = kHeadKeys},
      [](const Entry& e, JobDraft& d) {
        d.head.present = true;
        ReadMapping(e, kHeadRules, d.head);
      }},
     {"worker",
+     {.type = KeyType::kBlock, .description = "The workers (every other node)", .keys = kWorkerKeys},
      [](const Entry& e, JobDraft& d) {
        d.worker.present = true;
        ReadMapping(e, kWorkerRules, d.worker);
      }},
 };
+constexpr KeyTableFn kRoleKeys = [] { return Describe(kRoleRules); };
 
 std::optional<std::string> ReadLocalPath(const Entry& e, bool directory) {
   std::optional<std::string> written = ReadNonEmpty(e, directory ? "a local directory" : "a local file");
@@ -987,18 +1072,22 @@ std::optional<std::string> ReadContainerPath(const Entry& e) {
 
 constexpr KeyRule<WorkdirSpec> kWorkdirRules[] = {
     {"path",
+     {.type = KeyType::kString, .description = "Local directory to ship to every host", .required = true},
      [](const Entry& e, WorkdirSpec& w) {
        if (auto p = ReadLocalPath(e, /*directory=*/true)) w.path = *p;
      }},
     {"mount",
+     {.type = KeyType::kString, .description = "Where containers see it", .default_value = "/workspace"},
      [](const Entry& e, WorkdirSpec& w) {
        if (auto p = ReadContainerPath(e)) w.mount = *p;
      }},
     {"exclude",
+     {.type = KeyType::kStringList, .description = "tar --exclude patterns"},
      [](const Entry& e, WorkdirSpec& w) {
        if (auto l = ReadStringList(e, nullptr)) w.exclude = *l;
      }},
 };
+constexpr KeyTableFn kWorkdirKeys = [] { return Describe(kWorkdirRules); };
 
 void ReadWorkdir(const Entry& e, JobDraft& d) {
   WorkdirSpec w;
@@ -1020,14 +1109,17 @@ void ReadWorkdir(const Entry& e, JobDraft& d) {
 
 constexpr KeyRule<FileSpec> kFileRules[] = {
     {"from",
+     {.type = KeyType::kString, .description = "Local file to ship", .required = true},
      [](const Entry& e, FileSpec& f) {
        if (auto p = ReadLocalPath(e, /*directory=*/false)) f.from = *p;
      }},
     {"to",
+     {.type = KeyType::kString, .description = "Absolute path in the container (mounted read-only)", .required = true},
      [](const Entry& e, FileSpec& f) {
        if (auto p = ReadContainerPath(e)) f.to = *p;
      }},
 };
+constexpr KeyTableFn kFileKeys = [] { return Describe(kFileRules); };
 
 void ReadFiles(const Entry& e, JobDraft& d) {
   if (!ExpectList(e, "files")) return;
@@ -1051,6 +1143,7 @@ void ReadFiles(const Entry& e, JobDraft& d) {
 
 constexpr KeyRule<ArtifactSpec> kArtifactRules[] = {
     {"node",
+     {.type = KeyType::kJson, .description = "Which node: head, all, or a rank", .default_value = "head", .schema = R"({"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 0}]})"},
      [](const Entry& e, ArtifactSpec& a) {
        std::optional<std::string> v = ReadNonEmpty(e, "head, all or a rank");
        if (!v) return;
@@ -1066,6 +1159,7 @@ constexpr KeyRule<ArtifactSpec> kArtifactRules[] = {
        }
      }},
     {"path",
+     {.type = KeyType::kString, .description = "Absolute path in the container to copy back", .required = true},
      [](const Entry& e, ArtifactSpec& a) {
        std::optional<std::string> v = ReadNonEmpty(e, "an absolute path in the container");
        if (!v) return;
@@ -1076,10 +1170,12 @@ constexpr KeyRule<ArtifactSpec> kArtifactRules[] = {
        a.path = *v;
      }},
     {"every",
+     {.type = KeyType::kDuration, .description = "Copy this often while the job runs (default: only before teardown)"},
      [](const Entry& e, ArtifactSpec& a) {
        if (auto d = ReadDuration(e, /*allow_zero=*/false)) a.every = *d;
      }},
 };
+constexpr KeyTableFn kArtifactKeys = [] { return Describe(kArtifactRules); };
 
 void ReadArtifacts(const Entry& e, JobDraft& d) {
   if (!ExpectList(e, "artifacts")) return;
@@ -1180,19 +1276,26 @@ void ReadSecretEnv(const Entry& e, SecretSourceDraft& d) {
 constexpr std::string_view kBooleans[] = {"true", "false"};
 
 constexpr KeyRule<SecretSourceDraft> kSecretRules[] = {
-    {"file", ReadSecretFile},
-    {"env", ReadSecretEnv},
+    {"file",
+     {.type = KeyType::kString, .description = "Local file holding the value"}, ReadSecretFile},
+    {"env",
+     {.type = KeyType::kString, .description = "barge's environment variable holding the value"}, ReadSecretEnv},
     {"as_env",
+     {.type = KeyType::kBoolean, .description = "Also give it as the environment variable NAME (else only /run/secrets/NAME)", .default_value = "true"},
      [](const Entry& e, SecretSourceDraft& d) {
        if (auto v = ReadEnum(e, kBooleans)) d.as_env = *v == "true";
      }},
 };
+constexpr KeyTableFn kSecretKeys = [] { return Describe(kSecretRules); };
 
 constexpr KeyRule<SecretSourceDraft> kPasswordRules[] = {
-    {"file", ReadSecretFile},
-    {"env", ReadSecretEnv},
-    {"as_env", nullptr, "only a secret goes into the environment; the password goes to docker login alone"},
+    {"file",
+     {.type = KeyType::kString, .description = "Local file holding the password"}, ReadSecretFile},
+    {"env",
+     {.type = KeyType::kString, .description = "barge's environment variable holding the password"}, ReadSecretEnv},
+    {"as_env", {}, nullptr, "only a secret goes into the environment; the password goes to docker login alone"},
 };
+constexpr KeyTableFn kPasswordKeys = [] { return Describe(kPasswordRules); };
 
 // Reads `e` through `rules`; false after an error. `what` names the value
 // in messages ("a secret's value", "the password").
@@ -1299,10 +1402,12 @@ struct RegistryDraft {
 
 constexpr KeyRule<RegistryDraft> kRegistryRules[] = {
     {"server",
+     {.type = KeyType::kString, .description = "Registry for docker login, e.g. ghcr.io", .required = true},
      [](const Entry& e, RegistryDraft& r) {
        if (auto s = ReadChecked(e, CheckRegistryServer)) r.registry.server = *s;
      }},
     {"username",
+     {.type = KeyType::kString, .description = "User name for docker login", .required = true},
      [](const Entry& e, RegistryDraft& r) {
        std::optional<std::string> u = ReadNonEmpty(e, "a user name");
        if (!u) return;
@@ -1315,6 +1420,7 @@ constexpr KeyRule<RegistryDraft> kRegistryRules[] = {
        r.registry.username = *u;
      }},
     {"password",
+     {.type = KeyType::kBlock, .description = "Where the password is read from: {file: PATH} or {env: VARIABLE}", .keys = kPasswordKeys, .required = true},
      [](const Entry& e, RegistryDraft& r) {
        SecretSourceDraft source;
        if (!ReadSecretSource(e, kPasswordRules, "the password", source)) return;
@@ -1335,6 +1441,7 @@ constexpr KeyRule<RegistryDraft> kRegistryRules[] = {
        r.password_ok = true;
      }},
 };
+constexpr KeyTableFn kRegistryKeys = [] { return Describe(kRegistryRules); };
 
 void ReadRegistry(const Entry& e, JobDraft& d) {
   if (!e.value.IsMap()) {
@@ -1383,30 +1490,43 @@ void CheckSecretsAgainstEnv(const JobDraft& d) {
 
 constexpr KeyRule<JobDraft> kJobRules[] = {
     {"name",
+     {.type = KeyType::kString, .description = "The job's name: letters, digits, _ . - (at most 63)", .required = true},
      [](const Entry& e, JobDraft& d) {
        if (auto name = ReadChecked(e, CheckJobName)) d.spec.name = *name;
      }},
     {"image",
+     {.type = KeyType::kString, .description = "Image every node runs (a role may set its own)"},
      [](const Entry& e, JobDraft& d) {
        d.image_written = true;
        if (auto image = ReadChecked(e, CheckImageReference)) d.spec.image = *image;
      }},
-    {"command", [](const Entry& e, JobDraft& d) { d.spec.command = ReadCommand(e); }},
-    {"container", [](const Entry& e, JobDraft& d) { ReadContainer(e, d.spec.container); }},
+    {"command",
+     {.type = KeyType::kCommand, .description = "Command every node runs (default: the image's CMD); a string runs with sh -c"}, [](const Entry& e, JobDraft& d) { d.spec.command = ReadCommand(e); }},
+    {"container",
+     {.type = KeyType::kBlock, .description = "Container options for every node", .keys = kContainerKeys}, [](const Entry& e, JobDraft& d) { ReadContainer(e, d.spec.container); }},
     {"hosts",
+     {.type = KeyType::kBlockList, .description = "Hosts to run on: addresses, or mappings with address (default: the local engine)", .keys = kHostKeys, .scalar_too = true},
      [](const Entry& e, JobDraft& d) {
        if (!d.hosts_given) ReadHostList(e, d);  // else: both given, an error
      }},
-    {"hosts_file", ReadHostsFile},
+    {"hosts_file",
+     {.type = KeyType::kString, .description = "A YAML file holding the list of hosts (instead of hosts)"}, ReadHostsFile},
     {"docker_command",
+     {.type = KeyType::kString, .description = "The docker command on the hosts", .default_value = "docker"},
      [](const Entry& e, JobDraft& d) {
        if (auto c = ReadChecked(e, CheckDockerCommand)) d.spec.docker_command = *c;
      }},
-    {"ssh", [](const Entry& e, JobDraft& d) { ReadMapping(e, kSshRules, d.spec.ssh); }},
-    {"roles", [](const Entry& e, JobDraft& d) { ReadMapping(e, kRoleRules, d, "role"); }},
+    {"ssh",
+     {.type = KeyType::kBlock, .description = "SSH settings for every host", .keys = kSshKeys}, [](const Entry& e, JobDraft& d) {
+       for (const auto& [key, entry] : ReadMapping(e, kSshRules, d.spec.ssh)) d.ssh_keys.insert(key);
+     }},
+    {"roles",
+     {.type = KeyType::kBlock, .description = "Per-role settings: head and worker", .keys = kRoleKeys}, [](const Entry& e, JobDraft& d) { ReadMapping(e, kRoleRules, d, "role"); }},
     {"rendezvous",
+     {.type = KeyType::kBlock, .description = "Rendezvous environment (MASTER_ADDR, RANK, WORLD_SIZE, ...)", .keys = kRendezvousKeys},
      [](const Entry& e, JobDraft& d) { ReadMapping(e, kRendezvousRules, d.spec.rendezvous); }},
     {"image_pull",
+     {.type = KeyType::kEnum, .description = "When hosts pull the image; push copies it from here", .default_value = "missing", .choices = kImagePull},
      [](const Entry& e, JobDraft& d) {
        std::optional<std::string> v = ReadEnum(e, kImagePull);
        if (!v) return;
@@ -1416,34 +1536,45 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
                                              : ImagePull::kPush;
      }},
     {"on_worker_exit",
+     {.type = KeyType::kEnum, .description = "Whether a worker that exits non-zero fails the job", .default_value = "fail", .choices = kOnWorkerExit},
      [](const Entry& e, JobDraft& d) {
        std::optional<std::string> v = ReadEnum(e, kOnWorkerExit);
        if (v) d.spec.on_worker_exit = *v == "fail" ? OnWorkerExit::kFail : OnWorkerExit::kIgnore;
      }},
     {"stop_grace",
+     {.type = KeyType::kDuration, .description = "Time between the stop signal and SIGKILL", .default_value = "10s"},
      [](const Entry& e, JobDraft& d) {
        if (auto grace = ReadDuration(e, /*allow_zero=*/true)) d.spec.stop_grace = *grace;
      }},
     {"timeout",
+     {.type = KeyType::kDuration, .description = "The job ends as timed_out after running this long (default: no limit)"},
      [](const Entry& e, JobDraft& d) {
        if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.timeout = *t;
      }},
     {"lease",
+     {.type = KeyType::kDuration, .description = "Hosts' watchdogs tear the job down when barge has not renewed it for this long", .default_value = "10m"},
      [](const Entry& e, JobDraft& d) {
        if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.lease = *t;
      }},
-    {"artifacts", ReadArtifacts},
-    {"workdir", ReadWorkdir},
-    {"files", ReadFiles},
-    {"teardown", [](const Entry& e, JobDraft& d) { ReadMapping(e, kTeardownRules, d.teardown); }},
+    {"artifacts",
+     {.type = KeyType::kBlockList, .description = "Paths copied back from containers", .keys = kArtifactKeys}, ReadArtifacts},
+    {"workdir",
+     {.type = KeyType::kBlock, .description = "A local directory shipped to every host and mounted in every container", .keys = kWorkdirKeys, .scalar_too = true}, ReadWorkdir},
+    {"files",
+     {.type = KeyType::kBlockList, .description = "Local files shipped to every host, mounted read-only", .keys = kFileKeys}, ReadFiles},
+    {"teardown",
+     {.type = KeyType::kBlock, .description = "Hooks run at teardown", .keys = kTeardownKeys}, [](const Entry& e, JobDraft& d) { ReadMapping(e, kTeardownRules, d.teardown); }},
     {"restart",
+     {.type = KeyType::kBlock, .description = "Whole-job restarts after a fault", .keys = kRestartKeys},
      [](const Entry& e, JobDraft& d) {
        RestartPolicy policy;
        ReadMapping(e, kRestartRules, policy);
        d.spec.restart = policy;
      }},
-    {"spare_hosts", ReadSpareHosts},
+    {"spare_hosts",
+     {.type = KeyType::kBlockList, .description = "Hosts that take a lost host's place at a restart", .keys = kHostKeys, .scalar_too = true}, ReadSpareHosts},
     {"preemption",
+     {.type = KeyType::kBlock, .description = "A command that says a host is going away", .keys = kPreemptionKeys},
      [](const Entry& e, JobDraft& d) {
        PreemptionSpec p;
        SeenKeys seen = ReadMapping(e, kPreemptionRules, p);
@@ -1453,9 +1584,12 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
        }
        if (!p.command.empty()) d.spec.preemption = p;
      }},
-    {"secrets", ReadSecrets},
-    {"registry", ReadRegistry},
+    {"secrets",
+     {.type = KeyType::kBlockMap, .description = "Secrets NAME: {file: PATH} or {env: VARIABLE}; never written to the store or the plan", .keys = kSecretKeys}, ReadSecrets},
+    {"registry",
+     {.type = KeyType::kBlock, .description = "Registry to log in to before pulling", .keys = kRegistryKeys}, ReadRegistry},
 };
+constexpr KeyTableFn kJobKeys = [] { return Describe(kJobRules); };
 
 // ---------------------------------------------------------------------------
 // Checks across blocks, once everything is read.
@@ -1940,18 +2074,226 @@ void SortErrors(std::vector<JobFileError>* errors) {
   });
 }
 
+
+// ---------------------------------------------------------------------------
+// Layers: command-line overrides and the user's config file.
+
+// The names `secrets:` declares, as written in the document.
+std::set<std::string> SecretNames(const YAML::Node& root) {
+  std::set<std::string> names;
+  if (!root.IsMap()) return names;
+  const YAML::Node secrets = root["secrets"];
+  if (!secrets || !secrets.IsMap()) return names;
+  for (auto it = secrets.begin(); it != secrets.end(); ++it) {
+    if (it->first.IsScalar()) names.insert(it->first.Scalar());
+  }
+  return names;
+}
+
+// The first key under `n` (a mapping, at any depth) that names a secret.
+std::optional<std::string> FindSecretKey(const YAML::Node& n, const std::set<std::string>& secrets,
+                                         int depth = 0) {
+  if (depth > 64) return std::nullopt;
+  if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (it->first.IsScalar() && secrets.contains(it->first.Scalar())) return it->first.Scalar();
+      if (auto found = FindSecretKey(it->second, secrets, depth + 1)) return found;
+    }
+  } else if (n.IsSequence()) {
+    for (const YAML::Node& item : n) {
+      if (auto found = FindSecretKey(item, secrets, depth + 1)) return found;
+    }
+  }
+  return std::nullopt;
+}
+
+// Applies `o` to `root`; false after an error (named by the override).
+bool ApplyOverride(const Source& src, YAML::Node& root, const Override& o,
+                   const std::set<std::string>& secrets) {
+  auto fail = [&](const std::string& message) {
+    src.errors->push_back(JobFileError{o.Name(), 0, 0, "", message});
+    return false;
+  };
+  const std::string kSecretMessage =
+      " is declared in secrets:; a value given on the command line would land in the job "
+      "store, the plan and process lists (give the secret's file or variable instead)";
+  std::vector<std::string> segments;
+  YAML::Node value;
+  switch (o.kind) {
+    case Override::Kind::kEnv:
+      if (secrets.contains(o.path)) return fail(o.path + kSecretMessage);
+      segments = {"container", "env", o.path};
+      value = YAML::Node(o.value);
+      break;
+    case Override::Kind::kName:
+      segments = {"name"};
+      value = YAML::Node(o.value);
+      break;
+    case Override::Kind::kHostsFile:
+      if (root.IsMap() && root["hosts"]) root.remove("hosts");
+      segments = {"hosts_file"};
+      value = YAML::Node(o.value);
+      break;
+    case Override::Kind::kSet: {
+      for (size_t start = 0; start <= o.path.size();) {
+        size_t dot = std::min(o.path.find('.', start), o.path.size());
+        segments.push_back(o.path.substr(start, dot - start));
+        start = dot + 1;
+      }
+      if (segments[0] == "secrets") {
+        return fail("secrets cannot be set on the command line (their values would land in "
+                    "the job store, the plan and process lists)");
+      }
+      if (secrets.contains(segments.back())) return fail(segments.back() + kSecretMessage);
+      if (segments.back() == "hosts" && root.IsMap() && root["hosts_file"]) root.remove("hosts_file");
+      if (segments.back() == "hosts_file" && root.IsMap() && root["hosts"]) root.remove("hosts");
+      if (CheckRawText(o.value).size() > 0 || o.value.size() > 65536) {
+        return fail("the value is not valid text for YAML (at most 64 KiB of UTF-8, no NUL)");
+      }
+      try {
+        value = YAML::Load(o.value);
+      } catch (const YAML::Exception& e) {
+        return fail("invalid YAML value " + QuoteValue(o.value) + ": " + e.msg);
+      }
+      Expansion expansion;
+      CountExpandedNodes(value, &expansion);
+      if (expansion.exceeded()) return fail(ExpansionMessage(expansion));
+      if (auto key = FindSecretKey(value, secrets)) return fail(*key + kSecretMessage);
+      break;
+    }
+  }
+  // Down to the parent of the last segment, making mappings where nothing is.
+  YAML::Node at;
+  at.reset(root);
+  std::string walked;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const std::string& segment = segments[i];
+    const bool last = i + 1 == segments.size();
+    if (at.IsSequence()) {
+      long long index;
+      if (!ParseInteger(segment, &index) || index < 0 ||
+          static_cast<size_t>(index) >= at.size()) {
+        return fail("'" + walked + "' is a list of " + std::to_string(at.size()) +
+                    " item(s); expected an index from 0 to " + std::to_string(at.size() - 1) +
+                    ", got '" + segment + "'");
+      }
+      if (last) {
+        at[static_cast<size_t>(index)] = value;
+        return true;
+      }
+      YAML::Node next = at[static_cast<size_t>(index)];
+      at.reset(next);
+    } else if (at.IsMap() || at.IsNull() || !at.IsDefined()) {
+      if (last) {
+        at[segment] = value;
+        return true;
+      }
+      YAML::Node next = at[segment];
+      at.reset(next);
+    } else {
+      return fail("'" + walked + "' is a single value in the job file, not a mapping or a list");
+    }
+    walked += (walked.empty() ? "" : ".") + segment;
+  }
+  return true;
+}
+
+// An error about a value an override put there names the override, not a
+// line of the job file.
+void NameOverrides(const std::string& file, const std::vector<Override>& overrides,
+                   std::vector<JobFileError>* errors) {
+  for (JobFileError& e : *errors) {
+    if (e.file != file || e.key.empty()) continue;
+    for (auto o = overrides.rbegin(); o != overrides.rend(); ++o) {
+      const std::string path = o->KeyPath();
+      const bool under = e.key == path || (e.key.size() > path.size() &&
+                                           e.key.compare(0, path.size(), path) == 0 &&
+                                           (e.key[path.size()] == '.' || e.key[path.size()] == '['));
+      if (!under) continue;
+      e.file = o->Name();
+      e.line = e.column = 0;
+      if (e.key == path) e.key.clear();
+      break;
+    }
+  }
+}
+
+// The user's config file: defaults for the job file's `ssh:` block.
+struct ConfigDraft {
+  SshSettings ssh;
+  std::set<std::string> ssh_keys;
+};
+
+constexpr KeyRule<ConfigDraft> kConfigRules[] = {
+    {"ssh",
+     {.type = KeyType::kBlock, .description = "Defaults for every job file's ssh: block",
+      .keys = kSshKeys},
+     [](const Entry& e, ConfigDraft& c) {
+       for (const auto& [key, entry] : ReadMapping(e, kSshRules, c.ssh)) c.ssh_keys.insert(key);
+     }},
+};
+
+// Reads `path` (absent: nothing to do) and fills in the ssh settings the
+// job file left unset.
+void ApplyConfigFile(const std::string& path, std::vector<JobFileError>* errors, JobSpec& spec,
+                     const std::set<std::string>& job_ssh_keys) {
+  std::string text, why;
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) return;
+  Source src{path, fs::path(path).parent_path().string(), errors};
+  if (!ReadFileCapped(path, &text, &why)) {
+    errors->push_back({path, 0, 0, "", "cannot read config file: " + why});
+    return;
+  }
+  std::optional<YAML::Node> root = ParseDocument(src, text, "config file");
+  if (!root) return;
+  const Entry top{&src, *root, *root, ""};
+  if (!root->IsMap()) {
+    top.Error("expected a mapping (ssh:), got " + TypeName(*root));
+    return;
+  }
+  ConfigDraft c;
+  ReadMapping(top, kConfigRules, c);
+  const SshSettings& from = c.ssh;
+  SshSettings& to = spec.ssh;
+  auto unset = [&](const char* key) {
+    return c.ssh_keys.contains(key) && !job_ssh_keys.contains(key);
+  };
+  if (unset("known_hosts")) to.known_hosts = from.known_hosts;
+  if (unset("config_file")) to.config_file = from.config_file;
+  if (unset("host_key_checking")) to.host_key_checking = from.host_key_checking;
+  if (unset("connect_timeout")) to.connect_timeout = from.connect_timeout;
+  if (unset("dead_after")) to.dead_after = from.dead_after;
+  if (unset("user")) to.user = from.user;
+  if (unset("port")) to.port = from.port;
+  if (unset("identity_file")) to.identity_file = from.identity_file;
+}
+
 }  // namespace
 
+std::vector<KeyInfo> JobFileKeys() { return kJobKeys(); }
+
 LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
-                       const std::string& base_dir, SecretValues secrets) {
+                       const std::string& base_dir, SecretValues secrets,
+                       const JobLayers& layers) {
   LoadedJob result;
   Source src{file_name, base_dir, &result.errors, secrets == SecretValues::kRead};
   auto draft = std::make_unique<JobDraft>();
   draft->spec.file = file_name;
   draft->spec.base_dir = base_dir;
+  if (layers.hosts_file) draft->recorded_hosts = &*layers.hosts_file;
   try {
     if (std::optional<YAML::Node> root = ParseDocument(src, text, "job file")) {
-      ReadJob(src, *root, *draft);
+      const std::set<std::string> secret_names = SecretNames(*root);
+      bool applied = true;
+      for (const Override& o : layers.overrides) {
+        applied = ApplyOverride(src, *root, o, secret_names) && applied;
+      }
+      if (applied) {
+        ReadJob(src, *root, *draft);
+        NameOverrides(file_name, layers.overrides, &result.errors);
+        ApplyConfigFile(layers.config_file, &result.errors, draft->spec, draft->ssh_keys);
+      }
     }
   } catch (const YAML::Exception& e) {
     // Not expected (values are read as scalars, which does not throw); an
@@ -1961,11 +2303,14 @@ LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
     src.Error(1, 1, "", std::string("internal error while reading the job file: ") + e.what());
   }
   SortErrors(&result.errors);
-  if (result.errors.empty()) result.spec = std::move(draft->spec);
+  if (result.errors.empty()) {
+    result.spec = std::move(draft->spec);
+    result.hosts_file = std::move(draft->hosts_read);
+  }
   return result;
 }
 
-LoadedJob LoadJobFile(const std::string& path, SecretValues secrets) {
+LoadedJob LoadJobFile(const std::string& path, SecretValues secrets, const JobLayers& layers) {
   std::string text, error;
   if (!ReadFileCapped(path, &text, &error)) {
     LoadedJob result;
@@ -1976,7 +2321,7 @@ LoadedJob LoadJobFile(const std::string& path, SecretValues secrets) {
   fs::path absolute = fs::absolute(path, ec);
   std::string base_dir = ec ? fs::path(path).parent_path().string()
                             : absolute.lexically_normal().parent_path().string();
-  return ParseJobText(text, path, base_dir, secrets);
+  return ParseJobText(text, path, base_dir, secrets, layers);
 }
 
 }  // namespace barge::runner

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "runner/job_spec.h"
+#include "runner/overrides.h"
 
 namespace barge::runner {
 
@@ -52,6 +53,9 @@ struct JobFileError {
 struct LoadedJob {
   std::optional<JobSpec> spec;       // set iff `errors` is empty
   std::vector<JobFileError> errors;  // each file's errors in line order
+  // The hosts file as read (or as recorded, for a rerun), when the job
+  // names one; what `barge rerun` needs to run on the same inventory.
+  std::optional<RecordedHostsFile> hosts_file;
 };
 
 // Whether the values of `secrets:` and `registry.password` are read. kRead
@@ -64,8 +68,17 @@ enum class SecretValues { kRead, kSkip };
 
 // Reads the job file at `path` (no more than its first 1 MiB + 1 byte) and
 // parses it; relative paths in it resolve against its directory.
+//
+// `layers` (runner/overrides.h) are laid over the text: its overrides are
+// applied to the parsed document before it is read, and validated the
+// same way; an error they cause names the override instead of a line
+// ("--set container.shm_sise: unknown key; did you mean 'shm_size'?"). A
+// name declared in `secrets:` cannot be given by an override. The
+// config file's `ssh:` keys fill in what the job file's `ssh:` leaves
+// unset; its errors name the config file, line and key.
 [[nodiscard]] LoadedJob LoadJobFile(const std::string& path,
-                                    SecretValues secrets = SecretValues::kRead);
+                                    SecretValues secrets = SecretValues::kRead,
+                                    const JobLayers& layers = {});
 
 // Parses job file text. `file_name` is used in errors and kept in
 // JobSpec::file; `base_dir` is the directory relative paths (hosts_file,
@@ -74,6 +87,7 @@ enum class SecretValues { kRead, kSkip };
 // the secrets (see SecretValues). No error message holds a secret's value.
 [[nodiscard]] LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
                                      const std::string& base_dir,
-                                     SecretValues secrets = SecretValues::kRead);
+                                     SecretValues secrets = SecretValues::kRead,
+                                     const JobLayers& layers = {});
 
 }  // namespace barge::runner

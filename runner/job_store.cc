@@ -96,6 +96,15 @@ CREATE TABLE phases (
 );
 CREATE INDEX phases_by_job ON phases (job_id, began_ms, id);
 )sql"},
+    // How each job was run (runner/overrides.h RunRequest, as JSON), for
+    // `barge show` and `barge rerun`. Its own table, keyed by job id, so
+    // that `barge run` records it before the controller creates the job.
+    {3, R"sql(
+CREATE TABLE run_requests (
+  job_id  TEXT PRIMARY KEY,
+  request TEXT NOT NULL
+);
+)sql"},
 };
 static_assert(std::size(kMigrations) == JobStore::kSchemaVersion,
               "kSchemaVersion must be the last migration's version");
@@ -761,7 +770,8 @@ Status JobStore::RemoveJob(const std::string& id) {
   if (!tx.begun()) return Error("cannot begin a transaction");
   for (const char* sql :
        {"DELETE FROM events WHERE job_id = ?1", "DELETE FROM nodes WHERE job_id = ?1",
-        "DELETE FROM phases WHERE job_id = ?1", "DELETE FROM hosts WHERE job_id = ?1"}) {
+        "DELETE FROM phases WHERE job_id = ?1", "DELETE FROM hosts WHERE job_id = ?1",
+        "DELETE FROM run_requests WHERE job_id = ?1"}) {
     Statement st(db_, sql);
     st.Bind(1, id);
     if (!st.Run()) return Error("cannot remove job " + id);
@@ -772,6 +782,26 @@ Status JobStore::RemoveJob(const std::string& id) {
   if (sqlite3_changes(db_) == 0) return Status::Error("no job '" + id + "'");
   if (!tx.Commit()) return Error("cannot commit the removal of job " + id);
   return Status::Ok();
+}
+
+Status JobStore::SetRunRequest(const std::string& id, const std::string& request) {
+  Transaction tx(db_);
+  if (!tx.begun()) return Error("cannot begin a transaction");
+  Statement st(db_, "INSERT OR REPLACE INTO run_requests (job_id, request) VALUES (?1, ?2)");
+  st.Bind(1, id);
+  st.Bind(2, request);
+  if (!st.Run()) return Error("cannot record how job " + id + " was run");
+  if (!tx.Commit()) return Error("cannot commit how job " + id + " was run");
+  return Status::Ok();
+}
+
+Result<std::optional<std::string>> JobStore::GetRunRequest(const std::string& id) {
+  Statement st(db_, "SELECT request FROM run_requests WHERE job_id = ?1");
+  st.Bind(1, id);
+  int rc = st.Step();
+  if (rc == SQLITE_ROW) return std::optional<std::string>(st.Text(0));
+  if (rc != SQLITE_DONE) return Error("cannot read how job " + id + " was run");
+  return std::optional<std::string>();
 }
 
 Result<std::vector<JobRecord>> JobStore::JobsEndedBefore(TimePoint t) {

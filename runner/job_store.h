@@ -158,7 +158,7 @@ class JobStore {
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   static constexpr std::chrono::milliseconds kBusyTimeout{10000};
   const std::string& path() const { return path_; }
 
@@ -223,8 +223,15 @@ class JobStore {
   // jobs: ab12cd34 (train), ...".
   [[nodiscard]] Result<std::string> ResolveJob(const std::string& text);
 
-  // Deletes the job's rows (job, nodes, events, hosts, phases); touches no
-  // file.
+  // How job `id` was run (a RunRequest as JSON, runner/overrides.h);
+  // replaces what was there. The job need not exist yet: `barge run`
+  // records it before the controller creates the job.
+  [[nodiscard]] Status SetRunRequest(const std::string& id, const std::string& request);
+  // nullopt for a job recorded without one (before schema version 3).
+  [[nodiscard]] Result<std::optional<std::string>> GetRunRequest(const std::string& id);
+
+  // Deletes the job's rows (job, nodes, events, hosts, phases, run
+  // request); touches no file.
   [[nodiscard]] Status RemoveJob(const std::string& id);
 
   // Jobs with a final status that ended before `t`, oldest first.

@@ -653,6 +653,35 @@ TEST(JobStore, ABatchOfTwoThousandPhasesIsWrittenAndClosedInUnderTwoSeconds) {
     ASSERT_EQ(p.outcome, "ok") << p.id;
     ASSERT_EQ(p.ended, At(seconds(2))) << p.id;
   }
+
+TEST(JobStore, ARunRequestIsKeptBeforeItsJobExistsAndRemovedWithIt) {
+  TempDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  ASSERT_TRUE(store);
+  EXPECT_EQ(*store->GetRunRequest("j1"), std::nullopt);
+  ASSERT_TRUE(store->SetRunRequest("j1", R"({"file": "/a.yaml"})").ok());
+  ASSERT_TRUE(store->CreateJob(MakeJob("j1", "train", At())).ok());
+  ASSERT_TRUE(store->SetRunRequest("j2", "other").ok());
+  EXPECT_EQ(*store->GetRunRequest("j1"), std::optional<std::string>(R"({"file": "/a.yaml"})"));
+  ASSERT_TRUE(store->RemoveJob("j1").ok());
+  EXPECT_EQ(*store->GetRunRequest("j1"), std::nullopt);
+  EXPECT_EQ(*store->GetRunRequest("j2"), std::optional<std::string>("other"));
+}
+
+TEST(JobStore, AVersionOneDatabaseGainsTheRunRequestTableAndKeepsItsJobs) {
+  TempDir tmp;
+  {
+    auto store = OpenOrDie(tmp.path());
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->CreateJob(MakeJob("old", "train", At())).ok());
+  }
+  RawExec(tmp.path() + "/barge.db", "DROP TABLE run_requests; PRAGMA user_version = 1");
+  auto store = OpenOrDie(tmp.path());
+  ASSERT_TRUE(store);
+  EXPECT_EQ(RawUserVersion(tmp.path() + "/barge.db"), JobStore::kSchemaVersion);
+  EXPECT_TRUE(store->GetJob("old").ok());
+  EXPECT_EQ(*store->GetRunRequest("old"), std::nullopt);
+  EXPECT_TRUE(store->SetRunRequest("old", "{}").ok());
 }
 
 TEST(JobStore, JobsEndedBeforeListsFinishedJobsThatEndedEarlierOldestFirst) {

@@ -3,13 +3,15 @@
 # cluster/ and ssh/, so it links none of their libraries.
 add_library(barge_jobfile STATIC
   ${CMAKE_CURRENT_LIST_DIR}/job_file.cc
+  ${CMAKE_CURRENT_LIST_DIR}/job_schema.cc
+  ${CMAKE_CURRENT_LIST_DIR}/overrides.cc
   ${CMAKE_CURRENT_LIST_DIR}/job_text.cc
   ${CMAKE_CURRENT_LIST_DIR}/job_values.cc
   ${CMAKE_CURRENT_LIST_DIR}/suggest.cc
   ${CMAKE_CURRENT_LIST_DIR}/units.cc
 )
 target_include_directories(barge_jobfile PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(barge_jobfile PUBLIC barge_base yaml-cpp)
+target_link_libraries(barge_jobfile PUBLIC barge_base yaml-cpp PRIVATE nlohmann_json::nlohmann_json)
 
 barge_unit_tests(runner_jobfile_tests
   SOURCES
@@ -17,10 +19,14 @@ barge_unit_tests(runner_jobfile_tests
     ${CMAKE_CURRENT_LIST_DIR}/job_file_corpus_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/job_text_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/job_values_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/job_schema_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/overrides_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/suggest_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/units_test.cc
   LIBS barge_jobfile
 )
 # The corpus test reads tests/bad_jobs/ and names its files relative to the
 # source root, as a user standing there would.
-target_compile_definitions(runner_jobfile_tests PRIVATE BARGE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+if(BUILD_TESTING)
+  target_compile_definitions(runner_jobfile_tests PRIVATE BARGE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+endif()

@@ -309,6 +309,23 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
   return 0;
 }
 
+namespace {
+
+// `s` as one word for a POSIX shell.
+std::string ShellWord(const std::string& s) {
+  bool plain = !s.empty();
+  for (char c : s) {
+    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      std::string_view("_-./=:,+@%").find(c) != std::string_view::npos);
+  }
+  if (plain) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
 int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bool json,
                    std::FILE* out, std::FILE* err) {
   Result<FoundJob> found = FindJob(state_dir, job_text);
@@ -322,10 +339,17 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
   if (!events.ok()) return Fail(err, events.status().message());
   const JobRecord& j = *job;
   const TimePoint now = WallNow();
+  // How the job was run (a RunRequest, runner/overrides.h), when recorded.
+  Json request;
+  if (Result<std::optional<std::string>> text = store.GetRunRequest(*id); text.ok() && *text) {
+    request = Json::parse(**text, nullptr, /*allow_exceptions=*/false);
+    if (request.is_discarded() || !request.is_object()) request = Json();
+  }
 
   if (json) {
     Json job_json = JobJson(j, now);
     job_json["spec"] = j.spec;
+    job_json["run_request"] = request;
     Json nodes_json = Json::array();
     for (const NodeRecord& n : *nodes) {
       nodes_json.push_back({{"rank", n.rank},
@@ -364,6 +388,20 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
                                               (IsFinal(j.status) ? "" : " (running)")
                                         : "-");
   field("run dir:", j.run_dir.empty() ? "-" : j.run_dir);
+  if (request.is_object() && request["file"].is_string()) {
+    std::string line = "barge run " + ShellWord(request["file"].get<std::string>());
+    if (request["overrides"].is_array()) {
+      for (const Json& o : request["overrides"]) {
+        if (!o.is_object() || !o["flag"].is_string() || !o["argument"].is_string()) continue;
+        line += " " + o["flag"].get<std::string>() + " " + ShellWord(o["argument"].get<std::string>());
+      }
+    }
+    field("run as:", line);
+    if (request["hosts_file"].is_object() && request["hosts_file"]["path"].is_string()) {
+      field("inventory:", request["hosts_file"]["path"].get<std::string>() + " (as read then; rerun uses that)");
+    }
+    field("rerun:", "barge rerun " + j.id);
+  }
 
   std::fprintf(out, "\n");
   std::vector<std::vector<std::string>> node_rows = {

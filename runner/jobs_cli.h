@@ -44,7 +44,10 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
 
 // `barge show JOB`: the job's header, its nodes (rank, role, host,
 // container, image id, exit, log path) and its events with timestamps.
-// With `json`: {"job": {...as in ls, plus spec}, "nodes": [...], "events": [...]}.
+// With a recorded run request, also how the job was run ("run as: barge run
+// FILE --set ...") and how to run it again. With `json`: {"job": {...as in
+// ls, plus spec and run_request (null when none)}, "nodes": [...],
+// "events": [...]}.
 int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bool json,
                    std::FILE* out, std::FILE* err = stderr);
 

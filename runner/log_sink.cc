@@ -7,6 +7,8 @@
 #include <cstring>
 #include <deque>
 
+#include "runner/color.h"
+
 namespace barge::runner {
 
 struct LogSink::File {
@@ -30,8 +32,8 @@ Result<std::unique_ptr<LogSink>> LogSink::Open(const std::string& run_dir,
                                                bool echo_to_terminal) {
   std::unique_ptr<LogSink> sink(new LogSink());
   sink->echo_ = echo_to_terminal;
-  sink->stdout_tty_ = isatty(STDOUT_FILENO);
-  sink->stderr_tty_ = isatty(STDERR_FILENO);
+  sink->stdout_tty_ = UseColor(STDOUT_FILENO);
+  sink->stderr_tty_ = UseColor(STDERR_FILENO);
   for (const Node& n : nodes) {
     auto file = std::make_unique<File>();
     file->node = n;

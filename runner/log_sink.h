@@ -52,7 +52,7 @@ class LogSink {
   LogSink() = default;
   std::vector<std::unique_ptr<File>> files_;  // by rank
   bool echo_ = true;
-  bool stdout_tty_ = false;
+  bool stdout_tty_ = false;  // colour on stdout (runner/color.h), not only a terminal
   bool stderr_tty_ = false;
   std::function<void()> before_echo_;
   std::function<void()> after_echo_;

@@ -20,12 +20,21 @@
 #include <thread>
 #include <iostream>
 #include <sstream>
+#include <ctime>
+#include <set>
 
+#include "barge_version.h"
 #include "cluster/plan.h"
+#include "runner/cli_docs.h"
+#include "runner/color.h"
 #include "runner/controller.h"
 #include "runner/fd_limit.h"
+#include "runner/job_schema.h"
+#include "runner/overrides.h"
+#include "runner/redact.h"
 #include "runner/job_file.h"
 #include "runner/job_store.h"
+#include "runner/job_text.h"
 #include "runner/jobs_cli.h"
 #include "runner/logs_cli.h"
 #include "container/timestamp.h"
@@ -36,30 +45,6 @@
 
 namespace barge::runner {
 namespace {
-
-// Loads and validates `path`; prints every error and returns nullopt on failure.
-std::optional<JobSpec> Load(const std::string& path, SecretValues secrets = SecretValues::kRead) {
-  LoadedJob loaded = LoadJobFile(path, secrets);
-  if (!loaded.errors.empty()) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
-    std::fprintf(stderr, "barge: %zu error(s) in %s; nothing was started\n", loaded.errors.size(),
-                 path.c_str());
-    return std::nullopt;
-  }
-  return std::move(loaded.spec);
-}
-
-int Plan(const std::string& path) {
-  std::optional<JobSpec> spec = Load(path);
-  if (!spec) return kExitBargeFailure;
-  Result<cluster::Plan> plan = cluster::MakePlan(MakePlanInput(*spec, NewJobId()));
-  if (!plan.ok()) {
-    std::fprintf(stderr, "%s: %s\n", path.c_str(), plan.status().message().c_str());
-    return kExitBargeFailure;
-  }
-  std::fputs(FormatPlan(*spec, *plan).c_str(), stdout);
-  return 0;
-}
 
 // The first line of a recorded spec names the job file, so that `barge
 // down` can parse it again with relative paths resolved as at run time.
@@ -80,9 +65,78 @@ Status CheckOpenFiles(const JobSpec& spec) {
   return CheckOpenFileLimit(ssh_hosts, nodes, *limit);
 }
 
-int Run(const std::string& path, bool detach) {
-  std::optional<JobSpec> spec = Load(path);
-  if (!spec) return kExitBargeFailure;
+// Parses `request` (its text as if read from request.file) with its
+// overrides, the user's config.yaml and, for a rerun, the recorded hosts
+// file; prints every error and returns nullopt on failure. `shown` is the
+// job file's name in errors.
+std::optional<LoadedJob> Load(const RunRequest& request, const std::string& shown,
+                              SecretValues secrets = SecretValues::kRead) {
+  JobLayers layers;
+  layers.overrides = request.overrides;
+  layers.config_file = DefaultConfigFile();
+  layers.hosts_file = request.hosts_file;
+  LoadedJob loaded = ParseJobText(request.text, shown,
+                                  std::filesystem::path(request.file).parent_path().string(),
+                                  secrets, layers);
+  if (!loaded.errors.empty()) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
+    std::fprintf(stderr, "barge: %zu error(s) in %s%s; nothing was started\n", loaded.errors.size(),
+                 shown.c_str(), request.overrides.empty() ? "" : " and its overrides");
+    return std::nullopt;
+  }
+  return loaded;
+}
+
+// Reads the job file at `path` into a request with `overrides`.
+std::optional<RunRequest> ReadRequest(const std::string& path, std::vector<Override> overrides) {
+  RunRequest request;
+  std::error_code ec;
+  request.file = std::filesystem::absolute(path, ec).lexically_normal().string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path, ec)) {
+    std::fprintf(stderr, "%s: cannot read job file: %s\n", path.c_str(),
+                 in ? "it is a directory" : std::strerror(errno));
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  request.text = text.str();
+  if (request.text.size() > kMaxJobFileBytes) request.text.resize(kMaxJobFileBytes + 1);
+  request.overrides = std::move(overrides);
+  return request;
+}
+
+// The effect of the overrides, above the plan.
+std::string OverridesBanner(const RunRequest& request) {
+  if (request.overrides.empty()) return "";
+  std::string out = "# overrides:";
+  for (const Override& o : request.overrides) out += " " + o.Flag() + " " + o.Argument();
+  return out + "\n";
+}
+
+int Plan(const std::string& path, std::vector<Override> overrides) {
+  std::optional<RunRequest> request = ReadRequest(path, std::move(overrides));
+  if (!request) return kExitBargeFailure;
+  std::optional<LoadedJob> loaded = Load(*request, path);
+  if (!loaded) return kExitBargeFailure;
+  const JobSpec& spec = *loaded->spec;
+  Result<cluster::Plan> plan = cluster::MakePlan(MakePlanInput(spec, NewJobId()));
+  if (!plan.ok()) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), plan.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  std::fputs(OverridesBanner(*request).c_str(), stdout);
+  std::fputs(FormatPlan(spec, *plan).c_str(), stdout);
+  return 0;
+}
+
+// Runs `request`: records it in the store (how the job was run: the job
+// file's text, the overrides, the hosts file as read), then the job.
+int Run(RunRequest request, const std::string& shown, bool detach) {
+  std::optional<LoadedJob> loaded = Load(request, shown);
+  if (!loaded) return kExitBargeFailure;
+  JobSpec* spec = &*loaded->spec;
+  request.hosts_file = loaded->hosts_file;
   if (Status s = CheckOpenFiles(*spec); !s.ok()) {
     std::fprintf(stderr, "barge: %s\n", s.message().c_str());
     return kExitBargeFailure;
@@ -91,10 +145,19 @@ int Run(const std::string& path, bool detach) {
   cluster::PlanInput input = MakePlanInput(*spec, job_id);
   ControllerOptions options;
   options.state_dir = StateDir();
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  options.spec_text = kSpecFileComment + std::filesystem::absolute(path).string() + "\n" + text.str();
+  options.spec_text = kSpecFileComment + request.file + "\n" + request.text;
+  {
+    // Before the controller creates the job, so that even a job that dies
+    // in preflight can be shown and run again.
+    const Redactor redact(*spec);
+    Result<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_dir);
+    Status recorded = store.ok() ? (*store)->SetRunRequest(job_id, redact(RunRequestToJson(request)))
+                                 : store.status();
+    if (!recorded.ok()) {
+      std::fprintf(stderr, "barge: %s\n", recorded.message().c_str());
+      return kExitBargeFailure;
+    }
+  }
   if (!detach) return RunJob(*spec, input, options);
 
   // Detached: the same controller in a process of its own (its own session,
@@ -149,19 +212,61 @@ int Run(const std::string& path, bool detach) {
   return kExitBargeFailure;
 }
 
-// Parses the job file recorded for job `id` (see kSpecFileComment).
-std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
-  std::string file = "job " + job.id;
+// How job `job` was run: its recorded request, or, for a job recorded
+// before requests were (schema version 3), its job file with no override.
+std::optional<RunRequest> RecordedRequest(JobStore& store, const JobRecord& job) {
+  Result<std::optional<std::string>> json = store.GetRunRequest(job.id);
+  if (json.ok() && *json) {
+    Result<RunRequest> request = RunRequestFromJson(**json);
+    if (request.ok()) return *request;
+    std::fprintf(stderr, "barge: job %s: %s\n", job.id.c_str(), request.status().message().c_str());
+    return std::nullopt;
+  }
+  RunRequest request;
+  request.file = "job " + job.id;
+  request.text = job.spec;
   if (job.spec.rfind(kSpecFileComment, 0) == 0) {
     size_t eol = job.spec.find('\n');
-    file = job.spec.substr(std::strlen(kSpecFileComment), eol - std::strlen(kSpecFileComment));
+    request.file = job.spec.substr(std::strlen(kSpecFileComment), eol - std::strlen(kSpecFileComment));
+    request.text = eol == std::string::npos ? "" : job.spec.substr(eol + 1);
   }
+  return request;
+}
+
+// `barge rerun JOB`: runs again what job JOB ran, from what was recorded:
+// the job file's text, the overrides and the hosts file as read then.
+// Secrets are read again, and `workdir:` and `files:` are shipped again
+// from where they are now.
+int Rerun(const std::string& job_text, bool detach) {
+  Result<FoundJob> found = FindJob(StateDir(), job_text);
+  if (!found.ok()) {
+    std::fprintf(stderr, "barge: %s\n", found.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  std::optional<RunRequest> request = RecordedRequest(*found->store, found->job);
+  if (!request) return kExitBargeFailure;
+  found->store.reset();
+  std::fprintf(stderr, "barge: running job %s again: %s\n", found->job.id.c_str(),
+               request->CommandLine().c_str());
+  const std::string shown = request->file;
+  return Run(std::move(*request), shown, detach);
+}
+
+// Parses the job as job `job` ran it (its recorded request: the job file,
+// the overrides, the hosts file as read then), to act on its hosts.
+std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(StateDir());
+  if (!store.ok()) {
+    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
+    return std::nullopt;
+  }
+  std::optional<RunRequest> request = RecordedRequest(**store, job);
+  if (!request) return std::nullopt;
   // Acting on a job's hosts needs no secret value, and the files and
   // variables the job read its secrets from may be gone by now.
-  LoadedJob loaded = ParseJobText(job.spec, file, std::filesystem::path(file).parent_path().string(),
-                                  SecretValues::kSkip);
-  for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
-  return std::move(loaded.spec);
+  std::optional<LoadedJob> loaded = Load(*request, request->file, SecretValues::kSkip);
+  if (!loaded) return std::nullopt;
+  return std::move(loaded->spec);
 }
 
 // `barge down JOB`: the same teardown as completion. A live controller is
@@ -262,7 +367,10 @@ int Attach(const std::string& job_text) {
 int Reap(const std::string& file, const std::string& hosts) {
   std::optional<JobSpec> spec;
   if (!file.empty()) {
-    spec = Load(file, SecretValues::kSkip);  // only its hosts are needed
+    std::optional<RunRequest> request = ReadRequest(file, {});
+    if (!request) return kExitBargeFailure;
+    std::optional<LoadedJob> loaded = Load(*request, file, SecretValues::kSkip);  // only its hosts
+    if (loaded) spec = std::move(loaded->spec);
   } else {
     // A throwaway job over the listed hosts, with the ssh defaults.
     std::string yaml = "name: reap\nimage: none\nhosts:\n";
@@ -311,6 +419,25 @@ int Exec(const std::string& job_text, int rank, const std::vector<std::string>& 
   return ExecInJobNode(*spec, MakePlanInput(*spec, *id), options, rank, argv);
 }
 
+// `barge __complete-jobs`: the store's job ids, then their names, one a
+// line, for the completion scripts. Prints nothing when there is no store.
+int CompleteJobs() {
+  const std::string state_dir = StateDir();
+  std::error_code ec;
+  if (!std::filesystem::exists(state_dir + "/barge.db", ec)) return 0;
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
+  if (!store.ok()) return 0;
+  Result<std::vector<JobRecord>> jobs = (*store)->ListJobs();
+  if (!jobs.ok()) return 0;
+  std::set<std::string> names;
+  for (const JobRecord& j : *jobs) {
+    std::printf("%s\n", j.id.c_str());
+    names.insert(j.name);
+  }
+  for (const std::string& n : names) std::printf("%s\n", n.c_str());
+  return 0;
+}
+
 }  // namespace
 }  // namespace barge::runner
 
@@ -328,15 +455,74 @@ int main(int argc, char** argv) {
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for diagnostics
 
   CLI::App app{"barge: run container jobs on raw hosts over SSH, no Kubernetes"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  app.fallthrough();  // --color after the subcommand too
+  app.set_version_flag("--version", std::string("barge ") + BARGE_VERSION + " (commit " + BARGE_COMMIT + ")",
+                       "print barge's version and commit");
+  std::string color = "auto";
+  app.add_option("--color", color, "when to colour the output: auto (a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   std::string file;
+  // --set/--env/--hosts-file/--name, in the order given (the last one wins).
+  std::vector<barge::runner::Override> overrides;
+  std::vector<std::string> override_errors;
+  auto add_overrides = [&](CLI::App* sub) {
+    sub->add_option_function<std::string>(
+           "--set",
+           [&](const std::string& arg) {
+             auto o = barge::runner::ParseSetOverride(arg);
+             if (o.ok()) overrides.push_back(*o); else override_errors.push_back(o.status().message());
+           },
+           "set a job-file key: KEY.PATH=VALUE, a dotted path (list items by index: hosts.0.port) and a YAML flow value (roles.worker.count=3, container.cap_add=[SYS_ADMIN])")
+        ->type_name("KEY=VALUE")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->trigger_on_parse();
+    sub->add_option_function<std::string>(
+           "--env",
+           [&](const std::string& arg) {
+             auto o = barge::runner::ParseEnvOverride(arg);
+             if (o.ok()) overrides.push_back(*o); else override_errors.push_back(o.status().message());
+           },
+           "set an environment variable of every container: NAME=VALUE (not a name declared in secrets:)")
+        ->type_name("NAME=VALUE")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->trigger_on_parse();
+    sub->add_option_function<std::string>(
+           "--hosts-file",
+           [&](const std::string& path) {
+             std::error_code ec;
+             overrides.push_back({barge::runner::Override::Kind::kHostsFile, "",
+                                  std::filesystem::absolute(path, ec).lexically_normal().string()});
+           },
+           "read the hosts from this file instead of the job file's hosts or hosts_file")
+        ->type_name("FILE")
+        ->trigger_on_parse();
+    sub->add_option_function<std::string>(
+           "--name", [&](const std::string& name) { overrides.push_back({barge::runner::Override::Kind::kName, "", name}); },
+           "the job's name instead of the job file's")
+        ->type_name("NAME")
+        ->trigger_on_parse();
+  };
   auto* plan = app.add_subcommand("plan", "Print, per host, the exact commands `run` would send; connects to nothing");
-  plan->add_option("job", file, "job file (YAML)")->required();
+  plan->add_option("job_file", file, "job file (YAML)")->required();
+  add_overrides(plan);
   auto* run = app.add_subcommand("run", "Run the job: start every container, stream logs, tear down, exit with the head's code");
-  run->add_option("job", file, "job file (YAML)")->required();
+  run->add_option("job_file", file, "job file (YAML)")->required();
+  add_overrides(run);
   bool detach = false;
   run->add_flag("-d,--detach", detach, "run the controller in the background; print the job id once it runs");
-  auto* version = app.add_subcommand("version", "Print barge's version");
+  std::string job;
+  auto* rerun = app.add_subcommand("rerun", "Run a recorded job again: its job file's text, overrides and hosts as recorded; secrets, workdir and files read again from where they are now");
+  rerun->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
+  rerun->add_flag("-d,--detach", detach, "run the controller in the background; print the job id once it runs");
+  auto* version = app.add_subcommand("version", "Print barge's version and commit");
+  auto* schema = app.add_subcommand("schema", "Print the job file's JSON Schema (draft 2020-12), for editors and validators");
+  std::string shell;
+  auto* completion = app.add_subcommand("completion", "Print a shell completion script: barge completion bash|zsh|fish");
+  completion->add_option("shell", shell, "bash, zsh or fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  // Hidden (no group): what the completion scripts and the build call.
+  auto* complete_jobs = app.add_subcommand("__complete-jobs", "job ids and names, for completion")->group("");
+  auto* manpage = app.add_subcommand("manpage", "barge(1) in roff")->group("");
 
   barge::runner::ListOptions list;
   std::string status_filter, name_filter;
@@ -345,11 +531,10 @@ int main(int argc, char** argv) {
   ls->add_option("--name", name_filter, "only jobs with this name");
   ls->add_option("--limit", list.limit, "at most this many jobs")->check(CLI::NonNegativeNumber);
   ls->add_flag("--json", list.json, "one JSON array");
-  std::string job;
   bool show_json = false;
-  auto* show = app.add_subcommand("show", "One job: its nodes and its events");
+  auto* show = app.add_subcommand("show", "One job: how it was run, its nodes and its events");
   show->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
-  show->add_flag("--json", show_json, "JSON");
+  show->add_flag("--json", show_json, "one JSON object: the job, its run request, nodes and events");
   bool show_timeline = false;
   show->add_flag("--timeline", show_timeline, "the timeline: one text bar per node, a letter per phase");
   std::string ui_listen = "127.0.0.1:8765", ui_token;
@@ -389,11 +574,50 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : barge::runner::kExitBargeFailure;
   }
-  if (*version) {
-    std::printf("barge 0.1.0\n");
+  using barge::runner::ColorMode;
+  barge::runner::SetColorMode(color == "always" ? ColorMode::kAlways
+                              : color == "never" ? ColorMode::kNever
+                                                 : ColorMode::kAuto);
+  logger->sinks().clear();
+  logger->sinks().push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
+      barge::runner::UseColor(STDERR_FILENO) ? spdlog::color_mode::always : spdlog::color_mode::never));
+  if (app.get_subcommands().empty()) {  // `barge` alone: the help
+    std::fputs(app.help().c_str(), stdout);
     return 0;
   }
-  if (*plan) return barge::runner::Plan(file);
+  if (!override_errors.empty()) {
+    for (const auto& e : override_errors) std::fprintf(stderr, "%s\n", e.c_str());
+    return barge::runner::kExitBargeFailure;
+  }
+  if (*version) {
+    std::printf("barge %s (commit %s)\n", BARGE_VERSION, BARGE_COMMIT);
+    return 0;
+  }
+  if (*schema) {
+    std::fputs(barge::runner::JobSchemaJson().c_str(), stdout);
+    return 0;
+  }
+  if (*completion) {
+    auto script = barge::runner::CompletionScript(app, shell);
+    if (!script.ok()) {
+      std::fprintf(stderr, "barge: %s\n", script.status().message().c_str());
+      return barge::runner::kExitBargeFailure;
+    }
+    std::fputs(script->c_str(), stdout);
+    return 0;
+  }
+  if (*manpage) {
+    // SOURCE_DATE_EPOCH, when set, dates the page (reproducible builds).
+    std::time_t t = std::time(nullptr);
+    if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) t = std::strtoll(epoch, nullptr, 10);
+    char date[16];
+    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&t));
+    std::fputs(barge::runner::ManPage(app, BARGE_VERSION, date).c_str(), stdout);
+    return 0;
+  }
+  if (*plan) return barge::runner::Plan(file, overrides);
+  if (*complete_jobs) return barge::runner::CompleteJobs();
+  if (*rerun) return barge::runner::Rerun(job, detach);
   const std::string state_dir = barge::runner::StateDir();
   if (*ls) {
     if (!status_filter.empty()) list.status = status_filter;
@@ -432,5 +656,7 @@ int main(int argc, char** argv) {
     }
     return barge::runner::PruneCommand(state_dir, *age, stdout);
   }
-  return barge::runner::Run(file, detach);
+  std::optional<barge::runner::RunRequest> request = barge::runner::ReadRequest(file, overrides);
+  if (!request) return barge::runner::kExitBargeFailure;
+  return barge::runner::Run(std::move(*request), file, detach);
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The README's first command: installs what is missing (apt), makes sure a
-# Docker engine runs (starts dockerd when none does and we are root), builds
-# barge, builds the sample image offline and runs the sample job on the local
-# engine. Exits with the job's exit code.
+# The README's first command: installs what barge needs and is missing
+# (apt; not the tests' packages), makes sure a Docker engine runs (starts
+# dockerd when none does and we are root), builds the barge binary alone
+# (no tests: configured with BUILD_TESTING=OFF, so GoogleTest is not
+# needed), builds the sample image offline and runs the sample job on the
+# local engine. Exits with the job's exit code.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -13,7 +15,7 @@ scripts/install-deps.sh </dev/null
 step "docker engine"
 scripts/ensure-docker.sh
 step "build"
-scripts/build.sh
+CMAKE_ARGS="-DBUILD_TESTING=OFF ${CMAKE_ARGS:-}" BUILD_TARGETS=barge scripts/build.sh
 step "sample image"
 samples/build-demo-image.sh barge/demo:local
 barge=${BUILD_DIR:-build}/runner/barge

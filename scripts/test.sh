@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README and CI run it: installs what is missing
-# (apt), makes sure a Docker engine runs, builds, then runs every test with
-# ctest: the unit tests and the bed tests, whose "bed" fixture brings the test
-# bed (tests/bed/bed.sh) up before them and down after them.
+# (apt: install-deps.sh's list and the tests' own, below), makes sure a Docker
+# engine runs, builds, then runs every test with ctest: the unit tests, the
+# command-line tests (label cli), the Debian package test (label package)
+# and the bed tests, whose "bed" fixture brings the test bed
+# (tests/bed/bed.sh) up before them and down after them. It leaves dockerd
+# running.
 # Needs root (or password-less sudo for the installs; the bed needs root).
 # Extra arguments go to ctest (e.g. -L unit, -R Quote).
 set -euo pipefail
@@ -11,12 +14,30 @@ exec </dev/null
 
 step() { printf '\n=== %s\n' "$*"; }
 
+# What only the tests need, on top of scripts/install-deps.sh's list.
+test_packages=(
+  libgtest-dev libgmock-dev
+  # the test bed: sshd, namespaces, iptables; pdsh for the benchmarks' reference
+  openssh-server iproute2 iptables pdsh procps util-linux
+  # a non-POSIX login shell, for the preflight test that must refuse it;
+  # a local registry with htpasswd auth, for the registry login test
+  tcsh docker-registry apache2-utils curl
+  # the PyTorch job test's image (about 180 packages with its Depends)
+  python3-torch
+  # the package test (debootstrap, dpkg-shlibdeps) and the schema test
+  debootstrap dpkg-dev python3-jsonschema python3-yaml
+  # the dashboard's end-to-end test (tests/ui/dashboard_test.py) and
+  # scripts/screenshot-dashboard.sh drive headless Chromium; a font so its
+  # screenshots have text
+  chromium chromium-driver python3-selenium fonts-dejavu-core
+)
+
 step "dependencies"
-scripts/install-deps.sh
+scripts/install-deps.sh "${test_packages[@]}"
 step "docker engine"
 scripts/ensure-docker.sh
 step "build"
-scripts/build.sh
+CMAKE_ARGS="-DBUILD_TESTING=ON ${CMAKE_ARGS:-}" scripts/build.sh
 # The AddressSanitizer build of barge alone, for runner_asan_bed_tests
 # (interrupts and deadlines with late answers from frozen engines).
 step "build (AddressSanitizer, barge only)"
