@@ -402,7 +402,7 @@ TEST(JobStore, MigratesAVersion1DatabaseKeepingItsRows) {
   ASSERT_EQ(RawUserVersion(db), 1);
   auto store = OpenOrDie(tmp.path());
   ASSERT_TRUE(store);
-  EXPECT_EQ(RawUserVersion(db), 2);
+  EXPECT_EQ(RawUserVersion(db), JobStore::kSchemaVersion);
   Result<JobRecord> job = store->GetJob("old1");
   ASSERT_TRUE(job.ok()) << job.status().message();
   EXPECT_EQ(job->name, "train");
@@ -653,6 +653,7 @@ TEST(JobStore, ABatchOfTwoThousandPhasesIsWrittenAndClosedInUnderTwoSeconds) {
     ASSERT_EQ(p.outcome, "ok") << p.id;
     ASSERT_EQ(p.ended, At(seconds(2))) << p.id;
   }
+}
 
 TEST(JobStore, ARunRequestIsKeptBeforeItsJobExistsAndRemovedWithIt) {
   TempDir tmp;
@@ -675,7 +676,9 @@ TEST(JobStore, AVersionOneDatabaseGainsTheRunRequestTableAndKeepsItsJobs) {
     ASSERT_TRUE(store);
     ASSERT_TRUE(store->CreateJob(MakeJob("old", "train", At())).ok());
   }
-  RawExec(tmp.path() + "/barge.db", "DROP TABLE run_requests; PRAGMA user_version = 1");
+  // Back to what version 1 had: no hosts, phases or run_requests tables.
+  RawExec(tmp.path() + "/barge.db",
+          "DROP TABLE run_requests; DROP TABLE phases; DROP TABLE hosts; PRAGMA user_version = 1");
   auto store = OpenOrDie(tmp.path());
   ASSERT_TRUE(store);
   EXPECT_EQ(RawUserVersion(tmp.path() + "/barge.db"), JobStore::kSchemaVersion);
