@@ -201,7 +201,7 @@ TEST_F(MultiNodeTest, ImagePullPushDeliversTheControllersImageToHostsThatLackIt)
   EXPECT_NE(o.out.find("[0 head " + bed.hosts[0].address + "] pushed"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("[1 worker " + bed.hosts[1].address + "] pushed"), std::string::npos) << o.out;
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(Docker(bed.hosts[i], "image inspect --format '{{.Id}}' " + tag), id) << bed.hosts[i].name;
+    EXPECT_EQ(Docker(bed.hosts[i], "image inspect --format '{{.Id}}' " + tag), id + "\n") << bed.hosts[i].name;
     Docker(bed.hosts[i], "rmi -f " + tag);
   }
   RunShell("docker rmi -f " + tag + " >/dev/null 2>&1");
