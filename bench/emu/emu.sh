@@ -53,6 +53,9 @@ up() {
   down
   mkdir -p "$EMU/root" "$EMU/hosts" "$EMU/started" /run/sshd
   c++ -O2 -o "$EMU/enter" "$HERE/enter.cc"
+  # The hosts see their own /tmp: a checkout under /tmp is not theirs, so
+  # the fake engine runs from the emulation's directory.
+  install -m 0755 "$HERE/fake-docker" "$EMU/fake-docker"
   ssh-keygen -q -t ed25519 -N '' -f "$EMU/host_ed25519" -C barge-emu-host
   ssh-keygen -q -t ed25519 -N '' -f "$EMU/client_ed25519" -C barge-emu-client
   cp "$EMU/client_ed25519.pub" "$EMU/authorized_keys"
@@ -94,7 +97,7 @@ EMU_DIR=$EMU
 EMU_PORT=$PORT
 EMU_KEY=$EMU/client_ed25519
 EMU_KNOWN_HOSTS=$EMU/known_hosts
-EMU_DOCKER=$HERE/fake-docker
+EMU_DOCKER=$EMU/fake-docker
 EMU_ADDRS=$EMU/addrs
 ENV
   # Ready when the first and the last host answer a command.
