@@ -130,7 +130,11 @@ Argv ImageInspectArgs(std::string_view image) {
   return {"image", "inspect", "--format", "{{.Id}}", std::string(image)};
 }
 
-Argv VersionArgs() { return {"version", "--format", "{{json .}}"}; }
+Argv ImageStorageInspectArgs(std::string_view image) {
+  return {"image", "inspect", "--format", "{{.Id}} {{.GraphDriver.Data.UpperDir}}", std::string(image)};
+}
+
+Argv VersionArgs() { return {"version", "--format", "{{.Server.Version}}"}; }
 
 Argv PsByLabelArgs(std::string_view label_filter) {
   return {"ps", "-a", "--no-trunc", "--filter", "label=" + std::string(label_filter),

@@ -77,6 +77,10 @@ Argv InspectArgs(const std::vector<std::string>& names);
 // `image inspect --format {{.Id}} IMAGE`: the local image's ID
 // ("sha256:..."), or exit 1 when the image is not present (ParseImageId).
 Argv ImageInspectArgs(std::string_view image);
+// The image's ID and, after a space, the directory of its top layer in the
+// engine's storage ("<no value>" where the storage driver has none): one
+// call tells that the image is there and where the engine keeps its data.
+Argv ImageStorageInspectArgs(std::string_view image);
 
 // `version --format {{json .}}` (ParseVersion).
 Argv VersionArgs();

@@ -142,7 +142,7 @@ TEST(QueryArgs, InspectVersionPsAndImageIdAskForMachineReadableOutput) {
   EXPECT_EQ(InspectArgs({"a", "b"}), (Argv{"inspect", "--type", "container", "a", "b"}));
   EXPECT_EQ(ImageInspectArgs("barge/test:local"),
             (Argv{"image", "inspect", "--format", "{{.Id}}", "barge/test:local"}));
-  EXPECT_EQ(VersionArgs(), (Argv{"version", "--format", "{{json .}}"}));
+  EXPECT_EQ(VersionArgs(), (Argv{"version", "--format", "{{.Server.Version}}"}));
   EXPECT_EQ(PsByLabelArgs("barge.job=0a1b2c"),
             (Argv{"ps", "-a", "--no-trunc", "--filter", "label=barge.job=0a1b2c", "--format",
                   "{{json .}}"}));

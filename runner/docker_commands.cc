@@ -113,6 +113,11 @@ std::string BoundedLine(const std::string& line, std::chrono::milliseconds limit
   return "timeout -s KILL " + std::to_string(secs) + " sh -c " + ssh::ShellQuote(line);
 }
 
+std::string BoundedCommand(const std::string& simple_command, std::chrono::milliseconds limit) {
+  const long long secs = std::max<long long>(1, (limit.count() + 999) / 1000);
+  return "timeout -s KILL " + std::to_string(secs) + " " + simple_command;
+}
+
 std::string PosixShellProbe() { return "echo barge-posix-$((6*7))"; }
 
 std::string HostTcpTables() { return "cat /proc/net/tcp /proc/net/tcp6"; }

@@ -796,6 +796,16 @@ constexpr KeyRule<SshSettings> kSshRules[] = {
      [](const Entry& e, SshSettings& s) {
        if (auto d = ReadDuration(e, /*allow_zero=*/false)) s.dead_after = *d;
      }},
+    {"engine_timeout",
+     {.type = KeyType::kDuration, .description = "Bound on each Docker engine call (preflight, probes)", .default_value = "20s"},
+     [](const Entry& e, SshSettings& s) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) s.engine_timeout = *d;
+     }},
+    {"engine_misses",
+     {.type = KeyType::kInteger, .description = "Engine calls in a row with no answer before a host is lost, 1 to 100", .default_value = "3"},
+     [](const Entry& e, SshSettings& s) {
+       if (auto n = ReadInteger(e, 1, 100, "a number of engine calls")) s.engine_misses = static_cast<int>(*n);
+     }},
     {"user",
      {.type = KeyType::kString, .description = "SSH user for hosts that set none"}, [](const Entry& e, SshSettings& s) { s.user = ReadChecked(e, CheckUserName); }},
     {"port",
@@ -2264,6 +2274,9 @@ void ApplyConfigFile(const std::string& path, std::vector<JobFileError>* errors,
   if (unset("host_key_checking")) to.host_key_checking = from.host_key_checking;
   if (unset("connect_timeout")) to.connect_timeout = from.connect_timeout;
   if (unset("dead_after")) to.dead_after = from.dead_after;
+  if (unset("engine_timeout")) to.engine_timeout = from.engine_timeout;
+  if (unset("engine_misses")) to.engine_misses = from.engine_misses;
+  if (unset("parallel_connects")) to.parallel_connects = from.parallel_connects;
   if (unset("user")) to.user = from.user;
   if (unset("port")) to.port = from.port;
   if (unset("identity_file")) to.identity_file = from.identity_file;

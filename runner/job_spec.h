@@ -24,9 +24,14 @@ struct SshSettings {
   ssh::HostKeyChecking host_key_checking = ssh::HostKeyChecking::kStrict;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
   // A host whose session has not answered for this long is lost (keepalive
-  // requests on the open session; see ssh::SshExecutor). Also the bound on
-  // every probe barge runs on a host (a frozen dockerd never answers).
+  // requests on the open session; see ssh::SshExecutor).
   std::chrono::milliseconds dead_after{std::chrono::seconds(10)};
+  // The Docker engine: each call barge makes to it (preflight, the probes
+  // while a job runs) is bounded by engine_timeout, and the engine counts as
+  // frozen (the host is lost) only after engine_misses calls in a row got no
+  // answer. A busy engine is slow, not dead: this is longer than dead_after.
+  std::chrono::milliseconds engine_timeout{std::chrono::seconds(20)};
+  int engine_misses = 3;
   // Job-wide defaults for hosts that do not set their own.
   std::optional<std::string> user;
   std::optional<int> port;

@@ -132,7 +132,16 @@ int Plan(const std::string& path, std::vector<Override> overrides) {
 
 // Runs `request`: records it in the store (how the job was run: the job
 // file's text, the overrides, the hosts file as read), then the job.
-int Run(RunRequest request, const std::string& shown, bool detach) {
+// `--events json`: the job's events as JSON lines on stdout (container
+// output then goes only to the per-node files, so stdout stays parseable),
+// or into `events_file` (a path, /dev/fd/N included) with the output echoed
+// as usual.
+struct EventsOption {
+  std::string format;      // "" or "json"
+  std::string file;        // "" = stdout
+};
+
+int Run(RunRequest request, const std::string& shown, bool detach, const EventsOption& events = {}) {
   std::optional<LoadedJob> loaded = Load(request, shown);
   if (!loaded) return kExitBargeFailure;
   JobSpec* spec = &*loaded->spec;
@@ -158,7 +167,29 @@ int Run(RunRequest request, const std::string& shown, bool detach) {
       return kExitBargeFailure;
     }
   }
-  if (!detach) return RunJob(*spec, input, options);
+  std::FILE* events_out = nullptr;
+  if (!events.format.empty() || !events.file.empty()) {
+    if (!events.format.empty() && events.format != "json") {
+      std::fprintf(stderr, "barge: --events: unknown format '%s' (expected json)\n", events.format.c_str());
+      return kExitBargeFailure;
+    }
+    if (events.file.empty()) {
+      events_out = stdout;
+      options.echo = false;
+    } else {
+      events_out = std::fopen(events.file.c_str(), "a");
+      if (!events_out) {
+        std::fprintf(stderr, "barge: --events-file %s: %s\n", events.file.c_str(), std::strerror(errno));
+        return kExitBargeFailure;
+      }
+    }
+    options.events = events_out;
+  }
+  if (!detach) {
+    const int code = RunJob(*spec, input, options);
+    if (events_out && events_out != stdout) std::fclose(events_out);
+    return code;
+  }
 
   // Detached: the same controller in a process of its own (its own session,
   // so closing the terminal does not stop it), writing to
@@ -184,6 +215,8 @@ int Run(RunRequest request, const std::string& shown, bool detach) {
       dup2(log_fd, STDERR_FILENO);
     }
     options.echo = false;
+    // Events on stdout go to the controller's log like everything else.
+    if (options.events == stdout) options.events = nullptr;
     std::_Exit(RunJob(*spec, input, options));
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(30);
@@ -511,6 +544,12 @@ int main(int argc, char** argv) {
   add_overrides(run);
   bool detach = false;
   run->add_flag("-d,--detach", detach, "run the controller in the background; print the job id once it runs");
+  barge::runner::EventsOption events;
+  run->add_option("--events", events.format,
+                  "json: one JSON object per job event (per-host phases, ready, exits, faults, finished), "
+                  "on stdout (container output then only in the log files) or into --events-file")
+      ->check(CLI::IsMember({"json"}));
+  run->add_option("--events-file", events.file, "write the --events lines to this file (appended; /dev/fd/N for a descriptor)");
   std::string job;
   auto* rerun = app.add_subcommand("rerun", "Run a recorded job again: its job file's text, overrides and hosts as recorded; secrets, workdir and files read again from where they are now");
   rerun->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
@@ -658,5 +697,5 @@ int main(int argc, char** argv) {
   }
   std::optional<barge::runner::RunRequest> request = barge::runner::ReadRequest(file, overrides);
   if (!request) return barge::runner::kExitBargeFailure;
-  return barge::runner::Run(std::move(*request), file, detach);
+  return barge::runner::Run(std::move(*request), file, detach, events);
 }

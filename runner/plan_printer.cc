@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "runner/controller.h"
+#include "container/docker_args.h"
 #include "runner/docker_commands.h"
 
 namespace barge::runner {
@@ -71,7 +72,8 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
                           spec.registry->username)
           << "\n";
     }
-    out << "# preflight\n" << docker.Version() << "\n";
+    out << "# preflight: one remote script (POSIX-shell probe, watchdog, disk, these engine\n"
+           "# calls each under timeout -s KILL ssh.engine_timeout, tried ssh.engine_misses times)\n";
     std::set<std::string> images;
     for (const auto* n : nodes) images.insert(n->container.image);
     for (const auto& image : images) {
@@ -79,7 +81,7 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
         out << docker.Pull(image) << " >/dev/null && " << docker.ImageId(image) << "\n";
         continue;
       }
-      out << docker.ImageId(image) << "\n";
+      out << docker.Line(container::ImageStorageInspectArgs(image)) << "\n";
       if (spec.image_pull == ImagePull::kMissing) {
         out << "#   when missing: " << docker.Pull(image) << "\n";
       } else if (spec.image_pull == ImagePull::kPush) {
@@ -87,6 +89,7 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
             << "\n";
       }
     }
+    out << "#   when an image check fails, or to pull: " << docker.Version() << "\n";
     for (const auto* n : nodes) {
       if (n->container.options.gpus) {
         out << docker.GpuProbe(n->container) << "\n";

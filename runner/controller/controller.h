@@ -105,6 +105,10 @@ struct HostState {
   // checked again before it is reused).
   bool replace = false;
   bool probing = false;     // an engine probe is in flight
+  int engine_misses = 0;    // probes in a row that got no answer
+  // When a log stream from this host's engine last delivered bytes: an
+  // engine that streams answers, so no probe is needed for a while.
+  Clock::time_point engine_heard{};
   bool polling = false;     // a preemption check is in flight
 
   HostPhase PhaseOf(Phase p, std::optional<int> rank = std::nullopt) const {

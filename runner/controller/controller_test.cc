@@ -74,7 +74,7 @@ class ControllerTest : public ::testing::Test {
   // The job file text: three hosts h1 h2 h3 plus `extra`.
   static std::string Job(const std::string& extra, const std::string& hosts = "[h1, h2, h3]") {
     return "name: fake\nimage: img\ncommand: [train]\nhosts: " + hosts +
-           "\nssh: {dead_after: 1s}\nstop_grace: 1s\n" + extra;
+           "\nssh: {dead_after: 1s, engine_timeout: 1s, engine_misses: 2}\nstop_grace: 1s\n" + extra;
   }
 
   // Makes the controller for `yaml` (kept in controller_), runs `before`
@@ -273,7 +273,27 @@ TEST_F(ControllerTest, AnEngineThatStopsAnsweringMakesItsHostLost) {
     });
   });
   EXPECT_EQ(code, 125);
-  EXPECT_TRUE(rec_.Said("h2 is lost: the Docker engine did not answer")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("h2 is lost: the Docker engine did not answer (2 probes in a row")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("h2: the Docker engine did not answer within 1 s (miss 1 of 2); asking again"))
+      << rec_.AllMessages();
+}
+
+TEST_F(ControllerTest, AnEngineThatMissesOneProbeButAnswersTheNextIsSlowNotLost) {
+  fake_.SetNode(0, FakeNode{seconds(6), 0});
+  const int code = Run(Job(""), [&](internal::Controller&) {
+    fake_.host("h2").When("docker logs", [&] {
+      // The next probe waits 1.5 s (over engine_timeout: 1 s), the one
+      // after it answers at once.
+      fake_.host("h2").On("docker version", FakeReply{0, "24\n", "", milliseconds(1500)});
+      fake_.host("h2").When("docker version", [&] {
+        fake_.host("h2").On("docker version", FakeReply{0, "24\n"});
+      });
+    });
+  });
+  EXPECT_EQ(code, 0) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("h2: the Docker engine did not answer within 1 s (miss 1 of 2); asking again"))
+      << rec_.AllMessages();
+  EXPECT_FALSE(rec_.Said("is lost")) << rec_.AllMessages();
 }
 
 TEST_F(ControllerTest, APreemptionNoticeSendsSigtermFirstAndRestartsOnASpare) {

@@ -173,7 +173,21 @@ Result<std::unique_ptr<ssh::Command>> FakeExecutor::Start(const std::string& lin
     Reply(cmd, r, bound);
   };
   const std::vector<std::string> names = NamesIn(line);
-  if (line.find("docker run -d ") != std::string::npos && !names.empty()) {
+  if (line.find("@@barge{") != std::string::npos) {
+    // A preflight script (runner/preflight_script.h): a POSIX shell, every
+    // check passing, every image there, the engine not asked.
+    static const std::regex kSection(R"(bs (\w+);)");
+    std::string out = "barge-posix-42\n";
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), kSection); it != std::sregex_iterator(); ++it) {
+      const std::string name = (*it)[1];
+      if (name == "engine") continue;
+      out += "@@barge{ " + name + "\n";
+      if (name.rfind("image", 0) == 0) out += "sha256:0123456789abcdef0123456789abcdef /var/lib/docker/overlay2/x/diff\n";
+      if (name == "gpu") out += "GPU 0: fake\n";
+      out += "\n@@barge} " + name + " 0\n";
+    }
+    ok(out);
+  } else if (line.find("docker run -d ") != std::string::npos && !names.empty()) {
     auto c = std::make_shared<FakeHost::Container>();
     c->name = names.front();
     c->rank = RankOf(c->name);

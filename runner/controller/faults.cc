@@ -77,40 +77,57 @@ void Controller::OnPreempted(HostState& host, const std::string& notice) {
 
 void Controller::StartMonitors() {
   const int gen = ++generation_;
-  // The engine: a bounded probe every 2 s catches a dockerd that stopped
-  // answering (the docker wait on it would hang silently). Probes and their
-  // timers belong to the attempt (attempt_, timers_); `gen` stops a previous
-  // attempt's chain.
+  // The engine: a bounded probe catches a dockerd that stopped answering
+  // (the docker wait on it would hang silently). A probe is skipped while
+  // the host's log streams keep delivering (the engine answers them). A
+  // probe that fails or gets no answer within ssh.engine_timeout is a miss;
+  // ssh.engine_misses in a row (the next probe starts at once after a miss)
+  // make the host lost: a frozen engine is lost within probe_every +
+  // engine_misses x engine_timeout, a slow one is not. Probes and their
+  // timers belong to the attempt (attempt_, timers_); `gen` stops a
+  // previous attempt's chain.
   const auto probe_every = std::clamp<milliseconds>(
-      std::chrono::duration_cast<milliseconds>(spec_.ssh.dead_after / 2), milliseconds(1000),
+      std::chrono::duration_cast<milliseconds>(spec_.ssh.engine_timeout / 4), milliseconds(1000),
       milliseconds(5000));
   for (auto& [h, host] : hosts_) {
     HostState* hs = host.get();
+    hs->engine_misses = 0;
     auto tick = std::make_shared<std::function<void()>>();
     *tick = [this, hs, gen, probe_every, weak = std::weak_ptr<std::function<void()>>(tick)] {
       if (gen != generation_ || hs->lost) return;
-      auto again = [this, gen, probe_every, weak] {
-        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Clock::now() + probe_every, [t] { (*t)(); });
+      auto again = [this, gen, probe_every, weak](milliseconds after) {
+        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Clock::now() + after, [t] { (*t)(); });
       };
-      if (hs->probing) return again();
+      if (hs->probing) return again(probe_every);
+      if (hs->engine_misses == 0 && Clock::now() - hs->engine_heard < probe_every) return again(probe_every);
       hs->probing = true;
       const auto started = Clock::now();
-      attempt_.Run(*hs->exec, Bounded(hs->docker->Version(), spec_.ssh.dead_after),
-                   [this, hs, gen, started, again](const Outcome& o) {
+      attempt_.Run(*hs->exec, BoundedCommand(hs->docker->Version(), spec_.ssh.engine_timeout),
+                   [this, hs, gen, started, again, probe_every](const Outcome& o) {
                      hs->probing = false;
                      if (gen != generation_ || hs->lost) return;
                      if (!o.exit.known()) return;  // the session itself: OnHostLost
-                     if (!o.ok()) {
-                       const double took = std::chrono::duration<double>(Clock::now() - started).count();
-                       char buf[32];
-                       std::snprintf(buf, sizeof buf, "%.1f", took);
-                       std::string why = o.timed_out()
-                                             ? std::string("the Docker engine did not answer for ") + buf + " s (ssh.dead_after)"
-                                             : "the Docker engine fails: " + o.Reason();
-                       OnHostLost(*hs, why);
-                       return;
+                     if (o.ok()) {
+                       hs->engine_misses = 0;
+                       return again(probe_every);
                      }
-                     again();
+                     if (++hs->engine_misses < spec_.ssh.engine_misses) {
+                       Say(hs->name + ": the Docker engine " +
+                           (o.timed_out() ? "did not answer within " + std::to_string(spec_.ssh.engine_timeout.count() / 1000) + " s"
+                                          : "failed: " + o.Reason()) +
+                           " (miss " + std::to_string(hs->engine_misses) + " of " + std::to_string(spec_.ssh.engine_misses) +
+                           "); asking again");
+                       return again(milliseconds(0));
+                     }
+                     const double took = std::chrono::duration<double>(Clock::now() - started).count();
+                     char buf[32];
+                     std::snprintf(buf, sizeof buf, "%.1f", took);
+                     std::string why = o.timed_out()
+                                           ? std::string("the Docker engine did not answer (") +
+                                                 std::to_string(spec_.ssh.engine_misses) + " probes in a row, the last for " + buf +
+                                                 " s; ssh.engine_timeout, ssh.engine_misses)"
+                                           : "the Docker engine fails: " + o.Reason();
+                     OnHostLost(*hs, why);
                    });
     };
     monitors_.push_back(tick);

@@ -11,6 +11,7 @@
 
 #include "container/proc_net.h"
 #include "runner/controller/controller.h"
+#include "runner/preflight_script.h"
 
 namespace barge::runner {
 
@@ -59,18 +60,18 @@ std::string ProblemTable(
 namespace internal {
 
 Status Controller::Preflight(const std::vector<HostState*>& targets) {
-  // Every check's callback captures this frame: the group on it drops them
-  // all if the wait ends early (an interrupt, the deadline).
+  // Every callback captures this frame: the group on it drops them all if
+  // the wait ends early (an interrupt, the deadline).
   CommandGroup group(&loop_, &redact_);
   std::map<size_t, std::vector<std::string>> errors;  // by host
   std::map<std::string, std::vector<HostState*>> to_push;  // image → hosts lacking it
-  std::map<HostState*, int> open;  // checks in flight, by host
+  std::map<HostState*, int> open;  // commands in flight, by host
   // A run whose hosts all failed to connect has no preflight to show.
   if (!targets.empty()) {
     observer_.StepBegan(Phase::kPreflight, "preflight", static_cast<int>(targets.size()));
   }
   for (HostState* hs : targets) Began(hs->PhaseOf(Phase::kPreflight));
-  // Runs one check; the host's preflight has ended when its last one has.
+  // Runs one command; the host's preflight has ended when its last one has.
   std::function<void(HostState*, const std::string&, std::function<void(const Outcome&)>)> check =
       [&](HostState* hs, const std::string& line, std::function<void(const Outcome&)> cb) {
         ++open[hs];
@@ -85,8 +86,23 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
           }
         });
       };
+  // What a check printed, as a problem says it (secrets redacted, bounded).
+  auto said = [this](const std::string& text) {
+    std::string t = redact_(text);
+    if (t.size() > 300) t = t.substr(0, 300) + "...";
+    return t.empty() ? std::string("no output") : t;
+  };
+  const std::string engine_bound =
+      "the Docker engine did not answer within " + std::to_string(spec_.ssh.engine_timeout.count() / 1000) +
+      " s, " + std::to_string(spec_.ssh.engine_misses) +
+      " time(s) in a row (ssh.engine_timeout, ssh.engine_misses)";
+  // The rendezvous port must be free on the head's host when the head
+  // shares the host's network (otherwise it lives in the container's own).
+  const cluster::NodePlan& head = plan_.nodes[0];
+  const bool head_on_host_network = head.container.options.network && *head.container.options.network == "host";
   for (HostState* hs : targets) {
     const size_t h = hs->index;
+    PreflightChecks checks;
     std::set<std::string> images;
     const container::ContainerSpec* gpu_spec = nullptr;
     for (const auto& n : plan_.nodes) {
@@ -94,36 +110,62 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       images.insert(n.container.image);
       if (n.container.options.gpus && !gpu_spec) gpu_spec = &n.container;
     }
-    check(hs, Bounded(hs->docker->Version(), spec_.ssh.dead_after), [&, hs](const Outcome& o) {
-      if (o.timed_out()) {
-        errors[hs->index].push_back("the Docker engine did not answer within " +
-                                    std::to_string(spec_.ssh.dead_after.count() / 1000) +
-                                    " s (ssh.dead_after)");
-      } else if (!o.ok()) {
-        errors[hs->index].push_back("docker is not reachable: " + o.Reason());
+    checks.images.assign(images.begin(), images.end());
+    checks.pull_always = spec_.image_pull == ImagePull::kAlways;
+    if (gpu_spec) checks.gpu_probe = hs->docker->GpuProbe(*gpu_spec);
+    checks.tcp_tables = head_on_host_network && h == head.host_index;
+    checks.arm_watchdog = ArmWatchdogCommand(WatchdogFor(*hs));
+    checks.engine_timeout = spec_.ssh.engine_timeout;
+    checks.engine_misses = spec_.ssh.engine_misses;
+    // Armed or not, disarming removes whatever part of the watchdog was made
+    // (a full disk can leave the directory without it).
+    hs->watchdog_armed = true;
+    check(hs, PreflightScript(*hs->docker, checks), [&, hs, checks](const Outcome& o) {
+      std::vector<std::string>& problems = errors[hs->index];
+      const PreflightReply reply = ParsePreflightReply(o.out);
+      if (!o.exit.known()) {
+        problems.push_back("preflight did not finish: " + o.Reason());
+      } else if (!reply.posix_shell) {
+        // barge's command lines are POSIX sh: the login shell that sshd
+        // runs them with must be one.
+        std::string said = Trim(o.err.empty() ? reply.first_line : o.err);
+        problems.push_back(
+            kNotPosixShell + std::string(" (it answered ") +
+            (said.empty() ? "nothing" : "'" + said.substr(0, 120) + "'") + " to `" + PosixShellProbe() +
+            "`); barge's commands need sh syntax: make the user's "
+            "shell /bin/sh or /bin/bash (chsh -s /bin/bash USER)");
       }
-    });
-    for (const std::string& image : images) {
-      if (spec_.image_pull == ImagePull::kAlways) {
-        check(hs, hs->docker->Pull(image) + " >/dev/null && " + hs->docker->ImageId(image),
-              [&, hs, image](const Outcome& o) {
-                if (o.ok()) {
-                  hs->image_ids[image] = Trim(o.out);
-                } else {
-                  errors[hs->index].push_back("cannot pull " + image + " (image_pull: always): " +
-                                              o.Reason());
-                }
-              });
-        continue;
+      if (!problems.empty()) return;
+      auto section = [&](const std::string& name) -> const PreflightSection* {
+        const PreflightSection* s = reply.Find(name);
+        if (!s) problems.push_back("preflight's " + name + " check did not report: " + o.Reason());
+        return s;
+      };
+      if (const PreflightSection* w = section("watchdog"); w && w->exit != 0) {
+        problems.push_back("cannot arm the watchdog: " + (w->text.empty() ? "exit " + std::to_string(w->exit) : w->text));
       }
-      check(hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& o) {
-        if (o.ok()) {
-          hs->image_ids[image] = Trim(o.out);
+      // The engine: asked only when an image check failed (or to pull).
+      const PreflightSection* engine = reply.Find("engine");
+      bool engine_down = false;
+      if (engine && engine->exit != 0) {
+        engine_down = true;
+        problems.push_back(engine->timed_out() ? engine_bound
+                                               : "docker is not reachable: " + said(engine->text));
+      }
+      for (size_t i = 0; i < checks.images.size() && !checks.pull_always; ++i) {
+        const std::string& image = checks.images[i];
+        const PreflightSection* s = section("image" + std::to_string(i));
+        if (!s) continue;
+        if (s->exit == 0) {
+          hs->image_ids[image] = ImageIdOf(s->text);
+        } else if (s->timed_out()) {
+          if (!engine_down) problems.push_back(engine_bound + " (image inspect " + image + ")");
+        } else if (engine_down) {
+          // Said once, above.
         } else if (spec_.image_pull == ImagePull::kPush) {
           to_push[image].push_back(hs);
         } else if (spec_.image_pull == ImagePull::kNever) {
-          errors[hs->index].push_back("image " + image + " is not present (image_pull: never): " +
-                                      o.Reason());
+          problems.push_back("image " + image + " is not present (image_pull: never): " + said(s->text));
         } else {
           Say(hs->name + ": pulling " + image);
           check(hs, hs->docker->Pull(image), [&, hs, image](const Outcome& pulled) {
@@ -141,59 +183,44 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
             });
           });
         }
-      });
-    }
-    if (gpu_spec) {
-      check(hs, hs->docker->GpuProbe(*gpu_spec), [&, hs](const Outcome& o) {
-        if (!o.ok()) {
-          errors[hs->index].push_back("GPUs requested but unavailable: " + o.Reason());
-          return;
+      }
+      if (checks.pull_always && !engine_down) {
+        for (const std::string& image : checks.images) {
+          check(hs, hs->docker->Pull(image) + " >/dev/null && " + hs->docker->ImageId(image),
+                [&, hs, image](const Outcome& pulled) {
+                  if (pulled.ok()) {
+                    hs->image_ids[image] = Trim(pulled.out);
+                  } else {
+                    errors[hs->index].push_back("cannot pull " + image + " (image_pull: always): " +
+                                                pulled.Reason());
+                  }
+                });
         }
-        int count = 0;
-        std::istringstream lines(o.out);
-        std::string line;
-        while (std::getline(lines, line)) count += line.rfind("GPU ", 0) == 0;
-        input_.detected_gpus[hs->index] = count;
-      });
-    }
-    // barge's command lines are POSIX sh: the login shell that sshd runs
-    // them with must be one.
-    check(hs, PosixShellProbe(), [&, hs](const Outcome& o) {
-      if (!o.exit.known() || Trim(o.out) == kPosixShellAnswer) return;
-      std::string said = Trim(o.err.empty() ? o.out : o.err);
-      errors[hs->index].push_back(
-          kNotPosixShell + std::string(" (it answered ") +
-          (said.empty() ? "nothing" : "'" + said.substr(0, 120) + "'") + " to `" + PosixShellProbe() +
-          "`); barge's commands need sh syntax: make the user's "
-          "shell /bin/sh or /bin/bash (chsh -s /bin/bash USER)");
-    });
-    // Room for the job's directory and the engine's containers.
-    check(hs, hs->docker->DiskFree(), [&, hs](const Outcome& o) {
-      if (!o.exit.known()) return;
-      for (const std::string& problem : LowDiskSpace(o.out)) errors[hs->index].push_back(problem);
-    });
-    // The watchdog is armed before anything starts.
-    // Armed or not, disarming removes whatever part of it was made (a full
-    // disk can leave the directory without the watchdog).
-    hs->watchdog_armed = true;
-    check(hs, ArmWatchdogCommand(WatchdogFor(*hs)), [&, hs](const Outcome& o) {
-      if (!o.ok()) {
-        errors[hs->index].push_back("cannot arm the watchdog: " + o.Reason());
       }
-    });
-  }
-  // The rendezvous port must be free on the head's host when the head
-  // shares the host's network (otherwise it lives in the container's own).
-  const cluster::NodePlan& head = plan_.nodes[0];
-  HostState* head_host = hosts_[head.host_index].get();
-  if (head.container.options.network && *head.container.options.network == "host" &&
-      std::find(targets.begin(), targets.end(), head_host) != targets.end()) {
-    const int port = spec_.rendezvous.port;
-    check(head_host, HostTcpTables(), [&, head_host, port](const Outcome& o) {
-      if (container::ParseListeningPorts(o.out).count(port)) {
-        errors[head_host->index].push_back("rendezvous port " + std::to_string(port) +
-                                           " is already in use on the head's host (rendezvous.port)");
+      if (const PreflightSection* d = section("disk")) {
+        for (const std::string& problem : LowDiskSpace(d->text)) problems.push_back(problem);
       }
+      if (checks.tcp_tables) {
+        if (const PreflightSection* p = section("ports");
+            p && container::ParseListeningPorts(p->text).count(spec_.rendezvous.port)) {
+          problems.push_back("rendezvous port " + std::to_string(spec_.rendezvous.port) +
+                             " is already in use on the head's host (rendezvous.port)");
+        }
+      }
+      if (checks.gpu_probe && !engine_down) {
+        if (const PreflightSection* g = section("gpu")) {
+          if (g->timed_out() || g->exit != 0) {
+            problems.push_back("GPUs requested but unavailable: " + said(g->text));
+          } else {
+            int count = 0;
+            std::istringstream lines(g->text);
+            std::string line;
+            while (std::getline(lines, line)) count += line.rfind("GPU ", 0) == 0;
+            input_.detected_gpus[hs->index] = count;
+          }
+        }
+      }
+      if (problems.empty()) errors.erase(hs->index);
     });
   }
   bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },

@@ -207,8 +207,14 @@ void Controller::StreamLogs(NodeState& node) {
   node.logs_open = true;
   ssh::CommandCallbacks cb;
   NodeState* n = &node;
-  cb.on_stdout = [n](std::string_view d) { n->out_lines->Feed(d); };
-  cb.on_stderr = [n](std::string_view d) { n->err_lines->Feed(d); };
+  cb.on_stdout = [n](std::string_view d) {
+    n->host->engine_heard = Clock::now();
+    n->out_lines->Feed(d);
+  };
+  cb.on_stderr = [n](std::string_view d) {
+    n->host->engine_heard = Clock::now();
+    n->err_lines->Feed(d);
+  };
   cb.on_exit = [this, n](const ssh::ExitStatus& st) {
     n->out_lines->Flush();
     n->err_lines->Flush();

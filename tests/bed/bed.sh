@@ -44,6 +44,15 @@
 # why each step is done the way it is.
 set -euo pipefail
 
+# The daemons started here (sshd, dockerd, containerd) live on after this
+# script: they must not inherit its caller's descriptors beyond 0-2 (a
+# caller's `flock LOCK ctest ...` lock fd would be held by every dockerd
+# for good, and the next flock on it would wait forever).
+for fd in /proc/$$/fd/*; do
+  fd=${fd##*/}
+  if [[ $fd -gt 2 ]]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+done
+
 BED=${BARGE_BED_DIR:-/tmp/barge-bed}
 RUN=/run/barge-bed            # sockets, exec-roots, namespace files
 NSDIR=$RUN/ns                 # persisted mount/uts namespaces (private mount)
