@@ -66,6 +66,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   std::map<size_t, std::vector<std::string>> errors;  // by host
   std::map<std::string, std::vector<HostState*>> to_push;  // image → hosts lacking it
   std::map<HostState*, int> open;  // commands in flight, by host
+  size_t completed = 0;            // commands finished, of every host
   // A run whose hosts all failed to connect has no preflight to show.
   if (!targets.empty()) {
     observer_.StepBegan(Phase::kPreflight, "preflight", static_cast<int>(targets.size()));
@@ -76,6 +77,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       [&](HostState* hs, const std::string& line, std::function<void(const Outcome&)> cb) {
         ++open[hs];
         group.Run(*hs->exec, line, [&, hs, cb = std::move(cb)](const Outcome& o) {
+          ++completed;
           cb(o);
           if (--open[hs] > 0) return;
           auto it = errors.find(hs->index);
@@ -223,8 +225,22 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       if (problems.empty()) errors.erase(hs->index);
     });
   }
-  bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
-                       Clock::now() + spec_.ssh.connect_timeout + seconds(120));
+  // No fixed deadline for the whole step: on many hosts (or a saturated
+  // controller) it takes as long as it takes while hosts keep finishing.
+  // It gives up once no command at all has finished for longer than one
+  // host's script can take (every engine call timing out on every try,
+  // plus a minute).
+  const auto quiet_limit = spec_.ssh.connect_timeout + seconds(60) +
+                           spec_.ssh.engine_timeout * spec_.ssh.engine_misses * 3;
+  bool done = false;
+  for (;;) {
+    const size_t before = completed;
+    done = RunUntil([&] { return group.idle() || interrupts_ > 0 || completed != before; },
+                    Clock::now() + quiet_limit);
+    if (group.idle() || interrupts_ > 0) break;
+    if (completed == before) break;  // nothing finished for quiet_limit
+  }
+  done = group.idle();
   for (auto& [hs, count] : open) {
     if (count > 0) {
       Ended(hs->PhaseOf(Phase::kPreflight), false, interrupts_ > 0 ? "interrupted" : "did not finish in time");
@@ -233,7 +249,16 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   observer_.StepEnded(Phase::kPreflight);
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");
   RenewLeases();
-  if (!done) return Status::Error("preflight did not finish in time");
+  if (!done) {
+    std::string stuck;
+    int n = 0;
+    for (auto& [hs, count] : open) {
+      if (count > 0 && n++ < 5) stuck += (stuck.empty() ? "" : ", ") + hs->name;
+    }
+    return Status::Error("preflight did not finish: nothing answered for " +
+                         std::to_string(std::chrono::duration_cast<seconds>(quiet_limit).count()) + " s; " +
+                         std::to_string(n) + " host(s) still at it (" + stuck + (n > 5 ? ", ..." : "") + ")");
+  }
   group.Cancel();
   for (const auto& [h, why] : connect_errors_) {
     errors[h].insert(errors[h].begin(), why);
