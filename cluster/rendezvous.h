@@ -3,6 +3,8 @@
 // SageMaker scripts already read.
 #pragma once
 
+#include "cluster/conventions.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,9 +29,6 @@ struct RendezvousInput {
   int restart_count = 0;
   std::vector<std::string> conventions;  // subset of kConventions
 };
-
-inline const std::vector<std::string> kConventions = {"barge", "torch", "ray",
-                                                      "skypilot", "dstack", "sagemaker"};
 
 // The variables for one node, grouped by convention in kConventions order.
 container::KeyValues RendezvousEnv(const RendezvousInput& in);

@@ -1,6 +1,8 @@
 // Roles of a Ray-like job: one head (rank 0) and workers.
 #pragma once
 
+#include "cluster/conventions.h"
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -35,7 +37,7 @@ struct RoleSpec {
 struct RendezvousOptions {
   int port = 29500;
   // Conventions whose variable names are injected; default: all of them.
-  std::vector<std::string> conventions = {"barge", "torch", "ray", "skypilot", "dstack", "sagemaker"};
+  std::vector<std::string> conventions = AllConventions();
 };
 
 }  // namespace barge::cluster

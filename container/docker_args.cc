@@ -26,26 +26,6 @@ void AddPairs(Argv* argv, const char* flag, const KeyValues& pairs) {
   }
 }
 
-bool IsAllowedInDockerCommand(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  switch (c) {
-    case '-': case '_': case '.': case '/': case ':': case '=':
-    case ',': case '+': case '@': case '%':
-      return true;
-    default:
-      return false;
-  }
-}
-
-std::string Describe(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  if (u < 0x20 || u >= 0x7f) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    return std::string("byte 0x") + kHex[u >> 4] + kHex[u & 0xf];
-  }
-  return std::string("character ") + c;
-}
-
 }  // namespace
 
 Argv RunArgs(const ContainerSpec& spec) {
@@ -147,35 +127,5 @@ Argv LoadArgs() { return {"load"}; }
 
 Argv PullArgs(std::string_view image) { return {"pull", std::string(image)}; }
 
-Result<Argv> SplitDockerCommand(std::string_view docker_command) {
-  const std::string quoted = "docker_command \"" + std::string(docker_command) + "\"";
-  Argv words;
-  std::string word;
-  for (size_t i = 0; i <= docker_command.size(); ++i) {
-    const bool end = i == docker_command.size();
-    const char c = end ? ' ' : docker_command[i];
-    if (c == ' ' || c == '\t') {
-      if (!word.empty()) words.push_back(std::move(word));
-      word.clear();
-      continue;
-    }
-    if (!IsAllowedInDockerCommand(c)) {
-      return Status::Error(quoted + ": " + Describe(c) + " at position " + std::to_string(i + 1) +
-                           " is not allowed: write plain words separated by spaces, without "
-                           "quotes or shell syntax, e.g. \"sudo -n docker\"");
-    }
-    word += c;
-  }
-  if (words.empty()) {
-    return Status::Error("docker_command is empty: write the command that runs docker, "
-                         "e.g. \"docker\" or \"sudo -n docker\"");
-  }
-  if (words.front().find('=') != std::string::npos) {
-    return Status::Error(quoted + ": the first word sets a variable, which only a shell "
-                         "would understand; write \"env " + std::string(docker_command) +
-                         "\" instead");
-  }
-  return words;
-}
 
 }  // namespace barge::container

@@ -1,7 +1,7 @@
 // Argument vectors for the Docker CLI.
 //
 // Every function returns the arguments that follow the docker command itself:
-// the caller prepends its host's docker command (SplitDockerCommand of
+// the caller prepends its host's docker command (runner's SplitDockerCommand of
 // "docker" or "sudo -n docker"), then quotes each word once when the line
 // crosses SSH. Values are passed through exactly as the job file wrote them,
 // in Docker's own flag names, so `barge plan` shows a user their own
@@ -101,15 +101,5 @@ Argv LoadArgs();
 // `pull IMAGE`.
 Argv PullArgs(std::string_view image);
 
-// Splits a `docker_command` setting such as "sudo -n docker" into words:
-// {"sudo", "-n", "docker"}. Words are separated by spaces or tabs and may
-// hold only letters, digits and `-_./:=,+@%`: there is no quoting, and
-// quotes, `$`, backticks, `~`, globs, redirections, `;`, `&`, `|`, control
-// characters and non-ASCII are rejected (each word is quoted later, so a
-// shell would never interpret them, and a user who wrote them meant
-// something this cannot do). A first word with '=' ("DOCKER_HOST=x docker")
-// is rejected with a hint to write "env DOCKER_HOST=x docker". Fails on an
-// empty or blank value. Error messages name the setting and the value.
-[[nodiscard]] Result<Argv> SplitDockerCommand(std::string_view docker_command);
 
 }  // namespace barge::container

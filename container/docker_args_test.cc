@@ -154,57 +154,6 @@ TEST(ImageArgs, SaveLoadAndPullMoveImages) {
   EXPECT_EQ(PullArgs("debian:12"), (Argv{"pull", "debian:12"}));
 }
 
-TEST(SplitDockerCommand, SplitsPlainWordsOnSpacesAndTabs) {
-  Result<Argv> plain = SplitDockerCommand("docker");
-  ASSERT_TRUE(plain.ok()) << plain.status().message();
-  EXPECT_EQ(*plain, (Argv{"docker"}));
-  Result<Argv> sudo = SplitDockerCommand("  sudo -n\tdocker  ");
-  ASSERT_TRUE(sudo.ok()) << sudo.status().message();
-  EXPECT_EQ(*sudo, (Argv{"sudo", "-n", "docker"}));
-  Result<Argv> env = SplitDockerCommand("env DOCKER_HOST=unix:///run/d-1.sock /usr/bin/docker");
-  ASSERT_TRUE(env.ok()) << env.status().message();
-  EXPECT_EQ(*env, (Argv{"env", "DOCKER_HOST=unix:///run/d-1.sock", "/usr/bin/docker"}));
-}
-
-TEST(SplitDockerCommand, RejectsAnEmptyOrBlankValue) {
-  for (const char* value : {"", "   ", "\t"}) {
-    Result<Argv> r = SplitDockerCommand(value);
-    ASSERT_FALSE(r.ok()) << "'" << value << "'";
-    EXPECT_NE(r.status().message().find("docker_command is empty"), std::string::npos);
-  }
-}
-
-TEST(SplitDockerCommand, RejectsQuotesAndShellSyntaxNamingTheCharacter) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"sudo -n 'docker'", "character '"}, {"sudo \"docker\"", "character \""},
-      {"docker; rm -rf /", "character ;"}, {"$(which docker)", "character $"},
-      {"`which docker`", "character `"},   {"docker | tee", "character |"},
-      {"docker > x", "character >"},       {"docker &", "character &"},
-      {"~/bin/docker", "character ~"},     {"dock*", "character *"},
-      {"docker\nrm", "byte 0x0a"},         {"sudo\\ docker", "character \\"},
-      {"dócker", "byte 0xc3"},
-  };
-  for (const auto& [value, named] : cases) {
-    Result<Argv> r = SplitDockerCommand(value);
-    ASSERT_FALSE(r.ok()) << value;
-    EXPECT_NE(r.status().message().find(named), std::string::npos) << r.status().message();
-    EXPECT_NE(r.status().message().find("docker_command"), std::string::npos);
-  }
-}
-
-TEST(SplitDockerCommand, AVariableAssignmentFirstIsRejectedWithAHintToUseEnv) {
-  Result<Argv> r = SplitDockerCommand("DOCKER_HOST=unix:///x.sock docker");
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("env DOCKER_HOST=unix:///x.sock docker"), std::string::npos)
-      << r.status().message();
-}
-
-TEST(SplitDockerCommand, ThePositionOfTheBadCharacterIsOneBased) {
-  Result<Argv> r = SplitDockerCommand("ab$");
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("at position 3"), std::string::npos) << r.status().message();
-}
-
 }  // namespace
 }  // namespace barge::container
 

@@ -19,6 +19,7 @@
 #include "runner/controller/host_connector.h"
 #include "runner/controller/job_observer.h"
 #include "runner/docker_commands.h"
+#include "runner/job_values.h"
 #include "runner/progress.h"
 #include "runner/signals.h"
 #include "runner/state_dir.h"
@@ -82,7 +83,7 @@ cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id)
 std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Host& host,
                                          const std::string& job_id) {
   const std::string& text = host.docker_command ? *host.docker_command : spec.docker_command;
-  Result<std::vector<std::string>> split = container::SplitDockerCommand(text);
+  Result<std::vector<std::string>> split = SplitDockerCommand(text);
   // Validated at parse time: the fallback is not reached.
   std::vector<std::string> words = split.ok() ? *split : std::vector<std::string>{"docker"};
   if (spec.registry && !job_id.empty()) {

@@ -824,8 +824,7 @@ constexpr KeyRule<SshSettings> kSshRules[] = {
 };
 constexpr KeyTableFn kSshKeys = [] { return Describe(kSshRules); };
 
-constexpr std::string_view kConventions[] = {"barge",    "torch",  "ray",
-                                             "skypilot", "dstack", "sagemaker"};
+using cluster::kConventions;
 
 constexpr KeyRule<cluster::RendezvousOptions> kRendezvousRules[] = {
     {"port",

@@ -206,26 +206,67 @@ Status CheckImageReference(std::string_view image) {
   return Status::Ok();
 }
 
-Status CheckDockerCommand(std::string_view command) {
-  const std::string expected =
-      " (words of letters, digits and _./:=@+,%- separated by single spaces, e.g. "
-      "'sudo -n docker')";
-  if (command.empty()) return Status::Error("empty docker_command");
-  for (std::string_view word : Split(command, ' ')) {
-    std::string bad = FirstBadChar(word, [](char c) {
-      return IsAlnum(c) || std::string_view("_./:=@+,%-").find(c) != std::string_view::npos;
-    });
-    if (!bad.empty()) {
-      return Status::Error("invalid docker_command " + QuoteValue(command) + ": " + bad +
-                           " is not allowed" + expected);
-    }
-    if (word.empty()) {
-      return Status::Error("invalid docker_command " + QuoteValue(command) + expected);
-    }
+namespace {
+
+bool IsAllowedInDockerCommand(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  switch (c) {
+    case '-': case '_': case '.': case '/': case ':': case '=':
+    case ',': case '+': case '@': case '%':
+      return true;
+    default:
+      return false;
   }
-  if (command[0] == '-') {
-    return Status::Error("invalid docker_command " + QuoteValue(command) +
-                         ": must start with a program name");
+}
+
+std::string DescribeChar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (u < 0x20 || u >= 0x7f) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    return std::string("byte 0x") + kHex[u >> 4] + kHex[u & 0xf];
+  }
+  return std::string("character ") + c;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> SplitDockerCommand(std::string_view docker_command) {
+  const std::string quoted = "docker_command \"" + std::string(docker_command) + "\"";
+  std::vector<std::string> words;
+  std::string word;
+  for (size_t i = 0; i <= docker_command.size(); ++i) {
+    const bool end = i == docker_command.size();
+    const char c = end ? ' ' : docker_command[i];
+    if (c == ' ' || c == '\t') {
+      if (!word.empty()) words.push_back(std::move(word));
+      word.clear();
+      continue;
+    }
+    if (!IsAllowedInDockerCommand(c)) {
+      return Status::Error(quoted + ": " + DescribeChar(c) + " at position " + std::to_string(i + 1) +
+                           " is not allowed: write plain words separated by spaces, without "
+                           "quotes or shell syntax, e.g. \"sudo -n docker\"");
+    }
+    word += c;
+  }
+  if (words.empty()) {
+    return Status::Error("docker_command is empty: write the command that runs docker, "
+                         "e.g. \"docker\" or \"sudo -n docker\"");
+  }
+  if (words.front().find('=') != std::string::npos) {
+    return Status::Error(quoted + ": the first word sets a variable, which only a shell "
+                         "would understand; write \"env " + std::string(docker_command) +
+                         "\" instead");
+  }
+  return words;
+}
+
+// SplitDockerCommand's grammar; a program name cannot start with '-'.
+Status CheckDockerCommand(std::string_view command) {
+  Result<std::vector<std::string>> words = SplitDockerCommand(command);
+  if (!words.ok()) return words.status();
+  if (words->front()[0] == '-') {
+    return Status::Error("docker_command \"" + std::string(command) + "\": must start with a program name");
   }
   return Status::Ok();
 }

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -40,9 +41,20 @@ std::string QuoteValue(std::string_view value);
 // syntax and a leading '-'.
 [[nodiscard]] Status CheckImageReference(std::string_view image);
 
-// The command prefix for Docker calls ("docker", "sudo -n docker"): words
-// separated by single spaces, each of letters, digits and _./:=@+,%-, the
-// first not starting with '-'.
+// The one grammar of docker_command, used to check it and to build every
+// command line.
+// Splits a `docker_command` setting such as "sudo -n docker" into words:
+// {"sudo", "-n", "docker"}. Words are separated by spaces or tabs and may
+// hold only letters, digits and `-_./:=,+@%`: there is no quoting, and
+// quotes, `$`, backticks, `~`, globs, redirections, `;`, `&`, `|`, control
+// characters and non-ASCII are rejected (each word is quoted later, so a
+// shell would never interpret them, and a user who wrote them meant
+// something this cannot do). A first word with '=' ("DOCKER_HOST=x docker")
+// is rejected with a hint to write "env DOCKER_HOST=x docker". Fails on an
+// empty or blank value. Error messages name the setting and the value.
+[[nodiscard]] Result<std::vector<std::string>> SplitDockerCommand(std::string_view docker_command);
+
+// SplitDockerCommand succeeds and the first word does not start with '-'.
 [[nodiscard]] Status CheckDockerCommand(std::string_view command);
 
 // An environment variable name: [A-Za-z_][A-Za-z0-9_]*.

@@ -97,9 +97,11 @@ TEST(DockerCommand, AcceptsPlainWordsOnly) {
   EXPECT_TRUE(CheckDockerCommand("sudo -n docker").ok());
   EXPECT_TRUE(CheckDockerCommand("/usr/bin/docker --host=unix:///run/docker.sock").ok());
   EXPECT_EQ(CheckDockerCommand("docker; rm -rf /").message(),
-            "invalid docker_command 'docker; rm -rf /': ';' is not allowed (words of letters, "
-            "digits and _./:=@+,%- separated by single spaces, e.g. 'sudo -n docker')");
-  EXPECT_FALSE(CheckDockerCommand("sudo  docker").ok());
+            "docker_command \"docker; rm -rf /\": character ; at position 7 is not allowed: write plain words "
+            "separated by spaces, without quotes or shell syntax, e.g. \"sudo -n docker\"");
+  // The same grammar as the command line is built with: spaces and tabs.
+  EXPECT_TRUE(CheckDockerCommand("sudo  -n\tdocker").ok());
+  EXPECT_FALSE(CheckDockerCommand("DOCKER_HOST=x docker").ok());
   EXPECT_FALSE(CheckDockerCommand("-x docker").ok());
   EXPECT_FALSE(CheckDockerCommand("").ok());
   EXPECT_FALSE(CheckDockerCommand("$(id)").ok());
@@ -197,4 +199,55 @@ TEST(Ulimit, NumbersOrSoftHardWithMinusOneUnlimited) {
 }
 
 }  // namespace
+TEST(SplitDockerCommand, SplitsPlainWordsOnSpacesAndTabs) {
+  Result<std::vector<std::string>> plain = SplitDockerCommand("docker");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(*plain, (std::vector<std::string>{"docker"}));
+  Result<std::vector<std::string>> sudo = SplitDockerCommand("  sudo -n\tdocker  ");
+  ASSERT_TRUE(sudo.ok()) << sudo.status().message();
+  EXPECT_EQ(*sudo, (std::vector<std::string>{"sudo", "-n", "docker"}));
+  Result<std::vector<std::string>> env = SplitDockerCommand("env DOCKER_HOST=unix:///run/d-1.sock /usr/bin/docker");
+  ASSERT_TRUE(env.ok()) << env.status().message();
+  EXPECT_EQ(*env, (std::vector<std::string>{"env", "DOCKER_HOST=unix:///run/d-1.sock", "/usr/bin/docker"}));
+}
+
+TEST(SplitDockerCommand, RejectsAnEmptyOrBlankValue) {
+  for (const char* value : {"", "   ", "\t"}) {
+    Result<std::vector<std::string>> r = SplitDockerCommand(value);
+    ASSERT_FALSE(r.ok()) << "'" << value << "'";
+    EXPECT_NE(r.status().message().find("docker_command is empty"), std::string::npos);
+  }
+}
+
+TEST(SplitDockerCommand, RejectsQuotesAndShellSyntaxNamingTheCharacter) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"sudo -n 'docker'", "character '"}, {"sudo \"docker\"", "character \""},
+      {"docker; rm -rf /", "character ;"}, {"$(which docker)", "character $"},
+      {"`which docker`", "character `"},   {"docker | tee", "character |"},
+      {"docker > x", "character >"},       {"docker &", "character &"},
+      {"~/bin/docker", "character ~"},     {"dock*", "character *"},
+      {"docker\nrm", "byte 0x0a"},         {"sudo\\ docker", "character \\"},
+      {"dócker", "byte 0xc3"},
+  };
+  for (const auto& [value, named] : cases) {
+    Result<std::vector<std::string>> r = SplitDockerCommand(value);
+    ASSERT_FALSE(r.ok()) << value;
+    EXPECT_NE(r.status().message().find(named), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("docker_command"), std::string::npos);
+  }
+}
+
+TEST(SplitDockerCommand, AVariableAssignmentFirstIsRejectedWithAHintToUseEnv) {
+  Result<std::vector<std::string>> r = SplitDockerCommand("DOCKER_HOST=unix:///x.sock docker");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("env DOCKER_HOST=unix:///x.sock docker"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(SplitDockerCommand, ThePositionOfTheBadCharacterIsOneBased) {
+  Result<std::vector<std::string>> r = SplitDockerCommand("ab$");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("at position 3"), std::string::npos) << r.status().message();
+}
+
 }  // namespace barge::runner

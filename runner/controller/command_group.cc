@@ -44,6 +44,7 @@ ssh::Command* CommandGroup::Stream(ssh::Executor& exec, const std::string& line,
     auto a = alive.lock();
     if (!a || !*a) return;
     --pending_;
+    ++finished_;
     ended_.push_back(id);
     if (*on_exit) (*on_exit)(st);
   };

@@ -72,6 +72,9 @@ class CommandGroup {
   // Commands started and not yet ended.
   int pending() const { return pending_; }
   bool idle() const { return pending_ == 0; }
+  // Commands that have ended since the group was made (a measure of
+  // progress: see Controller::RunWhileProgressing).
+  uint64_t finished() const { return finished_; }
 
   // Destroys every command and drops every callback not yet run; the group
   // may be used again afterwards.
@@ -91,6 +94,7 @@ class CommandGroup {
   std::vector<uint64_t> ended_;  // ids whose on_exit ran: destroyed by Reap
   std::vector<ssh::EventLoop::TimerId> timers_;  // failures still to deliver
   int pending_ = 0;
+  uint64_t finished_ = 0;
 };
 
 }  // namespace barge::runner

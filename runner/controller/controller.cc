@@ -153,6 +153,16 @@ bool Controller::RunUntil(const std::function<bool()>& finished, Clock::time_poi
   return true;
 }
 
+bool Controller::RunWhileProgressing(const CommandGroup& group, Clock::duration quiet,
+                                     const std::function<bool()>& stop) {
+  for (;;) {
+    const uint64_t before = group.finished();
+    RunUntil([&] { return group.idle() || stop() || group.finished() != before; }, Clock::now() + quiet);
+    if (group.idle() || stop()) return true;
+    if (group.finished() == before) return false;
+  }
+}
+
 std::string Controller::Bounded(const std::string& line, std::chrono::milliseconds limit) {
   return BoundedLine(line, limit);
 }

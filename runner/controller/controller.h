@@ -207,6 +207,13 @@ class Controller {
   bool Prepare(bool with_store);
   // Polls the loop until `finished()` or `deadline`. Returns false on deadline.
   bool RunUntil(const std::function<bool()>& finished, Clock::time_point deadline);
+  // Runs the loop until `group` is idle or `stop()` is true: true then. A
+  // step over many hosts takes as long as it takes while its commands keep
+  // ending; it gives up (false) only once none of them has ended for
+  // `quiet` (a slow host is not a dead one; a dead one is found by its
+  // session's liveness and fails its commands).
+  bool RunWhileProgressing(const CommandGroup& group, Clock::duration quiet,
+                           const std::function<bool()>& stop = [] { return false; });
   // `line` on a host, killed after `limit` (closing a channel does not end a
   // remote command; a frozen dockerd would hang it forever).
   static std::string Bounded(const std::string& line, std::chrono::milliseconds limit);

@@ -61,7 +61,7 @@ void Controller::DisarmWatchdogs() {
       if (!o.ok()) Say(hs->name + ": disarming the watchdog failed: " + o.Reason());
     });
   }
-  if (!RunUntil([&] { return group.idle(); }, Clock::now() + seconds(30))) {
+  if (!RunWhileProgressing(group, seconds(30))) {
     Say("disarming the watchdogs did not finish; they end by themselves when the lease expires");
   }
 }

@@ -66,7 +66,6 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   std::map<size_t, std::vector<std::string>> errors;  // by host
   std::map<std::string, std::vector<HostState*>> to_push;  // image → hosts lacking it
   std::map<HostState*, int> open;  // commands in flight, by host
-  size_t completed = 0;            // commands finished, of every host
   // A run whose hosts all failed to connect has no preflight to show.
   if (!targets.empty()) {
     observer_.StepBegan(Phase::kPreflight, "preflight", static_cast<int>(targets.size()));
@@ -77,7 +76,6 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       [&](HostState* hs, const std::string& line, std::function<void(const Outcome&)> cb) {
         ++open[hs];
         group.Run(*hs->exec, line, [&, hs, cb = std::move(cb)](const Outcome& o) {
-          ++completed;
           cb(o);
           if (--open[hs] > 0) return;
           auto it = errors.find(hs->index);
@@ -232,15 +230,8 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // plus a minute).
   const auto quiet_limit = spec_.ssh.connect_timeout + seconds(60) +
                            spec_.ssh.engine_timeout * spec_.ssh.engine_misses * 3;
-  bool done = false;
-  for (;;) {
-    const size_t before = completed;
-    done = RunUntil([&] { return group.idle() || interrupts_ > 0 || completed != before; },
-                    Clock::now() + quiet_limit);
-    if (group.idle() || interrupts_ > 0) break;
-    if (completed == before) break;  // nothing finished for quiet_limit
-  }
-  done = group.idle();
+  RunWhileProgressing(group, quiet_limit, [&] { return interrupts_ > 0; });
+  const bool done = group.idle();
   for (auto& [hs, count] : open) {
     if (count > 0) {
       Ended(hs->PhaseOf(Phase::kPreflight), false, interrupts_ > 0 ? "interrupted" : "did not finish in time");

@@ -109,12 +109,12 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::s
       WatchExit(*n);
     });
   }
-  bool done = RunUntil([&] { return group.idle(); }, Clock::now() + seconds(300));
+  bool done = RunWhileProgressing(group, seconds(300));
   for (NodeState* n : nodes) {
     if (n->phase == NodePhase::kStarting) Ended(n->PhaseOf(Phase::kStart), false, "did not finish in time");
   }
   observer_.StepEnded(Phase::kStart);
-  if (!done) errors.push_back("starting containers did not finish in time");
+  if (!done) errors.push_back("starting containers did not finish: no `docker run` ended for 300 s");
   if (errors.empty()) return Status::Ok();
   std::string msg;
   for (const auto& e : errors) msg += (msg.empty() ? "" : "\n  ") + e;

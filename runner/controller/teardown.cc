@@ -6,11 +6,13 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "runner/controller/controller.h"
 #include "runner/teardown_hooks.h"
+#include "runner/watchdog.h"
 
 namespace barge::runner::internal {
 
@@ -28,6 +30,7 @@ void Controller::Teardown(bool graceful, bool final) {
   }
   const int grace = static_cast<int>(
       std::chrono::duration_cast<seconds>(spec_.stop_grace).count());
+  std::set<HostState*> stopped;  // its stop command ended
   CommandGroup group(&loop_, &redact_);
   if (!running.empty()) {
     size_t count = 0;
@@ -38,32 +41,78 @@ void Controller::Teardown(bool graceful, bool final) {
       HostState* hs = host;
       Began(hs->PhaseOf(Phase::kStop));
       group.Run(*hs->exec, graceful ? hs->docker->Stop(names, grace) : hs->docker->Kill(names),
-                [this, hs](const Outcome& o) { Ended(hs->PhaseOf(Phase::kStop), o.ok(), o.ok() ? "" : o.Reason()); });
+                [this, hs, &stopped](const Outcome& o) {
+                  stopped.insert(hs);
+                  Ended(hs->PhaseOf(Phase::kStop), o.ok(), o.ok() ? "" : o.Reason());
+                });
     }
   }
+  // A host's containers are removed as soon as that host has stopped them
+  // and their log streams and exit watches have ended: hosts do not wait on
+  // each other (on hundreds of hosts the slowest would hold up the rest).
+  // Artifacts are copied from stopped containers before any removal, so
+  // with artifacts every host waits for every stop. On the job's last
+  // teardown (no registry logout still to come) the watchdog is disarmed in
+  // the same command.
+  auto host_drained = [&](HostState* hs) {
+    return std::all_of(nodes_.begin(), nodes_.end(), [hs](const auto& n) {
+      return n->host != hs || !n->run_attempted || n->host->lost ||
+             (n->phase != NodePhase::kRunning && !n->logs_open);
+    });
+  };
   auto drained = [&] {
     return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) {
       return !n->run_attempted || n->host->lost ||
              (n->phase != NodePhase::kRunning && !n->logs_open);
     });
   };
+  const bool pipelined = spec_.artifacts.empty();
+  const bool disarm_with_remove = final && !spec_.registry;
+  CommandGroup removals(&loop_, &redact_);
+  std::set<HostState*> removing;
+  bool remove_step = false;
+  auto remove = [&](HostState* hs, const std::vector<std::string>& names) {
+    if (!remove_step) {
+      remove_step = true;
+      observer_.StepEnded(Phase::kStop);
+      observer_.StepBegan(Phase::kRemove, "removing containers", static_cast<int>(attempted.size()));
+    }
+    removing.insert(hs);
+    Began(hs->PhaseOf(Phase::kRemove));
+    std::string line = hs->docker->Remove(names);
+    const bool disarm = disarm_with_remove && hs->watchdog_armed;
+    if (disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(plan_.job_id) + "; exit $s; }";
+    removals.Run(*hs->exec, line, [this, hs, disarm](const Outcome& o) {
+      Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
+      if (disarm && o.exit.known()) hs->watchdog_armed = false;
+      if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
+    });
+  };
+  auto start_ready_removals = [&] {
+    if (!pipelined) return;
+    for (auto& [host, names] : attempted) {
+      if (removing.count(host) || running.count(host) && !stopped.count(host) || !host_drained(host)) continue;
+      remove(host, names);
+    }
+  };
   int interrupts_before = interrupts_;
-  RunUntil([&] { return (drained() && group.idle()) || (graceful && interrupts_ > interrupts_before); },
-           Clock::now() + spec_.stop_grace + seconds(15));
-  observer_.StepEnded(Phase::kStop);
+  RunUntil(
+      [&] {
+        start_ready_removals();
+        return (drained() && group.idle()) || (graceful && interrupts_ > interrupts_before);
+      },
+      Clock::now() + spec_.stop_grace + seconds(15));
+  if (!remove_step) observer_.StepEnded(Phase::kStop);
   group.Cancel();
   // Last copy of the artifacts: the containers have stopped but exist.
   FinalArtifacts();
-  observer_.StepBegan(Phase::kRemove, "removing containers", static_cast<int>(attempted.size()));
   for (auto& [host, names] : attempted) {
-    HostState* hs = host;
-    Began(hs->PhaseOf(Phase::kRemove));
-    group.Run(*hs->exec, hs->docker->Remove(names), [this, hs](const Outcome& o) {
-      Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
-      if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
-    });
+    if (!removing.count(host)) remove(host, names);
   }
-  if (!RunUntil([&] { return group.idle(); }, Clock::now() + seconds(60))) {
+  if (!remove_step) {
+    observer_.StepBegan(Phase::kRemove, "removing containers", 0);
+  }
+  if (!RunWhileProgressing(removals, seconds(60))) {
     Say("removing containers did not finish in time; run `docker ps -a --filter label=barge.job=" +
         plan_.job_id + "` on the hosts");
   }
