@@ -224,6 +224,7 @@ Result<Plan> MakePlan(const PlanInput& in) {
       sshd_ready.kind = ReadinessProbe::Kind::kCommand;
       sshd_ready.command = MpiReadyCommand();
       sshd_ready.timeout = std::chrono::seconds(60);
+      sshd_ready.description = "its sshd presenting the job's host key";
       LaunchStage workers{"workers", {}, sshd_ready};
       for (size_t r = 1; r < plan.nodes.size(); ++r) workers.ranks.push_back(static_cast<int>(r));
       plan.stages.push_back(std::move(workers));

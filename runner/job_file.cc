@@ -1716,7 +1716,7 @@ void CheckMpi(JobDraft& d) {
   std::vector<std::string> wrong;
   auto check = [&](const HostDraft* h, const RoleDraft& role, const std::string& where) {
     const std::string net = network_of(h, role);
-    if (net != "host") wrong.push_back(where + " has network " + net);
+    if (net != "host") wrong.push_back(where + (where == "the workers" ? " have" : " has") + " network " + net);
   };
   check(nullptr, d.head, "the head");
   check(nullptr, d.worker, "the workers");

@@ -4,8 +4,8 @@
 # this machine's own installation, the way tests/bed/build-torch-image.sh
 # cuts the PyTorch image. Installs the packages with apt when they are
 # missing, then `docker import`s a rootfs made of the file lists (dpkg -L) of
-# those packages and their Depends closure, plus python3, bash, coreutils,
-# sed and grep, the alternatives symlinks no file list contains, and a few
+# those packages and their Depends closure, plus python3, bash, dash (/bin/sh),
+# coreutils, sed and grep, the alternatives symlinks no file list contains, and a few
 # generated files: /etc/passwd with root and the `sshd` user that sshd's
 # privilege separation needs, /etc/group, /tmp, and /etc/ssh/sshd_config
 # (Debian's default, which openssh-server's install would write). /run/sshd
@@ -64,7 +64,7 @@ def resolve(alternatives):
     return None
 
 todo = ['openmpi-bin', 'python3-mpi4py', 'openssh-server', 'openssh-client', 'python3', 'bash',
-        'coreutils', 'sed', 'grep', 'libc-bin', 'hostname']
+        'dash', 'coreutils', 'sed', 'grep', 'libc-bin', 'hostname']
 seen = set()
 while todo:
     p = todo.pop()

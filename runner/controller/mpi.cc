@@ -39,11 +39,18 @@ Status Controller::MpiPreflight(const std::vector<HostState*>& targets) {
       group.Run(*hs->exec, Bounded(hs->docker->ImageHasExecutable(image, cluster::kSshdPath), seconds(60)),
                 [&, hs, image](const Outcome& o) {
                   if (o.ok()) return;
-                  errors[hs->index].push_back(
-                      "image " + image + " has no " + cluster::kSshdPath +
-                      ", which every worker of an MPI job runs (install the " +
-                      cluster::kSshdPackage + " package in the image)" +
-                      (o.exit.known() && o.exit.code == 1 ? "" : ": " + o.Reason()));
+                  // `test -x` says no with 1; anything else is Docker's or
+                  // the shell's failure (no /bin/sh in the image, ...).
+                  if (o.exit.known() && o.exit.code == 1) {
+                    errors[hs->index].push_back(
+                        "image " + image + " has no " + cluster::kSshdPath +
+                        ", which every worker of an MPI job runs (install the " +
+                        cluster::kSshdPackage + " package in the image)");
+                  } else {
+                    errors[hs->index].push_back("cannot check that image " + image + " has " +
+                                                cluster::kSshdPath + " (an MPI worker runs it with /bin/sh): " +
+                                                Trim(o.Reason()));
+                  }
                 });
     }
     if (workers.empty()) continue;
