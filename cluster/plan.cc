@@ -96,6 +96,37 @@ Result<Plan> MakePlan(const PlanInput& in) {
     }
   }
 
+  // MPI: where each node's sshd listens, what the launcher calls it, and
+  // its slots (slots_per_node, else the host's GPUs, else 1).
+  if (in.mpi) {
+    std::map<size_t, int> per_host;
+    for (const Slot& s : slots) ++per_host[s.host_index];
+    for (size_t rank = 0; rank < slots.size(); ++rank) {
+      const Slot& s = slots[rank];
+      const Host& host = in.hosts[s.host_index];
+      MpiNode m;
+      m.rank = static_cast<int>(rank);
+      m.address = addresses[rank];
+      m.port = in.mpi->port + s.slot;
+      m.name = per_host[s.host_index] > 1 ? "barge-rank-" + std::to_string(rank) : m.address;
+      const RoleSpec* role = rank == 0 ? head_role : worker_role;
+      container::ContainerOptions options = in.container;
+      if (role) options = container::Merge(options, role->container);
+      options = container::Merge(options, host.container);
+      if (in.mpi->slots_per_node) {
+        m.slots = std::to_string(*in.mpi->slots_per_node);
+      } else if (std::optional<int> g = gpus_of(s.host_index); g && *g > 0) {
+        m.slots = std::to_string(*g);
+      } else if (options.gpus && !g) {
+        m.slots = "<gpus of " + host.address + ">";
+        plan.has_placeholders = true;
+      } else {
+        m.slots = "1";
+      }
+      plan.mpi_nodes.push_back(std::move(m));
+    }
+  }
+
   for (size_t rank = 0; rank < slots.size(); ++rank) {
     const Slot& s = slots[rank];
     const Host& host = in.hosts[s.host_index];
@@ -147,6 +178,21 @@ Result<Plan> MakePlan(const PlanInput& in) {
       }
     }
     c.env = RendezvousEnv(r);
+    if (in.mpi) {
+      // Workers run only their sshd (validation refuses a worker command);
+      // every node sees its own directory of keys and files at kMpiDir.
+      const MpiNode& m = plan.mpi_nodes[rank];
+      for (auto& kv : MpiEnv(plan.mpi_nodes)) c.env.push_back(std::move(kv));
+      if (!is_head) {
+        for (auto& kv : MpiWorkerEnv(m)) c.env.push_back(std::move(kv));
+        c.command = MpiWorkerCommand(m);
+        std::vector<std::string> run = MpiWorkerEntrypoint();
+        if (options.run_options) run.insert(run.end(), options.run_options->begin(), options.run_options->end());
+        options.run_options = std::move(run);
+      }
+      if (!options.volumes) options.volumes.emplace();
+      options.volumes->push_back(in.mpi->files_dir + "/" + std::to_string(rank) + ":" + kMpiDir + ":ro");
+    }
     // The user's env comes last so that it can override a rendezvous value.
     if (options.env) {
       for (const auto& kv : *options.env) {
@@ -169,6 +215,22 @@ Result<Plan> MakePlan(const PlanInput& in) {
                     [&](const NodePlan& n) { return n.host_index == h; })) {
       plan.used_hosts.push_back(h);
     }
+  }
+  if (in.mpi) {
+    // MPI: every worker's sshd up with the job's host key, then the head,
+    // whose launcher reaches them.
+    if (plan.nodes.size() > 1) {
+      ReadinessProbe sshd_ready;
+      sshd_ready.kind = ReadinessProbe::Kind::kCommand;
+      sshd_ready.command = MpiReadyCommand();
+      sshd_ready.timeout = std::chrono::seconds(60);
+      sshd_ready.description = "its sshd presenting the job's host key";
+      LaunchStage workers{"workers", {}, sshd_ready};
+      for (size_t r = 1; r < plan.nodes.size(); ++r) workers.ranks.push_back(static_cast<int>(r));
+      plan.stages.push_back(std::move(workers));
+    }
+    plan.stages.push_back(LaunchStage{"head", {0}, plan.head_ready});
+    return plan;
   }
   // The head first, ready before any worker starts; then every worker.
   plan.stages.push_back(LaunchStage{"head", {0}, plan.head_ready});

@@ -11,6 +11,7 @@
 
 #include "base/status.h"
 #include "cluster/inventory.h"
+#include "cluster/mpi.h"
 #include "cluster/roles.h"
 #include "container/container_spec.h"
 
@@ -30,6 +31,8 @@ struct PlanInput {
   // GPUs per host, by host index, when known from a live host (preflight).
   // Overrides nothing: the inventory's `gpus` wins when set.
   std::map<size_t, int> detected_gpus;
+  // `mpi:`: workers run sshd and start first; the head runs the command.
+  std::optional<MpiOptions> mpi;
 };
 
 struct NodePlan {
@@ -62,6 +65,9 @@ struct Plan {
   std::vector<size_t> used_hosts;
   // True when some env value is a placeholder only a live host can fill.
   bool has_placeholders = false;
+  // An MPI job's nodes as its launcher reaches them, in rank order; empty
+  // for any other job.
+  std::vector<MpiNode> mpi_nodes;
 };
 
 // Container names and labels barge gives every container of a job.

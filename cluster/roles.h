@@ -23,6 +23,8 @@ struct ReadinessProbe {
   std::string log_regex;    // kLog: ECMAScript regex matched against each line
   std::string command;      // kCommand: run inside the head container; ready on exit 0
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+  // What messages say is awaited; empty: told from the kind and its value.
+  std::string description;
 };
 
 struct RoleSpec {

@@ -42,6 +42,10 @@ cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id)
   }
   in.roles = spec.roles;
   in.rendezvous = spec.rendezvous;
+  if (spec.mpi) {
+    in.mpi = spec.mpi;
+    in.mpi->files_dir = MpiFilesDir(job_id);
+  }
   // workdir: and files: are mounted from the host's job directory into every
   // container, whatever volumes a role or host block sets.
   std::vector<std::string> mounts;

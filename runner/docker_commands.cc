@@ -102,6 +102,12 @@ std::string DockerCommands::CopyOut(const std::string& name, const std::string& 
   return Line({"cp", name + ":" + path, "-"});
 }
 
+std::string DockerCommands::ImageHasExecutable(const std::string& image,
+                                               const std::string& path) const {
+  return Line({"run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", image, "-c",
+               "test -x " + ssh::ShellQuote(path)});
+}
+
 std::string DockerCommands::Exec(const std::string& name, const std::vector<std::string>& argv) const {
   std::vector<std::string> args = {"exec", name};
   args.insert(args.end(), argv.begin(), argv.end());
@@ -127,6 +133,8 @@ std::string SecretsDir(const std::string& job_id) { return HostJobDir(job_id) + 
 std::string SecretEnvFile(const std::string& job_id) { return SecretsDir(job_id) + "/.env"; }
 
 std::string DockerConfigDir(const std::string& job_id) { return HostJobDir(job_id) + "/docker"; }
+
+std::string MpiFilesDir(const std::string& job_id) { return HostJobDir(job_id) + "/mpi"; }
 
 std::string WriteSecretCommand(const std::string& path) {
   const size_t slash = path.rfind('/');

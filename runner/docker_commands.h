@@ -48,6 +48,9 @@ class DockerCommands {
   std::string RemoveLabelled(const std::string& label, const std::string& value) const;
   // `docker cp NAME:PATH -`: the path as a tar stream on stdout.
   std::string CopyOut(const std::string& name, const std::string& path) const;
+  // Whether IMAGE holds an executable `path`: `docker run --rm --network
+  // none --entrypoint /bin/sh IMAGE -c 'test -x PATH'` (exit 0: it does).
+  std::string ImageHasExecutable(const std::string& image, const std::string& path) const;
   // `docker exec NAME ARGV...`.
   std::string Exec(const std::string& name, const std::vector<std::string>& argv) const;
   // docker_command followed by `args`, quoted.
@@ -95,6 +98,9 @@ std::string HostTcpTables();
 std::string SecretsDir(const std::string& job_id);
 std::string SecretEnvFile(const std::string& job_id);
 std::string DockerConfigDir(const std::string& job_id);
+// mpi: DIR/mpi/RANK, one directory per node of the host (keys, hostfile,
+// client config), each file mode 0600, mounted read-only at /run/barge.
+std::string MpiFilesDir(const std::string& job_id);
 
 // Writes the command's stdin to `path` with mode 0600 (umask 077), making
 // its directory (0700) first: the value never appears on the line.

@@ -716,6 +716,7 @@ struct RoleDraft {
   bool present = false;
   cluster::RoleSpec role;
   std::optional<Entry> image;
+  std::optional<Entry> command;  // as written
   std::optional<Entry> count;  // as written, when valid
 };
 
@@ -744,7 +745,11 @@ constexpr KeyRule<RoleDraft> kWorkerRules[] = {
        r.role.image = ReadChecked(e, CheckImageReference);
      }},
     {"command",
-     {.type = KeyType::kCommand, .description = "Command of the workers (default: the job's command)"}, [](const Entry& e, RoleDraft& r) { r.role.command = ReadCommand(e); }},
+     {.type = KeyType::kCommand, .description = "Command of the workers (default: the job's command)"},
+     [](const Entry& e, RoleDraft& r) {
+       r.command = e;
+       r.role.command = ReadCommand(e);
+     }},
     {"container",
      {.type = KeyType::kBlock, .description = "Container options of the workers", .keys = kContainerKeys}, [](const Entry& e, RoleDraft& r) { ReadContainer(e, r.role.container); }},
     {"count",
@@ -888,6 +893,7 @@ struct JobDraft {
   TeardownDraft teardown;
   std::vector<Entry> secret_keys;  // the NAME key of each of spec.secrets
   std::set<std::string> ssh_keys;  // the keys of `ssh:` the job file sets
+  std::optional<Entry> mpi;        // the `mpi:` key, when given
   const RecordedHostsFile* recorded_hosts = nullptr;  // rerun: read this, not the disk
   std::optional<RecordedHostsFile> hosts_read;        // the hosts file as read
 };
@@ -1497,6 +1503,21 @@ void CheckSecretsAgainstEnv(const JobDraft& d) {
   }
 }
 
+constexpr KeyRule<cluster::MpiOptions> kMpiRules[] = {
+    {"slots_per_node",
+     {.type = KeyType::kInteger, .description = "Slots per node in the hostfile (default: the node's GPU count, else 1)"},
+     [](const Entry& e, cluster::MpiOptions& m) {
+       if (auto n = ReadInteger(e, 1, 1024, "a number of slots (1 to 1024)"))
+         m.slots_per_node = static_cast<int>(*n);
+     }},
+    {"port",
+     {.type = KeyType::kInteger, .description = "Port of the workers' in-container sshd; a host's further nodes take the next ports", .default_value = "2222"},
+     [](const Entry& e, cluster::MpiOptions& m) {
+       if (auto port = ReadPort(e)) m.port = *port;
+     }},
+};
+constexpr KeyTableFn kMpiKeys = [] { return Describe(kMpiRules); };
+
 constexpr KeyRule<JobDraft> kJobRules[] = {
     {"name",
      {.type = KeyType::kString, .description = "The job's name: letters, digits, _ . - (at most 63)", .required = true},
@@ -1597,6 +1618,14 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      {.type = KeyType::kBlockMap, .description = "Secrets NAME: {file: PATH} or {env: VARIABLE}; never written to the store or the plan", .keys = kSecretKeys}, ReadSecrets},
     {"registry",
      {.type = KeyType::kBlock, .description = "Registry to log in to before pulling", .keys = kRegistryKeys}, ReadRegistry},
+    {"mpi",
+     {.type = KeyType::kBlock, .description = "An MPI job: workers run the image's sshd and start first, then the head runs command (mpirun, horovodrun, deepspeed) and reaches them over SSH with the job's own keys", .keys = kMpiKeys},
+     [](const Entry& e, JobDraft& d) {
+       cluster::MpiOptions mpi;
+       ReadMapping(e, kMpiRules, mpi);
+       d.mpi = e;
+       d.spec.mpi = mpi;
+     }},
 };
 constexpr KeyTableFn kJobKeys = [] { return Describe(kJobRules); };
 
@@ -1671,6 +1700,46 @@ void CheckRolesAgainstNodes(JobDraft& d, const Entry& root) {
   root.src->Error(root.key.Mark(), "image", message + " (e.g. image: debian:12)");
 }
 
+// An MPI job: host network everywhere (each worker's sshd listens on its
+// host's address, and the ranks talk across hosts), no worker command (the
+// workers run sshd), no spare hosts (the head's known_hosts names every
+// worker's address).
+void CheckMpi(JobDraft& d) {
+  if (!d.mpi) return;
+  const Entry& mpi = *d.mpi;
+  if (d.worker.command) {
+    d.worker.command->KeyError(
+        "an MPI job's workers run only their sshd, which barge starts; the job's command "
+        "runs on the head (e.g. mpirun --hostfile $BARGE_MPI_HOSTFILE ...) and starts the ranks on the "
+        "workers itself");
+  }
+  if (!d.spec.spare_hosts.empty() || !d.spares.empty()) {
+    mpi.KeyError("spare_hosts cannot be used with mpi: yet (the head's hostfile and known_hosts "
+                 "name every worker)");
+  }
+  auto network_of = [&](const HostDraft* h, const RoleDraft& role) -> std::string {
+    if (h && h->host.container.network) return *h->host.container.network;
+    if (role.role.container.network) return *role.role.container.network;
+    return d.spec.container.network.value_or("bridge (Docker's default)");
+  };
+  std::vector<std::string> wrong;
+  auto check = [&](const HostDraft* h, const RoleDraft& role, const std::string& where) {
+    const std::string net = network_of(h, role);
+    if (net != "host") wrong.push_back(where + (where == "the workers" ? " have" : " has") + " network " + net);
+  };
+  check(nullptr, d.head, "the head");
+  check(nullptr, d.worker, "the workers");
+  for (const HostDraft& h : d.hosts) {
+    if (h.host.container.network) check(&h, d.head, h.entry.path);
+  }
+  if (!wrong.empty()) {
+    std::string why;
+    for (const std::string& w : wrong) why += (why.empty() ? "" : "; ") + w;
+    mpi.KeyError("an MPI job needs container.network: host (each worker's sshd listens on its "
+                 "host's address and the ranks reach each other across hosts): " + why);
+  }
+}
+
 // Teardown hooks may use {host.address}, {host.internal_address},
 // {host.vars.NAME} and {job.id}; other braces are left alone.
 void CheckTeardownPlaceholders(const JobDraft& d) {
@@ -1735,6 +1804,7 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
   CheckRolesAgainstNodes(d, top);
   CheckTeardownPlaceholders(d);
   CheckSecretsAgainstEnv(d);
+  CheckMpi(d);
   if (d.head.present) d.spec.roles[cluster::kHeadRole] = d.head.role;
   if (d.worker.present) d.spec.roles[cluster::kWorkerRole] = d.worker.role;
   for (HostDraft& h : d.hosts) d.spec.hosts.push_back(std::move(h.host));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cluster/inventory.h"
+#include "cluster/mpi.h"
 #include "cluster/roles.h"
 #include "container/container_spec.h"
 #include "ssh/session_options.h"
@@ -171,6 +172,10 @@ struct JobSpec {
   std::optional<PreemptionSpec> preemption;
   std::vector<SecretSpec> secrets;  // in the order the file lists them
   std::optional<RegistrySpec> registry;
+  // `mpi:` — workers run the image's sshd and start first; the head runs
+  // `command` (mpirun, horovodrun, deepspeed) and reaches them over SSH with
+  // the job's own keys. files_dir is left empty (the runner sets it).
+  std::optional<cluster::MpiOptions> mpi;
 };
 
 }  // namespace barge::runner

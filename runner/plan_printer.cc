@@ -110,6 +110,27 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
             << ", for --env-file\n";
       }
     }
+    if (!plan.mpi_nodes.empty()) {
+      std::set<std::string> worker_images;
+      for (const auto* n : nodes) {
+        if (n->rank != 0) worker_images.insert(n->container.image);
+      }
+      for (const auto& image : worker_images) {
+        out << docker.ImageHasExecutable(image, cluster::kSshdPath) << "   # mpi: the workers' sshd\n";
+      }
+      out << "# mpi: the job's keys, made here in memory (ed25519), and each node's files, each "
+             "written to the command's stdin (mode 0600), mounted read-only at "
+          << cluster::kMpiDir << "\n";
+      for (const auto* n : nodes) {
+        const std::string dir = MpiFilesDir(plan.job_id) + "/" + std::to_string(n->rank) + "/";
+        const std::vector<std::string> files =
+            n->rank == 0 ? std::vector<std::string>{"id_ed25519", "id_ed25519.pub", "known_hosts",
+                                                    "ssh_config", "hostfile"}
+                         : std::vector<std::string>{"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub",
+                                                    "authorized_keys"};
+        for (const std::string& f : files) out << WriteSecretCommand(dir + f) << "\n";
+      }
+    }
     for (const auto* n : nodes) {
       size_t stage = 0;
       for (size_t i = 0; i < plan.stages.size(); ++i) {

@@ -24,6 +24,9 @@ test_packages=(
   tcsh docker-registry apache2-utils curl
   # the PyTorch job test's image (about 180 packages with its Depends)
   python3-torch
+  # the MPI job tests' image (samples/build-mpi-image.sh; openssh-server and
+  # openssh-client are listed above and in install-deps.sh)
+  openmpi-bin python3-mpi4py
   # the package test (debootstrap, dpkg-shlibdeps) and the schema test
   debootstrap dpkg-dev python3-jsonschema python3-yaml
   # the dashboard's end-to-end test (tests/ui/dashboard_test.py) and

@@ -255,6 +255,9 @@ int Controller::Execute() {
   if (Status s = Preflight(ConnectedHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
+  if (Status s = MpiPreflight(ConnectedHosts()); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
   const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
   if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message(), kExitBargeFailure);
   for (const cluster::LaunchStage& stage : plan_.stages) {

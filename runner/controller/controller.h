@@ -10,6 +10,7 @@
 //   faults.cc      faults, monitors, restarts, spare hosts
 //   artifacts.cc   artifact copies.              leases.cc  watchdog leases
 //   teardown.cc    stop, remove, teardown hooks. verbs.cc  down/reap/exec/attach
+//   mpi.cc         an MPI job's preflight checks and its keys and files
 //
 // Shape: every remote command belongs to a CommandGroup. A phase that waits
 // for its commands keeps its group on its stack frame; what lives as long
@@ -53,6 +54,7 @@
 #include "runner/watchdog.h"
 #include "ssh/event_loop.h"
 #include "ssh/executor.h"
+#include "ssh/keygen.h"
 
 namespace barge::runner::internal {
 
@@ -140,6 +142,13 @@ struct NodeState {
   std::unique_ptr<container::LineSplitter> err_lines;
 
   HostPhase PhaseOf(Phase p) const { return host->PhaseOf(p, plan->rank); }
+};
+
+// mpi: the job's keys, made once per job on this machine and kept only in
+// memory (mpi.cc).
+struct MpiKeys {
+  ssh::KeyPair client;
+  std::map<int, ssh::KeyPair> hosts;  // by worker rank
 };
 
 class Controller {
@@ -269,6 +278,15 @@ class Controller {
   // environment; in parallel on every target.
   Status ShipSecrets(const std::vector<HostState*>& targets);
 
+  // --- mpi.cc
+  // mpi: on `targets`, every worker's image has /usr/sbin/sshd and every
+  // worker's sshd port is free; the problems in preflight's table.
+  Status MpiPreflight(const std::vector<HostState*>& targets);
+  // mpi: the job's keys (made on first use) and each node's files into
+  // MpiFilesDir/RANK on the node's host, from the command's stdin (mode
+  // 0600), in parallel on every target. Called by Upload.
+  Status ShipMpiFiles(const std::vector<HostState*>& targets);
+
   // --- stages.cc
   // Runs plan_.stages in order: each stage's nodes started in parallel, then
   // its gate awaited on each of them. Stops early (Ok) when an interrupt or
@@ -381,6 +399,7 @@ class Controller {
   std::unique_ptr<ssh::Executor> local_;  // see Local()
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
   bool timed_out_ = false;
+  std::unique_ptr<MpiKeys> mpi_keys_;  // mpi: see ShipMpiFiles
 };
 
 }  // namespace barge::runner::internal

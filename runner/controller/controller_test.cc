@@ -359,5 +359,46 @@ TEST_F(ControllerTest, EveryHostPhaseThatBeganAlsoEnded) {
   for (const PhaseRecord& p : *phases) EXPECT_TRUE(p.ended.has_value()) << p.phase << " " << p.host;
 }
 
+// mpi: on fake hosts.
+TEST_F(ControllerTest, AnMpiJobHasEveryWorkerReadyBeforeTheHeadStartsAndItsKeysOnNoCommandLine) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {network: host}\nmpi: {}\n")), 0) << rec_.AllMessages();
+  const int head_start = rec_.First("start began 0 on h1");
+  ASSERT_GE(head_start, 0);
+  ASSERT_GE(rec_.First("ready ok 1 on h2"), 0);
+  ASSERT_GE(rec_.First("ready ok 2 on h3"), 0);
+  EXPECT_LT(rec_.First("ready ok 1 on h2"), head_start);
+  EXPECT_LT(rec_.First("ready ok 2 on h3"), head_start);
+  // Each key file is written from the command's stdin; no line holds a key.
+  EXPECT_EQ(Count("h1", "cat > /tmp/barge-abcd1234/mpi/0/"), 5);  // key, .pub, known_hosts, config, hostfile
+  EXPECT_EQ(Count("h2", "cat > /tmp/barge-abcd1234/mpi/1/"), 3);  // host key, .pub, authorized_keys
+  EXPECT_EQ(Count("h1", "mpi/1/"), 0) << "node 1's files go only to its own host";
+  EXPECT_EQ(Count("h2", "test -x /usr/sbin/sshd"), 1);
+  for (const std::string& line : fake_.all_lines()) {
+    EXPECT_EQ(line.find("PRIVATE KEY"), std::string::npos) << line;
+    EXPECT_EQ(line.find("AAAAC3NzaC1lZDI1NTE5"), std::string::npos) << line;
+  }
+  EXPECT_TRUE(rec_.Said("MPI: a client key and 2 host key(s) made for this job")) << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AnMpiWorkerImageWithoutSshdFailsPreflightNamingOpensshServerAndStartsNothing) {
+  fake_.host("h3").On("test -x /usr/sbin/sshd", FakeReply{1});
+  EXPECT_EQ(Run(Job("container: {network: host}\nmpi: {}\n")), 125);
+  EXPECT_TRUE(rec_.Said("h3    image img has no /usr/sbin/sshd, which every worker of an MPI job runs "
+                        "(install the openssh-server package in the image)"))
+      << rec_.AllMessages();
+  EXPECT_EQ(Count("h1", "docker run -d"), 0);
+  EXPECT_EQ(Count("h1", "mpi/0/id_ed25519"), 0) << "no key is shipped to a job that cannot start";
+}
+
+TEST_F(ControllerTest, AnMpiWorkerWhoseSshdDiesIsANodeFailure) {
+  fake_.SetNode(0, FakeNode{seconds(30), 0});
+  fake_.SetNode(2, FakeNode{milliseconds(600), 255});
+  EXPECT_EQ(Run(Job("container: {network: host}\nmpi: {}\n")), 125);
+  EXPECT_TRUE(rec_.Said("node 2 (worker) on h3 ended: exit code 255")) << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
 }  // namespace
 }  // namespace barge::runner

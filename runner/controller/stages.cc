@@ -124,7 +124,8 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::s
 Status Controller::AwaitGate(NodeState& node, const cluster::ReadinessProbe& gate) {
   using Kind = cluster::ReadinessProbe::Kind;
   if (gate.kind == Kind::kRunning) return Status::Ok();
-  const std::string what = gate.kind == Kind::kTcpPort ? "port " + std::to_string(gate.tcp_port) + " open"
+  const std::string what = !gate.description.empty() ? gate.description
+                           : gate.kind == Kind::kTcpPort ? "port " + std::to_string(gate.tcp_port) + " open"
                            : gate.kind == Kind::kLog   ? "a log line matching /" + gate.log_regex + "/"
                                                        : "`" + gate.command + "` succeeding";
   Say("waiting for " + NodeNoun(node) + " to be ready (" + what + ")");

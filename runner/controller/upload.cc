@@ -136,6 +136,7 @@ Status Controller::ShipSecrets(const std::vector<HostState*>& targets) {
 
 Status Controller::Upload(const std::vector<HostState*>& targets) {
   if (Status s = ShipSecrets(targets); !s.ok()) return s;
+  if (Status s = ShipMpiFiles(targets); !s.ok()) return s;
   if (!spec_.workdir && spec_.files.empty()) return Status::Ok();
   const std::string dir = HostJobDir(plan_.job_id);
   const std::string tmp = options_.state_dir + "/tmp";
