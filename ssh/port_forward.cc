@@ -92,12 +92,13 @@ PortForward::PortForward(EventLoop* loop, int listen_fd, int local_port)
 
 PortForward::~PortForward() {
   Stop();
-  close(listen_fd_);
+  if (listen_fd_ >= 0) close(listen_fd_);
 }
 
 void PortForward::Serve(Executor* via, std::string target_host, int target_port,
                         std::function<void(const Status&)> on_fatal) {
   Stop();
+  if (listen_fd_ < 0) return;  // ended for good by a fatal error
   via_ = via;
   via_ssh_ = dynamic_cast<SshExecutor*>(via) != nullptr;
   target_host_ = std::move(target_host);
@@ -135,12 +136,18 @@ void PortForward::Accept() {
   }
 }
 
-void PortForward::Fatal(const Status& why) {
+void PortForward::Fatal(const Status& why, bool final) {
   if (failed_) return;
   failed_ = true;
   spdlog::debug("Port forward: stopped. [port: {}, why: {}]", local_port_, why.message());
   if (listening_) loop_->UnwatchFd(listen_fd_);
   listening_ = false;
+  // Closed, not only unwatched: a client that comes later is refused at
+  // once instead of waiting in the backlog. Nothing is retried.
+  if (final && listen_fd_ >= 0) {
+    close(listen_fd_);
+    listen_fd_ = -1;
+  }
   // From a timer, not from inside Service: the callback may stop or destroy
   // this forward.
   if (on_fatal_) {
@@ -157,7 +164,7 @@ void PortForward::Service() {
   if (via_ssh_) {
     auto* ssh = static_cast<SshExecutor*>(via_);
     if (!ssh->health().ok()) {
-      Fatal(ssh->health());
+      Fatal(ssh->health(), /*final=*/false);
       return;
     }
   }
@@ -210,7 +217,8 @@ bool PortForward::Pump(Conn& c) {
                               ": its sshd refuses TCP forwarding (AllowTcpForwarding no in its "
                               "sshd_config, or a no-port-forwarding key): cannot forward to " +
                               target_host_ + ":" + std::to_string(target_port_) + " (" + why +
-                              ")"));
+                              ")"),
+                /*final=*/true);
           return false;
         }
         spdlog::info("Port forward: the host could not connect. [host: {}, to: {}:{}, error: {}]",

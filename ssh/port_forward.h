@@ -34,9 +34,10 @@ namespace barge::ssh {
 // a reset) closes that client's connection only, with a debug log line. A
 // host whose sshd refuses TCP forwarding altogether ("administratively
 // prohibited": AllowTcpForwarding no, or a `no-port-forwarding` key) ends
-// the forward: on_fatal runs once, naming the host and the setting, the
-// listener stops accepting, and nothing is retried. So does a lost
-// connection to the host.
+// the forward: on_fatal runs once (from a timer of the loop), naming the
+// host and the setting, the listening socket is closed (later clients are
+// refused), and nothing is retried. A lost connection to the host ends the
+// serving too (on_fatal), but leaves the port bound for a later Serve.
 //
 // Threading: the loop's thread only. `via` (given to Serve) must outlive the
 // forward, or Stop be called before it goes.
@@ -57,7 +58,8 @@ class PortForward {
   // Accepts connections from now on, each carried to target_host:target_port
   // through `via`: a direct-tcpip channel on its session when it is an
   // SshExecutor, a TCP connection from this machine otherwise. Replaces an
-  // earlier Serve (its connections are closed).
+  // earlier Serve (its connections are closed). Does nothing once a fatal
+  // error has ended the forward.
   void Serve(Executor* via, std::string target_host, int target_port,
              std::function<void(const Status&)> on_fatal);
   // Stops accepting and closes every connection; the port stays bound.
@@ -75,7 +77,10 @@ class PortForward {
   // Moves what can be moved now; false once the connection is over.
   bool Pump(Conn& c);
   void Close(Conn& c);
-  void Fatal(const Status& why);
+  // Ends serving: every connection closed, on_fatal called; `final` also
+  // closes the listening socket for good (a lost connection is not final:
+  // a restart may serve the port again through a new session).
+  void Fatal(const Status& why, bool final);
 
   EventLoop* loop_;
   int listen_fd_ = -1;
