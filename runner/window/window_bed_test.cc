@@ -60,7 +60,8 @@ class WindowBedTest : public ::testing::Test {
   }
 
   std::string Env() const {
-    return "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=" + ShellQuote((dir_ / "home").string()) + " ";
+    return "cd " + ShellQuote(dir_.string()) + " && export BARGE_HOME=" + ShellQuote((dir_ / "home").string()) +
+           " && ";
   }
   // `barge ARGS` to completion; stdout+stderr in *out.
   int Barge(const std::string& args, std::string* out = nullptr, const std::string& input = "") {
@@ -119,7 +120,8 @@ class WindowBedTest : public ::testing::Test {
                                   "command: [sh, -c, 'echo up; sleep 600']\n" +
                                   extra + hosts_yaml + Ssh());
     std::string out;
-    EXPECT_EQ(Barge("run -d " + name + ".yaml", &out), 0) << out;
+    EXPECT_EQ(Barge("run -d " + name + ".yaml", &out), 0)
+        << out << RunShell("cat " + ShellQuote((dir_ / "home").string()) + "/runs/*/controller.log");
     std::istringstream lines(out);
     std::string last;
     for (std::string l; std::getline(lines, l);) {
@@ -242,9 +244,12 @@ TEST_F(WindowBedTest, AJobWhoseForwardPortIsBusyFailsBeforeAnythingStarts) {
 TEST_F(WindowBedTest, AHostWhoseSshdRefusesForwardingIsReportedOnceNamingTheHostAndTheSetting) {
   const auto& bed = GetBed();
   const BedHost& h = bed.hosts[1];
-  // A second sshd of that host, on port 2231, with AllowTcpForwarding no.
-  const std::string cfg = (dir_ / "sshd_config").string();
-  const std::string pidfile = (dir_ / "sshd.pid").string();
+  // A second sshd of that host, on port 2231, with AllowTcpForwarding no;
+  // its files in the bed's directory, which the host's private /tmp shows.
+  const fs::path sshd_dir = fs::path(bed.dir) / "window-test-sshd";
+  fs::create_directories(sshd_dir);
+  const std::string cfg = (sshd_dir / "sshd_config").string();
+  const std::string pidfile = (sshd_dir / "sshd.pid").string();
   std::string base = ReadWholeFile(bed.dir + "/" + h.name + "/sshd_config");
   std::string conf;
   std::istringstream in(base);
@@ -254,12 +259,12 @@ TEST_F(WindowBedTest, AHostWhoseSshdRefusesForwardingIsReportedOnceNamingTheHost
     conf += l + "\n";
   }
   conf += "AllowTcpForwarding no\n";
-  WriteFile("sshd_config", conf);
+  std::ofstream(cfg) << conf;
   const std::string pub = ReadWholeFile(bed.dir + "/" + h.name + "/ssh_host_ed25519_key.pub");
   WriteFile("known_hosts", "[" + h.address + "]:2231 " + pub);
-  InHost(h, "/usr/sbin/sshd -f " + cfg + " -E " + (dir_ / "sshd.log").string());
+  InHost(h, "/usr/sbin/sshd -f " + cfg + " -E " + (sshd_dir / "sshd.log").string());
   for (int i = 0; i < 50 && ReadWholeFile(pidfile).empty(); ++i) std::this_thread::sleep_for(milliseconds(100));
-  ASSERT_FALSE(ReadWholeFile(pidfile).empty()) << ReadWholeFile(dir_ / "sshd.log");
+  ASSERT_FALSE(ReadWholeFile(pidfile).empty()) << ReadWholeFile(sshd_dir / "sshd.log");
   const std::string sshd_pid = ReadWholeFile(pidfile);
 
   WriteFile("job.yaml", "name: nofwd\nimage: " + bed.image +
@@ -281,6 +286,7 @@ TEST_F(WindowBedTest, AHostWhoseSshdRefusesForwardingIsReportedOnceNamingTheHost
   std::string down;
   EXPECT_EQ(Barge("down " + job_id, &down), 0) << down;
   RunShell("kill " + sshd_pid);
+  fs::remove_all(sshd_dir);
 }
 
 TEST_F(WindowBedTest, ExecItGivesARealTerminalPassesTypedInputResizesAndCtrlCAndReturnsTheExitCode) {
@@ -329,7 +335,7 @@ TEST_F(WindowBedTest, ExecItGivesARealTerminalPassesTypedInputResizesAndCtrlCAnd
   send("C-c");
   send("'echo alive-after-ctrl-c' Enter");
   EXPECT_TRUE(wait_pane("alive-after-ctrl-c")) << pane();
-  EXPECT_EQ(pane().find("not-interrupted"), std::string::npos) << pane();
+  EXPECT_EQ(pane().find("\nnot-interrupted"), std::string::npos) << pane();
   send("'exit 5' Enter");
   for (int i = 0; i < 100 && ReadWholeFile(rc_file).empty(); ++i) std::this_thread::sleep_for(milliseconds(100));
   EXPECT_EQ(ReadWholeFile(rc_file), "rc=5\n") << pane();
@@ -352,17 +358,17 @@ TEST_F(WindowBedTest, TopOnceJsonOnThreeHostsShowsCpuRisingUnderABurnerAndTheSta
   // through ~/.bashrc's PATH, and a docker wrapper (docker_command) that
   // answers barge's GPU probe and drops --gpus.
   InHost(gpu_host,
-         "mkdir -p /root/barge-standin && cd /root/barge-standin && "
+         "mkdir -p /root/barge-standin/bin && cd /root/barge-standin && "
          "printf '%s\\n' '#!/bin/sh' '# stand-in nvidia-smi for barge tests' "
-         "'echo \"0, GPU-standin-0, 37, 1024, 16384\"' 'echo \"1, GPU-standin-1, 81, 2048, 16384\"' >nvidia-smi && "
+         "'echo \"0, GPU-standin-0, 37, 1024, 16384\"' 'echo \"1, GPU-standin-1, 81, 2048, 16384\"' >bin/nvidia-smi && "
          "printf '%s\\n' '#!/bin/sh' '# stand-in docker: a GPU host without GPUs' "
          "'case \" $* \" in *\" --entrypoint nvidia-smi \"*) echo \"GPU 0: Stand-in (UUID: GPU-standin-0)\"; "
          "echo \"GPU 1: Stand-in (UUID: GPU-standin-1)\"; exit 0;; esac' "
          "'drop=0; for a do shift; if [ $drop = 1 ]; then drop=0; continue; fi; "
-         "case \"$a\" in --gpus) drop=1; continue;; esac; set -- \"$@\" \"$a\"; done' 'exec docker \"$@\"' >docker && "
-         "chmod +x nvidia-smi docker && "
+         "case \"$a\" in --gpus) drop=1; continue;; esac; set -- \"$@\" \"$a\"; done' 'exec docker \"$@\"' "
+         ">docker-gpu-standin && chmod +x bin/nvidia-smi docker-gpu-standin && "
          "cp -p /root/.bashrc /root/.bashrc.barge-saved 2>/dev/null; "
-         "echo 'export PATH=/root/barge-standin:$PATH' >>/root/.bashrc");
+         "echo 'export PATH=/root/barge-standin/bin:$PATH' >>/root/.bashrc");
   struct Restore {
     const BedHost& h;
     ~Restore() {
@@ -376,7 +382,7 @@ TEST_F(WindowBedTest, TopOnceJsonOnThreeHostsShowsCpuRisingUnderABurnerAndTheSta
   std::string hosts = "hosts:\n";
   for (int i = 0; i < 2; ++i) hosts += "  - address: " + bed.hosts[i].address + "\n";
   hosts += "  - address: " + gpu_host.address +
-           "\n    docker_command: /root/barge-standin/docker\n    container: {gpus: '\"device=1\"'}\n";
+           "\n    docker_command: /root/barge-standin/docker-gpu-standin\n    container: {gpus: [1]}\n";
   const std::string job = StartSleeper("top3", hosts);
   ASSERT_EQ(job.size(), 8u);
 
