@@ -155,6 +155,24 @@ int ExecInJobNode(const JobSpec& spec, const cluster::PlanInput& input,
                         [&](Controller& c) { return c.ExecInNode(rank, argv); });
 }
 
+int ExecInteractiveInJobNode(const JobSpec& spec, const cluster::PlanInput& input,
+                             const ControllerOptions& options, int rank,
+                             const std::vector<std::string>& argv, bool tty) {
+  return WithController(spec, input, options, false,
+                        [&](Controller& c) { return c.ExecInteractive(rank, argv, tty); });
+}
+
+int ForwardJobPorts(const JobSpec& spec, const cluster::PlanInput& input,
+                    const ControllerOptions& options, const std::vector<ForwardSpec>& forwards) {
+  return WithController(spec, input, options, false,
+                        [&](Controller& c) { return c.Forward(forwards); });
+}
+
+int TopJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+           const TopOptions& top) {
+  return WithController(spec, input, options, false, [&](Controller& c) { return c.Top(top); });
+}
+
 int TearDownJob(const JobSpec& spec, const cluster::PlanInput& input,
                 const ControllerOptions& options) {
   return WithController(spec, input, options, false, [&](Controller& c) { return c.TearDownOrphan(); });

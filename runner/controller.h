@@ -10,6 +10,7 @@
 // runner/controller/controller.h.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -40,6 +41,9 @@ struct ControllerOptions {
   // The status line, which the containers' echoed lines clear and redraw
   // (set by the entry points; not owned).
   Progress* progress = nullptr;
+  // Serve the job file's `forward:` entries (an attached `barge run`; a
+  // detached controller does not).
+  bool serve_forwards = false;
 };
 
 // `input` is the job's PlanInput (with job id); the plan is made again after
@@ -60,6 +64,30 @@ int ReapJobHosts(const JobSpec& spec, const cluster::PlanInput& input,
 // `barge exec`: runs `argv` in node `rank`'s container; returns its code.
 int ExecInJobNode(const JobSpec& spec, const cluster::PlanInput& input,
                   const ControllerOptions& options, int rank, const std::vector<std::string>& argv);
+
+// `barge exec -i` / `-it`: `argv` in node `rank`'s container with this
+// process's stdin passed through, and with `tty`, a pseudo-terminal (raw
+// mode here, window-size changes passed on); returns its exit code.
+int ExecInteractiveInJobNode(const JobSpec& spec, const cluster::PlanInput& input,
+                             const ControllerOptions& options, int rank,
+                             const std::vector<std::string>& argv, bool tty);
+
+// `barge forward JOB [LOCAL:]REMOTE --node RANK` (and `barge attach`'s
+// forwards): serves `forwards` over fresh sessions to the nodes' hosts until
+// an interrupt (0) or a host refuses forwarding or is lost (125). A busy
+// local port fails at once, before connecting.
+int ForwardJobPorts(const JobSpec& spec, const cluster::PlanInput& input,
+                    const ControllerOptions& options, const std::vector<ForwardSpec>& forwards);
+
+// `barge top JOB`: a sample of every node's CPU, memory, network and GPUs
+// every `every`, as a table (or, with `once`, one sample; `json` as JSON).
+struct TopOptions {
+  bool once = false;
+  bool json = false;
+  std::chrono::milliseconds every{2000};
+};
+int TopJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+           const TopOptions& top);
 
 // `barge attach` to a job whose controller is gone (see Controller).
 int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,

@@ -108,6 +108,31 @@ std::string DockerCommands::ImageHasExecutable(const std::string& image,
                "test -x " + ssh::ShellQuote(path)});
 }
 
+std::string DockerCommands::ExecInteractive(const std::string& name,
+                                            const std::vector<std::string>& argv, bool tty) const {
+  std::vector<std::string> args = {"exec", "-i"};
+  if (tty) args.push_back("-t");
+  args.push_back(name);
+  args.insert(args.end(), argv.begin(), argv.end());
+  return Line(args);
+}
+
+std::string DockerCommands::ContainerAddress(const std::string& name) const {
+  return Line({"inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", name});
+}
+
+std::string DockerCommands::Stats(const std::vector<std::string>& names) const {
+  std::vector<std::string> args = {"stats", "--no-stream", "--no-trunc", "--format", "{{json .}}"};
+  args.insert(args.end(), names.begin(), names.end());
+  return Line(args);
+}
+
+std::string GpuStatsLine() {
+  return "if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi "
+         "--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total "
+         "--format=csv,noheader,nounits; fi";
+}
+
 std::string DockerCommands::Exec(const std::string& name, const std::vector<std::string>& argv) const {
   std::vector<std::string> args = {"exec", name};
   args.insert(args.end(), argv.begin(), argv.end());

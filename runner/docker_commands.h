@@ -53,6 +53,15 @@ class DockerCommands {
   std::string ImageHasExecutable(const std::string& image, const std::string& path) const;
   // `docker exec NAME ARGV...`.
   std::string Exec(const std::string& name, const std::vector<std::string>& argv) const;
+  // `docker exec -i [-t] NAME ARGV...` (barge exec -i / -it).
+  std::string ExecInteractive(const std::string& name, const std::vector<std::string>& argv,
+                              bool tty) const;
+  // The container's addresses on its networks, space-separated ("" on the
+  // host network).
+  std::string ContainerAddress(const std::string& name) const;
+  // One `docker stats --no-stream` sample of `names`, one JSON object a line
+  // (container::ParseStats... see runner/window/stats.h).
+  std::string Stats(const std::vector<std::string>& names) const;
   // docker_command followed by `args`, quoted.
   std::string Line(const std::vector<std::string>& args) const;
   // `docker exec NAME sh -c COMMAND`.
@@ -79,6 +88,11 @@ std::string BoundedLine(const std::string& line, std::chrono::milliseconds limit
 // The same for a simple command (one program and its arguments, as
 // DockerCommands builds them): no `sh -c` in between, one process fewer.
 std::string BoundedCommand(const std::string& simple_command, std::chrono::milliseconds limit);
+
+// Every GPU of the host, one CSV line each (index, uuid, utilization %,
+// memory used MiB, memory total MiB), where the host has nvidia-smi;
+// nothing (and exit 0) where it has not.
+std::string GpuStatsLine();
 
 // Proves the login shell reads POSIX sh: prints kPosixShellAnswer there.
 std::string PosixShellProbe();

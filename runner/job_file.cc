@@ -28,6 +28,7 @@
 #include "runner/job_values.h"
 #include "runner/suggest.h"
 #include "runner/units.h"
+#include "runner/window/forward_spec.h"
 
 namespace barge::runner {
 
@@ -1210,6 +1211,63 @@ void ReadArtifacts(const Entry& e, JobDraft& d) {
   }
 }
 
+constexpr KeyRule<ForwardSpec> kForwardRules[] = {
+    {"port",
+     {.type = KeyType::kString, .description = "[LOCAL:]REMOTE: the node's port, reached at 127.0.0.1:LOCAL (default LOCAL = REMOTE)", .required = true},
+     [](const Entry& e, ForwardSpec& f) {
+       std::optional<std::string> v = ReadNonEmpty(e, "[LOCAL:]REMOTE, e.g. 8265 or \"16006:6006\"");
+       if (!v) return;
+       Result<window::ForwardPorts> ports = window::ParseForwardPorts(*v);
+       if (!ports.ok()) {
+         e.Error(ports.status().message());
+         return;
+       }
+       f.local_port = ports->local_port;
+       f.remote_port = ports->remote_port;
+     }},
+    {"node",
+     {.type = KeyType::kInteger, .description = "The node's rank", .default_value = "0"},
+     [](const Entry& e, ForwardSpec& f) {
+       std::optional<std::string> v = ReadNonEmpty(e, "a rank");
+       long long rank;
+       if (!v) return;
+       if (!ParseInteger(*v, &rank) || rank < 0 || rank >= 100000) {
+         e.Error("expected a rank (0, 1, ...), got " + QuoteValue(*v));
+         return;
+       }
+       f.rank = static_cast<int>(rank);
+     }},
+};
+constexpr KeyTableFn kForwardKeys = [] { return Describe(kForwardRules); };
+
+void ReadForward(const Entry& e, JobDraft& d) {
+  if (!ExpectList(e, "forward")) return;
+  std::map<int, std::string> taken;  // local port -> where
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    Entry item = e.Element(e.value[i], i);
+    ForwardSpec f;
+    if (e.value[i].IsScalar()) {
+      kForwardRules[0].read(item, f);
+    } else if (e.value[i].IsMap()) {
+      ReadMapping(item, kForwardRules, f);
+      if (!e.value[i]["port"]) {
+        e.src->Error(e.value[i].Mark(), item.path + ".port", "missing; which port of the node to forward");
+        continue;
+      }
+    } else {
+      item.Error("expected a port ([LOCAL:]REMOTE) or a mapping with port and node, got " + TypeName(e.value[i]));
+      continue;
+    }
+    if (f.remote_port == 0) continue;  // reported above
+    auto [at, fresh] = taken.emplace(f.local_port, item.path);
+    if (!fresh) {
+      item.Error("local port " + std::to_string(f.local_port) + " is already forwarded by " + at->second);
+      continue;
+    }
+    d.spec.forward.push_back(f);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Secrets and registry credentials. Their values are read here, once, and
 // no message ever quotes one: a value written in the job file by mistake is
@@ -1588,6 +1646,8 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      }},
     {"artifacts",
      {.type = KeyType::kBlockList, .description = "Paths copied back from containers", .keys = kArtifactKeys}, ReadArtifacts},
+    {"forward",
+     {.type = KeyType::kBlockList, .description = "Ports of nodes reached at 127.0.0.1 while the job is attached: 8265, \"16006:6006\" or {port: 8888, node: 1}", .keys = kForwardKeys, .scalar_too = true}, ReadForward},
     {"workdir",
      {.type = KeyType::kBlock, .description = "A local directory shipped to every host and mounted in every container", .keys = kWorkdirKeys, .scalar_too = true}, ReadWorkdir},
     {"files",

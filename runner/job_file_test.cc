@@ -900,7 +900,7 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
       Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
       ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
                   "hosts, hosts_file, docker_command, ssh, roles, rendezvous, image_pull, "
-                  "on_worker_exit, stop_grace, timeout, lease, artifacts, workdir, files, teardown, restart, spare_hosts, preemption, secrets, registry or mpi)"));
+                  "on_worker_exit, stop_grace, timeout, lease, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, secrets, registry or mpi)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));
@@ -1055,6 +1055,37 @@ TEST_F(JobFileTest, ParallelConnectsDefaultsToThirtyTwoAndAcceptsOneTo4096) {
                   "from 1 to 4096, got '0'")));
   EXPECT_THAT(Errors("name: x\nimage: i\nssh: {parallel_connects: many}\n"),
               ElementsAre(::testing::HasSubstr("ssh.parallel_connects: expected")));
+}
+
+}  // namespace
+}  // namespace barge::runner
+
+namespace barge::runner {
+namespace {
+
+TEST_F(JobFileTest, ForwardTakesPortsLocalRemotePairsAndMappingsWithANode) {
+  LoadedJob job = Parse("name: x\nimage: i\nforward: [8265, \"16006:6006\", {port: 8888, node: 1}]\n");
+  ASSERT_TRUE(job.spec) << (job.errors.empty() ? "" : job.errors[0].ToString());
+  ASSERT_EQ(job.spec->forward.size(), 3u);
+  EXPECT_EQ(job.spec->forward[0].local_port, 8265);
+  EXPECT_EQ(job.spec->forward[0].remote_port, 8265);
+  EXPECT_EQ(job.spec->forward[0].rank, 0);
+  EXPECT_EQ(job.spec->forward[1].local_port, 16006);
+  EXPECT_EQ(job.spec->forward[1].remote_port, 6006);
+  EXPECT_EQ(job.spec->forward[2].local_port, 8888);
+  EXPECT_EQ(job.spec->forward[2].rank, 1);
+}
+
+TEST_F(JobFileTest, ForwardErrorsNameTheEntryAndWhatIsWrong) {
+  EXPECT_THAT(Errors("name: x\nimage: i\nforward: [\"a:80\"]\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("forward[0]: 'a:80' is not [LOCAL:]REMOTE")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nforward: [{node: 1}]\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("forward[0].port: missing")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nforward: [8080, \"8080:9090\"]\n"),
+              ::testing::ElementsAre(::testing::HasSubstr(
+                  "forward[1]: local port 8080 is already forwarded by forward[0]")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nforward: [{port: 80, node: -1}]\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("forward[0].node: expected a rank")));
 }
 
 }  // namespace

@@ -132,6 +132,15 @@ struct RegistrySpec {
   std::string password;  // without trailing line breaks; empty with SecretValues::kSkip
 };
 
+// `forward:` entry: while the job is attached (`barge run`, `barge attach`),
+// 127.0.0.1:local_port on barge's machine reaches port remote_port of node
+// `rank`, over the session to its host (runner/window/forwards.h).
+struct ForwardSpec {
+  int local_port = 0;
+  int remote_port = 0;
+  int rank = 0;
+};
+
 struct JobSpec {
   std::string file;      // the job file's path as given
   std::string base_dir;  // directory of the job file; relative paths resolve here
@@ -162,6 +171,7 @@ struct JobSpec {
   // renewed its lease for this long (see runner/watchdog.h).
   std::chrono::milliseconds lease{std::chrono::minutes(10)};
   std::vector<ArtifactSpec> artifacts;
+  std::vector<ForwardSpec> forward;
   std::optional<WorkdirSpec> workdir;
   std::vector<FileSpec> files;
   TeardownHooks teardown;

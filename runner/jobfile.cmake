@@ -9,6 +9,7 @@ add_library(barge_jobfile STATIC
   ${CMAKE_CURRENT_LIST_DIR}/job_values.cc
   ${CMAKE_CURRENT_LIST_DIR}/suggest.cc
   ${CMAKE_CURRENT_LIST_DIR}/units.cc
+  ${CMAKE_CURRENT_LIST_DIR}/window/forward_spec.cc
 )
 target_include_directories(barge_jobfile PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(barge_jobfile PUBLIC barge_base yaml-cpp PRIVATE nlohmann_json::nlohmann_json)

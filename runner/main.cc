@@ -42,6 +42,7 @@
 #include "runner/plan_printer.h"
 #include "runner/state_dir.h"
 #include "runner/ui/ui_cli.h"
+#include "runner/window/forward_spec.h"
 
 namespace barge::runner {
 namespace {
@@ -186,6 +187,7 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
     options.events = events_out;
   }
   if (!detach) {
+    options.serve_forwards = true;
     const int code = RunJob(*spec, input, options);
     if (events_out && events_out != stdout) std::fclose(events_out);
     return code;
@@ -377,7 +379,24 @@ int Attach(const std::string& job_text) {
   if (job->status != JobStatus::kLost) {
     LogsOptions follow;
     follow.follow = true;
-    return LogsCommand(state_dir, *id, follow, stdout);
+    // The job file's forward: entries, served by a child of this process
+    // over its own sessions while the stream is followed.
+    pid_t forwarder = -1;
+    if (std::optional<JobSpec> spec = RecordedSpec(*job); spec && !spec->forward.empty()) {
+      std::fflush(nullptr);
+      forwarder = fork();
+      if (forwarder == 0) {
+        ControllerOptions options;
+        options.state_dir = state_dir;
+        std::_Exit(ForwardJobPorts(*spec, MakePlanInput(*spec, *id), options, spec->forward));
+      }
+    }
+    int code = LogsCommand(state_dir, *id, follow, stdout);
+    if (forwarder > 0) {
+      kill(forwarder, SIGTERM);
+      waitpid(forwarder, nullptr, 0);
+    }
+    return code;
   }
   std::optional<JobSpec> spec = RecordedSpec(*job);
   if (!spec) return kExitBargeFailure;
@@ -450,6 +469,71 @@ int Exec(const std::string& job_text, int rank, const std::vector<std::string>& 
   ControllerOptions options;
   options.state_dir = state_dir;
   return ExecInJobNode(*spec, MakePlanInput(*spec, *id), options, rank, argv);
+}
+
+// A running job and its recorded spec, for the verbs that look into one
+// (exec -i/-it, forward, top); nullopt after saying why not.
+struct LiveJob {
+  std::string id;
+  JobSpec spec;
+};
+std::optional<LiveJob> FindLiveJob(const std::string& job_text, const char* verb) {
+  Result<FoundJob> found = FindJob(StateDir(), job_text);
+  if (!found.ok()) {
+    std::fprintf(stderr, "barge: %s\n", found.status().message().c_str());
+    return std::nullopt;
+  }
+  const JobRecord& job = found->job;
+  if (IsFinal(job.status) && job.status != JobStatus::kLost) {
+    std::fprintf(stderr, "barge: %s: job %s (%s) has ended (%s)\n", verb, job.id.c_str(),
+                 job.name.c_str(), ToString(job.status));
+    return std::nullopt;
+  }
+  std::optional<JobSpec> spec = RecordedSpec(job);
+  if (!spec) return std::nullopt;
+  return LiveJob{job.id, std::move(*spec)};
+}
+
+// `barge exec -i|-it JOB [--node RANK] -- CMD...`.
+int ExecInteractive(const std::string& job_text, int rank, const std::vector<std::string>& argv,
+                    bool tty) {
+  std::optional<LiveJob> live = FindLiveJob(job_text, "exec");
+  if (!live) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = StateDir();
+  return ExecInteractiveInJobNode(live->spec, MakePlanInput(live->spec, live->id), options, rank,
+                                  argv, tty);
+}
+
+// `barge forward JOB [LOCAL:]REMOTE... [--node RANK]`: until Ctrl-C.
+int Forward(const std::string& job_text, const std::vector<std::string>& ports, int rank) {
+  std::vector<ForwardSpec> forwards;
+  for (const std::string& p : ports) {
+    Result<window::ForwardPorts> parsed = window::ParseForwardPorts(p);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "barge: forward: %s\n", parsed.status().message().c_str());
+      return kExitBargeFailure;
+    }
+    forwards.push_back({parsed->local_port, parsed->remote_port, rank});
+  }
+  std::optional<LiveJob> live = FindLiveJob(job_text, "forward");
+  if (!live) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = StateDir();
+  return ForwardJobPorts(live->spec, MakePlanInput(live->spec, live->id), options, forwards);
+}
+
+// `barge top JOB [--once] [--json]`.
+int Top(const std::string& job_text, TopOptions top) {
+  std::optional<LiveJob> live = FindLiveJob(job_text, "top");
+  if (!live) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = StateDir();
+  if (top.json && !top.once) {
+    std::fprintf(stderr, "barge: top: --json prints one sample: add --once\n");
+    return kExitBargeFailure;
+  }
+  return TopJob(live->spec, MakePlanInput(live->spec, live->id), options, top);
 }
 
 // `barge __complete-jobs`: the store's job ids, then their names, one a
@@ -600,10 +684,24 @@ int main(int argc, char** argv) {
   reap->add_option("--hosts", reap_hosts, "comma-separated hosts (ssh defaults from ~/.ssh/config)");
   int exec_rank = 0;
   std::vector<std::string> exec_argv;
-  auto* exec = app.add_subcommand("exec", "Run a command inside a node's container: barge exec JOB --node RANK -- CMD...");
+  bool exec_stdin = false, exec_tty = false;
+  auto* exec = app.add_subcommand("exec", "Run a command inside a node's container: barge exec [-i|-it] JOB --node RANK -- CMD...");
   exec->add_option("job", job, "job id, unique id prefix, or name")->required();
   exec->add_option("--node", exec_rank, "the node's rank (default 0, the head)");
+  exec->add_flag("-i,--interactive", exec_stdin, "pass barge's stdin to the command");
+  exec->add_flag("-t,--tty", exec_tty, "give the command a terminal (with -i: an interactive shell)");
   exec->add_option("command", exec_argv, "the command and its arguments")->required();
+  int forward_rank = 0;
+  std::vector<std::string> forward_ports;
+  auto* forward = app.add_subcommand("forward", "Reach a running job's node port at 127.0.0.1 until Ctrl-C: barge forward JOB [LOCAL:]REMOTE --node RANK");
+  forward->add_option("job", job, "job id, unique id prefix, or name")->required();
+  forward->add_option("ports", forward_ports, "[LOCAL:]REMOTE, e.g. 8265 or 16006:6006")->required();
+  forward->add_option("--node", forward_rank, "the node's rank (default 0, the head)");
+  barge::runner::TopOptions top_options;
+  auto* top = app.add_subcommand("top", "Every node's CPU, memory, network and GPUs, refreshed every 2 s (Ctrl-C stops)");
+  top->add_option("job", job, "job id, unique id prefix, or name")->required();
+  top->add_flag("--once", top_options.once, "print one sample and exit");
+  top->add_flag("--json", top_options.json, "with --once: the sample as JSON");
   std::string older_than;
   auto* prune = app.add_subcommand("prune", "Remove finished jobs older than a duration, with their files");
   prune->add_option("--older-than", older_than, "e.g. 30d, 12h")->required();
@@ -686,7 +784,14 @@ int main(int argc, char** argv) {
     }
     return barge::runner::Reap(reap_file, reap_hosts);
   }
+  if (*exec && exec_tty && !exec_stdin) {
+    std::fprintf(stderr, "barge: exec: -t needs -i (barge exec -it JOB -- bash)\n");
+    return barge::runner::kExitBargeFailure;
+  }
+  if (*exec && exec_stdin) return barge::runner::ExecInteractive(job, exec_rank, exec_argv, exec_tty);
   if (*exec) return barge::runner::Exec(job, exec_rank, exec_argv);
+  if (*forward) return barge::runner::Forward(job, forward_ports, forward_rank);
+  if (*top) return barge::runner::Top(job, top_options);
   if (*prune) {
     auto age = barge::runner::ParseDuration(older_than);
     if (!age.ok()) {

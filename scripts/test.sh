@@ -22,6 +22,8 @@ test_packages=(
   # a non-POSIX login shell, for the preflight test that must refuse it;
   # a local registry with htpasswd auth, for the registry login test
   tcsh docker-registry apache2-utils curl
+  # `barge exec -it` driven through real terminals (script is util-linux's)
+  tmux
   # the PyTorch job test's image (about 180 packages with its Depends)
   python3-torch
   # the MPI job tests' image (samples/build-mpi-image.sh; openssh-server and

@@ -226,6 +226,9 @@ Status Controller::Launch() {
   SetStatus(JobStatus::kRunning, std::to_string(nodes_.size()) + " node(s)" +
                                      (restart_count_ ? ", restart " + std::to_string(restart_count_) : ""));
   if (restart_count_ == 0) ScheduleArtifacts();
+  // forward: (window.cc) while the attempt runs; a forward that cannot go
+  // on is reported and stops, the job does not.
+  ServeForwards(attempt_, [this](const Status& why) { Say(why.message()); });
 
   // Running: until the head's main process exits, a fault, an interrupt or
   // the timeout.
@@ -239,10 +242,18 @@ Status Controller::Launch() {
       },
       deadline);
   if (!ended) timed_out_ = true;
+  if (forwards_) forwards_->StopAll();
   return Status::Ok();
 }
 
 int Controller::Execute() {
+  // forward: ports are bound before anything connects: a busy one stops
+  // the job before it starts.
+  if (options_.serve_forwards && !spec_.forward.empty()) {
+    if (Status s = BindForwards(spec_.forward, "forward"); !s.ok()) {
+      return Fail(s.message(), kExitBargeFailure);
+    }
+  }
   // Hosts that cannot be reached are reported with the other hosts'
   // preflight problems, in one table.
   if (Status s = Connect(); !s.ok() && connect_errors_.empty()) return Fail(s.message(), kExitBargeFailure);

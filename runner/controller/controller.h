@@ -52,6 +52,7 @@
 #include "runner/log_sink.h"
 #include "runner/redact.h"
 #include "runner/watchdog.h"
+#include "runner/window/forwards.h"
 #include "ssh/event_loop.h"
 #include "ssh/executor.h"
 #include "ssh/keygen.h"
@@ -179,6 +180,11 @@ class Controller {
   // files, until every node's stream ends or an interrupt. No line is
   // repeated: Docker's timestamps at or before the kept one are dropped.
   int AttachOrphan(const std::map<int, int64_t>& kept_through_ns);
+  // window.cc: `barge exec -i/-it`, `barge forward`, `barge top` (see
+  // runner/controller.h's entry points).
+  int ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty);
+  int Forward(const std::vector<ForwardSpec>& forwards);
+  int Top(const TopOptions& top);
 
  private:
   // --- controller.cc: the flow and the plumbing.
@@ -349,6 +355,16 @@ class Controller {
   void RenewLeases();
   void DisarmWatchdogs();
 
+  // --- window.cc
+  // Binds every local port of `forwards` (forward_ holds them); fails on a
+  // rank the plan lacks or a busy port, naming the entry.
+  Status BindForwards(const std::vector<ForwardSpec>& forwards, const std::string& what);
+  // Serves every bound forward over its node's host session, in `group`
+  // (the container's address is asked for where the network is not the
+  // host's); prints "forwarding http://127.0.0.1:L -> rank R port P" as each
+  // starts. `on_fatal` runs when one cannot go on.
+  void ServeForwards(CommandGroup& group, std::function<void(const Status&)> on_fatal);
+
   // --- teardown.cc
   // Stops and removes the attempt's containers on every reachable host,
   // with a last copy of the artifacts. `final`: the job is over, so the
@@ -400,6 +416,8 @@ class Controller {
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
   bool timed_out_ = false;
   std::unique_ptr<MpiKeys> mpi_keys_;  // mpi: see ShipMpiFiles
+  // forward: (window.cc). Last: destroyed before the hosts it serves through.
+  std::unique_ptr<window::JobForwards> forwards_;
 };
 
 }  // namespace barge::runner::internal

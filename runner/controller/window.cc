@@ -1,0 +1,294 @@
+// window: looking into a running job: `forward:` served by an attached
+// controller, and the verbs `barge forward`, `barge top` and `barge exec
+// -i/-it`, each of which connects to the job's hosts itself (its own
+// sessions, its own loop), so nothing here can block a running job's
+// controller.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <set>
+
+#include "runner/controller/controller.h"
+#include "runner/jobs_cli.h"
+#include "runner/window/stats.h"
+#include "runner/window/terminal.h"
+#include "ssh/interactive_channel.h"
+#include "ssh/local_executor.h"
+#include "ssh/quote.h"
+
+namespace barge::runner::internal {
+namespace {
+
+volatile std::sig_atomic_t g_winch = 0;
+ssh::EventLoop* g_winch_loop = nullptr;
+void OnWinch(int) {
+  g_winch = 1;
+  if (g_winch_loop) g_winch_loop->Wakeup();
+}
+
+}  // namespace
+
+Status Controller::BindForwards(const std::vector<ForwardSpec>& forwards, const std::string& what) {
+  for (size_t i = 0; i < forwards.size(); ++i) {
+    const int rank = forwards[i].rank;
+    if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
+      return Status::Error(what + "[" + std::to_string(i) + "].node: the job has no node " +
+                           std::to_string(rank) + " (ranks 0.." +
+                           std::to_string(plan_.nodes.size() - 1) + ")");
+    }
+  }
+  Result<std::unique_ptr<window::JobForwards>> bound = window::JobForwards::Bind(
+      &loop_, forwards, [&](size_t i) { return what + "[" + std::to_string(i) + "]"; });
+  if (!bound.ok()) return bound.status();
+  forwards_ = std::move(bound).value();
+  return Status::Ok();
+}
+
+void Controller::ServeForwards(CommandGroup& group, std::function<void(const Status&)> on_fatal) {
+  if (!forwards_) return;
+  for (size_t i = 0; i < forwards_->specs().size(); ++i) {
+    const ForwardSpec f = forwards_->specs()[i];
+    const cluster::NodePlan& node = plan_.nodes[f.rank];
+    auto host_it = hosts_.find(node.host_index);
+    if (host_it == hosts_.end() || !host_it->second->exec) continue;
+    HostState* host = host_it->second.get();
+    const std::optional<std::string> network = node.container.options.network;
+    auto serve = [this, i, f, host, on_fatal](const std::string& target) {
+      if (!forwards_ || !host->exec) return;
+      forwards_->Serve(i, host->exec.get(), target, on_fatal);
+      Say(window::ForwardingLine(f) + " (" + host->name + ")");
+    };
+    if (network && *network == "host") {
+      serve("127.0.0.1");
+      continue;
+    }
+    group.Run(*host->exec, host->docker->ContainerAddress(node.container.name),
+              [this, serve, network, on_fatal, f](const Outcome& o) {
+                Result<std::string> target =
+                    o.ok() ? window::ForwardTarget(network, o.out) : Result<std::string>(Status::Error(o.Reason()));
+                if (!target.ok()) {
+                  on_fatal(Status::Error("cannot forward to rank " + std::to_string(f.rank) +
+                                         " port " + std::to_string(f.remote_port) + ": " +
+                                         target.status().message()));
+                  return;
+                }
+                serve(*target);
+              });
+  }
+}
+
+int Controller::Forward(const std::vector<ForwardSpec>& forwards) {
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
+  // The ports first: a busy one is reported before anything connects.
+  if (Status s = BindForwards(forwards, "forward"); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  std::set<size_t> used;
+  for (const ForwardSpec& f : forwards) used.insert(plan_.nodes[f.rank].host_index);
+  plan_.used_hosts.assign(used.begin(), used.end());
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  CommandGroup group(&loop_, &redact_);
+  bool failed = false;
+  ServeForwards(group, [&](const Status& why) {
+    failed = true;
+    Say(why.message());
+  });
+  RunUntil([&] { return failed || interrupts_ > 0; }, Clock::time_point::max());
+  forwards_.reset();
+  return failed ? kExitBargeFailure : 0;
+}
+
+int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty) {
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
+  if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
+    Say("the job has no node " + std::to_string(rank) + " (ranks 0.." +
+        std::to_string(plan_.nodes.size() - 1) + ")");
+    return kExitBargeFailure;
+  }
+  if (tty && !isatty(STDIN_FILENO)) {
+    Say("exec -t needs a terminal on stdin (use -i alone to pass a pipe or a file)");
+    return kExitBargeFailure;
+  }
+  const cluster::NodePlan& node = plan_.nodes[rank];
+  plan_.used_hosts = {node.host_index};
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  HostState& host = *hosts_[node.host_index];
+  const std::string line = host.docker->ExecInteractive(node.container.name, argv, tty);
+  auto* ssh_exec = dynamic_cast<ssh::SshExecutor*>(host.exec.get());
+  if (ssh_exec == nullptr) {
+    // The local engine: docker runs here, on this terminal (its own pty
+    // handling, resizes and ^C included); barge waits for it.
+    std::fflush(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) {
+      Say(std::string("fork: ") + std::strerror(errno));
+      return kExitBargeFailure;
+    }
+    if (pid == 0) {
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGPIPE, SIG_DFL);
+      execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // The child owns the terminal's ^C; barge only waits.
+    struct sigaction ignore {}, old_int {}, old_quit {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &ignore, &old_int);
+    sigaction(SIGQUIT, &ignore, &old_quit);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return kExitBargeFailure;
+  }
+
+  std::optional<ssh::PtySize> pty;
+  if (tty) {
+    ssh::PtySize size;
+    const char* term = std::getenv("TERM");
+    if (term && *term) size.term = term;
+    window::TerminalSize ts = window::SizeOf(STDIN_FILENO);
+    size.cols = ts.cols;
+    size.rows = ts.rows;
+    pty = size;
+  }
+  const int in_flags = fcntl(STDIN_FILENO, F_GETFL);
+  if (in_flags >= 0) fcntl(STDIN_FILENO, F_SETFL, in_flags | O_NONBLOCK);
+  Result<std::unique_ptr<ssh::InteractiveChannel>> channel = ssh::InteractiveChannel::Start(
+      &loop_, ssh_exec, line, pty, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO);
+  if (!channel.ok()) {
+    if (in_flags >= 0) fcntl(STDIN_FILENO, F_SETFL, in_flags);
+    Say(channel.status().message());
+    return kExitBargeFailure;
+  }
+  ssh::InteractiveChannel& ch = **channel;
+  struct sigaction winch {}, old_winch {};
+  if (tty) {
+    g_winch_loop = &loop_;
+    winch.sa_handler = OnWinch;
+    sigaction(SIGWINCH, &winch, &old_winch);
+  }
+  {
+    std::optional<window::RawTerminal> raw;
+    if (tty) raw.emplace(STDIN_FILENO);
+    RunUntil(
+        [&] {
+          if (g_winch) {
+            g_winch = 0;
+            window::TerminalSize ts = window::SizeOf(STDIN_FILENO);
+            ch.Resize(ts.cols, ts.rows);
+          }
+          // Without a pty, ^C reaches barge: the command's channel is closed.
+          return ch.done() || interrupts_ > 0;
+        },
+        Clock::time_point::max());
+  }
+  if (tty) {
+    sigaction(SIGWINCH, &old_winch, nullptr);
+    g_winch_loop = nullptr;
+  }
+  if (in_flags >= 0) fcntl(STDIN_FILENO, F_SETFL, in_flags);
+  if (!ch.done()) return kExitInterrupted;
+  if (!ch.exit().known()) {
+    Say(ch.exit().error);
+    return kExitBargeFailure;
+  }
+  return ch.exit().code;
+}
+
+int Controller::Top(const TopOptions& top) {
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  const bool clear_screen = !top.once && !top.json && isatty(STDOUT_FILENO);
+  for (;;) {
+    const Clock::time_point began = Clock::now();
+    // One `docker stats --no-stream` and one nvidia-smi query per host, all
+    // hosts at once.
+    struct HostSample {
+      Outcome stats;
+      Outcome gpus;
+    };
+    std::map<size_t, HostSample> by_host;
+    CommandGroup group(&loop_, &redact_);
+    for (auto& [h, host] : hosts_) {
+      if (!host->exec) continue;
+      std::vector<std::string> names;
+      for (const auto& n : plan_.nodes) {
+        if (n.host_index == h) names.push_back(n.container.name);
+      }
+      if (names.empty()) continue;
+      HostSample* sample = &by_host[h];
+      group.Run(*host->exec, Bounded(host->docker->Stats(names), seconds(20)),
+                [sample](const Outcome& o) { sample->stats = o; });
+      group.Run(*host->exec, Bounded(GpuStatsLine(), seconds(20)),
+                [sample](const Outcome& o) { sample->gpus = o; });
+    }
+    RunUntil([&] { return group.idle() || interrupts_ > 0; }, Clock::now() + seconds(30));
+    if (interrupts_ > 0) return 0;
+    group.Cancel();
+
+    std::vector<window::NodeSample> samples;
+    for (const auto& n : plan_.nodes) {
+      window::NodeSample s;
+      s.rank = n.rank;
+      s.role = n.role;
+      s.host = HostName(plan_.hosts[n.host_index]);
+      s.container = n.container.name;
+      s.host_network = n.container.options.network && *n.container.options.network == "host";
+      auto it = by_host.find(n.host_index);
+      if (it == by_host.end()) {
+        s.error = "not connected";
+        samples.push_back(s);
+        continue;
+      }
+      const HostSample& hs = it->second;
+      Result<std::vector<window::ContainerStats>> stats =
+          hs.stats.ok() ? window::ParseDockerStats(hs.stats.out)
+                        : Result<std::vector<window::ContainerStats>>(Status::Error(hs.stats.Reason()));
+      if (!stats.ok()) {
+        s.error = stats.status().message();
+      } else {
+        for (const auto& c : *stats) {
+          if (c.name == n.container.name) s.stats = c;
+        }
+        if (!s.stats) s.error = "not running";
+      }
+      if (hs.gpus.ok()) {
+        Result<std::vector<window::GpuStats>> gpus = window::ParseGpuStats(hs.gpus.out);
+        if (gpus.ok()) {
+          s.host_has_nvidia_smi = !gpus->empty();
+          s.gpus = window::NodeGpus(n.container.options.gpus, *gpus);
+        }
+      }
+      samples.push_back(s);
+    }
+    if (top.json) {
+      std::printf("%s\n", window::TopJson(plan_.job_id, IsoUtc(WallNow()), samples).dump(2).c_str());
+    } else {
+      if (clear_screen) std::printf("\033[H\033[2J");
+      std::printf("%s", window::RenderTopTable(plan_.job_id, samples).c_str());
+    }
+    std::fflush(stdout);
+    if (top.once) return 0;
+    RunUntil([&] { return interrupts_ > 0; }, began + top.every);
+    if (interrupts_ > 0) return 0;
+  }
+}
+
+}  // namespace barge::runner::internal

@@ -1,0 +1,76 @@
+// An interactive command on an open SSH session: its own session channel,
+// with a pseudo-terminal when asked (`barge exec -it`), relaying this
+// process's stdin to it and its output to this process's stdout and stderr.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "ssh/event_loop.h"
+#include "ssh/executor.h"
+#include "ssh/ssh_executor.h"
+
+namespace barge::ssh {
+
+struct PtySize {
+  std::string term = "xterm";  // TERM sent with the pty request
+  int cols = 80;
+  int rows = 24;
+};
+
+// Driven by one poll hook of the loop (never from inside libssh's dispatch),
+// like SshExecutor's own channels, but not one of them: it does not wait for
+// the executor's free channel slots. Bytes read from `in_fd` (watched by the
+// loop, non-blocking reads) go to the channel as its window allows; EOF on
+// `in_fd` is sent as EOF (without a pty; with one, the terminal's own ^D is
+// just a byte). Output is written to `out_fd` / `err_fd` (blocking writes: a
+// terminal or a pipe the user reads). With a pty the host merges stderr into
+// stdout, as ssh -t does.
+//
+// Threading: the loop's thread only. `via` must outlive it.
+class InteractiveChannel {
+ public:
+  [[nodiscard]] static Result<std::unique_ptr<InteractiveChannel>> Start(
+      EventLoop* loop, SshExecutor* via, const std::string& command_line,
+      const std::optional<PtySize>& pty, int in_fd, int out_fd, int err_fd);
+  ~InteractiveChannel();
+  InteractiveChannel(const InteractiveChannel&) = delete;
+  InteractiveChannel& operator=(const InteractiveChannel&) = delete;
+
+  // Tells the host the terminal's new size (a window-change request), sent
+  // from the next poll hook. No-op without a pty.
+  void Resize(int cols, int rows);
+  // True once the command has ended (or failed to start); exit() then says how.
+  bool done() const { return done_; }
+  const ExitStatus& exit() const { return exit_; }
+
+ private:
+  enum class State { kOpening, kPty, kExec, kRunning };
+  struct Callbacks;  // libssh's exit-status callbacks and what they got
+  InteractiveChannel(EventLoop* loop, SshExecutor* via);
+  void Service();
+  void Finish(ExitStatus exit);
+
+  EventLoop* loop_;
+  SshExecutor* via_;
+  EventLoop::HookId hook_ = 0;
+  ssh_channel channel_ = nullptr;
+  std::unique_ptr<Callbacks> callbacks_;  // its address is libssh userdata
+  State state_ = State::kOpening;
+  std::string command_line_;
+  std::optional<PtySize> pty_;
+  std::optional<PtySize> resize_;  // to send
+  int in_fd_ = -1, out_fd_ = -1, err_fd_ = -1;
+  bool in_watched_ = false;
+  bool in_eof_ = false;
+  bool eof_sent_ = false;
+  std::string pending_;  // from in_fd, not yet taken by the channel
+  size_t pending_off_ = 0;
+  bool done_ = false;
+  ExitStatus exit_;
+};
+
+}  // namespace barge::ssh

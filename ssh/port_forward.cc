@@ -1,0 +1,389 @@
+// PortForward: a local listener whose connections are relayed over
+// direct-tcpip channels (or plain TCP for the local engine) by one poll hook.
+#include "ssh/port_forward.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <libssh/libssh.h>
+#include <spdlog/spdlog.h>
+
+#include "ssh/ssh_executor.h"
+
+namespace barge::ssh {
+namespace {
+
+constexpr size_t kChunk = 64 * 1024;
+// More connections than this at once are closed as soon as accepted.
+constexpr size_t kMaxConnections = 512;
+
+bool WouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
+
+}  // namespace
+
+bool ForwardingProhibited(const std::string& libssh_error) {
+  // libssh 0.10: "Channel opening failure: channel N error (1) administratively prohibited".
+  return libssh_error.find("error (1)") != std::string::npos ||
+         libssh_error.find("prohibited") != std::string::npos;
+}
+
+// One client connection and its way to the target. Owned by conns_.
+struct PortForward::Conn {
+  enum class State { kNew, kOpening, kOpen };
+  uint64_t id = 0;
+  int fd = -1;                    // the client's socket
+  ssh_channel channel = nullptr;  // SSH: the direct-tcpip channel
+  int remote_fd = -1;             // local engine: our socket to the target
+  State state = State::kNew;
+  std::string down;  // from the target, not yet taken by the client
+  size_t down_off = 0;
+  std::string up;  // from the client, not yet taken by the target
+  size_t up_off = 0;
+  bool client_eof = false;  // the client sent FIN
+  bool remote_eof = false;  // the target's side ended
+  bool eof_sent = false;    // the target was told the client's FIN
+  bool client_shut = false;  // the client was told the target's end
+  short watched = 0;         // events of fd watched in the loop
+  short remote_watched = 0;  // events of remote_fd watched in the loop
+};
+
+Result<std::unique_ptr<PortForward>> PortForward::Listen(EventLoop* loop, int local_port) {
+  const std::string where = "127.0.0.1:" + std::to_string(local_port);
+  if (local_port < 0 || local_port > 65535) {
+    return Status::Error("local port " + std::to_string(local_port) + " is not a TCP port");
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Error("cannot listen on " + where + ": " + std::strerror(errno));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(local_port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 128) != 0) {
+    const int e = errno;
+    close(fd);
+    if (e == EADDRINUSE) {
+      return Status::Error("local port " + where +
+                           " is already in use (another process listens there; choose another "
+                           "LOCAL port, e.g. \"" +
+                           std::to_string(local_port + 10000 <= 65535 ? local_port + 10000 : 0) +
+                           ":REMOTE\")");
+    }
+    return Status::Error("cannot listen on " + where + ": " + std::strerror(e));
+  }
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return std::unique_ptr<PortForward>(new PortForward(loop, fd, ntohs(addr.sin_port)));
+}
+
+PortForward::PortForward(EventLoop* loop, int listen_fd, int local_port)
+    : loop_(loop), listen_fd_(listen_fd), local_port_(local_port) {}
+
+PortForward::~PortForward() {
+  Stop();
+  if (listen_fd_ >= 0) close(listen_fd_);
+}
+
+void PortForward::Serve(Executor* via, std::string target_host, int target_port,
+                        std::function<void(const Status&)> on_fatal) {
+  Stop();
+  if (listen_fd_ < 0) return;  // ended for good by a fatal error
+  via_ = via;
+  via_ssh_ = dynamic_cast<SshExecutor*>(via) != nullptr;
+  target_host_ = std::move(target_host);
+  target_port_ = target_port;
+  on_fatal_ = std::move(on_fatal);
+  failed_ = false;
+  listening_ = true;
+  loop_->WatchFd(listen_fd_, POLLIN, [this](short) { Accept(); });
+  hook_ = loop_->AddPollHook([this] { Service(); });
+}
+
+void PortForward::Stop() {
+  if (listening_) loop_->UnwatchFd(listen_fd_);
+  listening_ = false;
+  if (hook_ != 0) loop_->RemovePollHook(hook_);
+  hook_ = 0;
+  for (auto& c : conns_) Close(*c);
+  conns_.clear();
+}
+
+void PortForward::Accept() {
+  // From the loop's fd callback (inside libssh's dispatch): sockets only; the
+  // poll hook that runs after it opens the channels.
+  for (;;) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN, or an error that the next accept repeats
+    if (conns_.size() >= kMaxConnections || failed_) {
+      close(fd);
+      continue;
+    }
+    auto c = std::make_unique<Conn>();
+    c->id = ++accepted_;
+    c->fd = fd;
+    conns_.push_back(std::move(c));
+  }
+}
+
+void PortForward::Fatal(const Status& why, bool final) {
+  if (failed_) return;
+  failed_ = true;
+  spdlog::debug("Port forward: stopped. [port: {}, why: {}]", local_port_, why.message());
+  if (listening_) loop_->UnwatchFd(listen_fd_);
+  listening_ = false;
+  // Closed, not only unwatched: a client that comes later is refused at
+  // once instead of waiting in the backlog. Nothing is retried.
+  if (final && listen_fd_ >= 0) {
+    close(listen_fd_);
+    listen_fd_ = -1;
+  }
+  // From a timer, not from inside Service: the callback may stop or destroy
+  // this forward.
+  if (on_fatal_) {
+    loop_->AddTimer(EventLoop::Clock::now(), [fn = on_fatal_, why] { fn(why); });
+  }
+}
+
+void PortForward::Service() {
+  if (failed_) {
+    for (auto& c : conns_) Close(*c);
+    conns_.clear();
+    return;
+  }
+  if (via_ssh_) {
+    auto* ssh = static_cast<SshExecutor*>(via_);
+    if (!ssh->health().ok()) {
+      Fatal(ssh->health(), /*final=*/false);
+      return;
+    }
+  }
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    Conn& c = **it;
+    if (!failed_ && Pump(c)) {
+      ++it;
+      continue;
+    }
+    Close(c);
+    it = conns_.erase(it);
+  }
+  if (failed_) {
+    for (auto& c : conns_) Close(*c);
+    conns_.clear();
+  }
+}
+
+void PortForward::Close(Conn& c) {
+  if (c.watched) loop_->UnwatchFd(c.fd);
+  if (c.remote_watched) loop_->UnwatchFd(c.remote_fd);
+  c.watched = c.remote_watched = 0;
+  if (c.fd >= 0) close(c.fd);
+  if (c.remote_fd >= 0) close(c.remote_fd);
+  c.fd = c.remote_fd = -1;
+  if (c.channel) {
+    ssh_channel_free(c.channel);  // sends a close if open
+    c.channel = nullptr;
+  }
+}
+
+bool PortForward::Pump(Conn& c) {
+  char buf[kChunk];
+  // --- Opening the way to the target.
+  if (via_ssh_) {
+    ssh_session session = static_cast<SshExecutor*>(via_)->raw_session();
+    if (c.state == Conn::State::kNew) {
+      c.channel = ssh_channel_new(session);
+      if (c.channel == nullptr) return false;
+      c.state = Conn::State::kOpening;
+    }
+    if (c.state == Conn::State::kOpening) {
+      int rc = ssh_channel_open_forward(c.channel, target_host_.c_str(), target_port_,
+                                        "127.0.0.1", local_port_);
+      if (rc == SSH_AGAIN) return true;
+      if (rc != SSH_OK) {
+        const std::string why = ssh_get_error(session);
+        if (ForwardingProhibited(why)) {
+          Fatal(Status::Error(via_->label() +
+                              ": its sshd refuses TCP forwarding (AllowTcpForwarding no in its "
+                              "sshd_config, or a no-port-forwarding key): cannot forward to " +
+                              target_host_ + ":" + std::to_string(target_port_) + " (" + why +
+                              ")"),
+                /*final=*/true);
+          return false;
+        }
+        spdlog::info("Port forward: the host could not connect. [host: {}, to: {}:{}, error: {}]",
+                     via_->label(), target_host_, target_port_, why);
+        return false;
+      }
+      c.state = Conn::State::kOpen;
+    }
+  } else {
+    if (c.state == Conn::State::kNew) {
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      hints.ai_flags = AI_NUMERICHOST;
+      addrinfo* ai = nullptr;
+      if (getaddrinfo(target_host_.c_str(), std::to_string(target_port_).c_str(), &hints, &ai) != 0 ||
+          ai == nullptr) {
+        return false;
+      }
+      c.remote_fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      int rc = c.remote_fd < 0 ? -1 : connect(c.remote_fd, ai->ai_addr, ai->ai_addrlen);
+      const int e = errno;
+      freeaddrinfo(ai);
+      if (c.remote_fd < 0 || (rc != 0 && e != EINPROGRESS)) return false;
+      c.state = Conn::State::kOpening;
+    }
+    if (c.state == Conn::State::kOpening) {
+      pollfd p{c.remote_fd, POLLOUT, 0};
+      if (poll(&p, 1, 0) <= 0) {
+        if (c.remote_watched != POLLOUT) loop_->WatchFd(c.remote_fd, POLLOUT, [](short) {});
+        c.remote_watched = POLLOUT;
+        return true;
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(c.remote_fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) return false;
+      c.state = Conn::State::kOpen;
+    }
+  }
+
+  // --- Moving bytes, as long as something moves (bounded per pass).
+  for (int pass = 0; pass < 16; ++pass) {
+    bool moved = false;
+    // Target → client.
+    if (c.down_off == c.down.size() && !c.remote_eof) {
+      c.down.clear();
+      c.down_off = 0;
+      if (c.channel) {
+        int n = ssh_channel_read_nonblocking(c.channel, buf, sizeof buf, 0);
+        if (n > 0) {
+          c.down.assign(buf, static_cast<size_t>(n));
+        } else if (n == SSH_EOF || (n == 0 && ssh_channel_is_eof(c.channel))) {
+          c.remote_eof = true;
+        } else if (n < 0) {
+          return false;
+        }
+      } else {
+        ssize_t n = recv(c.remote_fd, buf, sizeof buf, 0);
+        if (n > 0) {
+          c.down.assign(buf, static_cast<size_t>(n));
+        } else if (n == 0) {
+          c.remote_eof = true;
+        } else if (!WouldBlock(errno)) {
+          return false;
+        }
+      }
+      moved |= !c.down.empty() || c.remote_eof;
+    }
+    if (c.down_off < c.down.size()) {
+      ssize_t n = send(c.fd, c.down.data() + c.down_off, c.down.size() - c.down_off,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c.down_off += static_cast<size_t>(n);
+        moved = true;
+      } else if (n < 0 && !WouldBlock(errno)) {
+        return false;  // the client went away
+      }
+    }
+    if (c.down_off == c.down.size() && c.remote_eof && !c.client_shut) {
+      shutdown(c.fd, SHUT_WR);
+      c.client_shut = true;
+      moved = true;
+    }
+    // Client → target.
+    size_t room = kChunk;
+    if (c.channel) room = std::min<size_t>(room, ssh_channel_window_size(c.channel));
+    if (c.up_off == c.up.size() && !c.client_eof && room > 0) {
+      c.up.clear();
+      c.up_off = 0;
+      ssize_t n = recv(c.fd, buf, room, 0);
+      if (n > 0) {
+        c.up.assign(buf, static_cast<size_t>(n));
+        moved = true;
+      } else if (n == 0) {
+        c.client_eof = true;
+        moved = true;
+      } else if (!WouldBlock(errno)) {
+        return false;
+      }
+    }
+    if (c.up_off < c.up.size()) {
+      const size_t want = c.up.size() - c.up_off;
+      if (c.channel) {
+        const size_t n = std::min<size_t>(want, ssh_channel_window_size(c.channel));
+        if (n > 0) {
+          int rc = ssh_channel_write(c.channel, c.up.data() + c.up_off, static_cast<uint32_t>(n));
+          if (rc == SSH_ERROR) return false;
+          if (rc > 0) {
+            c.up_off += static_cast<size_t>(rc);
+            moved = true;
+          }
+        }
+      } else {
+        ssize_t n = send(c.remote_fd, c.up.data() + c.up_off, want, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+          c.up_off += static_cast<size_t>(n);
+          moved = true;
+        } else if (n < 0 && !WouldBlock(errno)) {
+          return false;
+        }
+      }
+    }
+    if (c.up_off == c.up.size() && c.client_eof && !c.eof_sent) {
+      if (c.channel) {
+        ssh_channel_send_eof(c.channel);
+      } else {
+        shutdown(c.remote_fd, SHUT_WR);
+      }
+      c.eof_sent = true;
+      moved = true;
+    }
+    if (!moved) break;
+  }
+  // Over: both directions ended, or the target is gone with nothing left
+  // for the client.
+  if (c.client_shut && c.eof_sent) return false;
+  if (c.channel && ssh_channel_is_closed(c.channel) && c.down_off == c.down.size()) return false;
+
+  // --- What should wake the loop for this connection.
+  const bool up_room =
+      !c.client_eof && c.up_off == c.up.size() && (!c.channel || ssh_channel_window_size(c.channel) > 0);
+  short want = static_cast<short>((up_room ? POLLIN : 0) | (c.down_off < c.down.size() ? POLLOUT : 0));
+  if (want != c.watched) {
+    if (want == 0) {
+      loop_->UnwatchFd(c.fd);
+    } else {
+      loop_->WatchFd(c.fd, want, [](short) {});  // Service runs after it
+    }
+    c.watched = want;
+  }
+  if (c.remote_fd >= 0) {
+    const bool down_room = !c.remote_eof && c.down_off == c.down.size();
+    short rwant =
+        static_cast<short>((down_room ? POLLIN : 0) | (c.up_off < c.up.size() ? POLLOUT : 0));
+    if (rwant != c.remote_watched) {
+      if (rwant == 0) {
+        loop_->UnwatchFd(c.remote_fd);
+      } else {
+        loop_->WatchFd(c.remote_fd, rwant, [](short) {});
+      }
+      c.remote_watched = rwant;
+    }
+  }
+  return true;
+}
+
+}  // namespace barge::ssh
