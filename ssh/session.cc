@@ -1,6 +1,9 @@
 #include "ssh/session.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pwd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -206,6 +209,33 @@ std::string MakeLabel(const std::string& user, const std::string& host, unsigned
   return label;
 }
 
+// The numeric address of the peer of socket `fd`; empty when it is not a
+// connected TCP/IP socket (a ProxyCommand's socketpair, for instance).
+std::string PeerAddress(int fd) {
+  if (fd < 0) return "";
+  sockaddr_storage peer{};
+  socklen_t length = sizeof peer;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (peer.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&peer);
+    if (inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text) == nullptr) return "";
+    return text;
+  }
+  if (peer.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&peer);
+    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
+      in_addr v4;
+      std::memcpy(&v4, &v6->sin6_addr.s6_addr[12], sizeof v4);
+      if (inet_ntop(AF_INET, &v4, text, sizeof text) == nullptr) return "";
+      return text;
+    }
+    if (inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text) == nullptr) return "";
+    return text;
+  }
+  return "";
+}
+
 std::string FormatSeconds(long ms) {
   std::string out = std::to_string(ms / 1000);
   if (ms % 1000 != 0) {
@@ -339,6 +369,7 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
   spdlog::debug("SSH connect: start. [host: {}, config: {}, timeout_ms: {}, proxy_jump: {}]", label,
                 config.empty() ? "none" : config, timeout_ms, tunnel ? tunnel->hops() : "none");
 
+  session->through_proxy_ = tunnel != nullptr || !GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND).empty();
   const int connected = ssh_connect(raw);
   // The jump hosts' ssh processes have read their config by now (the target
   // answered through them, or the attempt is over).
@@ -367,8 +398,10 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
     return st;
   }
   if (st = Authenticate(raw, options, label); !st.ok()) return st;
+  if (!session->through_proxy_) session->peer_address_ = PeerAddress(ssh_get_fd(raw));
 
-  spdlog::debug("SSH connect: done. [host: {}, ms: {}]", label,
+  spdlog::debug("SSH connect: done. [host: {}, peer: {}, ms: {}]", label,
+                session->peer_address_.empty() ? "none" : session->peer_address_,
                 std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::steady_clock::now() - started)
                     .count());
