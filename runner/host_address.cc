@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "ssh/config_host.h"
 #include "ssh/quote.h"
 
 namespace barge::runner {
@@ -58,6 +59,42 @@ AddressProbe ParseAddressProbe(const std::string& output) {
     }
   }
   return probe;
+}
+
+std::map<size_t, std::string> AddressesFromSshConfig(const JobSpec& spec,
+                                                     cluster::PlanInput* input) {
+  std::map<size_t, std::string> notes;
+  for (size_t h = 0; h < input->hosts.size(); ++h) {
+    const cluster::Host& host = input->hosts[h];
+    if (!AddressSettledAtRunTime(host)) continue;
+    ssh::SessionOptions options;
+    options.host = host.address;
+    options.config_file = spec.ssh.config_file;
+    Result<ssh::ConfigHost> found = ssh::LookUpConfigHost(options);
+    if (!found.ok()) {
+      notes[h] = "internal address: settled at run time from the connection (" +
+                 found.status().message() + ")";
+      continue;
+    }
+    const std::string how =
+        !found->jump_hops.empty() || found->proxy_command
+            ? "the address the host says it was reached at through " +
+                  (found->proxy_command ? std::string("its ProxyCommand")
+                                        : "ProxyJump " + found->jump_hops.front()) +
+                  " ($SSH_CONNECTION on it)"
+            : "the address its SSH connection reaches";
+    if (found->host_name == host.address) {
+      notes[h] = "internal address: settled at run time: " + how + " (" +
+                 (found->config_file.empty() ? std::string("no ssh config")
+                                             : "no HostName for it in " + found->config_file) +
+                 "; the plan shows the name)";
+      continue;
+    }
+    input->reached_addresses[h] = found->host_name;
+    notes[h] = "internal address: " + found->host_name + ", the HostName of ssh config alias " +
+               host.address + " in " + found->config_file + "; settled at run time: " + how;
+  }
+  return notes;
 }
 
 }  // namespace barge::runner

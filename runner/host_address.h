@@ -4,9 +4,12 @@
 // ("Hosts") and Controller::SettleAddresses (runner/controller/addresses.cc).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "cluster/inventory.h"
+#include "cluster/plan.h"
+#include "runner/job_spec.h"
 
 namespace barge::runner {
 
@@ -35,5 +38,16 @@ struct AddressProbe {
   std::string route_source;  // the "src" of `ip route get`
 };
 AddressProbe ParseAddressProbe(const std::string& output);
+
+// For `barge plan`, which never connects: each used host whose address is
+// settled at run time gets its ssh config HostName (read as the connection
+// would read it: ssh.config_file, else ~/.ssh/config) in
+// input->reached_addresses, so that the plan's env shows it instead of the
+// alias. Returns, by host index, the note the plan prints for it: where the
+// address came from, and that `barge run` settles it from the connection.
+// A config file that cannot be read leaves that host as it is, with the
+// reason in its note.
+std::map<size_t, std::string> AddressesFromSshConfig(const JobSpec& spec,
+                                                     cluster::PlanInput* input);
 
 }  // namespace barge::runner

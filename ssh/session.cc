@@ -19,6 +19,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/user_home.h"
+#include "ssh/config_host.h"
 #include "ssh/jump_tunnel.h"
 #include "ssh/known_hosts.h"
 
@@ -39,14 +41,8 @@ void EnsureLibsshInitialized() {
   std::call_once(once, [] { ssh_init(); });
 }
 
-std::string HomeDir() {
-  const char* home = std::getenv("HOME");
-  if (home && *home) return home;
-  struct passwd pw, *found = nullptr;
-  char buffer[4096];
-  if (getpwuid_r(getuid(), &pw, buffer, sizeof buffer, &found) == 0 && found) return pw.pw_dir;
-  return "";
-}
+// OpenSSH's rule, as libssh's own: base/user_home.h.
+std::string HomeDir() { return UserHome(); }
 
 std::string LocalUserName() {
   struct passwd pw, *found = nullptr;
@@ -196,7 +192,7 @@ Status Authenticate(ssh_session session, const SessionOptions& options, const st
   if (rc == SSH_AUTH_DENIED) {
     return Status::Error(label + ": permission denied (publickey): tried " +
                          (std::getenv("SSH_AUTH_SOCK") ? "ssh-agent, " : "") +
-                         "the ssh config's IdentityFile and the default identities (~/.ssh/id_*); "
+                         "the ssh config's IdentityFile and the default identities (" + HomeDir() + "/.ssh/id_*); "
                          "set identity_file to choose a key");
   }
   return Status::Error(label + ": authentication failed: " + ssh_get_error(session));
@@ -303,14 +299,9 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
 
   // 1. The ssh config file: read it now, before our own options, because
   // libssh lets the config overwrite options set earlier.
-  std::string config = options.config_file;
-  if (!config.empty()) {
-    if (!FileExists(config)) {
-      return Status::Error(label + ": ssh config file " + config + " does not exist");
-    }
-  } else {
-    std::string home = HomeDir();
-    if (!home.empty() && FileExists(home + "/.ssh/config")) config = home + "/.ssh/config";
+  const std::string config = ConfigFileFor(options);
+  if (!config.empty() && !FileExists(config)) {
+    return Status::Error(label + ": ssh config file " + config + " does not exist");
   }
   if (!config.empty() && ssh_options_parse_config(raw, config.c_str()) != SSH_OK) {
     return Status::Error(label + ": cannot read ssh config file " + config + ": " +
