@@ -2,6 +2,7 @@
 // (for `barge plan`, which never connects).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,22 @@ struct ConfigHost {
 // (Include, Host and Match blocks), without connecting. Fails, naming the
 // file, when the file cannot be read.
 [[nodiscard]] Result<ConfigHost> LookUpConfigHost(const SessionOptions& options);
+
+// OpenSSH's own reading of `config_file` for `host`: `ssh -G -F CONFIG
+// HOST` (OpenSSH's client on PATH; nothing is connected, but the config's
+// Match exec commands run), as lowercase keyword → its values, in order
+// ("identityfile" may have several). Needed because libssh 0.10 matches the
+// Host blocks that follow a HostName line against that new name instead of
+// the alias, so a shared "Host gpu-*" block with User or IdentityFile after
+// "Host gpu-1 / HostName 10.1.2.3" does not apply to gpu-1 there while it
+// does in OpenSSH. Fails when `ssh` is not on PATH or refuses the config.
+using OpenSshConfig = std::map<std::string, std::vector<std::string>>;
+[[nodiscard]] Result<OpenSshConfig> OpenSshConfigFor(const std::string& config_file,
+                                                     const std::string& host);
+// The values of `output` as `ssh -G` prints them ("keyword value..." lines).
+OpenSshConfig ParseOpenSshConfig(const std::string& output);
+// `host` as OpenSSH's reading `g` has it: its hostname, and its proxyjump
+// hops or proxycommand (replacing libssh's).
+void ApplyOpenSshConfig(const OpenSshConfig& g, ConfigHost* host);
 
 }  // namespace barge::ssh

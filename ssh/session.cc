@@ -308,6 +308,53 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
                          ssh_get_error(raw));
   }
 
+  // 1b. libssh 0.10 matches the Host blocks after a HostName line against
+  // that new name, OpenSSH (and the user) against the alias: for an alias,
+  // OpenSSH's reading of the config (ssh -G) gives what those blocks set.
+  std::optional<std::vector<std::string>> openssh_hops;
+  bool openssh_read = false;
+  if (const std::string named = GetStringOption(raw, SSH_OPTIONS_HOST);
+      !config.empty() && !named.empty() && named != options.host) {
+    auto g = OpenSshConfigFor(config, options.host);
+    if (!g.ok()) {
+      spdlog::debug("OpenSSH's reading of the ssh config not used. [host: {}, why: {}]", label,
+                    g.status().message());
+    } else {
+      openssh_read = true;
+      auto first = [&](const char* key) -> std::string {
+        auto it = g->find(key);
+        return it == g->end() || it->second.empty() ? "" : it->second.front();
+      };
+      if (std::string v = first("hostname"); !v.empty()) st = set(SSH_OPTIONS_HOST, v.c_str(), "host");
+      if (std::string v = first("user"); st.ok() && !v.empty()) {
+        st = set(SSH_OPTIONS_USER, v.c_str(), "user");
+      }
+      if (std::string v = first("port"); st.ok() && !v.empty()) {
+        st = set(SSH_OPTIONS_PORT_STR, v.c_str(), "port");
+      }
+      if (std::string v = first("userknownhostsfile"); st.ok() && !v.empty()) {
+        v = v.substr(0, v.find(' '));  // the first of the list
+        st = set(SSH_OPTIONS_KNOWNHOSTS, v.c_str(), "UserKnownHostsFile");
+      }
+      if (auto ids = g->find("identityfile"); st.ok() && ids != g->end()) {
+        for (const std::string& id : ids->second) {
+          // libssh tries the default identities anyway.
+          if (id.rfind("~/.ssh/id_", 0) == 0 && id.find('/', 10) == std::string::npos) continue;
+          if (st = set(SSH_OPTIONS_ADD_IDENTITY, id.c_str(), "IdentityFile"); !st.ok()) break;
+        }
+      }
+      if (!st.ok()) return st;
+      ConfigHost found;
+      ApplyOpenSshConfig(*g, &found);
+      if (!found.jump_hops.empty()) {
+        openssh_hops = found.jump_hops;
+      } else {
+        const std::string command = found.proxy_command ? first("proxycommand") : "none";
+        if (st = set(SSH_OPTIONS_PROXYCOMMAND, command.c_str(), "ProxyCommand"); !st.ok()) return st;
+      }
+    }
+  }
+
   // 2. The job's own options win.
   if (options.port) {
     unsigned int port = static_cast<unsigned int>(*options.port);
@@ -343,7 +390,8 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
   // (ssh/jump_tunnel.h).
   std::unique_ptr<JumpTunnel> tunnel;
   std::string jump_known_hosts;
-  if (auto hops = ProxyJumpHops(GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND))) {
+  auto hops = openssh_read ? openssh_hops : ProxyJumpHops(GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND));
+  if (hops) {
     jump_known_hosts = options.known_hosts_file;
     if (jump_known_hosts.empty()) {
       jump_known_hosts = ExpandKnownHostsPath(GetStringOption(raw, SSH_OPTIONS_KNOWNHOSTS), HomeDir());
