@@ -572,7 +572,7 @@ constexpr KeyRule<HostDraft> kHostRules[] = {
        if (auto a = ReadChecked(e, CheckHostAddress)) h.host.address = *a;
      }},
     {"internal_address",
-     {.type = KeyType::kString, .description = "The address other nodes reach this host at (default: address)"},
+     {.type = KeyType::kString, .description = "The address other nodes are told for this host (MASTER_ADDR, BARGE_NODE_IPS, ...). Default: address when it is an IP address; for an ssh config alias or DNS name, the IP address its SSH connection reached, settled at run time"},
      [](const Entry& e, HostDraft& h) {
        std::optional<std::string> a = ReadChecked(e, CheckHostAddress);
        if (a && *a == cluster::kLocalAddress) {
