@@ -110,16 +110,20 @@ class AliasTest : public ::testing::Test {
 };
 
 // A head that listens on the rendezvous port and prints what each worker
-// sends it, and workers that connect to $MASTER_ADDR:$MASTER_PORT.
+// sends it, and workers that connect to $MASTER_ADDR:$MASTER_PORT. A port of
+// its own, and only the workers' messages count (the bed is shared: another
+// job's stray client may knock).
 const char kRendezvousJob[] =
     "container: {network: host}\n"
     "stop_grace: 2s\n"
+    "rendezvous: {port: 29611}\n"
     "roles:\n"
     "  head:\n"
-    "    ready: {tcp_port: 29500, timeout: 30s}\n"
+    "    ready: {tcp_port: 29611, timeout: 30s}\n"
     "    command: [\"sh\", \"-c\", \"echo env MASTER_ADDR=$MASTER_ADDR BARGE_HEAD_ADDR=$BARGE_HEAD_ADDR "
     "BARGE_NODE_IPS=$BARGE_NODE_IPS SM_HOSTS=$SM_HOSTS SKYPILOT_NODE_IPS=$(echo $SKYPILOT_NODE_IPS); "
-    "for i in 1 2; do nc -l -p $MASTER_PORT; done; echo head done\"]\n"
+    "n=0; while [ $n -lt 2 ]; do m=$(nc -l -p $MASTER_PORT); case $m in got*) echo $m; n=$((n+1));; esac; done; "
+    "echo head done\"]\n"
     "  worker:\n"
     "    command: [\"sh\", \"-c\", \"until echo \\\"got $RANK from $(hostname) as $SM_CURRENT_HOST\\\" | "
     "nc $MASTER_ADDR $MASTER_PORT; do sleep 0.2; done\"]\n";

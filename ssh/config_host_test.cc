@@ -90,5 +90,25 @@ TEST_F(ConfigHostTest, TheDefaultConfigIsInThePasswdHomeNeverInHome) {
   }
 }
 
+TEST(OpenSshConfig, SshDashGOutputIsReadAsKeywordsWithTheirValuesInOrder) {
+  OpenSshConfig g = ParseOpenSshConfig(
+      "user root\nhostname 10.77.0.4\nport 2022\nidentityfile ~/.ssh/lab\n"
+      "identityfile /keys/other\nuserknownhostsfile /kh ~/.ssh/known_hosts2\n"
+      "proxyjump gpu-1,alice@bastion:2200\n");
+  EXPECT_EQ(g["hostname"], std::vector<std::string>{"10.77.0.4"});
+  EXPECT_EQ(g["identityfile"], (std::vector<std::string>{"~/.ssh/lab", "/keys/other"}));
+  EXPECT_EQ(g["userknownhostsfile"], std::vector<std::string>{"/kh ~/.ssh/known_hosts2"});
+  ConfigHost host;
+  host.host_name = "gpu-3";
+  host.proxy_command = true;
+  ApplyOpenSshConfig(g, &host);
+  EXPECT_EQ(host.host_name, "10.77.0.4");
+  EXPECT_EQ(host.jump_hops, (std::vector<std::string>{"gpu-1", "alice@bastion:2200"}));
+  EXPECT_FALSE(host.proxy_command);
+  ApplyOpenSshConfig(ParseOpenSshConfig("hostname 10.0.0.1\nproxycommand nc %h %p\n"), &host);
+  EXPECT_TRUE(host.jump_hops.empty());
+  EXPECT_TRUE(host.proxy_command);
+}
+
 }  // namespace
 }  // namespace barge::ssh
