@@ -56,6 +56,11 @@ Result<Plan> MakePlan(const PlanInput& in) {
   plan.job_id = in.job_id;
   plan.job_name = in.job_name;
   plan.hosts = in.hosts;
+  for (const auto& [h, address] : in.reached_addresses) {
+    if (h < plan.hosts.size() && plan.hosts[h].internal_address.empty()) {
+      plan.hosts[h].internal_address = address;
+    }
+  }
 
   std::vector<Slot> slots = OrderedSlots(in.hosts);
   const RoleSpec* head_role = FindRole(in.roles, kHeadRole);
@@ -74,7 +79,7 @@ Result<Plan> MakePlan(const PlanInput& in) {
   if (head_role) plan.head_ready = head_role->ready;
 
   std::vector<std::string> addresses;
-  for (const Slot& s : slots) addresses.push_back(InternalAddress(in.hosts[s.host_index]));
+  for (const Slot& s : slots) addresses.push_back(InternalAddress(plan.hosts[s.host_index]));
 
   // GPUs per node: from the inventory, else from the live host, else a
   // placeholder. With nodes of different hosts disagreeing, the head's count

@@ -33,6 +33,11 @@ struct PlanInput {
   std::map<size_t, int> detected_gpus;
   // `mpi:`: workers run sshd and start first; the head runs the command.
   std::optional<MpiOptions> mpi;
+  // Internal addresses settled at run time from the connections (by host
+  // index), for hosts named by a name and without internal_address
+  // (runner/host_address.h). MakePlan fills each such host's
+  // internal_address from here.
+  std::map<size_t, std::string> reached_addresses;
 };
 
 struct NodePlan {
@@ -56,7 +61,9 @@ struct LaunchStage {
 struct Plan {
   std::string job_id;
   std::string job_name;
-  std::vector<Host> hosts;      // the input's hosts, all of them
+  // The input's hosts, all of them, each with the internal address settled
+  // at run time (PlanInput::reached_addresses) filled in.
+  std::vector<Host> hosts;
   std::vector<NodePlan> nodes;  // in rank order; nodes[0] is the head
   ReadinessProbe head_ready;
   // The launch order; every node is in exactly one stage.
@@ -77,7 +84,8 @@ inline constexpr const char* kRoleLabel = "barge.role";
 inline constexpr const char* kRankLabel = "barge.rank";
 
 // The internal address of a host: its internal_address, else its address;
-// for the local engine, 127.0.0.1.
+// for the local engine, 127.0.0.1. (For a host named by a name, `barge run`
+// settles internal_address from the connection before it plans.)
 std::string InternalAddress(const Host& host);
 
 // Fails (without side effects) when the input is inconsistent, e.g. more

@@ -100,6 +100,26 @@ TEST(Rendezvous, WorkersSeeTheHeadAddressAndTheirOwnRank) {
   EXPECT_EQ(env["BARGE_JOB_ID"], "a1b2c3d4");
 }
 
+TEST(Rendezvous, AddressesSettledAtRunTimeReplaceAliasesInEveryConvention) {
+  PlanInput in = ThreeHosts();
+  in.hosts = {MakeHost("gpu-1"), MakeHost("gpu-2"), MakeHost("gpu-3", "10.0.0.99")};
+  in.reached_addresses = {{0, "10.0.0.10"}, {1, "10.0.0.11"}, {2, "10.9.9.9"}};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok());
+  auto env = EnvOf(plan->nodes[1]);
+  // The inventory's own internal_address wins over a settled one.
+  EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.10");
+  EXPECT_EQ(env["BARGE_HEAD_ADDR"], "10.0.0.10");
+  EXPECT_EQ(env["BARGE_NODE_IPS"], "10.0.0.10,10.0.0.11,10.0.0.99");
+  EXPECT_EQ(env["SKYPILOT_NODE_IPS"], "10.0.0.10\n10.0.0.11\n10.0.0.99");
+  EXPECT_EQ(env["SM_HOSTS"], "[\"10.0.0.10\",\"10.0.0.11\",\"10.0.0.99\"]");
+  EXPECT_EQ(env["SM_CURRENT_HOST"], "10.0.0.11");
+  // The hosts keep the user's names; the plan's copy carries the address.
+  EXPECT_EQ(plan->hosts[0].address, "gpu-1");
+  EXPECT_EQ(plan->hosts[0].internal_address, "10.0.0.10");
+  EXPECT_EQ(plan->hosts[2].internal_address, "10.0.0.99");
+}
+
 TEST(Rendezvous, OnlyTheAskedConventionsAreInjected) {
   PlanInput in = ThreeHosts();
   in.rendezvous.conventions = {"torch"};

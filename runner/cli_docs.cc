@@ -361,7 +361,7 @@ When set and not empty, no colour (as \fB\-\-color=never\fR); \fB\-\-color=alway
 barge's own diagnostics: \fBdebug\fR, \fBinfo\fR, \fBwarn\fR (default).
 .TP
 .B HOME
-\fI~\fR in job files; \fI~/.ssh\fR.
+Only the state directory and \fIconfig.yaml\fR (through the XDG defaults) and, when the user has no passwd entry, \fI~\fR. \fI~\fR in job files and \fI~/.ssh\fR are the passwd entry's home directory, as OpenSSH takes it.
 .SH FILES
 .TP
 .I $XDG_CONFIG_HOME/barge/config.yaml

@@ -23,6 +23,7 @@
 #include <tuple>
 #include <utility>
 
+#include "base/user_home.h"
 #include "runner/job_keys.h"
 #include "runner/job_text.h"
 #include "runner/job_values.h"
@@ -246,7 +247,8 @@ std::optional<std::vector<std::string>> ReadStringList(const Entry& e,
   return out;
 }
 
-// "~" and "~/..." expand to the home directory; other relative paths
+// "~" and "~/..." expand to the user's home directory (the passwd entry's,
+// base/user_home.h, not $HOME); other relative paths
 // resolve against the directory of the file that names them.
 std::optional<std::string> ExpandPath(const Entry& e, const std::string& written) {
   if (written.empty()) {
@@ -258,13 +260,12 @@ std::optional<std::string> ExpandPath(const Entry& e, const std::string& written
       e.Error("only '~' and '~/' are expanded, not " + QuoteValue(written));
       return std::nullopt;
     }
-    std::string home;
-    if (const char* env = std::getenv("HOME"); env != nullptr && env[0] != '\0') {
-      home = env;
-    } else if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_dir != nullptr) {
-      home = pw->pw_dir;
-    } else {
-      e.Error("cannot expand '~': HOME is not set");
+    // OpenSSH's rule (base/user_home.h), as for every path barge resolves
+    // for SSH: the same home as libssh and the jump hosts' ssh use.
+    const std::string home = UserHome();
+    if (home.empty()) {
+      e.Error("cannot expand '~': the user has no home directory in the passwd database and "
+              "HOME is not set");
       return std::nullopt;
     }
     return home + written.substr(1);
@@ -572,7 +573,7 @@ constexpr KeyRule<HostDraft> kHostRules[] = {
        if (auto a = ReadChecked(e, CheckHostAddress)) h.host.address = *a;
      }},
     {"internal_address",
-     {.type = KeyType::kString, .description = "The address other nodes reach this host at (default: address)"},
+     {.type = KeyType::kString, .description = "The address other nodes are told for this host (MASTER_ADDR, BARGE_NODE_IPS, ...). Default: address when it is an IP address; for an ssh config alias or DNS name, the IP address its SSH connection reached, settled at run time"},
      [](const Entry& e, HostDraft& h) {
        std::optional<std::string> a = ReadChecked(e, CheckHostAddress);
        if (a && *a == cluster::kLocalAddress) {

@@ -2,12 +2,16 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "base/user_home.h"
 
 namespace barge::runner {
 namespace {
@@ -28,9 +32,13 @@ class JobFileTest : public ::testing::Test {
     dir_ = tmpl;
     if (const char* home = getenv("HOME")) old_home_ = home;
     setenv("HOME", dir_.c_str(), 1);
+    // "~" is the passwd entry's home (base/user_home.h): here, the scratch
+    // directory.
+    UserHomeForTesting() = dir_;
     Write(".ssh/id_ed25519", "not really a key\n");
   }
   void TearDown() override {
+    UserHomeForTesting().clear();
     if (old_home_) {
       setenv("HOME", old_home_->c_str(), 1);
     } else {
@@ -787,6 +795,16 @@ TEST_F(JobFileTest, PathsExpandTildeAndResolveAgainstTheJobFile) {
   EXPECT_EQ(spec.ssh.identity_file, dir_ + "/.ssh/id_ed25519");
   EXPECT_EQ(spec.hosts[0].identity_file, dir_ + "/keys/id");
   EXPECT_EQ(spec.hosts[1].identity_file, dir_ + "/keys/id");
+}
+
+TEST_F(JobFileTest, TildeIsThePasswdEntrysHomeWhateverHomeSays) {
+  // As OpenSSH and libssh take "~": one home for every SSH path of a run.
+  UserHomeForTesting().clear();
+  struct passwd* pw = getpwuid(getuid());
+  ASSERT_NE(pw, nullptr);
+  ASSERT_STRNE(pw->pw_dir, dir_.c_str());
+  JobSpec spec = Spec("name: x\nimage: i\nssh: {known_hosts: ~/kh}\nhosts: [a]\n");
+  EXPECT_EQ(spec.ssh.known_hosts, std::string(pw->pw_dir) + "/kh") << "HOME is " << dir_;
 }
 
 TEST_F(JobFileTest, IdentityFilesMustBeReadableNow) {

@@ -39,6 +39,7 @@
 #include "runner/logs_cli.h"
 #include "container/timestamp.h"
 #include "runner/units.h"
+#include "runner/host_address.h"
 #include "runner/plan_printer.h"
 #include "runner/state_dir.h"
 #include "runner/ui/ui_cli.h"
@@ -121,13 +122,16 @@ int Plan(const std::string& path, std::vector<Override> overrides) {
   std::optional<LoadedJob> loaded = Load(*request, path);
   if (!loaded) return kExitBargeFailure;
   const JobSpec& spec = *loaded->spec;
-  Result<cluster::Plan> plan = cluster::MakePlan(MakePlanInput(spec, NewJobId()));
+  cluster::PlanInput input = MakePlanInput(spec, NewJobId());
+  // Hosts named by an ssh config alias: the plan shows their HostName.
+  const std::map<size_t, std::string> address_notes = AddressesFromSshConfig(spec, &input);
+  Result<cluster::Plan> plan = cluster::MakePlan(input);
   if (!plan.ok()) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), plan.status().message().c_str());
     return kExitBargeFailure;
   }
   std::fputs(OverridesBanner(*request).c_str(), stdout);
-  std::fputs(FormatPlan(spec, *plan).c_str(), stdout);
+  std::fputs(FormatPlan(spec, *plan, address_notes).c_str(), stdout);
   return 0;
 }
 

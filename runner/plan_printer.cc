@@ -39,7 +39,8 @@ std::string GateText(const cluster::ReadinessProbe& gate) {
   return "";
 }
 
-std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
+std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
+                       const std::map<size_t, std::string>& address_notes) {
   std::ostringstream out;
   const int grace = static_cast<int>(
       std::chrono::duration_cast<std::chrono::seconds>(spec.stop_grace).count());
@@ -65,6 +66,9 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan) {
     for (const auto& n : plan.nodes)
       if (n.host_index == h) nodes.push_back(&n);
     out << "\n## host " << host.address << ": " << Transport(spec, host) << "\n";
+    if (auto note = address_notes.find(h); note != address_notes.end()) {
+      out << "# " << note->second << "\n";
+    }
     if (spec.registry) {
       out << "# registry login, the password written to the command's stdin (" +
                  spec.registry->password_source + "); docker logout at the end\n"

@@ -3,6 +3,7 @@
 // can supply print as named placeholders ("<gpus of HOST>").
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "cluster/plan.h"
@@ -10,7 +11,10 @@
 
 namespace barge::runner {
 
-std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan);
+// `address_notes`: by host index, a line printed under the host's heading
+// (AddressesFromSshConfig, host_address.h).
+std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
+                       const std::map<size_t, std::string>& address_notes = {});
 
 // What a launch stage waits for before the next one starts, in words:
 // "wait until port 29500 listens in each (at most 120 s)".

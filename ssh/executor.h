@@ -63,6 +63,11 @@ class Executor {
       const std::string& command_line, CommandCallbacks callbacks) = 0;
   // What to call this host in messages, e.g. "root@127.0.0.2:2222" or "local".
   virtual std::string label() const = 0;
+  // The numeric IP address the transport's connection reached (the peer of
+  // a direct TCP connection: Session::peer_address). Empty when there is
+  // none: a connection through jump hosts or a ProxyCommand, the local
+  // engine.
+  virtual std::string reached_address() const { return ""; }
 };
 
 }  // namespace barge::ssh

@@ -1,6 +1,9 @@
 #include "ssh/session.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pwd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +19,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/user_home.h"
+#include "ssh/config_host.h"
 #include "ssh/jump_tunnel.h"
 #include "ssh/known_hosts.h"
 
@@ -36,14 +41,8 @@ void EnsureLibsshInitialized() {
   std::call_once(once, [] { ssh_init(); });
 }
 
-std::string HomeDir() {
-  const char* home = std::getenv("HOME");
-  if (home && *home) return home;
-  struct passwd pw, *found = nullptr;
-  char buffer[4096];
-  if (getpwuid_r(getuid(), &pw, buffer, sizeof buffer, &found) == 0 && found) return pw.pw_dir;
-  return "";
-}
+// OpenSSH's rule, as libssh's own: base/user_home.h.
+std::string HomeDir() { return UserHome(); }
 
 std::string LocalUserName() {
   struct passwd pw, *found = nullptr;
@@ -193,7 +192,7 @@ Status Authenticate(ssh_session session, const SessionOptions& options, const st
   if (rc == SSH_AUTH_DENIED) {
     return Status::Error(label + ": permission denied (publickey): tried " +
                          (std::getenv("SSH_AUTH_SOCK") ? "ssh-agent, " : "") +
-                         "the ssh config's IdentityFile and the default identities (~/.ssh/id_*); "
+                         "the ssh config's IdentityFile and the default identities (" + HomeDir() + "/.ssh/id_*); "
                          "set identity_file to choose a key");
   }
   return Status::Error(label + ": authentication failed: " + ssh_get_error(session));
@@ -204,6 +203,33 @@ std::string MakeLabel(const std::string& user, const std::string& host, unsigned
   std::string label = (user.empty() ? "" : user + "@") + host + ":" + std::to_string(port);
   if (!alias.empty() && alias != host) label += " (" + alias + ")";
   return label;
+}
+
+// The numeric address of the peer of socket `fd`; empty when it is not a
+// connected TCP/IP socket (a ProxyCommand's socketpair, for instance).
+std::string PeerAddress(int fd) {
+  if (fd < 0) return "";
+  sockaddr_storage peer{};
+  socklen_t length = sizeof peer;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (peer.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&peer);
+    if (inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text) == nullptr) return "";
+    return text;
+  }
+  if (peer.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&peer);
+    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
+      in_addr v4;
+      std::memcpy(&v4, &v6->sin6_addr.s6_addr[12], sizeof v4);
+      if (inet_ntop(AF_INET, &v4, text, sizeof text) == nullptr) return "";
+      return text;
+    }
+    if (inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text) == nullptr) return "";
+    return text;
+  }
+  return "";
 }
 
 std::string FormatSeconds(long ms) {
@@ -273,18 +299,60 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
 
   // 1. The ssh config file: read it now, before our own options, because
   // libssh lets the config overwrite options set earlier.
-  std::string config = options.config_file;
-  if (!config.empty()) {
-    if (!FileExists(config)) {
-      return Status::Error(label + ": ssh config file " + config + " does not exist");
-    }
-  } else {
-    std::string home = HomeDir();
-    if (!home.empty() && FileExists(home + "/.ssh/config")) config = home + "/.ssh/config";
+  const std::string config = ConfigFileFor(options);
+  if (!config.empty() && !FileExists(config)) {
+    return Status::Error(label + ": ssh config file " + config + " does not exist");
   }
   if (!config.empty() && ssh_options_parse_config(raw, config.c_str()) != SSH_OK) {
     return Status::Error(label + ": cannot read ssh config file " + config + ": " +
                          ssh_get_error(raw));
+  }
+
+  // 1b. libssh 0.10 matches the Host blocks after a HostName line against
+  // that new name, OpenSSH (and the user) against the alias: for an alias,
+  // OpenSSH's reading of the config (ssh -G) gives what those blocks set.
+  std::optional<std::vector<std::string>> openssh_hops;
+  bool openssh_read = false;
+  if (const std::string named = GetStringOption(raw, SSH_OPTIONS_HOST);
+      !config.empty() && !named.empty() && named != options.host) {
+    auto g = OpenSshConfigFor(config, options.host);
+    if (!g.ok()) {
+      spdlog::debug("OpenSSH's reading of the ssh config not used. [host: {}, why: {}]", label,
+                    g.status().message());
+    } else {
+      openssh_read = true;
+      auto first = [&](const char* key) -> std::string {
+        auto it = g->find(key);
+        return it == g->end() || it->second.empty() ? "" : it->second.front();
+      };
+      if (std::string v = first("hostname"); !v.empty()) st = set(SSH_OPTIONS_HOST, v.c_str(), "host");
+      if (std::string v = first("user"); st.ok() && !v.empty()) {
+        st = set(SSH_OPTIONS_USER, v.c_str(), "user");
+      }
+      if (std::string v = first("port"); st.ok() && !v.empty()) {
+        st = set(SSH_OPTIONS_PORT_STR, v.c_str(), "port");
+      }
+      if (std::string v = first("userknownhostsfile"); st.ok() && !v.empty()) {
+        v = v.substr(0, v.find(' '));  // the first of the list
+        st = set(SSH_OPTIONS_KNOWNHOSTS, v.c_str(), "UserKnownHostsFile");
+      }
+      if (auto ids = g->find("identityfile"); st.ok() && ids != g->end()) {
+        for (const std::string& id : ids->second) {
+          // libssh tries the default identities anyway.
+          if (id.rfind("~/.ssh/id_", 0) == 0 && id.find('/', 10) == std::string::npos) continue;
+          if (st = set(SSH_OPTIONS_ADD_IDENTITY, id.c_str(), "IdentityFile"); !st.ok()) break;
+        }
+      }
+      if (!st.ok()) return st;
+      ConfigHost found;
+      ApplyOpenSshConfig(*g, &found);
+      if (!found.jump_hops.empty()) {
+        openssh_hops = found.jump_hops;
+      } else {
+        const std::string command = found.proxy_command ? first("proxycommand") : "none";
+        if (st = set(SSH_OPTIONS_PROXYCOMMAND, command.c_str(), "ProxyCommand"); !st.ok()) return st;
+      }
+    }
   }
 
   // 2. The job's own options win.
@@ -322,7 +390,8 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
   // (ssh/jump_tunnel.h).
   std::unique_ptr<JumpTunnel> tunnel;
   std::string jump_known_hosts;
-  if (auto hops = ProxyJumpHops(GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND))) {
+  auto hops = openssh_read ? openssh_hops : ProxyJumpHops(GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND));
+  if (hops) {
     jump_known_hosts = options.known_hosts_file;
     if (jump_known_hosts.empty()) {
       jump_known_hosts = ExpandKnownHostsPath(GetStringOption(raw, SSH_OPTIONS_KNOWNHOSTS), HomeDir());
@@ -339,6 +408,7 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
   spdlog::debug("SSH connect: start. [host: {}, config: {}, timeout_ms: {}, proxy_jump: {}]", label,
                 config.empty() ? "none" : config, timeout_ms, tunnel ? tunnel->hops() : "none");
 
+  session->through_proxy_ = tunnel != nullptr || !GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND).empty();
   const int connected = ssh_connect(raw);
   // The jump hosts' ssh processes have read their config by now (the target
   // answered through them, or the attempt is over).
@@ -367,8 +437,10 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
     return st;
   }
   if (st = Authenticate(raw, options, label); !st.ok()) return st;
+  if (!session->through_proxy_) session->peer_address_ = PeerAddress(ssh_get_fd(raw));
 
-  spdlog::debug("SSH connect: done. [host: {}, ms: {}]", label,
+  spdlog::debug("SSH connect: done. [host: {}, peer: {}, ms: {}]", label,
+                session->peer_address_.empty() ? "none" : session->peer_address_,
                 std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::steady_clock::now() - started)
                     .count());

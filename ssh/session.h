@@ -62,6 +62,14 @@ class Session {
   // "user@address:port" after the config file was applied, with the alias
   // the caller used when it differs: "root@10.0.0.5:22 (gpu1)".
   const std::string& label() const { return label_; }
+  // The numeric address (IPv4 dotted, or IPv6 without brackets; an
+  // IPv4-mapped IPv6 address as IPv4) of the far end of the session's TCP
+  // socket: the address this connection actually reached, after the ssh
+  // config's HostName and DNS. Empty when the session does not run over a
+  // TCP socket of its own (through ProxyJump hops or a ProxyCommand).
+  const std::string& peer_address() const { return peer_address_; }
+  // True when the connection goes through ProxyJump hops or a ProxyCommand.
+  bool through_proxy() const { return through_proxy_; }
   // For ssh/ internals.
   ssh_session raw() const { return session_; }
 
@@ -70,6 +78,8 @@ class Session {
 
   ssh_session session_;
   std::string label_;
+  std::string peer_address_;
+  bool through_proxy_ = false;
 };
 
 // Connects to every host in parallel on up to `parallelism` threads (at

@@ -86,6 +86,7 @@ class SshExecutor : public Executor {
                                                        CommandCallbacks callbacks) override;
   // The session's label, e.g. "root@127.0.0.2:2222".
   std::string label() const override;
+  std::string reached_address() const override { return session_->peer_address(); }
 
   // Ok while the connection is believed alive; once it was found dead, the
   // error that says so, for good.

@@ -9,7 +9,10 @@ namespace barge::runner::internal {
 
 Status Controller::Connect(const std::vector<size_t>& which) {
   std::vector<HostTarget> targets;
-  for (size_t h : which) connect_errors_.erase(h);
+  for (size_t h : which) {
+    connect_errors_.erase(h);
+    input_.reached_addresses.erase(h);
+  }
   for (size_t h : which) {
     const cluster::Host& host = plan_.hosts[h];
     if (auto old = hosts_.find(h); old != hosts_.end()) retired_.push_back(std::move(old->second));
@@ -55,6 +58,7 @@ Status Controller::Connect(const std::vector<size_t>& which) {
     state.exec = std::move(executors[i]).value();
     Ended(state.PhaseOf(Phase::kConnect), true);
   }
+  if (Status settled = SettleAddresses(which); !settled.ok()) errors.push_back(settled.message());
   observer_.StepEnded(Phase::kConnect);
   for (size_t h : which) RecordHost(*hosts_[h]);
   if (!errors.empty()) {

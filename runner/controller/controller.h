@@ -3,7 +3,8 @@
 // functions live in files named after the phase they run:
 //   controller.cc  the flow of one job (Run, Execute, an attempt) and the
 //                  plumbing every phase uses (RunUntil, Say, Record)
-//   connect.cc     connect.        preflight.cc  preflight (+ preflight.h)
+//   connect.cc     connect.        addresses.cc  internal addresses of aliases
+//   preflight.cc   preflight (+ preflight.h)
 //   login.cc       registry login/logout.        push.cc  image push
 //   upload.cc      secrets, workdir, files.      stages.cc  launch stages:
 //                  start nodes, readiness gates, log streams, exit watches
@@ -242,6 +243,24 @@ class Controller {
   // host id.
   Status Connect(const std::vector<size_t>& which);
   Status Connect() { return Connect(plan_.used_hosts); }
+
+  // --- addresses.cc
+  // Settles the internal address (what other nodes are told) of every
+  // connected host of `which` that is named by a name and has no
+  // internal_address (runner/host_address.h), into
+  // input_.reached_addresses and the host's inventory entry:
+  //  1. the address its connection reached (the peer of the session's TCP
+  //     socket); through jump hosts or a ProxyCommand, where there is no such
+  //     socket, the address the host says it was reached at (the server side
+  //     of $SSH_CONNECTION, asked with one short command);
+  //  2. if that is a loopback address (no other host can use it) and the job
+  //     has another host with a usable address, the host's source address
+  //     toward it (`ip route get`: toward the head, or for the head toward
+  //     the first other host), asked with one more command.
+  // Says on stderr which address each such host got and how. A host whose
+  // address cannot be settled gets its reason in connect_errors_; the
+  // result is then an error naming those hosts.
+  Status SettleAddresses(const std::vector<size_t>& which);
 
   // --- preflight.cc
   // Engine, images, GPUs, rendezvous port, disk, shell and the watchdog on

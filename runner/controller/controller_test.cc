@@ -166,6 +166,76 @@ TEST_F(ControllerTest, AnUnreachableHostStopsTheLaunchBeforeAnyContainerStarts) 
   EXPECT_TRUE(rec_.Said("h2: connection refused")) << rec_.AllMessages();
 }
 
+// The first `docker run -d` line sent to `host`.
+std::string RunLine(FakeConnector& fake, const std::string& host) {
+  for (const auto& l : fake.host(host).lines()) {
+    if (l.find("docker run -d") != std::string::npos) return l;
+  }
+  return "";
+}
+
+TEST_F(ControllerTest, HostsNamedByANameAreToldTheAddressesTheirConnectionsReached) {
+  fake_.SetNode(0, FakeNode{milliseconds(100), 0});
+  fake_.host("h1").set_reached_address("10.1.0.1");
+  fake_.host("h2").set_reached_address("10.1.0.2");
+  fake_.host("h3").set_reached_address("10.1.0.3");
+  EXPECT_EQ(Run(Job("")), 0);
+  const std::string line = RunLine(fake_, "h1");
+  EXPECT_NE(line.find("-e MASTER_ADDR=10.1.0.1 "), std::string::npos) << line;
+  EXPECT_NE(line.find("-e BARGE_NODE_IPS=10.1.0.1,10.1.0.2,10.1.0.3 "), std::string::npos) << line;
+  EXPECT_NE(line.find("-e SM_CURRENT_HOST=10.1.0.1 "), std::string::npos) << line;
+  EXPECT_TRUE(rec_.Said("h1 is 10.1.0.1 (the address its SSH connection reached)")) << rec_.AllMessages();
+  // Directly connected hosts cost no command.
+  EXPECT_EQ(Count("h1", "SSH_CONNECTION"), 0);
+}
+
+TEST_F(ControllerTest, AHostBehindAJumpHostIsAskedWhereItWasReached) {
+  fake_.SetNode(0, FakeNode{milliseconds(100), 0});
+  fake_.host("h1").set_reached_address("10.1.0.1");
+  fake_.host("h2").set_reached_address("10.1.0.2");
+  fake_.host("h3").set_reached_address("");
+  fake_.host("h3").On("SSH_CONNECTION", FakeReply{0, "ssh 10.1.0.2 50000 10.1.0.9 22\n"});
+  EXPECT_EQ(Run(Job("")), 0);
+  EXPECT_EQ(Count("h3", "SSH_CONNECTION"), 1);
+  const std::string line = RunLine(fake_, "h1");
+  EXPECT_NE(line.find("-e BARGE_NODE_IPS=10.1.0.1,10.1.0.2,10.1.0.9 "), std::string::npos) << line;
+  EXPECT_TRUE(rec_.Said("h3 is 10.1.0.9 (the address it was reached at through its jump host"))
+      << rec_.AllMessages();
+}
+
+TEST_F(ControllerTest, AHostThatCannotSayItsAddressStopsTheLaunchBeforeAnyContainerStarts) {
+  fake_.host("h3").set_reached_address("");  // and no answer to the probe
+  EXPECT_EQ(Run(Job("")), 125);
+  for (const auto& line : fake_.all_lines()) EXPECT_EQ(line.find("docker run -d"), std::string::npos) << line;
+  EXPECT_TRUE(rec_.Said("cannot tell this host's address")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("set internal_address for it")) << rec_.AllMessages();
+}
+
+TEST_F(ControllerTest, AHostReachedAtALoopbackAddressIsToldItsSourceAddressTowardTheHead) {
+  fake_.SetNode(0, FakeNode{milliseconds(100), 0});
+  fake_.host("h1").set_reached_address("10.1.0.1");
+  fake_.host("h2").set_reached_address("127.0.0.1");
+  fake_.host("h2").On("route get", FakeReply{0, "ssh 127.0.0.1 5 127.0.0.1 22\n"
+                                                "10.1.0.1 dev eth0 src 10.1.0.7 uid 0 \n    cache \n"});
+  EXPECT_EQ(Run(Job("", "[h1, h2]")), 0);
+  EXPECT_EQ(Count("h2", "ip -o route get 10.1.0.1"), 1);
+  const std::string line = RunLine(fake_, "h1");
+  EXPECT_NE(line.find("-e BARGE_NODE_IPS=10.1.0.1,10.1.0.7 "), std::string::npos) << line;
+  // A host given by IP address, or with internal_address, is never asked.
+  EXPECT_EQ(Count("h1", "SSH_CONNECTION"), 0);
+}
+
+TEST_F(ControllerTest, InternalAddressAndIpAddressesAreUsedAsGiven) {
+  fake_.SetNode(0, FakeNode{milliseconds(100), 0});
+  fake_.host("h1").set_reached_address("");
+  fake_.host("10.1.0.2").set_reached_address("");
+  EXPECT_EQ(Run(Job("", "[{address: h1, internal_address: 10.1.0.1}, 10.1.0.2]")), 0);
+  const std::string line = RunLine(fake_, "h1");
+  EXPECT_NE(line.find("-e BARGE_NODE_IPS=10.1.0.1,10.1.0.2 "), std::string::npos) << line;
+  EXPECT_EQ(Count("h1", "SSH_CONNECTION"), 0);
+  EXPECT_EQ(Count("10.1.0.2", "SSH_CONNECTION"), 0);
+}
+
 TEST_F(ControllerTest, AWorkerThatFailsToStartRemovesTheHeadAlreadyStarted) {
   fake_.host("h3").On("docker run -d", FakeReply{125, "", "docker: no space left on device\n"});
   EXPECT_EQ(Run(Job("")), 125);

@@ -79,6 +79,7 @@ class FakeExecutor : public ssh::Executor {
   FakeExecutor(FakeHost* host, FakeConnector* owner) : host_(host), owner_(owner) {}
   Result<std::unique_ptr<ssh::Command>> Start(const std::string& line, ssh::CommandCallbacks cb) override;
   std::string label() const override { return host_->address_; }
+  std::string reached_address() const override { return host_->reached_address_; }
 
   // Ends `cmd` from the loop (never from Start).
   static void End(const std::shared_ptr<FakeHost::Cmd>& cmd, FakeHost* host, ssh::ExitStatus st,
@@ -302,7 +303,10 @@ std::set<std::string> FakeHost::running() const {
 
 FakeHost& FakeConnector::host(const std::string& address) {
   auto& h = hosts_[address];
-  if (!h) h = std::make_unique<FakeHost>(this, address);
+  if (!h) {
+    h = std::make_unique<FakeHost>(this, address);
+    h->reached_address_ = "192.0.2." + std::to_string(hosts_.size());
+  }
   return *h;
 }
 

@@ -59,6 +59,12 @@ class FakeHost {
   }
   // Connecting fails with `why`.
   void RefuseConnect(const std::string& why) { refuse_ = why; }
+  // The address its connection reached (Executor::reached_address): by
+  // default a TEST-NET-1 address of its own, 192.0.2.N (N = 1, 2, ... in the
+  // order hosts are first named); "" as for a host reached through a jump
+  // host, which barge then asks (give it a rule for the address probe).
+  void set_reached_address(std::string address) { reached_address_ = std::move(address); }
+  const std::string& reached_address() const { return reached_address_; }
   // The session dies now: running commands end with an error, then the
   // controller's on_lost runs; later starts fail.
   void Drop(const std::string& why);
@@ -80,6 +86,7 @@ class FakeHost {
   std::vector<std::pair<std::string, FakeReply>> rules_;
   std::vector<std::pair<std::string, std::function<void()>>> triggers_;
   std::optional<std::string> refuse_;
+  std::string reached_address_;
   std::optional<std::string> dropped_;
   std::function<void(const Status&)> on_lost_;
   std::vector<std::string> lines_;
