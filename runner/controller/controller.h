@@ -302,6 +302,12 @@ class Controller {
   // DIR/secrets/NAME (mode 0600), plus the env file of those given as
   // environment; in parallel on every target.
   Status ShipSecrets(const std::vector<HostState*>& targets);
+  // Writes each host's files (path on the host, content) through a
+  // command's stdin into 0600 files, never on a command line; one upload
+  // step named "writing " + what, and one error listing every host's.
+  Status WriteFiles(
+      const std::map<HostState*, std::vector<std::pair<std::string, const std::string*>>>& writes,
+      const std::string& what);
 
   // --- mpi.cc
   // mpi: on `targets`, every worker's image has /usr/sbin/sshd and every

@@ -109,13 +109,10 @@ Status Controller::ShipMpiFiles(const std::vector<HostState*>& targets) {
   std::map<int, std::string> host_public;
   for (const auto& [rank, pair] : mpi_keys_->hosts) host_public[rank] = pair.public_key + "\n";
 
-  CommandGroup group(&loop_, &redact_);
-  std::map<HostState*, int> open;
-  std::map<HostState*, std::string> errors;
+  std::map<HostState*, std::vector<std::pair<std::string, const std::string*>>> per_host;
   int files = 0;
-  observer_.StepBegan(Phase::kUpload, "writing MPI keys", static_cast<int>(targets.size()));
   for (HostState* hs : targets) {
-    std::vector<std::pair<std::string, const std::string*>> writes;  // path, content
+    std::vector<std::pair<std::string, const std::string*>>& writes = per_host[hs];  // path, content
     for (const cluster::NodePlan& n : planned->nodes) {
       if (n.host_index != hs->index) continue;
       const std::string node_dir = dir + "/" + std::to_string(n.rank);
@@ -131,34 +128,10 @@ Status Controller::ShipMpiFiles(const std::vector<HostState*>& targets) {
         writes.push_back({node_dir + "/authorized_keys", &authorized});
       }
     }
-    if (writes.empty()) continue;
-    Began(hs->PhaseOf(Phase::kUpload));
-    for (const auto& [path, content] : writes) {
-      ++open[hs];
-      ++files;
-      ssh::Command* cmd = group.Run(*hs->exec, WriteSecretCommand(path), [&, hs](const Outcome& o) {
-        if (!o.ok() && !errors.count(hs)) errors[hs] = o.Reason();
-        if (--open[hs] > 0) return;
-        auto failed = errors.find(hs);
-        Ended(hs->PhaseOf(Phase::kUpload), failed == errors.end(),
-              failed == errors.end() ? "" : failed->second);
-      }, /*keep_stdin=*/true);
-      if (cmd != nullptr) {
-        cmd->WriteStdin(*content);
-        cmd->CloseStdin();
-      }
-    }
+    files += static_cast<int>(writes.size());
+    if (writes.empty()) per_host.erase(hs);
   }
-  const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
-                             Clock::now() + spec_.ssh.connect_timeout + seconds(60));
-  observer_.StepEnded(Phase::kUpload);
-  if (interrupts_ > 0) return Status::Error("interrupted while writing the MPI keys");
-  if (!done) return Status::Error("writing the MPI keys to the hosts did not finish in time");
-  if (!errors.empty()) {
-    std::string msg = "writing the MPI keys failed:";
-    for (const auto& [hs, why] : errors) msg += "\n  " + hs->name + ": " + why;
-    return Status::Error(msg);
-  }
+  if (Status s = WriteFiles(per_host, "the MPI keys"); !s.ok()) return s;
   Say("MPI: a client key and " + std::to_string(mpi_keys_->hosts.size()) +
       " host key(s) made for this job; " + std::to_string(files) + " file(s) written (" + dir +
       "/RANK, mode 0600, mounted read-only at " + cluster::kMpiDir + ")");

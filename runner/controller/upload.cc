@@ -87,22 +87,15 @@ std::map<HostState*, Outcome> Controller::StreamFile(
   return out;
 }
 
-Status Controller::ShipSecrets(const std::vector<HostState*>& targets) {
-  if (spec_.secrets.empty() || targets.empty()) return Status::Ok();
-  std::vector<std::pair<std::string, const std::string*>> files;  // path on the host, content
-  std::string env_file;  // NAME=VALUE lines, as docker run --env-file reads them
-  std::string names;
-  for (const SecretSpec& secret : spec_.secrets) {
-    files.push_back({SecretsDir(plan_.job_id) + "/" + secret.name, &secret.value});
-    if (secret.as_env) env_file += secret.name + "=" + EnvValueOf(secret) + "\n";
-    names += (names.empty() ? "" : ", ") + secret.name;
-  }
-  if (!env_file.empty()) files.push_back({SecretEnvFile(plan_.job_id), &env_file});
+Status Controller::WriteFiles(
+    const std::map<HostState*, std::vector<std::pair<std::string, const std::string*>>>& writes,
+    const std::string& what) {
   CommandGroup group(&loop_, &redact_);
   std::map<HostState*, int> open;
   std::map<HostState*, std::string> errors;
-  observer_.StepBegan(Phase::kUpload, "writing secrets", static_cast<int>(targets.size()));
-  for (HostState* hs : targets) {
+  observer_.StepBegan(Phase::kUpload, "writing " + what, static_cast<int>(writes.size()));
+  for (const auto& [host, files] : writes) {
+    HostState* hs = host;
     Began(hs->PhaseOf(Phase::kUpload));
     for (const auto& [path, content] : files) {
       ++open[hs];
@@ -122,13 +115,30 @@ Status Controller::ShipSecrets(const std::vector<HostState*>& targets) {
   const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
                              Clock::now() + spec_.ssh.connect_timeout + seconds(60));
   observer_.StepEnded(Phase::kUpload);
-  if (interrupts_ > 0) return Status::Error("interrupted while writing secrets");
-  if (!done) return Status::Error("writing secrets to the hosts did not finish in time");
+  if (interrupts_ > 0) return Status::Error("interrupted while writing " + what);
+  if (!done) return Status::Error("writing " + what + " to the hosts did not finish in time");
   if (!errors.empty()) {
-    std::string msg = "writing secrets failed:";
+    std::string msg = "writing " + what + " failed:";
     for (const auto& [hs, why] : errors) msg += "\n  " + hs->name + ": " + why;
     return Status::Error(msg);
   }
+  return Status::Ok();
+}
+
+Status Controller::ShipSecrets(const std::vector<HostState*>& targets) {
+  if (spec_.secrets.empty() || targets.empty()) return Status::Ok();
+  std::vector<std::pair<std::string, const std::string*>> files;  // path on the host, content
+  std::string env_file;  // NAME=VALUE lines, as docker run --env-file reads them
+  std::string names;
+  for (const SecretSpec& secret : spec_.secrets) {
+    files.push_back({SecretsDir(plan_.job_id) + "/" + secret.name, &secret.value});
+    if (secret.as_env) env_file += secret.name + "=" + EnvValueOf(secret) + "\n";
+    names += (names.empty() ? "" : ", ") + secret.name;
+  }
+  if (!env_file.empty()) files.push_back({SecretEnvFile(plan_.job_id), &env_file});
+  std::map<HostState*, std::vector<std::pair<std::string, const std::string*>>> writes;
+  for (HostState* hs : targets) writes[hs] = files;
+  if (Status s = WriteFiles(writes, "secrets"); !s.ok()) return s;
   Say("secrets " + names + " written to " + std::to_string(targets.size()) + " host(s) (" +
       SecretsDir(plan_.job_id) + ", mode 0600)");
   return Status::Ok();
