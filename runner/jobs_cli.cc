@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "base/shell_word.h"
+
 namespace barge::runner {
 
 namespace fs = std::filesystem;
@@ -308,23 +310,6 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
   PrintTable(out, rows);
   return 0;
 }
-
-namespace {
-
-// `s` as one word for a POSIX shell.
-std::string ShellWord(const std::string& s) {
-  bool plain = !s.empty();
-  for (char c : s) {
-    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      std::string_view("_-./=:,+@%").find(c) != std::string_view::npos);
-  }
-  if (plain) return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-}  // namespace
 
 int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bool json,
                    std::FILE* out, std::FILE* err) {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/shell_word.h"
 #include "runner/job_values.h"
 
 namespace barge::runner {
@@ -104,22 +105,6 @@ std::string DefaultConfigFile() {
 }  // namespace barge::runner
 
 namespace barge::runner {
-namespace {
-
-std::string ShellWord(const std::string& s) {
-  bool plain = !s.empty();
-  for (char c : s) {
-    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      std::string_view("_-./=:,+@%").find(c) != std::string_view::npos);
-  }
-  if (plain) return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-}  // namespace
-
 std::string RunRequest::CommandLine() const {
   std::string out = "barge run " + ShellWord(file);
   for (const Override& o : overrides) out += " " + o.Flag() + " " + ShellWord(o.Argument());
