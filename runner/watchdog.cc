@@ -55,9 +55,15 @@ std::string RenewLeaseCommand(const std::string& job_id) {
 }
 
 std::string DisarmWatchdogCommand(const std::string& job_id) {
+  // The directory is renamed first: `kill` does not wait, and a watchdog
+  // still finishing its tick would otherwise write $D/now into a directory
+  // that `rm -rf` is emptying (which then stays, with that one file). After
+  // the rename nothing can be created under the old path, and the watchdog
+  // ends by itself on its next tick ($D is gone) if the signal is late.
   const std::string dir = ssh::ShellQuote(HostJobDir(job_id));
-  return "if [ -f " + dir + "/watchdog.pid ]; then kill $(cat " + dir +
-         "/watchdog.pid) 2>/dev/null; fi; rm -rf " + dir;
+  const std::string gone = ssh::ShellQuote(HostJobDir(job_id) + ".gone");
+  return "g=" + gone + "; mv " + dir + " \"$g\" 2>/dev/null || g=" + dir +
+         "; if [ -f \"$g\"/watchdog.pid ]; then kill $(cat \"$g\"/watchdog.pid) 2>/dev/null; fi; rm -rf \"$g\"";
 }
 
 }  // namespace barge::runner

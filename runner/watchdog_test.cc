@@ -112,5 +112,18 @@ TEST_F(WatchdogTest, ARenewedLeaseKeepsTheJobAndDisarmingEndsTheLoop) {
   }));
 }
 
+TEST_F(WatchdogTest, DisarmingAtAnyPointOfATickLeavesNoDirectoryBehindInTenRounds) {
+  const std::string dir = HostJobDir(job_);
+  for (int round = 0; round < 10; ++round) {
+    ASSERT_EQ(Sh(ArmWatchdogCommand(Params(2s))), 0);
+    // Spread over one tick (1 s): the disarm meets the loop at every step.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000 + 100 * round));
+    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+    std::this_thread::sleep_for(200ms);
+    EXPECT_FALSE(fs::exists(dir)) << "round " << round;
+    EXPECT_FALSE(fs::exists(dir + ".gone")) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace barge::runner

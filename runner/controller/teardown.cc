@@ -52,8 +52,8 @@ void Controller::Teardown(bool graceful, bool final) {
   // each other (on hundreds of hosts the slowest would hold up the rest).
   // Artifacts are copied from stopped containers before any removal, so
   // with artifacts every host waits for every stop. On the job's last
-  // teardown (no registry logout still to come) the watchdog is disarmed in
-  // the same command.
+  // teardown (no registry logout or host hook still to come) the watchdog
+  // is disarmed in the same command.
   auto host_drained = [&](HostState* hs) {
     return std::all_of(nodes_.begin(), nodes_.end(), [hs](const auto& n) {
       return n->host != hs || !n->run_attempted || n->host->lost ||
@@ -67,7 +67,10 @@ void Controller::Teardown(bool graceful, bool final) {
     });
   };
   const bool pipelined = spec_.artifacts.empty();
-  const bool disarm_with_remove = final && !spec_.registry;
+  // (Not when the job has a host teardown hook, which runs after the
+  // removal and may read the job's directory on the host, nor with a
+  // registry, whose logout needs it.)
+  const bool disarm_with_remove = final && !spec_.registry && !spec_.teardown.host_command;
   CommandGroup removals(&loop_, &redact_);
   std::set<HostState*> removing;
   bool remove_step = false;
