@@ -6,6 +6,7 @@
 // HashKnownHosts with a hashed known_hosts, Match exec and IgnoreUnknown),
 // given through ssh.config_file.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -112,21 +113,33 @@ class AliasTest : public ::testing::Test {
 // A head that listens on the rendezvous port and prints what each worker
 // sends it, and workers that connect to $MASTER_ADDR:$MASTER_PORT. A port of
 // its own, and only the workers' messages count (the bed is shared: another
-// job's stray client may knock).
+// job's stray client, or barge's readiness probe, may knock). The head
+// answers "ack" once it has read a message, and a worker sends until it
+// reads that answer: a plain `nc -l` serves one client, and a second one
+// that connected meanwhile can be dropped after its nc exited 0 (seen in CI:
+// the head then waited forever). The timeout bounds the job if it still goes
+// wrong.
 const char kRendezvousJob[] =
     "container: {network: host}\n"
     "stop_grace: 2s\n"
+    "timeout: 90s\n"
     "rendezvous: {port: 29611}\n"
     "roles:\n"
     "  head:\n"
     "    ready: {tcp_port: 29611, timeout: 30s}\n"
-    "    command: [\"sh\", \"-c\", \"echo env MASTER_ADDR=$MASTER_ADDR BARGE_HEAD_ADDR=$BARGE_HEAD_ADDR "
-    "BARGE_NODE_IPS=$BARGE_NODE_IPS SM_HOSTS=$SM_HOSTS SKYPILOT_NODE_IPS=$(echo $SKYPILOT_NODE_IPS); "
-    "n=0; while [ $n -lt 2 ]; do m=$(nc -l -p $MASTER_PORT); case $m in got*) echo $m; n=$((n+1));; esac; done; "
-    "echo head done\"]\n"
+    "    command:\n"
+    "      - sh\n"
+    "      - -c\n"
+    "      - |\n"
+    "        echo env MASTER_ADDR=$MASTER_ADDR BARGE_HEAD_ADDR=$BARGE_HEAD_ADDR "
+    "BARGE_NODE_IPS=$BARGE_NODE_IPS SM_HOSTS=$SM_HOSTS SKYPILOT_NODE_IPS=$(echo $SKYPILOT_NODE_IPS)\n"
+    "        nc -ll -p $MASTER_PORT -e sh -c 'read m; echo \"$m\" >> /tmp/got; echo ack' &\n"
+    "        while [ $(sort -u /tmp/got 2>/dev/null | grep -c ^got) -lt 2 ]; do sleep 0.2; done\n"
+    "        sort -u /tmp/got | grep ^got\n"
+    "        echo head done\n"
     "  worker:\n"
-    "    command: [\"sh\", \"-c\", \"until echo \\\"got $RANK from $(hostname) as $SM_CURRENT_HOST\\\" | "
-    "nc $MASTER_ADDR $MASTER_PORT; do sleep 0.2; done\"]\n";
+    "    command: [\"sh\", \"-c\", \"until [ \\\"$(echo \\\"got $RANK from $(hostname) as $SM_CURRENT_HOST\\\" | "
+    "nc $MASTER_ADDR $MASTER_PORT)\\\" = ack ]; do sleep 0.2; done\"]\n";
 
 TEST_F(AliasTest, AThreeNodeJobOnAliasesOneBehindAJumpHostToldOnlyIpAddressesCompletes) {
   const auto& bed = GetBed();
@@ -206,6 +219,27 @@ TEST_F(AliasTest, ThePyTorchGlooSampleRunsOnAliases) {
                              ": all_reduce sum = 3";
     EXPECT_NE(o.out.find(want), std::string::npos) << "missing: " << want << "\n" << o.out << o.err;
   }
+}
+
+TEST_F(AliasTest, CtrlCAtTheTerminalRemovesTheContainerBehindTheJumpHostBeforeBargeExits) {
+  // Ctrl-C signals the terminal's whole foreground process group: barge and,
+  // unless barge keeps it apart, the ssh process carrying gpu-3's tunnel.
+  const auto& bed = GetBed();
+  dir_.Write("name: aliasint\nimage: " + bed.image + "\n" + Hosts({"gpu-1", "gpu-3"}) +
+             "stop_grace: 1s\ncommand: [\"sleep\", \"600\"]\n");
+  const pid_t pid = dir_.Start("run job.yaml", /*own_group=*/true);
+  ASSERT_TRUE(dir_.WaitFor("err.txt", "starting workers: done")) << ReadWholeFile(dir_.path() / "err.txt");
+  job_id_ = JobIdIn(ReadWholeFile(dir_.path() / "err.txt"));
+  ASSERT_NE(job_id_, "");
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  CliOutcome o = dir_.Wait(pid, std::chrono::seconds(60));
+  EXPECT_EQ(o.code, 130) << o.err;
+  EXPECT_EQ(o.err.find("FAILED"), std::string::npos) << o.err;
+  // Right as barge exits, not when gpu-3's watchdog lease runs out.
+  EXPECT_EQ(RunShell("DOCKER_HOST=" + BedHostNamed("h3").docker_host +
+                     " docker ps -aq --filter label=barge.job=" + job_id_),
+            "")
+      << o.err;
 }
 
 TEST_F(AliasTest, ThePlanShowsEachAliasesHostNameAndSaysTheAddressIsSettledAtRunTime) {

@@ -178,9 +178,11 @@ Result<std::string> JumpClientConfig(const std::vector<std::string>& hops,
 
 std::string JumpProxyCommand(const std::string& ssh, const std::string& dir,
                              const std::vector<std::string>& hops, const std::string& host,
-                             unsigned int port) {
+                             unsigned int port, const std::string& setsid) {
   // The last hop is ssh's destination; the ones before it its -J list.
-  std::vector<std::string> argv = {ssh, "-F", ConfigFileIn(dir)};
+  std::vector<std::string> argv;
+  if (!setsid.empty()) argv.push_back(setsid);
+  argv.insert(argv.end(), {ssh, "-F", ConfigFileIn(dir)});
   if (hops.size() > 1) {
     argv.push_back("-J");
     argv.push_back(JoinWords(std::vector<std::string>(hops.begin(), hops.end() - 1), ","));
@@ -248,7 +250,10 @@ Result<std::unique_ptr<JumpTunnel>> JumpTunnel::Make(const std::vector<std::stri
       return Status::Error(via + ": cannot write " + tunnel->config_file());
     }
   }
-  tunnel->proxy_command_ = JumpProxyCommand(ssh, tunnel->dir_, hops, host, port);
+  // Without setsid (not util-linux) a Ctrl-C also ends the tunnel; the
+  // host's watchdog then removes its containers when the lease runs out.
+  tunnel->proxy_command_ = JumpProxyCommand(ssh, tunnel->dir_, hops, host, port,
+                                            FindOnPath("setsid"));
   return tunnel;
 }
 

@@ -85,10 +85,13 @@ std::string ExpandKnownHostsPath(const std::string& configured, const std::strin
 // layout above). Every word is shell-quoted (libssh runs it with /bin/sh
 // -c), and every `%` is doubled, since libssh expands %-tokens in a
 // ProxyCommand. The last hop gets "ssh://" in front unless it has it, so
-// that a user@host:port hop means what it says.
+// that a user@host:port hop means what it says. A non-empty `setsid` (the
+// path of util-linux's setsid) runs ssh in a session of its own, so that a
+// Ctrl-C at barge's terminal, which signals the whole foreground process
+// group, does not cut the tunnel barge needs to tear that host down.
 std::string JumpProxyCommand(const std::string& ssh, const std::string& dir,
                              const std::vector<std::string>& hops, const std::string& host,
-                             unsigned int port);
+                             unsigned int port, const std::string& setsid = "");
 
 // Why the jump hosts could not be reached, from what their ssh processes
 // wrote to stderr: a changed host key in barge's own words ("jump host NAME:

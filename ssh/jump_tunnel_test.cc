@@ -263,6 +263,11 @@ TEST(JumpProxyCommand, PassesTheEarlierHopsAsDashJAndTheLastAsTheDestination) {
             "/usr/bin/ssh -F /t/d/config -J h1 -W '[t]:22' ssh://bob@h2:2200 2>>/t/d/stderr");
 }
 
+TEST(JumpProxyCommand, PutsSetsidFirstWhenGivenSoACtrlCAtTheTerminalDoesNotReachTheTunnel) {
+  EXPECT_EQ(JumpProxyCommand("/usr/bin/ssh", "/t/d", {"h1"}, "t", 22, "/usr/bin/setsid"),
+            "/usr/bin/setsid /usr/bin/ssh -F /t/d/config -W '[t]:22' ssh://h1 2>>/t/d/stderr");
+}
+
 TEST(JumpProxyCommand, BracketsAnIpv6TargetAndQuotesAnIpv6Hop) {
   EXPECT_EQ(JumpProxyCommand("/usr/bin/ssh", "/t/d", {"[::1]:22"}, "fe80::2", 2222),
             "/usr/bin/ssh -F /t/d/config -W '[fe80::2]:2222' 'ssh://[::1]:22' 2>>/t/d/stderr");

@@ -107,19 +107,20 @@ void JobDir::Write(const std::string& yaml, const std::string& name) const {
 
 CliOutcome JobDir::Barge(const std::string& args) const {
   CliOutcome o;
-  RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home " + BARGE_BINARY + " " + args +
-               " >out.txt 2>err.txt </dev/null",
+  RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home timeout -k 60 300 " +
+               BARGE_BINARY + " " + args + " >out.txt 2>err.txt </dev/null",
            &o.code);
   o.out = ReadWholeFile(dir_ / "out.txt");
   o.err = ReadWholeFile(dir_ / "err.txt");
   return o;
 }
 
-pid_t JobDir::Start(const std::string& args) const {
+pid_t JobDir::Start(const std::string& args, bool own_group) const {
   const std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " +
                           BARGE_BINARY + " " + args + " >out.txt 2>err.txt </dev/null";
   pid_t pid = fork();
   if (pid == 0) {
+    if (own_group) setpgid(0, 0);
     execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
     _exit(127);
   }
@@ -142,9 +143,18 @@ CliOutcome JobDir::Wait(pid_t pid, std::chrono::milliseconds limit) const {
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > end) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      o.err = "(killed: still running after the test's limit)\n";
+      kill(pid, SIGTERM);
+      o.err = "(terminated: still running after the test's limit)\n";
+      const auto kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > kill_at) {
+          kill(pid, SIGKILL);
+          waitpid(pid, &status, 0);
+          o.err = "(killed: still running 60 s after SIGTERM at the test's limit)\n";
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

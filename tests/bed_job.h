@@ -65,16 +65,21 @@ class JobDir {
 
   const std::filesystem::path& path() const { return dir_; }
   void Write(const std::string& yaml, const std::string& name = "job.yaml") const;
-  // `barge ARGS` in the directory, stdin from /dev/null, to completion.
+  // `barge ARGS` in the directory, stdin from /dev/null, to completion. A
+  // barge still running after 300 s gets SIGTERM (it tears its job down),
+  // and SIGKILL 60 s later: a hung job fails its test, not the next ones.
   CliOutcome Barge(const std::string& args) const;
   // `barge ARGS` in the background (stdout to out.txt, stderr to err.txt);
-  // returns its pid. Wait() reaps it.
-  pid_t Start(const std::string& args) const;
+  // returns its pid. Wait() reaps it. With `own_group`, barge leads a process
+  // group of its own, as a shell's foreground job does: kill(-pid, SIGINT)
+  // is then what Ctrl-C at its terminal sends.
+  pid_t Start(const std::string& args, bool own_group = false) const;
   // Polls until `file` (out.txt, err.txt) holds `text`; false after `limit`.
   bool WaitFor(const std::string& file, const std::string& text,
                std::chrono::milliseconds limit = std::chrono::seconds(60)) const;
-  // Waits for `pid` (at most `limit`, then SIGKILL) and returns what it
-  // printed and its exit code.
+  // Waits for `pid` (at most `limit`, then SIGTERM, so that barge tears its
+  // job down, and SIGKILL 60 s later) and returns what it printed and its
+  // exit code.
   CliOutcome Wait(pid_t pid, std::chrono::milliseconds limit = std::chrono::seconds(180)) const;
 
  private:

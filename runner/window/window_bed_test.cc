@@ -175,9 +175,12 @@ TEST_F(WindowBedTest, ForwardCarriesALargeFileAndTwentyConcurrentRequestsToAServ
 
   // A large file arrives whole: the same digest as on the host.
   const std::string got = RunShell("curl -s --max-time 60 " + url + "/big | md5sum | cut -d' ' -f1", &code);
+  const std::string run_id = barge::testing::JobIdIn(Read("run.err"));
+  ASSERT_NE(run_id, "") << Read("run.err");
   const std::string want = OnHost(bed.hosts[0], "DOCKER_HOST=" + bed.hosts[0].docker_host +
                                                      " docker exec $(DOCKER_HOST=" + bed.hosts[0].docker_host +
-                                                     " docker ps -q --filter label=barge.job) md5sum /tmp/www/big | cut -d' ' -f1");
+                                                     " docker ps -q --filter label=barge.job=" + run_id +
+                                                     ") md5sum /tmp/www/big | cut -d' ' -f1");
   EXPECT_EQ(got, want);
   EXPECT_EQ(got.size(), 33u) << got;
 
