@@ -13,9 +13,16 @@
 # wait for the head; stop and remove everything; each step a new pdsh call,
 # i.e. a new SSH login per host per step.
 #
-# Prints the median wall time of each and the ratio barge / pdsh per size.
-# Brings the bed up with 16 hosts (tests/bed/bed.sh; it replaces a bed that
-# is up) and takes it down at the end.
+# Prints, per size, the median wall time of each and the ratio barge / pdsh,
+# and the median machine CPU seconds of each (busy time of all CPUs from
+# /proc/stat over the run: the controller, every host's sshd, dockerd and
+# containers; all bed hosts share this machine's cores) and their ratio.
+# Then barge's per-phase profile for the last run at each size: each phase's
+# span from its first host's start to its last host's end, from the job
+# store (sqlite3 CLI).
+# Brings the bed up with the largest size's hosts (tests/bed/bed.sh; it
+# replaces a bed that is up) and takes it down at the end. Run it on a quiet
+# machine: other work counts in the CPU seconds.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${1:-5}
@@ -24,6 +31,7 @@ BARGE=${BARGE:-$ROOT/build/runner/barge}
 MAX=0; for n in $SIZES; do (( n > MAX )) && MAX=$n; done
 [[ -x "$BARGE" ]] || { echo "bench: build barge first ($BARGE)" >&2; exit 1; }
 command -v pdsh >/dev/null || { echo "bench: pdsh is missing (apt-get install pdsh)" >&2; exit 1; }
+command -v sqlite3 >/dev/null || { echo "bench: sqlite3 is missing (apt-get install sqlite3)" >&2; exit 1; }
 
 export BARGE_BED_HOSTS=$MAX
 "$ROOT/tests/bed/bed.sh" up >&2
@@ -71,12 +79,27 @@ job_file() {  # $1 = hosts
 }
 
 now() { date +%s.%N; }
+# Busy jiffies of all CPUs (user nice system irq softirq steal).
+busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
+HZ=$(getconf CLK_TCK)
+# "WALL CPU" of the run that began at wall $1, busy $2.
+spent() { awk -v a="$(now)" -v b="$1" -v c="$(busy)" -v d="$2" -v hz="$HZ" 'BEGIN {printf "%.3f %.2f\n", a - b, (c - d) / hz}'; }
 
 run_barge() {  # $1 = hosts
   local f; f=$(job_file "$1")
-  local t0; t0=$(now)
+  local t0 c0; t0=$(now); c0=$(busy)
   "$BARGE" run "$f" >/dev/null 2>"$WORK/barge.err" || { cat "$WORK/barge.err" >&2; return 1; }
-  awk -v a="$(now)" -v b="$t0" 'BEGIN {printf "%.3f\n", a - b}'
+  spent "$t0" "$c0"
+}
+
+# The phases of barge's last job: "phase first-start..last-end span".
+profile() {
+  sqlite3 -separator ' ' "$BARGE_HOME/barge.db" "
+    WITH j AS (SELECT id, created_ms FROM jobs ORDER BY created_ms DESC LIMIT 1)
+    SELECT p.phase, printf('%.2f', (MIN(p.began_ms) - j.created_ms) / 1000.0),
+           printf('%.2f', (MAX(p.ended_ms) - MIN(p.began_ms)) / 1000.0)
+    FROM phases p JOIN j ON p.job_id = j.id GROUP BY p.phase ORDER BY MIN(p.began_ms)" |
+    awk '{printf "  %-10s starts at %5.2f s, spans %5.2f s\n", $1, $2, $3}'
 }
 
 run_pdsh() {  # $1 = hosts
@@ -86,19 +109,22 @@ run_pdsh() {  # $1 = hosts
   all=$head${workers:+,$workers}
   id=$RANDOM$RANDOM
   export PDSH_RCMD_TYPE=ssh PDSH_SSH_ARGS_APPEND="-i $BED_SSH_KEY -o UserKnownHostsFile=$BED_KNOWN_HOSTS -o StrictHostKeyChecking=yes -o BatchMode=yes"
-  local t0; t0=$(now)
+  local t0 c0; t0=$(now); c0=$(busy)
   pdsh -l "$BED_SSH_USER" -w "$head" "docker run -d --name pdsh-$id --label barge.job=pdsh-$id --network host $BED_IMAGE sh -c '$(head_cmd "$workers")'" >/dev/null
   if [[ -n "$workers" ]]; then
     pdsh -l "$BED_SSH_USER" -w "$workers" "docker run -d --name pdsh-$id --label barge.job=pdsh-$id --network host $BED_IMAGE sh -c \"$(worker_cmd)\"" >/dev/null
   fi
   pdsh -l "$BED_SSH_USER" -w "$head" "docker wait pdsh-$id" >/dev/null
   pdsh -l "$BED_SSH_USER" -w "$all" "docker stop -t 2 pdsh-$id >/dev/null; docker rm -f pdsh-$id" >/dev/null
-  awk -v a="$(now)" -v b="$t0" 'BEGIN {printf "%.3f\n", a - b}'
+  spent "$t0" "$c0"
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f", m}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
-printf "%-6s %-14s %-14s %s\n" hosts "barge (s)" "pdsh (s)" "barge/pdsh"
+echo "# $(date -u +%Y-%m-%d) $(nproc) cores, $RUNS runs per tool and size, medians"
+printf "%-6s %-10s %-10s %-11s %-10s %-10s %s\n" hosts "barge s" "pdsh s" "wall ratio" "barge cpu" "pdsh cpu" "cpu ratio"
+profiles=""
 for n in $SIZES; do
   : >"$WORK/b" ; : >"$WORK/p"
   run_barge "$n" >/dev/null; run_pdsh "$n" >/dev/null  # warm-up
@@ -106,6 +132,9 @@ for n in $SIZES; do
     run_barge "$n" >>"$WORK/b"
     run_pdsh "$n" >>"$WORK/p"
   done
-  b=$(median <"$WORK/b"); p=$(median <"$WORK/p")
-  printf "%-6s %-14s %-14s %.2f\n" "$n" "$b" "$p" "$(awk -v a="$b" -v b="$p" 'BEGIN {print a / b}')"
+  profiles+="barge's phases, last run on $n host(s):"$'\n'"$(profile)"$'\n'
+  bw=$(cut -d' ' -f1 "$WORK/b" | median); pw=$(cut -d' ' -f1 "$WORK/p" | median)
+  bc=$(cut -d' ' -f2 "$WORK/b" | median); pc=$(cut -d' ' -f2 "$WORK/p" | median)
+  printf "%-6s %-10s %-10s %-11s %-10s %-10s %s\n" "$n" "$bw" "$pw" "$(ratio "$bw" "$pw")" "$bc" "$pc" "$(ratio "$bc" "$pc")"
 done
+printf "%s" "$profiles"

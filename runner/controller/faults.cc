@@ -83,12 +83,15 @@ void Controller::StartMonitors() {
   // probe that fails or gets no answer within ssh.engine_timeout is a miss;
   // ssh.engine_misses in a row (the next probe starts at once after a miss)
   // make the host lost: a frozen engine is lost within probe_every +
-  // engine_misses x engine_timeout, a slow one is not. Probes and their
+  // engine_misses x engine_timeout, a slow one is not. The period is
+  // engine_timeout itself (1 to 60 s): a probe is a Docker CLI process on
+  // the host, and probing a silent host every few seconds cost more CPU
+  // than the rest of barge's work there (bench/launch.sh). Probes and their
   // timers belong to the attempt (attempt_, timers_); `gen` stops a
   // previous attempt's chain.
   const auto probe_every = std::clamp<milliseconds>(
-      std::chrono::duration_cast<milliseconds>(spec_.ssh.engine_timeout / 4), milliseconds(1000),
-      milliseconds(5000));
+      std::chrono::duration_cast<milliseconds>(spec_.ssh.engine_timeout), milliseconds(1000),
+      milliseconds(60000));
   for (auto& [h, host] : hosts_) {
     HostState* hs = host.get();
     hs->engine_misses = 0;

@@ -101,6 +101,7 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::s
         return;
       }
       Ended(n->PhaseOf(Phase::kStart), true);
+      n->host->engine_heard = Clock::now();  // its engine answered: no probe due yet
       n->phase = NodePhase::kRunning;
       n->container_id = Trim(o.out);
       Began(n->PhaseOf(Phase::kRunning));

@@ -76,6 +76,8 @@ void Controller::Teardown(bool graceful, bool final) {
   bool remove_step = false;
   auto remove = [&](HostState* hs, const std::vector<std::string>& names) {
     if (!remove_step) {
+      // The progress line shows one step: removal takes over from the stops
+      // as soon as the first host's containers go.
       remove_step = true;
       observer_.StepEnded(Phase::kStop);
       observer_.StepBegan(Phase::kRemove, "removing containers", static_cast<int>(attempted.size()));
@@ -94,17 +96,30 @@ void Controller::Teardown(bool graceful, bool final) {
   auto start_ready_removals = [&] {
     if (!pipelined) return;
     for (auto& [host, names] : attempted) {
-      if (removing.count(host) || running.count(host) && !stopped.count(host) || !host_drained(host)) continue;
+      if (removing.count(host) || (running.count(host) && !stopped.count(host)) || !host_drained(host)) continue;
       remove(host, names);
     }
   };
-  int interrupts_before = interrupts_;
-  RunUntil(
-      [&] {
-        start_ready_removals();
-        return (drained() && group.idle()) || (graceful && interrupts_ > interrupts_before);
-      },
-      Clock::now() + spec_.stop_grace + seconds(15));
+  // Waits for every stop and every stream's end for as long as they keep
+  // coming: on hundreds of saturated hosts that takes longer than any fixed
+  // bound, and removing a container before its stream and exit report are
+  // in loses how it ended. It gives up once a whole stop_grace + 15 s
+  // passes with no host or node moving on.
+  const int interrupts_before = interrupts_;
+  auto moved = [&] {
+    size_t n = stopped.size() + removing.size();
+    for (const auto& node : nodes_) n += node->phase != NodePhase::kRunning && !node->logs_open;
+    return n;
+  };
+  auto finished = [&] {
+    start_ready_removals();
+    return (drained() && group.idle()) || (graceful && interrupts_ > interrupts_before);
+  };
+  for (;;) {
+    const size_t before = moved();
+    if (RunUntil(finished, Clock::now() + spec_.stop_grace + seconds(15))) break;
+    if (moved() == before) break;
+  }
   if (!remove_step) observer_.StepEnded(Phase::kStop);
   group.Cancel();
   // Last copy of the artifacts: the containers have stopped but exist.
