@@ -44,6 +44,16 @@ std::string DockerCommands::Wait(const std::string& name) const {
   return Line(container::WaitArgs(name));
 }
 
+std::string DockerCommands::FollowUntilExit(const std::string& name,
+                                            const std::optional<std::string>& since,
+                                            const std::string& marker) const {
+  const std::string inspect = Line(container::InspectArgs({name}));
+  return Line(container::LogsArgs(name, /*follow=*/true, since)) + "; s=$(" + inspect +
+         " 2>&1); c=$?; case $s in *'\"Running\": true'*|*'\"Running\":true'*) " +
+         Line(container::WaitArgs(name)) + " >/dev/null 2>&1; s=$(" + inspect +
+         " 2>&1); c=$?;; esac; printf '%s %d\\n%s\\n' " + ssh::ShellQuote(marker) + " \"$c\" \"$s\"";
+}
+
 std::string DockerCommands::Stop(const std::vector<std::string>& names, int grace_seconds) const {
   return Line(container::StopArgs(names, grace_seconds));
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ class DockerCommands {
   // Follows the logs from `since` (Docker's RFC 3339 time) on, inclusive.
   std::string LogsSince(const std::string& name, const std::string& since) const;
   std::string Wait(const std::string& name) const;
+  // Follows the logs (from `since` when given) until the container stops,
+  // then reports how it ended, in one command (one Docker CLI process fewer
+  // per node than a separate `docker wait`): after the log stream, stdout
+  // carries `marker` + " " + inspect's exit code + "\n", then inspect's
+  // output (or its error). Since `docker logs -f` can end a moment before
+  // the engine marks the container exited, a report that still says
+  // "Running": true is taken again after `docker wait`.
+  std::string FollowUntilExit(const std::string& name, const std::optional<std::string>& since,
+                              const std::string& marker) const;
   std::string Stop(const std::vector<std::string>& names, int grace_seconds) const;
   std::string Kill(const std::vector<std::string>& names) const;
   std::string Remove(const std::vector<std::string>& names) const;

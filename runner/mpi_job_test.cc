@@ -2,6 +2,10 @@
 // reads and plans them (samples/mpi-allreduce.yaml, samples/nccl-tests.yaml).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "cluster/plan.h"
@@ -75,8 +79,23 @@ struct Planned {
   std::string text;
 };
 
+// The sample as shipped, its bed key and known_hosts paths pointed at
+// stand-in files: a unit test must not need the test bed to be up.
 Planned PlanSample(const std::string& name) {
-  LoadedJob job = LoadJobFile(std::string(BARGE_SOURCE_DIR) + "/samples/" + name);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("barge-mpi-sample-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ifstream in(std::string(BARGE_SOURCE_DIR) + "/samples/" + name);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text, "");
+  for (size_t at; (at = text.find("/tmp/barge-bed/")) != std::string::npos;) {
+    text.replace(at, 15, dir.string() + "/");
+  }
+  std::ofstream(dir / "id_ed25519") << "stand-in key\n";
+  std::ofstream(dir / "known_hosts") << "";
+  std::ofstream(dir / name) << text;
+  LoadedJob job = LoadJobFile((dir / name).string());
+  fs::remove_all(dir);
   for (const JobFileError& e : job.errors) ADD_FAILURE() << e.ToString();
   Planned p;
   if (!job.spec) return p;

@@ -140,6 +140,12 @@ struct NodeState {
   bool logged_ready = false;
   // attach: lines stamped at or before this were already kept; drop them.
   std::optional<int64_t> skip_through_ns;
+  // The log stream also reports how the container ended
+  // (DockerCommands::FollowUntilExit): after a stdout line holding
+  // exit_marker (random per stream, unknown to the container), stdout is
+  // the report, collected in exit_report.
+  std::string exit_marker;
+  std::optional<std::string> exit_report;
   std::unique_ptr<container::LineSplitter> out_lines;
   std::unique_ptr<container::LineSplitter> err_lines;
 
@@ -326,8 +332,11 @@ class Controller {
   Status StartNodes(const std::vector<NodeState*>& nodes, const std::string& step);
   // Waits until `gate` holds for `node` (bounded by the gate's timeout).
   Status AwaitGate(NodeState& node, const cluster::ReadinessProbe& gate);
-  void StreamLogs(NodeState& node);
-  void WatchExit(NodeState& node);
+  // Streams the node's logs into the sink; with `report_exit`, the same
+  // command then reports how the container ended, and NodeEnded runs.
+  void StreamLogs(NodeState& node, bool report_exit);
+  // The container of `node` ended (o: inspect's output, or why not known).
+  void NodeEnded(NodeState& node, const Outcome& o);
 
   // --- faults.cc
   // Faults. The first one of an attempt ends it (fault_); later ones are

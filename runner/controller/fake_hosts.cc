@@ -18,6 +18,7 @@ struct FakeHost::Cmd {
   bool ended = false;
   bool abandoned = false;  // its Command was destroyed: deliver nothing
   std::vector<ssh::EventLoop::TimerId> timers;
+  std::string exit_marker;  // a log stream that reports the exit
 };
 
 struct FakeHost::Container {
@@ -50,6 +51,13 @@ std::string InspectJson(const std::string& name, int code, bool oom) {
                       {"State",
                        {{"Status", "exited"}, {"Running", false}, {"ExitCode", code}, {"OOMKilled", oom}, {"Error", ""}}}};
   return nlohmann::json::array({c}).dump() + "\n";
+}
+
+// What a FollowUntilExit stream prints once its container ended ("" for a
+// plain log stream).
+std::string ExitReport(const std::string& marker, const std::string& name, int code, bool oom) {
+  if (marker.empty()) return "";
+  return marker + " 0\n" + InspectJson(name, code, oom);
 }
 
 }  // namespace
@@ -130,7 +138,7 @@ void FakeExecutor::EndContainer(FakeHost* host, const std::shared_ptr<FakeHost::
   c->running = false;
   c->exit_code = code;
   for (auto& w : c->logs) {
-    if (auto cmd = w.lock()) End(cmd, host, ssh::ExitStatus{0, "", ""}, "", "");
+    if (auto cmd = w.lock()) End(cmd, host, ssh::ExitStatus{0, "", ""}, ExitReport(cmd->exit_marker, c->name, c->exit_code, c->oom_killed), "");
   }
   for (auto& w : c->waits) {
     if (auto cmd = w.lock()) End(cmd, host, ssh::ExitStatus{0, "", ""}, InspectJson(c->name, code, c->oom_killed), "");
@@ -203,9 +211,18 @@ Result<std::unique_ptr<ssh::Command>> FakeExecutor::Start(const std::string& lin
     });
     ok("id-" + c->name + "\n");
   } else if (line.find("docker logs ") != std::string::npos && !names.empty()) {
+    // With an exit marker (DockerCommands::FollowUntilExit) it ends with
+    // the marker, inspect's code and its output.
+    static const std::regex kMarker("(@@barge-exit-[0-9a-f]+)");
+    std::smatch mk;
+    if (std::regex_search(line, mk, kMarker)) cmd->exit_marker = mk[1];
     auto it = host_->containers_.find(names.front());
     if (it == host_->containers_.end()) {
       FakeReply r{1, "", "Error: No such container: " + names.front() + "\n"};
+      if (!cmd->exit_marker.empty()) {
+        r = FakeReply{0, cmd->exit_marker + " 1\nError: No such object: " + names.front() + "\n",
+                      "Error: No such container: " + names.front() + "\n"};
+      }
       Reply(cmd, r, bound);
     } else {
       std::string out;
@@ -218,7 +235,7 @@ Result<std::unique_ptr<ssh::Command>> FakeExecutor::Start(const std::string& lin
       if (it->second->running) {
         it->second->logs.push_back(cmd);
       } else {
-        ok("");
+        ok(ExitReport(cmd->exit_marker, it->second->name, it->second->exit_code, it->second->oom_killed));
       }
     }
   } else if (line.find("docker wait ") != std::string::npos && !names.empty()) {

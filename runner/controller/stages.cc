@@ -3,9 +3,11 @@
 // in parallel, then its gate awaited on each node; and what every started
 // node gets for the rest of the attempt: its log stream and its exit watch.
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <regex>
 #include <string>
 #include <vector>
@@ -106,8 +108,7 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::s
       n->container_id = Trim(o.out);
       Began(n->PhaseOf(Phase::kRunning));
       RecordNode(*n);
-      StreamLogs(*n);
-      WatchExit(*n);
+      StreamLogs(*n, /*report_exit=*/true);
     });
   }
   bool done = RunWhileProgressing(group, seconds(300));
@@ -184,12 +185,40 @@ Status Controller::AwaitGate(NodeState& node, const cluster::ReadinessProbe& gat
   return Status::Error(msg);
 }
 
-void Controller::StreamLogs(NodeState& node) {
+namespace {
+
+// "@@barge-exit-" and 16 random hex digits.
+std::string NewExitMarker() {
+  static std::mt19937_64 rng(std::random_device{}());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "@@barge-exit-%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+}  // namespace
+
+void Controller::StreamLogs(NodeState& node, bool report_exit) {
   const int rank = node.plan->rank;
   NodeState* self = &node;
   LogSink* sink = sink_.get();  // this attempt's (kept alive after it)
+  node.exit_marker = report_exit ? NewExitMarker() : "";
+  node.exit_report.reset();
   auto on_line = [rank, self, sink](Stream stream) {
     return [rank, self, sink, stream](std::string_view line, bool continuation) {
+      if (stream == Stream::kStdout && !self->exit_marker.empty()) {
+        if (self->exit_report) {
+          *self->exit_report += line;
+          if (!continuation) *self->exit_report += "\n";
+          return;
+        }
+        // The marker follows the last log line, on a line of its own unless
+        // the container's last output had no newline.
+        if (size_t at = line.find(self->exit_marker); at != std::string_view::npos) {
+          self->exit_report = std::string(line.substr(at + self->exit_marker.size())) + "\n";
+          if (at == 0) return;
+          line = line.substr(0, at);
+        }
+      }
       if (continuation) {
         sink->Line(rank, stream, "", line);
         return;
@@ -217,32 +246,49 @@ void Controller::StreamLogs(NodeState& node) {
     n->host->engine_heard = Clock::now();
     n->err_lines->Feed(d);
   };
-  cb.on_exit = [this, n](const ssh::ExitStatus& st) {
+  cb.on_exit = [this, n, report_exit](const ssh::ExitStatus& st) {
     n->out_lines->Flush();
     n->err_lines->Flush();
     n->logs_open = false;
     if (!st.known() && !n->retired && !n->host->lost) {
       Say(n->host->name + ": log stream of node " + std::to_string(n->plan->rank) + " lost: " + st.error);
     }
+    if (!report_exit) return;
+    // The report: " CODE\n" then inspect's output (its error when CODE != 0).
+    Outcome o;
+    o.exit = st;
+    o.redact = &redact_;
+    if (st.known() && n->exit_report) {
+      const std::string& r = *n->exit_report;
+      const size_t eol = r.find('\n');
+      int code = -1;
+      if (std::sscanf(r.c_str(), " %d", &code) != 1) code = -1;
+      o.exit.code = code;
+      (code == 0 ? o.out : o.err) = r.substr(eol == std::string::npos ? r.size() : eol + 1);
+    } else if (st.known()) {
+      o.exit.code = -1;
+      o.err = "its log stream ended without saying how it ended";
+    }
+    NodeEnded(*n, o);
   };
-  const std::string line =
-      node.skip_through_ns
-          ? node.host->docker->LogsSince(node.plan->container.name,
-                                         container::FormatTimestamp(*node.skip_through_ns))
-          : node.host->docker->Logs(node.plan->container.name);
+  const std::optional<std::string> since =
+      node.skip_through_ns ? std::optional<std::string>(container::FormatTimestamp(*node.skip_through_ns))
+                           : std::nullopt;
+  const std::string& name = node.plan->container.name;
+  const std::string line = report_exit
+                               ? node.host->docker->FollowUntilExit(name, since, node.exit_marker)
+                           : since ? node.host->docker->LogsSince(name, *since)
+                                   : node.host->docker->Logs(name);
   if (attempt_.Stream(*node.host->exec, line, std::move(cb)) == nullptr) {
     Say(node.host->name + ": cannot stream logs of node " + std::to_string(rank));
+    node.logs_open = false;
+    if (report_exit) NodeEnded(node, Outcome{});  // no channel: the session is gone
   }
 }
 
-void Controller::WatchExit(NodeState& node) {
+void Controller::NodeEnded(NodeState& node, const Outcome& o) {
   NodeState* n = &node;
-  // `docker wait` returns as soon as the container exits; inspect then says
-  // how (OOM kill, signal, code).
-  const std::string& name = node.plan->container.name;
-  const std::string line = node.host->docker->Wait(name) + " >/dev/null; " +
-                           node.host->docker->Line(container::InspectArgs({name}));
-  attempt_.Run(*node.host->exec, line, [this, n](const Outcome& o) {
+  {
     if (n->retired) return;
     if (!o.exit.known() || n->host->lost) {
       // The host's session died under it: the host is lost (OnHostLost),
@@ -286,7 +332,7 @@ void Controller::WatchExit(NodeState& node) {
     } else {
       Say("node " + rank + " (" + n->plan->role + ") on " + n->host->name + " ended: " + n->end_reason);
     }
-  });
+  }
 }
 
 }  // namespace barge::runner::internal

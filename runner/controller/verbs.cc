@@ -164,7 +164,7 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns) {
     return kExitBargeFailure;
   }
   sink_ = std::move(sink).value();
-  for (auto& n : nodes_) StreamLogs(*n);
+  for (auto& n : nodes_) StreamLogs(*n, /*report_exit=*/false);
   RunUntil(
       [&] {
         return interrupts_ > 0 || std::none_of(nodes_.begin(), nodes_.end(),
