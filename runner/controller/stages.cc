@@ -280,9 +280,9 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
                            : since ? node.host->docker->LogsSince(name, *since)
                                    : node.host->docker->Logs(name);
   if (attempt_.Stream(*node.host->exec, line, std::move(cb)) == nullptr) {
+    // (Its on_exit still comes, from the loop, with the reason: NodeEnded
+    // then marks the node lost.)
     Say(node.host->name + ": cannot stream logs of node " + std::to_string(rank));
-    node.logs_open = false;
-    if (report_exit) NodeEnded(node, Outcome{});  // no channel: the session is gone
   }
 }
 
