@@ -16,7 +16,8 @@
 # Prints, per size, the median wall time of each and the ratio barge / pdsh,
 # and the median machine CPU seconds of each (busy time of all CPUs from
 # /proc/stat over the run: the controller, every host's sshd, dockerd and
-# containers; all bed hosts share this machine's cores) and their ratio.
+# containers; all bed hosts share this machine's cores) and their ratio,
+# and barge's peak RSS (the largest of the runs, /usr/bin/time).
 # Then barge's per-phase profile for the last run at each size: each phase's
 # span from its first host's start to its last host's end, from the job
 # store (sqlite3 CLI).
@@ -32,6 +33,7 @@ MAX=0; for n in $SIZES; do (( n > MAX )) && MAX=$n; done
 [[ -x "$BARGE" ]] || { echo "bench: build barge first ($BARGE)" >&2; exit 1; }
 command -v pdsh >/dev/null || { echo "bench: pdsh is missing (apt-get install pdsh)" >&2; exit 1; }
 command -v sqlite3 >/dev/null || { echo "bench: sqlite3 is missing (apt-get install sqlite3)" >&2; exit 1; }
+[[ -x /usr/bin/time ]] || { echo "bench: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
 
 export BARGE_BED_HOSTS=$MAX
 "$ROOT/tests/bed/bed.sh" up >&2
@@ -85,11 +87,12 @@ HZ=$(getconf CLK_TCK)
 # "WALL CPU" of the run that began at wall $1, busy $2.
 spent() { awk -v a="$(now)" -v b="$1" -v c="$(busy)" -v d="$2" -v hz="$HZ" 'BEGIN {printf "%.3f %.2f\n", a - b, (c - d) / hz}'; }
 
-run_barge() {  # $1 = hosts
+run_barge() {  # $1 = hosts; prints "WALL CPU RSS_MB"
   local f; f=$(job_file "$1")
   local t0 c0; t0=$(now); c0=$(busy)
-  "$BARGE" run "$f" >/dev/null 2>"$WORK/barge.err" || { cat "$WORK/barge.err" >&2; return 1; }
-  spent "$t0" "$c0"
+  /usr/bin/time -f %M -o "$WORK/rss" "$BARGE" run "$f" >/dev/null 2>"$WORK/barge.err" ||
+    { cat "$WORK/barge.err" >&2; return 1; }
+  echo "$(spent "$t0" "$c0") $(awk '{printf "%.1f", $1 / 1024}' "$WORK/rss")"
 }
 
 # The phases of barge's last job: "phase first-start..last-end span".
@@ -123,7 +126,7 @@ median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 echo "# $(date -u +%Y-%m-%d) $(nproc) cores, $RUNS runs per tool and size, medians"
-printf "%-6s %-10s %-10s %-11s %-10s %-10s %s\n" hosts "barge s" "pdsh s" "wall ratio" "barge cpu" "pdsh cpu" "cpu ratio"
+printf "%-6s %-10s %-10s %-11s %-10s %-10s %-10s %s\n" hosts "barge s" "pdsh s" "wall ratio" "barge cpu" "pdsh cpu" "cpu ratio" "barge rss MB"
 profiles=""
 for n in $SIZES; do
   : >"$WORK/b" ; : >"$WORK/p"
@@ -135,6 +138,7 @@ for n in $SIZES; do
   profiles+="barge's phases, last run on $n host(s):"$'\n'"$(profile)"$'\n'
   bw=$(cut -d' ' -f1 "$WORK/b" | median); pw=$(cut -d' ' -f1 "$WORK/p" | median)
   bc=$(cut -d' ' -f2 "$WORK/b" | median); pc=$(cut -d' ' -f2 "$WORK/p" | median)
-  printf "%-6s %-10s %-10s %-11s %-10s %-10s %s\n" "$n" "$bw" "$pw" "$(ratio "$bw" "$pw")" "$bc" "$pc" "$(ratio "$bc" "$pc")"
+  br=$(cut -d' ' -f3 "$WORK/b" | sort -n | tail -1)
+  printf "%-6s %-10s %-10s %-11s %-10s %-10s %-10s %s\n" "$n" "$bw" "$pw" "$(ratio "$bw" "$pw")" "$bc" "$pc" "$(ratio "$bc" "$pc")" "$br"
 done
 printf "%s" "$profiles"

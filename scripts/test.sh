@@ -17,8 +17,9 @@ step() { printf '\n=== %s\n' "$*"; }
 # What only the tests need, on top of scripts/install-deps.sh's list.
 test_packages=(
   libgtest-dev libgmock-dev
-  # the test bed: sshd, namespaces, iptables; pdsh for the benchmarks' reference
-  openssh-server iproute2 iptables pdsh procps util-linux
+  # the test bed: sshd, namespaces, iptables; pdsh for the benchmarks'
+  # reference, sqlite3 and time for bench/launch.sh's profile and RSS
+  openssh-server iproute2 iptables pdsh procps util-linux sqlite3 time
   # a non-POSIX login shell, for the preflight test that must refuse it;
   # a local registry with htpasswd auth, for the registry login test
   tcsh docker-registry apache2-utils curl
