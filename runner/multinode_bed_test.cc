@@ -485,8 +485,10 @@ TEST_F(MultiNodeTest, TheWorkdirAndFilesReachEveryContainerAndLeaveNothingOnTheH
     EXPECT_NE(o.out.find(p + "2\n"), std::string::npos) << o.out;
   }
   EXPECT_EQ(o.out.find("debug.log"), std::string::npos) << "excluded file shipped: " << o.out;
+  const std::string id = JobIdIn(o.err);
+  ASSERT_NE(id, "") << o.err;
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(OnHost(bed.hosts[i], "ls -d /tmp/barge-* 2>/dev/null | grep -v barge-bed"), "")
+    EXPECT_EQ(OnHost(bed.hosts[i], "ls -d /tmp/barge-" + id + " 2>/dev/null"), "")
         << "the job's directory was left on " << bed.hosts[i].name;
   }
 }
