@@ -13,9 +13,30 @@
 namespace barge::runner {
 namespace {
 
+// `text` without terminal escape sequences (ESC [ ... letter: the colours
+// of terraform's and other CLIs' errors) and other control characters but
+// newlines and tabs.
+std::string Plain(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == 0x1b) {
+      if (i + 1 < text.size() && text[i + 1] == '[') {
+        i += 2;
+        while (i < text.size() && !((text[i] >= '@' && text[i] <= '~'))) ++i;
+      }
+      continue;
+    }
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) continue;
+    out += text[i];
+  }
+  return out;
+}
+
 // The last `n` non-blank lines of `text`, each cut to 300 bytes, joined by
-// " | "; the whole at most ~1000 bytes.
-std::string LastLines(const std::string& text, size_t n) {
+// " | "; the whole at most ~1000 bytes. Escape sequences are left out.
+std::string LastLines(const std::string& raw, size_t n) {
+  const std::string text = Plain(raw);
   std::vector<std::string> lines;
   size_t start = 0;
   while (start < text.size()) {

@@ -54,6 +54,13 @@ TEST_F(HostsCommandTest, AFailureNamesTheCommandItsExitCodeAndTheLastLinesOfItsS
             "3` failed with exit code 3; its stderr ends: line 3 | line 4 | line 5 | line 6 | line 7");
 }
 
+TEST_F(HostsCommandTest, TheStderrShownHasNoTerminalEscapes) {
+  Result<std::string> out = RunHostsCommand("printf '\\033[31mError:\\033[0m no output\\n' >&2; exit 1", dir_);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("; its stderr ends: Error: no output"));
+  EXPECT_EQ(out.status().message().find('\033'), std::string::npos);
+}
+
 TEST_F(HostsCommandTest, ACommandRunningPastItsTimeoutIsKilledWithItsChildren) {
   const auto start = std::chrono::steady_clock::now();
   Result<std::string> out =
