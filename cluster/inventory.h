@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "container/container_spec.h"
 
@@ -19,6 +20,9 @@ struct Host {
   std::optional<std::string> user;
   std::optional<int> port;
   std::optional<std::string> identity_file;  // "~" already expanded
+  // Jump hosts for this host, first first ("[user@]host[:port]"); nullopt =
+  // the job's ssh.proxy_jump.
+  std::optional<std::vector<std::string>> proxy_jump;
   std::optional<int> gpus;                   // GPUs on this host, if known
   int nodes = 1;                             // containers of this job on this host
   std::optional<std::string> docker_command;  // e.g. "sudo -n docker"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cluster/gpu_slices.h"
 #include "cluster/rendezvous.h"
 
 namespace barge::cluster {
@@ -81,19 +82,63 @@ Result<Plan> MakePlan(const PlanInput& in) {
   std::vector<std::string> addresses;
   for (const Slot& s : slots) addresses.push_back(InternalAddress(plan.hosts[s.host_index]));
 
-  // GPUs per node: from the inventory, else from the live host, else a
-  // placeholder. With nodes of different hosts disagreeing, the head's count
-  // is what the *_GPUS_PER_NODE variables carry (torchrun's nproc_per_node
-  // is one number too).
+  // Each node's container options: job-wide, then its role's, then its
+  // host's.
+  std::vector<container::ContainerOptions> merged;
+  for (size_t rank = 0; rank < slots.size(); ++rank) {
+    const RoleSpec* role = rank == 0 ? head_role : worker_role;
+    container::ContainerOptions options = in.container;
+    if (role) options = container::Merge(options, role->container);
+    merged.push_back(container::Merge(options, in.hosts[slots[rank].host_index].container));
+  }
+
+  // GPU slices: a node asking for a count on a host whose inventory says
+  // how many GPUs it has gets devices of its own (cluster/gpu_slices.h).
+  std::map<int, std::vector<int>> slices;
+  {
+    std::vector<GpuClaim> claims;
+    std::map<size_t, HostGpus> offered;
+    for (size_t rank = 0; rank < slots.size(); ++rank) {
+      const size_t h = slots[rank].host_index;
+      const Host& host = in.hosts[h];
+      if (!host.gpus || !merged[rank].gpus) continue;
+      HostGpus& o = offered[h];
+      o.address = host.address;
+      o.total = *host.gpus;
+      if (auto held = in.held_gpus.find(h); held != in.held_gpus.end()) o.held = held->second;
+      if (std::optional<int> count = GpuCount(*merged[rank].gpus)) {
+        claims.push_back(GpuClaim{static_cast<int>(rank), h, *count});
+      } else {
+        for (int d : GpuDeviceIndices(*merged[rank].gpus)) o.listed.insert(d);
+      }
+    }
+    if (!claims.empty()) {
+      Result<std::map<int, std::vector<int>>> got = AllocateGpuSlices(claims, offered);
+      if (!got.ok()) return got.status();
+      slices = std::move(got).value();
+      for (auto& [rank, devices] : slices) merged[rank].gpus = GpuDeviceValue(devices);
+    }
+  }
+
+  // GPUs per node: a node's slice, else its host's GPUs from the inventory,
+  // else from the live host, else a placeholder. With nodes disagreeing,
+  // the head's count is what the *_GPUS_PER_NODE variables carry (torchrun's
+  // nproc_per_node is one number too).
   auto gpus_of = [&](size_t h) -> std::optional<int> {
     if (in.hosts[h].gpus) return in.hosts[h].gpus;
     auto it = in.detected_gpus.find(h);
     if (it != in.detected_gpus.end()) return it->second;
     return std::nullopt;
   };
+  auto node_gpus = [&](size_t rank) -> std::optional<int> {
+    if (auto it = slices.find(static_cast<int>(rank)); it != slices.end()) {
+      return static_cast<int>(it->second.size());
+    }
+    return gpus_of(slots[rank].host_index);
+  };
   std::optional<int> total = 0;
-  for (const Slot& s : slots) {
-    std::optional<int> g = gpus_of(s.host_index);
+  for (size_t rank = 0; rank < slots.size(); ++rank) {
+    std::optional<int> g = node_gpus(rank);
     if (g && total) {
       *total += *g;
     } else {
@@ -114,13 +159,10 @@ Result<Plan> MakePlan(const PlanInput& in) {
       m.address = addresses[rank];
       m.port = in.mpi->port + s.slot;
       m.name = per_host[s.host_index] > 1 ? "barge-rank-" + std::to_string(rank) : m.address;
-      const RoleSpec* role = rank == 0 ? head_role : worker_role;
-      container::ContainerOptions options = in.container;
-      if (role) options = container::Merge(options, role->container);
-      options = container::Merge(options, host.container);
+      const container::ContainerOptions& options = merged[rank];
       if (in.mpi->slots_per_node) {
         m.slots = std::to_string(*in.mpi->slots_per_node);
-      } else if (std::optional<int> g = gpus_of(s.host_index); g && *g > 0) {
+      } else if (std::optional<int> g = node_gpus(rank); g && *g > 0) {
         m.slots = std::to_string(*g);
       } else if (options.gpus && !g) {
         m.slots = "<gpus of " + host.address + ">";
@@ -134,26 +176,24 @@ Result<Plan> MakePlan(const PlanInput& in) {
 
   for (size_t rank = 0; rank < slots.size(); ++rank) {
     const Slot& s = slots[rank];
-    const Host& host = in.hosts[s.host_index];
     const bool is_head = rank == 0;
-    const RoleSpec* role = is_head ? head_role : worker_role;
     NodePlan node;
     node.rank = static_cast<int>(rank);
     node.role = is_head ? kHeadRole : kWorkerRole;
     node.host_index = s.host_index;
     node.slot = s.slot;
+    if (auto it = slices.find(node.rank); it != slices.end()) node.gpu_devices = it->second;
 
     container::ContainerSpec& c = node.container;
     c.name = ContainerName(in.job_name, in.job_id, node.rank);
+    const RoleSpec* role = is_head ? head_role : worker_role;
     c.image = role && role->image ? *role->image : in.image;
     if (c.image.empty()) {
       return Status::Error("no image for the " + node.role + " (set image: at the top or in roles." +
                            node.role + ")");
     }
     c.command = role && role->command ? role->command : in.command;
-    container::ContainerOptions options = in.container;
-    if (role) options = container::Merge(options, role->container);
-    options = container::Merge(options, host.container);
+    container::ContainerOptions options = merged[rank];
     c.labels = {{kJobLabel, in.job_id}, {kRoleLabel, node.role}, {kRankLabel, std::to_string(node.rank)}};
 
     RendezvousInput r;
@@ -165,7 +205,7 @@ Result<Plan> MakePlan(const PlanInput& in) {
     r.port = in.rendezvous.port;
     r.conventions = in.rendezvous.conventions;
     r.restart_count = in.restart_count;
-    std::optional<int> gpus = gpus_of(slots[0].host_index);
+    std::optional<int> gpus = node_gpus(0);
     if (gpus) {
       r.gpus_per_node = std::to_string(*gpus);
     } else if (!options.gpus) {

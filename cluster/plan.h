@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct PlanInput {
   // (runner/host_address.h). MakePlan fills each such host's
   // internal_address from here.
   std::map<size_t, std::string> reached_addresses;
+  // GPU indices other jobs hold, by host index (from the hosts'
+  // reservations). A node asking for a GPU count on a host whose inventory
+  // sets `gpus` gets free devices of its own (cluster/gpu_slices.h).
+  std::map<size_t, std::set<int>> held_gpus;
 };
 
 struct NodePlan {
@@ -45,6 +50,10 @@ struct NodePlan {
   std::string role;       // kHeadRole or kWorkerRole
   size_t host_index = 0;  // into Plan::hosts
   int slot = 0;           // 0-based index among this job's nodes on that host
+  // The host's GPU indices this node was given (its slice), ascending, when
+  // it asked for a count on a host with `gpus` in the inventory; then
+  // container.options.gpus is GpuDeviceValue of them. Empty otherwise.
+  std::vector<int> gpu_devices;
   container::ContainerSpec container;
 };
 
@@ -89,7 +98,7 @@ inline constexpr const char* kRankLabel = "barge.rank";
 std::string InternalAddress(const Host& host);
 
 // Fails (without side effects) when the input is inconsistent, e.g. more
-// workers asked for than hosts can carry.
+// workers asked for than hosts can carry, or more GPUs than a host has free.
 [[nodiscard]] Result<Plan> MakePlan(const PlanInput& in);
 
 }  // namespace barge::cluster

@@ -204,5 +204,119 @@ TEST(Plan, AJobWithoutAnImageIsRefused) {
   EXPECT_FALSE(MakePlan(in).ok());
 }
 
+
+// GPU slicing (cluster/gpu_slices.h) as the plan applies it.
+PlanInput EightGpuHostWithFourNodes() {
+  PlanInput in;
+  in.job_id = "g1";
+  in.job_name = "sliced";
+  in.image = "img";
+  Host h = MakeHost("10.0.0.5");
+  h.gpus = 8;
+  h.nodes = 4;
+  in.hosts = {h};
+  in.container.gpus = "2";
+  return in;
+}
+
+TEST(GpuSlicing, FourNodesAskingForTwoOnAnEightGpuHostGetFourDisjointDeviceLists) {
+  Result<Plan> plan = MakePlan(EightGpuHostWithFourNodes());
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->nodes.size(), 4u);
+  const char* expected[] = {"\"device=0,1\"", "\"device=2,3\"", "\"device=4,5\"", "\"device=6,7\""};
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(plan->nodes[r].container.options.gpus, expected[r]) << "rank " << r;
+    EXPECT_EQ(plan->nodes[r].gpu_devices, (std::vector<int>{2 * r, 2 * r + 1}));
+  }
+}
+
+TEST(GpuSlicing, TheGpuEnvCountsTheSliceAndNeverNamesHostIndices) {
+  Result<Plan> plan = MakePlan(EightGpuHostWithFourNodes());
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_FALSE(plan->has_placeholders);
+  for (const NodePlan& n : plan->nodes) {
+    auto env = EnvOf(n);
+    EXPECT_EQ(env["BARGE_GPUS_PER_NODE"], "2");
+    EXPECT_EQ(env["SKYPILOT_NUM_GPUS_PER_NODE"], "2");
+    EXPECT_EQ(env["DSTACK_GPUS_PER_NODE"], "2");
+    EXPECT_EQ(env["SM_NUM_GPUS"], "2");
+    EXPECT_EQ(env["DSTACK_GPUS_NUM"], "8") << "4 nodes of 2, not 4 x the host's 8";
+    EXPECT_EQ(env.count("CUDA_VISIBLE_DEVICES"), 0u);
+    EXPECT_EQ(env.count("NVIDIA_VISIBLE_DEVICES"), 0u);
+  }
+}
+
+TEST(GpuSlicing, IndicesHeldByOtherJobsAreSkipped) {
+  PlanInput in = EightGpuHostWithFourNodes();
+  in.hosts[0].nodes = 2;
+  in.held_gpus[0] = {0, 1, 4};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->nodes[0].container.options.gpus, "\"device=2,3\"");
+  EXPECT_EQ(plan->nodes[1].container.options.gpus, "\"device=5,6\"");
+}
+
+TEST(GpuSlicing, TooFewFreeGpusFailsThePlanNamingTheHost) {
+  PlanInput in = EightGpuHostWithFourNodes();
+  in.held_gpus[0] = {7};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "not enough free GPUs on 10.0.0.5: its nodes ask for 8 (node 0: 2, node 1: 2, node 2: "
+            "2, node 3: 2), but only 7 of its 8 are free (0-6); held by other jobs: 7");
+}
+
+TEST(GpuSlicing, AHostWithoutAGpuCountKeepsDockersCount) {
+  PlanInput in = EightGpuHostWithFourNodes();
+  in.hosts[0].gpus.reset();
+  in.detected_gpus = {{0, 8}};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->nodes[1].container.options.gpus, "2");
+  EXPECT_TRUE(plan->nodes[1].gpu_devices.empty());
+}
+
+TEST(GpuSlicing, AllAndExplicitDeviceListsAreLeftAsWrittenAndListedDevicesAvoided) {
+  PlanInput in = EightGpuHostWithFourNodes();
+  in.hosts[0].nodes = 3;
+  RoleSpec head;
+  head.container.gpus = "\"device=0,1\"";
+  in.roles[kHeadRole] = head;
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->nodes[0].container.options.gpus, "\"device=0,1\"");
+  EXPECT_TRUE(plan->nodes[0].gpu_devices.empty());
+  EXPECT_EQ(plan->nodes[1].container.options.gpus, "\"device=2,3\"");
+  EXPECT_EQ(plan->nodes[2].container.options.gpus, "\"device=4,5\"");
+  in.roles[kHeadRole].container.gpus = "all";
+  plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->nodes[0].container.options.gpus, "all");
+  EXPECT_EQ(plan->nodes[1].container.options.gpus, "\"device=0,1\"");
+}
+
+TEST(GpuSlicing, NodesOnDifferentHostsAreSlicedPerHost) {
+  PlanInput in = EightGpuHostWithFourNodes();
+  in.hosts[0].nodes = 1;
+  Host b = MakeHost("10.0.0.6");
+  b.gpus = 4;
+  b.nodes = 2;
+  in.hosts.push_back(b);
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->nodes[0].container.options.gpus, "\"device=0,1\"");
+  EXPECT_EQ(plan->nodes[1].container.options.gpus, "\"device=0,1\"");
+  EXPECT_EQ(plan->nodes[2].container.options.gpus, "\"device=2,3\"");
+  EXPECT_EQ(EnvOf(plan->nodes[2])["DSTACK_GPUS_NUM"], "6");
+}
+
+TEST(GpuSlicing, MpiSlotsAreTheSliceNotTheHostsGpus) {
+  PlanInput in = EightGpuHostWithFourNodes();
+  in.mpi = MpiOptions{};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  for (const MpiNode& m : plan->mpi_nodes) EXPECT_EQ(m.slots, "2");
+}
+
 }  // namespace
 }  // namespace barge::cluster

@@ -24,6 +24,8 @@
 #include <utility>
 
 #include "base/user_home.h"
+#include "runner/fleet/hosts_command.h"
+#include "runner/fleet/proxy_jump.h"
 #include "runner/job_keys.h"
 #include "runner/job_text.h"
 #include "runner/job_values.h"
@@ -516,6 +518,19 @@ std::optional<std::string> ReadGpus(const Entry& e) {
   return std::nullopt;
 }
 
+// ssh.proxy_jump / hosts[i].proxy_jump: "[user@]host[:port],..."
+// (runner/fleet/proxy_jump.h).
+std::optional<std::vector<std::string>> ReadProxyJump(const Entry& e) {
+  std::optional<std::string> s = ReadNonEmpty(e, "jump hosts [user@]host[:port],...");
+  if (!s) return std::nullopt;
+  Result<std::vector<std::string>> hops = ParseProxyJump(*s);
+  if (!hops.ok()) {
+    e.Error(hops.status().message());
+    return std::nullopt;
+  }
+  return *hops;
+}
+
 // ---------------------------------------------------------------------------
 // The blocks.
 
@@ -560,7 +575,7 @@ struct HostDraft {
   std::optional<Entry> address;
   std::optional<Entry> role;
   std::optional<Entry> nodes;
-  std::vector<Entry> ssh_settings;  // user, port, identity_file
+  std::vector<Entry> ssh_settings;  // user, port, identity_file, proxy_jump
 };
 
 constexpr std::string_view kHeadOnly[] = {"head"};
@@ -600,8 +615,14 @@ constexpr KeyRule<HostDraft> kHostRules[] = {
        h.ssh_settings.push_back(e);
        h.host.identity_file = ReadReadableFile(e, "identity file");
      }},
+    {"proxy_jump",
+     {.type = KeyType::kString, .description = "Jump hosts to reach this host through, as ssh -J takes them: [user@]host[:port],... (default: ssh.proxy_jump, else the ssh config's ProxyJump)"},
+     [](const Entry& e, HostDraft& h) {
+       h.ssh_settings.push_back(e);
+       h.host.proxy_jump = ReadProxyJump(e);
+     }},
     {"gpus",
-     {.type = KeyType::kInteger, .description = "Number of GPUs on the host (default: asked at preflight)"},
+     {.type = KeyType::kInteger, .description = "Number of GPUs on the host (default: asked at preflight). A node asking for a GPU count here gets free devices of its own (--gpus '\"device=0,1\"')"},
      [](const Entry& e, HostDraft& h) {
        if (auto n = ReadInteger(e, 0, 1024, "a GPU count")) h.host.gpus = static_cast<int>(*n);
      }},
@@ -773,6 +794,7 @@ constexpr KeyTableFn kWorkerKeys = [] { return Describe(kWorkerRules); };
 
 constexpr std::string_view kHostKeyChecking[] = {"strict", "accept-new", "off"};
 
+
 constexpr KeyRule<SshSettings> kSshRules[] = {
     {"known_hosts",
      {.type = KeyType::kString, .description = "known_hosts file (default: ~/.ssh/known_hosts)"},
@@ -821,6 +843,11 @@ constexpr KeyRule<SshSettings> kSshRules[] = {
      {.type = KeyType::kString, .description = "SSH private key for hosts that set none"},
      [](const Entry& e, SshSettings& s) {
        s.identity_file = ReadReadableFile(e, "identity file");
+     }},
+    {"proxy_jump",
+     {.type = KeyType::kString, .description = "Jump hosts for hosts that set none, as ssh -J takes them: [user@]host[:port],... (replaces the ssh config's ProxyJump)"},
+     [](const Entry& e, SshSettings& s) {
+       if (auto hops = ReadProxyJump(e)) s.proxy_jump = *hops;
      }},
     {"parallel_connects",
      {.type = KeyType::kInteger, .description = "SSH handshakes at once, 1 to 4096", .default_value = "32"},
@@ -898,6 +925,11 @@ struct JobDraft {
   std::optional<Entry> mpi;        // the `mpi:` key, when given
   const RecordedHostsFile* recorded_hosts = nullptr;  // rerun: read this, not the disk
   std::optional<RecordedHostsFile> hosts_read;        // the hosts file as read
+  // hosts_command: its recorded output (down, exec, attach, rerun: read
+  // this, never run the command), and what it printed.
+  const RecordedHostsCommand* recorded_command = nullptr;
+  bool may_run_command = true;  // JobLayers::run_hosts_command
+  std::optional<RecordedHostsCommand> command_read;
 };
 
 // Host entries of `e` (a list) into `out`.
@@ -1041,6 +1073,65 @@ void ReadHostsFile(const Entry& e, JobDraft& d) {
     return;
   }
   ReadHostList(Entry{&hosts_src, *root, *root, "hosts"}, d);
+}
+
+// `hosts_command:` — the inventory as a command on this machine prints it
+// (runner/fleet/hosts_command.h), run once here unless recorded.
+void ReadHostsCommand(const Entry& e, JobDraft& d) {
+  if (d.hosts_given) return;  // `hosts:` or `hosts_file:` came first: reported once all are seen
+  d.hosts_given = true;
+  std::optional<std::string> command = ReadNonEmpty(e, "a shell command");
+  if (!command) {
+    d.host_errors = true;
+    return;
+  }
+  std::string output;
+  if (d.recorded_command != nullptr && d.recorded_command->command == *command) {
+    output = d.recorded_command->output;
+  } else if (!d.may_run_command) {
+    e.Error("hosts_command `" + *command + "`: its output was not recorded with the job, and it is "
+            "not run again here");
+    d.host_errors = true;
+    return;
+  } else {
+    Result<std::string> ran = RunHostsCommand(*command, e.src->base_dir);
+    if (!ran.ok()) {
+      e.Error(ran.status().message());
+      d.host_errors = true;
+      return;
+    }
+    output = std::move(ran).value();
+    d.spec.hosts_command_ran = true;
+  }
+  d.command_read = RecordedHostsCommand{*command, output};
+  d.spec.hosts_command = *command;
+  const Source& out_src = d.sources.emplace_back(
+      Source{"output of hosts_command (" + e.src->name + ":" + std::to_string(e.key.Mark().line + 1) + ")",
+             e.src->base_dir, e.src->errors});
+  const std::string yaml = HostsCommandOutputAsYaml(output);
+  if (yaml.find_first_not_of(" \t\r\n") == std::string::npos) {
+    e.Error("hosts_command `" + *command + "` printed no hosts (only blank lines and # comments)");
+    d.host_errors = true;
+    return;
+  }
+  std::optional<YAML::Node> root = ParseDocument(out_src, yaml, "hosts_command output");
+  if (!root) {
+    d.host_errors = true;
+    return;
+  }
+  if (root->IsNull() || (root->IsSequence() && root->size() == 0)) {
+    e.Error("hosts_command `" + *command + "` printed no hosts (" +
+            (root->IsNull() ? "only blank lines and # comments" : "an empty list") + ")");
+    d.host_errors = true;
+    return;
+  }
+  if (!root->IsSequence()) {
+    out_src.Error(root->Mark(), "hosts",
+                  "expected one address per line, or a JSON list of host entries");
+    d.host_errors = true;
+    return;
+  }
+  ReadHostList(Entry{&out_src, *root, *root, "hosts"}, d);
 }
 
 constexpr std::string_view kImagePull[] = {"always", "missing", "never", "push"};
@@ -1600,6 +1691,9 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      }},
     {"hosts_file",
      {.type = KeyType::kString, .description = "A YAML file holding the list of hosts (instead of hosts)"}, ReadHostsFile},
+    {"hosts_command",
+     {.type = KeyType::kString, .description = "A shell command run here at validation (at most 60 s) that prints the hosts: one address per line, or a JSON list of host entries (instead of hosts); recorded with the job, never run again by down, exec, attach or rerun"},
+     ReadHostsCommand},
     {"docker_command",
      {.type = KeyType::kString, .description = "The docker command on the hosts", .default_value = "docker"},
      [](const Entry& e, JobDraft& d) {
@@ -1860,6 +1954,15 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
   if (seen.contains("hosts") && seen.contains("hosts_file")) {
     seen.at("hosts_file").KeyError("give either 'hosts' or 'hosts_file', not both");
     d.host_errors = true;
+  }
+  if (seen.contains("hosts_command")) {
+    for (const char* other : {"hosts", "hosts_file"}) {
+      if (seen.contains(other)) {
+        seen.at("hosts_command").KeyError(std::string("give either '") + other +
+                                          "' or 'hosts_command', not both");
+        d.host_errors = true;
+      }
+    }
   }
   CheckHosts(d);
   CheckRolesAgainstNodes(d, top);
@@ -2271,6 +2374,7 @@ bool ApplyOverride(const Source& src, YAML::Node& root, const Override& o,
       break;
     case Override::Kind::kHostsFile:
       if (root.IsMap() && root["hosts"]) root.remove("hosts");
+      if (root.IsMap() && root["hosts_command"]) root.remove("hosts_command");
       segments = {"hosts_file"};
       value = YAML::Node(o.value);
       break;
@@ -2285,8 +2389,16 @@ bool ApplyOverride(const Source& src, YAML::Node& root, const Override& o,
                     "the job store, the plan and process lists)");
       }
       if (secrets.contains(segments.back())) return fail(segments.back() + kSecretMessage);
-      if (segments.back() == "hosts" && root.IsMap() && root["hosts_file"]) root.remove("hosts_file");
-      if (segments.back() == "hosts_file" && root.IsMap() && root["hosts"]) root.remove("hosts");
+      if (segments.size() == 1 && root.IsMap()) {
+        // One inventory: the one set replaces the others.
+        for (const char* key : {"hosts", "hosts_file", "hosts_command"}) {
+          if (segments[0] != key && (segments[0] == "hosts" || segments[0] == "hosts_file" ||
+                                     segments[0] == "hosts_command") &&
+              root[key]) {
+            root.remove(key);
+          }
+        }
+      }
       if (CheckRawText(o.value).size() > 0 || o.value.size() > 65536) {
         return fail("the value is not valid text for YAML (at most 64 KiB of UTF-8, no NUL)");
       }
@@ -2410,6 +2522,7 @@ void ApplyConfigFile(const std::string& path, std::vector<JobFileError>* errors,
   if (unset("user")) to.user = from.user;
   if (unset("port")) to.port = from.port;
   if (unset("identity_file")) to.identity_file = from.identity_file;
+  if (unset("proxy_jump")) to.proxy_jump = from.proxy_jump;
 }
 
 }  // namespace
@@ -2425,6 +2538,8 @@ LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
   draft->spec.file = file_name;
   draft->spec.base_dir = base_dir;
   if (layers.hosts_file) draft->recorded_hosts = &*layers.hosts_file;
+  if (layers.hosts_command) draft->recorded_command = &*layers.hosts_command;
+  draft->may_run_command = layers.run_hosts_command;
   try {
     if (std::optional<YAML::Node> root = ParseDocument(src, text, "job file")) {
       const std::set<std::string> secret_names = SecretNames(*root);
@@ -2449,6 +2564,7 @@ LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
   if (result.errors.empty()) {
     result.spec = std::move(draft->spec);
     result.hosts_file = std::move(draft->hosts_read);
+    result.hosts_command = std::move(draft->command_read);
   }
   return result;
 }

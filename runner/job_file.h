@@ -8,7 +8,9 @@
 // none. It never throws: yaml-cpp's exceptions are caught here and become
 // errors.
 //
-// Nothing here connects anywhere or runs Docker. The only file system access
+// Nothing here connects anywhere or runs Docker, and the only command run
+// is a job's `hosts_command:` (runner/fleet/hosts_command.h), unless the
+// layers hold its recorded output. The only file system access
 // is reading the job file, its hosts_file and its secret files (up to 1 MiB
 // each), and checking that identity files (and an explicit ssh.config_file)
 // are readable; the only environment read is the variables secrets name.
@@ -56,6 +58,10 @@ struct LoadedJob {
   // The hosts file as read (or as recorded, for a rerun), when the job
   // names one; what `barge rerun` needs to run on the same inventory.
   std::optional<RecordedHostsFile> hosts_file;
+  // What the job's hosts_command printed (or, with the layers' record of
+  // the same command, that record): the inventory down, exec, attach and
+  // rerun use without running the command again.
+  std::optional<RecordedHostsCommand> hosts_command;
 };
 
 // Whether the values of `secrets:` and `registry.password` are read. kRead

@@ -37,6 +37,9 @@ struct SshSettings {
   std::optional<std::string> user;
   std::optional<int> port;
   std::optional<std::string> identity_file;
+  // Jump hosts for hosts that set none (ssh.proxy_jump; runner/fleet/proxy_jump.h);
+  // empty = the ssh config's ProxyJump, if any.
+  std::vector<std::string> proxy_jump;
   // At most this many SSH handshakes in flight at once (ssh::ConnectAll's
   // pool): bounds the controller's CPU burst and keeps a jump host's or a
   // host's sshd MaxStartups (default 10:30:100) from refusing logins.
@@ -155,6 +158,12 @@ struct JobSpec {
   // The file the hosts were read from, as error messages name it (joined to
   // the job file's directory as given); empty = listed in the job file.
   std::string hosts_file;
+  // The hosts_command the hosts were read from (runner/fleet/hosts_command.h),
+  // as written; empty = none.
+  std::string hosts_command;
+  // True when hosts_command was run while reading the job (not taken from
+  // a recorded output): `barge plan` says so.
+  bool hosts_command_ran = false;
   std::string docker_command = "docker";  // job-wide; a host may override
   SshSettings ssh;
   // Keys "head" and/or "worker". Empty = every node runs the job's command,

@@ -10,6 +10,8 @@ add_library(barge_jobfile STATIC
   ${CMAKE_CURRENT_LIST_DIR}/suggest.cc
   ${CMAKE_CURRENT_LIST_DIR}/units.cc
   ${CMAKE_CURRENT_LIST_DIR}/window/forward_spec.cc
+  ${CMAKE_CURRENT_LIST_DIR}/fleet/hosts_command.cc
+  ${CMAKE_CURRENT_LIST_DIR}/fleet/proxy_jump.cc
 )
 target_include_directories(barge_jobfile PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(barge_jobfile PUBLIC barge_base yaml-cpp PRIVATE nlohmann_json::nlohmann_json)
@@ -24,6 +26,8 @@ barge_unit_tests(runner_jobfile_tests
     ${CMAKE_CURRENT_LIST_DIR}/overrides_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/suggest_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/units_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fleet/hosts_command_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fleet/proxy_jump_test.cc
   LIBS barge_jobfile
 )
 # The corpus test reads tests/bad_jobs/ and names its files relative to the

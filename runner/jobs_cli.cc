@@ -385,6 +385,11 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
     if (request["hosts_file"].is_object() && request["hosts_file"]["path"].is_string()) {
       field("inventory:", request["hosts_file"]["path"].get<std::string>() + " (as read then; rerun uses that)");
     }
+    if (request.contains("hosts_command") && request["hosts_command"].is_object() &&
+        request["hosts_command"]["command"].is_string()) {
+      field("inventory:", "what hosts_command `" + request["hosts_command"]["command"].get<std::string>() +
+                              "` printed then (down, exec, attach and rerun use that; it is not run again)");
+    }
     field("rerun:", "barge rerun " + j.id);
   }
 

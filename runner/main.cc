@@ -72,11 +72,14 @@ Status CheckOpenFiles(const JobSpec& spec) {
 // file; prints every error and returns nullopt on failure. `shown` is the
 // job file's name in errors.
 std::optional<LoadedJob> Load(const RunRequest& request, const std::string& shown,
-                              SecretValues secrets = SecretValues::kRead) {
+                              SecretValues secrets = SecretValues::kRead,
+                              bool run_hosts_command = true) {
   JobLayers layers;
+  layers.run_hosts_command = run_hosts_command;
   layers.overrides = request.overrides;
   layers.config_file = DefaultConfigFile();
   layers.hosts_file = request.hosts_file;
+  layers.hosts_command = request.hosts_command;
   LoadedJob loaded = ParseJobText(request.text, shown,
                                   std::filesystem::path(request.file).parent_path().string(),
                                   secrets, layers);
@@ -151,6 +154,7 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
   if (!loaded) return kExitBargeFailure;
   JobSpec* spec = &*loaded->spec;
   request.hosts_file = loaded->hosts_file;
+  request.hosts_command = loaded->hosts_command;
   if (Status s = CheckOpenFiles(*spec); !s.ok()) {
     std::fprintf(stderr, "barge: %s\n", s.message().c_str());
     return kExitBargeFailure;
@@ -303,7 +307,9 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
   if (!request) return std::nullopt;
   // Acting on a job's hosts needs no secret value, and the files and
   // variables the job read its secrets from may be gone by now.
-  std::optional<LoadedJob> loaded = Load(*request, request->file, SecretValues::kSkip);
+  // Nor does it run a hosts_command again: the hosts are what it printed then.
+  std::optional<LoadedJob> loaded =
+      Load(*request, request->file, SecretValues::kSkip, /*run_hosts_command=*/false);
   if (!loaded) return std::nullopt;
   return std::move(loaded->spec);
 }

@@ -124,6 +124,9 @@ std::string RunRequestToJson(const RunRequest& r) {
   } else {
     j["hosts_file"] = nullptr;
   }
+  if (r.hosts_command) {
+    j["hosts_command"] = {{"command", r.hosts_command->command}, {"output", r.hosts_command->output}};
+  }
   return j.dump();
 }
 
@@ -155,6 +158,14 @@ Result<RunRequest> RunRequestFromJson(std::string_view json) {
     const nlohmann::json& h = j["hosts_file"];
     if (!h["path"].is_string() || !h["text"].is_string()) return bad("hosts_file is not {path, text}");
     r.hosts_file = RecordedHostsFile{h["path"].get<std::string>(), h["text"].get<std::string>()};
+  }
+  if (j.contains("hosts_command") && j["hosts_command"].is_object()) {
+    const nlohmann::json& h = j["hosts_command"];
+    if (!h["command"].is_string() || !h["output"].is_string()) {
+      return bad("hosts_command is not {command, output}");
+    }
+    r.hosts_command =
+        RecordedHostsCommand{h["command"].get<std::string>(), h["output"].get<std::string>()};
   }
   return r;
 }

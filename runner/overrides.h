@@ -49,10 +49,22 @@ struct RecordedHostsFile {
   std::string text;
 };
 
+// What a job's hosts_command printed when the job ran
+// (runner/fleet/hosts_command.h): down, exec, attach and rerun read the
+// inventory from here and never run the command again.
+struct RecordedHostsCommand {
+  std::string command;  // as the job file (or an override) wrote it
+  std::string output;   // its stdout
+};
+
 struct JobLayers {
   std::vector<Override> overrides;  // applied in order, the last one wins
   std::string config_file;          // "" = none; a missing file is no error
   std::optional<RecordedHostsFile> hosts_file;
+  std::optional<RecordedHostsCommand> hosts_command;
+  // False: a hosts_command without its recorded output above is an error
+  // instead of being run (acting on a recorded job; the fuzzer).
+  bool run_hosts_command = true;
 };
 
 // The user's config file: $XDG_CONFIG_HOME/barge/config.yaml, or
@@ -71,13 +83,15 @@ struct RunRequest {
   std::string text;  // the job file's text as run
   std::vector<Override> overrides;
   std::optional<RecordedHostsFile> hosts_file;
+  std::optional<RecordedHostsCommand> hosts_command;
 
   // `barge run FILE --set ...`, quoted for a POSIX shell where needed.
   std::string CommandLine() const;
 };
 
 // {"file": ..., "text": ..., "overrides": [{"flag": "--set", "argument":
-// "a.b=c"}, ...], "hosts_file": {"path": ..., "text": ...} | null}
+// "a.b=c"}, ...], "hosts_file": {"path": ..., "text": ...} | null,
+// "hosts_command": {"command": ..., "output": ...} (only when there is one)}
 std::string RunRequestToJson(const RunRequest& request);
 [[nodiscard]] Result<RunRequest> RunRequestFromJson(std::string_view json);
 

@@ -16,7 +16,10 @@ std::string Transport(const JobSpec& spec, const cluster::Host& host) {
   std::optional<int> port = host.port ? host.port : spec.ssh.port;
   std::string target = (user.empty() ? "" : user + "@") + host.address +
                        (port ? ":" + std::to_string(*port) : "");
-  return "ssh " + target + " (one session; each command below is one channel on it)";
+  const std::vector<std::string>& jump = host.proxy_jump ? *host.proxy_jump : spec.ssh.proxy_jump;
+  std::string via;
+  for (const std::string& hop : jump) via += (via.empty() ? " through ProxyJump " : ",") + hop;
+  return "ssh " + target + via + " (one session; each command below is one channel on it)";
 }
 
 }  // namespace
@@ -46,6 +49,11 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
       std::chrono::duration_cast<std::chrono::seconds>(spec.stop_grace).count());
   out << "# barge plan: job '" << plan.job_name << "' from " << spec.file << "\n"
       << "# The job id is chosen at run time; this plan uses " << plan.job_id << ".\n"
+      << (spec.hosts_command.empty() ? ""
+                                     : std::string("# The hosts are what hosts_command printed") +
+                                           (spec.hosts_command_ran ? ", run just now on this machine"
+                                                                   : " (recorded)") +
+                                           ": " + spec.hosts_command + "\n")
       << "# " << plan.nodes.size() << " node(s) on " << plan.used_hosts.size()
       << " host(s). Nothing below has been run.\n";
   if (plan.has_placeholders) {
@@ -144,6 +152,12 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
       }
       out << "# node " << n->rank << " (" << n->role << "), stage " << stage << " ("
           << plan.stages[stage - 1].name << ")\n";
+      if (!n->gpu_devices.empty()) {
+        std::string ids;
+        for (int d : n->gpu_devices) ids += (ids.empty() ? "" : ",") + std::to_string(d);
+        out << "# GPUs " << ids << " of the host's " << host.gpus.value_or(0)
+            << ", chosen by barge (as if no other job held any; at run time it skips those held)\n";
+      }
       out << docker.Run(n->container) << "\n";
       out << docker.Logs(n->container.name) << "\n";
       out << docker.Wait(n->container.name) << "\n";

@@ -4,9 +4,11 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 
 #include "runner/controller.h"
+#include "container/docker_args.h"
 #include "runner/job_file.h"
 
 namespace barge::runner {
@@ -89,6 +91,60 @@ TEST_F(PlanWithSecrets, WithoutSecretsOrRegistryThePlanHasNoneOfTheirLines) {
   EXPECT_FALSE(Contains(plan, "secrets")) << plan;
   EXPECT_FALSE(Contains(plan, "--env-file")) << plan;
   EXPECT_FALSE(Contains(plan, "login")) << plan;
+}
+
+}  // namespace
+}  // namespace barge::runner
+
+namespace barge::runner {
+namespace {
+
+// GPU slicing, from the job file to the docker line `barge plan` prints.
+TEST(PlanGpuSlices, TheDockerRunLinesCarryEachNodesDeviceListQuotedForTheRemoteShell) {
+  LoadedJob job = ParseJobText(R"(name: sl
+image: img
+container: {gpus: 2}
+hosts:
+  - {address: 10.0.0.5, gpus: 8, nodes: 4}
+  - {address: 10.0.0.6}
+)",
+                               "job.yaml", "/tmp");
+  for (const auto& e : job.errors) ADD_FAILURE() << e.ToString();
+  ASSERT_TRUE(job.spec);
+  Result<cluster::Plan> plan = cluster::MakePlan(MakePlanInput(*job.spec, "a1b2c3d4"));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const std::string text = FormatPlan(*job.spec, *plan);
+  for (const char* devices : {"0,1", "2,3", "4,5", "6,7"}) {
+    EXPECT_NE(text.find(std::string("--gpus '\"device=") + devices + "\"' "), std::string::npos)
+        << devices << "\n" << text;
+    EXPECT_NE(text.find(std::string("# GPUs ") + devices +
+                        " of the host's 8, chosen by barge (as if no other job held any"),
+              std::string::npos)
+        << text;
+  }
+  // The host without a GPU count keeps Docker's count.
+  EXPECT_NE(text.find("--gpus 2 "), std::string::npos) << text;
+  EXPECT_EQ(text.find("CUDA_VISIBLE_DEVICES"), std::string::npos);
+  // The exact argv, before quoting: one word, the double quotes in it.
+  std::vector<std::string> argv = container::RunArgs(plan->nodes[1].container);
+  auto it = std::find(argv.begin(), argv.end(), "--gpus");
+  ASSERT_NE(it, argv.end());
+  EXPECT_EQ(*(it + 1), "\"device=2,3\"");
+}
+
+
+TEST(PlanHostsCommand, ThePlanSaysItsHostsComeFromTheCommandItRanJustNow) {
+  LoadedJob job = ParseJobText("name: hc\nimage: img\nhosts_command: echo 10.0.0.8\n", "job.yaml", "/tmp");
+  for (const auto& e : job.errors) ADD_FAILURE() << e.ToString();
+  ASSERT_TRUE(job.spec);
+  Result<cluster::Plan> plan = cluster::MakePlan(MakePlanInput(*job.spec, "a1b2c3d4"));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const std::string text = FormatPlan(*job.spec, *plan);
+  EXPECT_NE(text.find("this plan uses a1b2c3d4.\n# The hosts are what hosts_command printed, run just "
+                      "now on this machine: echo 10.0.0.8\n# 1 node(s) on 1 host(s)."),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("## host 10.0.0.8: ssh 10.0.0.8 (one session"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -391,6 +391,7 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
   std::unique_ptr<JumpTunnel> tunnel;
   std::string jump_known_hosts;
   auto hops = openssh_read ? openssh_hops : ProxyJumpHops(GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND));
+  if (!options.proxy_jump.empty()) hops = options.proxy_jump;  // the job's own, as ssh -J
   if (hops) {
     jump_known_hosts = options.known_hosts_file;
     if (jump_known_hosts.empty()) {

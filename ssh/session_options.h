@@ -28,6 +28,11 @@ struct SessionOptions {
   std::string config_file;
   HostKeyChecking host_key_checking = HostKeyChecking::kStrict;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // Jump hosts, first first, each "[user@]host[:port]" (IPv6 in brackets).
+  // Non-empty: replaces the ssh config's ProxyJump (and ProxyCommand) for
+  // this host, as `ssh -J` does; the connection goes through them exactly
+  // as through a config's ProxyJump (ssh/jump_tunnel.h).
+  std::vector<std::string> proxy_jump;
 };
 
 }  // namespace barge::ssh

@@ -32,6 +32,7 @@ Status Controller::Connect(const std::vector<size_t>& which) {
     t.ssh.config_file = spec_.ssh.config_file;
     t.ssh.host_key_checking = spec_.ssh.host_key_checking;
     t.ssh.connect_timeout = spec_.ssh.connect_timeout;
+    t.ssh.proxy_jump = host.proxy_jump ? *host.proxy_jump : spec_.ssh.proxy_jump;
     t.dead_after = spec_.ssh.dead_after;
     HostState* hs = state.get();
     t.on_lost = [this, hs](const Status& why) { OnHostLost(*hs, why.message()); };

@@ -126,7 +126,11 @@ void CheckContract(const LoadedJob& job) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  LoadedJob job = ParseJobText(text, "fuzz.yaml", "/nonexistent/barge-fuzz");
+  // Never a command: a mutated `hosts_command:` is refused, not run.
+  barge::runner::JobLayers layers;
+  layers.run_hosts_command = false;
+  LoadedJob job = ParseJobText(text, "fuzz.yaml", "/nonexistent/barge-fuzz",
+                               barge::runner::SecretValues::kRead, layers);
   CheckContract(job);
   // Only for text the entry would hand to the scan and the parser: within
   // the size cap, without NUL bytes, UTF-8, its byte order mark dropped.
