@@ -127,8 +127,7 @@ int Plan(const std::string& path, std::vector<Override> overrides, const std::st
   // A job array (runner/fleet/): each member's plan.
   Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*loaded->spec, array_file);
   if (!array.ok()) {
-    std::fprintf(stderr, "barge: %s
-", array.status().message().c_str());
+    std::fprintf(stderr, "barge: %s\n", array.status().message().c_str());
     return kExitBargeFailure;
   }
   std::fputs(OverridesBanner(*request).c_str(), stdout);
