@@ -164,9 +164,10 @@ std::optional<std::string> ReadChecked(const Entry& e, Status (*check)(std::stri
 // are filled in, runner/fleet/array_member.h).
 Status CheckImageOrArrayTemplate(std::string_view image) {
   std::string shown(image);
-  for (size_t open = shown.find("{array."); open != std::string::npos; open = shown.find("{array.")) {
+  for (size_t open = shown.find("{array."); open != std::string::npos; open = shown.find("{array.", open + 1)) {
     size_t close = shown.find('}', open);
     if (close == std::string::npos) break;
+    if (!CheckEnvName(std::string_view(shown).substr(open + 7, close - open - 7)).ok()) continue;
     shown.replace(open, close - open + 1, "x");
   }
   if (shown == image) return CheckImageReference(image);

@@ -1108,3 +1108,38 @@ TEST_F(JobFileTest, ForwardErrorsNameTheEntryAndWhatIsWrong) {
 
 }  // namespace
 }  // namespace barge::runner
+
+// Job arrays (runner/fleet/): the keys the array controller reads.
+namespace barge::runner {
+namespace {
+
+TEST_F(JobFileTest, ArrayKeysReadAMatrixInOrderAndTheRunSettings) {
+  LoadedJob job = Parse("name: x\nimage: \"img:{array.tag}\"\narray: {matrix: {lr: [0.1, 0.01], seed: [1, 2, 3]}}\n"
+                        "parallel: 2\narray_retries: 1\nhosts_per_member: 2\n");
+  ASSERT_TRUE(job.spec) << (job.errors.empty() ? "" : job.errors[0].ToString());
+  ASSERT_TRUE(job.spec->array);
+  ASSERT_EQ(job.spec->array->matrix.size(), 2u);
+  EXPECT_EQ(job.spec->array->matrix[0].first, "lr");
+  EXPECT_EQ(job.spec->array->matrix[1].second, (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(job.spec->image, "img:{array.tag}");
+  EXPECT_EQ(job.spec->parallel, 2);
+  EXPECT_EQ(job.spec->array_retries, 1);
+  EXPECT_EQ(job.spec->hosts_per_member, 2);
+}
+
+TEST_F(JobFileTest, ArrayErrorsNameTheKey) {
+  EXPECT_THAT(Errors("name: x\nimage: i\narray: {}\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("array: give either 'file' or 'matrix'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\narray: {matrix: {my-lr: [1]}}\n"),
+              ::testing::ElementsAre(::testing::HasSubstr(
+                  "array.matrix.my-lr: column 'my-lr' is not an environment variable name")));
+  EXPECT_THAT(Errors("name: x\nimage: i\narray: {file: nowhere.csv}\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("array.file: cannot read the array's file")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nparallel: 0\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("parallel: expected a number of members")));
+  EXPECT_THAT(Errors("name: x\nimage: \"img:{array.a b}\"\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("image:")));
+}
+
+}  // namespace
+}  // namespace barge::runner
