@@ -143,7 +143,7 @@ TEST(ArrayBed, SevenMembersTwoAtATimeOnThreeHostsRetryOnceReportAndNeverShareAHo
         << "member " << i;
   }
   // Live output names the member in each container line's prefix.
-  EXPECT_TRUE(std::regex_search(run.out, std::regex(R"(\n\[1:0 head 10\.77\.0\.\d+\] member 1 says hello\n)")));
+  EXPECT_TRUE(std::regex_search(run.out, std::regex(R"((^|\n)\[1:0 head 10\.77\.0\.\d+\] member 1 says hello\n)")));
   EXPECT_NE(run.err.find("running 2"), std::string::npos);
 
   // From inside the containers: each member's own env and substitutions.
@@ -198,6 +198,14 @@ TEST(ArrayBed, SevenMembersTwoAtATimeOnThreeHostsRetryOnceReportAndNeverShareAHo
   EXPECT_EQ(ls.out.find("sweep-3"), std::string::npos) << ls.out;  // members are not listed one by one
   CliOutcome logs = job.Barge("logs " + id[1].str() + " --index 3");
   EXPECT_EQ(logs.code, 0) << logs.err;
+
+  // rerun --failed runs member 6 alone again (with its retry), and it
+  // fails again; the others keep their outcome.
+  CliOutcome rerun = job.Barge("rerun " + id[1].str() + " --failed");
+  EXPECT_EQ(rerun.code, 125) << rerun.err;
+  EXPECT_NE(rerun.err.find("running 1 member(s) of array " + id[1].str() + " again"), std::string::npos) << rerun.err;
+  EXPECT_TRUE(std::regex_search(rerun.out, std::regex(R"(\n6 +\| [^|]+\| failed \(4 attempts\) +\| 5 )"))) << rerun.out;
+  EXPECT_TRUE(std::regex_search(rerun.out, std::regex(R"(\n3 +\| [^|]+\| succeeded \(2 attempts\) \| 0 )"))) << rerun.out;
 
   // Nothing left on any host.
   for (const std::string& member : MemberJobs(job, id[1])) EXPECT_EQ(ContainersOf(member), "") << member;
