@@ -161,6 +161,22 @@ std::optional<std::string> ReadChecked(const Entry& e, Status (*check)(std::stri
   return s;
 }
 
+// An image reference, in which a job array's {array.COLUMN} placeholders
+// stand for any valid part (each member's image is checked again once they
+// are filled in, runner/fleet/array_member.h).
+Status CheckImageOrArrayTemplate(std::string_view image) {
+  std::string shown(image);
+  for (size_t open = shown.find("{array."); open != std::string::npos; open = shown.find("{array.", open + 1)) {
+    size_t close = shown.find('}', open);
+    if (close == std::string::npos) break;
+    if (!CheckEnvName(std::string_view(shown).substr(open + 7, close - open - 7)).ok()) continue;
+    shown.replace(open, close - open + 1, "x");
+  }
+  if (shown == image) return CheckImageReference(image);
+  if (Status s = CheckImageReference(shown); !s.ok()) return CheckImageReference(image);
+  return Status::Ok();
+}
+
 std::optional<long long> ReadInteger(const Entry& e, long long min, long long max,
                                      std::string_view what = "an integer") {
   std::string expected =
@@ -748,7 +764,7 @@ constexpr KeyRule<RoleDraft> kHeadRules[] = {
      {.type = KeyType::kString, .description = "Image of the head (default: the job's image)"},
      [](const Entry& e, RoleDraft& r) {
        r.image = e;
-       r.role.image = ReadChecked(e, CheckImageReference);
+       r.role.image = ReadChecked(e, CheckImageOrArrayTemplate);
      }},
     {"command",
      {.type = KeyType::kCommand, .description = "Command of the head (default: the job's command)"}, [](const Entry& e, RoleDraft& r) { r.role.command = ReadCommand(e); }},
@@ -765,7 +781,7 @@ constexpr KeyRule<RoleDraft> kWorkerRules[] = {
      {.type = KeyType::kString, .description = "Image of the workers (default: the job's image)"},
      [](const Entry& e, RoleDraft& r) {
        r.image = e;
-       r.role.image = ReadChecked(e, CheckImageReference);
+       r.role.image = ReadChecked(e, CheckImageOrArrayTemplate);
      }},
     {"command",
      {.type = KeyType::kCommand, .description = "Command of the workers (default: the job's command)"},
@@ -1017,6 +1033,46 @@ constexpr KeyRule<RestartPolicy> kRestartRules[] = {
      }},
 };
 constexpr KeyTableFn kRestartKeys = [] { return Describe(kRestartRules); };
+
+// `array:` (runner/fleet/): the rows come from a file or a matrix.
+void ReadArrayMatrix(const Entry& e, ArraySpec& a) {
+  if (!e.value.IsMap() || e.value.size() == 0) {
+    e.Error("expected a mapping of COLUMN: [values], e.g. {lr: [0.1, 0.01], seed: [1, 2]}, got " +
+            TypeName(e.value));
+    return;
+  }
+  for (auto it = e.value.begin(); it != e.value.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      e.Error("a column must be a plain word, not " + TypeName(it->first));
+      continue;
+    }
+    Entry column = e.Child(it->first, it->second);
+    if (Status s = CheckEnvName(it->first.Scalar()); !s.ok()) {
+      column.KeyError("column " + QuoteValue(it->first.Scalar()) +
+                      " is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+      continue;
+    }
+    std::optional<std::vector<std::string>> values = ReadStringList(column, nullptr);
+    if (!values) continue;
+    if (values->empty()) {
+      column.Error("empty list: a matrix column needs at least one value");
+      continue;
+    }
+    a.matrix.emplace_back(it->first.Scalar(), std::move(*values));
+  }
+}
+
+constexpr KeyRule<ArraySpec> kArrayRules[] = {
+    {"file",
+     {.type = KeyType::kString, .description = "A CSV file (a header line of column names) or a JSON-lines file (.jsonl: one object per line); one member per row"},
+     [](const Entry& e, ArraySpec& a) {
+       if (auto path = ReadReadableFile(e, "the array's file")) a.file = *path;
+     }},
+    {"matrix",
+     {.type = KeyType::kJson, .description = "COLUMN: [values]; one member per combination (the first column varies slowest)", .schema = R"({"type": "object", "additionalProperties": {"type": "array", "minItems": 1, "items": {"type": ["string", "number", "boolean"]}}})"},
+     ReadArrayMatrix},
+};
+constexpr KeyTableFn kArrayKeys = [] { return Describe(kArrayRules); };
 
 constexpr KeyRule<PreemptionSpec> kPreemptionRules[] = {
     {"command",
@@ -1678,7 +1734,7 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      {.type = KeyType::kString, .description = "Image every node runs (a role may set its own)"},
      [](const Entry& e, JobDraft& d) {
        d.image_written = true;
-       if (auto image = ReadChecked(e, CheckImageReference)) d.spec.image = *image;
+       if (auto image = ReadChecked(e, CheckImageOrArrayTemplate)) d.spec.image = *image;
      }},
     {"command",
      {.type = KeyType::kCommand, .description = "Command every node runs (default: the image's CMD); a string runs with sh -c"}, [](const Entry& e, JobDraft& d) { d.spec.command = ReadCommand(e); }},
@@ -1780,6 +1836,32 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
        ReadMapping(e, kMpiRules, mpi);
        d.mpi = e;
        d.spec.mpi = mpi;
+     }},
+    {"array",
+     {.type = KeyType::kBlock, .description = "A job array: one member job per row of a file or per combination of a matrix, each on its own hosts from the inventory (barge run --array FILE does the same)", .keys = kArrayKeys},
+     [](const Entry& e, JobDraft& d) {
+       ArraySpec a;
+       SeenKeys seen = ReadMapping(e, kArrayRules, a);
+       if (seen.contains("file") == seen.contains("matrix")) {
+         e.KeyError("give either 'file' or 'matrix'");
+         return;
+       }
+       d.spec.array = a;
+     }},
+    {"parallel",
+     {.type = KeyType::kInteger, .description = "A job array: at most this many members at once (default: as many as the hosts fit)"},
+     [](const Entry& e, JobDraft& d) {
+       if (auto n = ReadInteger(e, 1, 100000, "a number of members")) d.spec.parallel = static_cast<int>(*n);
+     }},
+    {"array_retries",
+     {.type = KeyType::kInteger, .description = "A job array: how often a failed member runs again", .default_value = "0"},
+     [](const Entry& e, JobDraft& d) {
+       if (auto n = ReadInteger(e, 0, 100, "a number of retries")) d.spec.array_retries = static_cast<int>(*n);
+     }},
+    {"hosts_per_member",
+     {.type = KeyType::kInteger, .description = "A job array: hosts each member takes from the inventory (default: as many as its roles need)"},
+     [](const Entry& e, JobDraft& d) {
+       if (auto n = ReadInteger(e, 1, 100000, "a number of hosts")) d.spec.hosts_per_member = static_cast<int>(*n);
      }},
 };
 constexpr KeyTableFn kJobKeys = [] { return Describe(kJobRules); };

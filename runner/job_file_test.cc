@@ -918,7 +918,7 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
       Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
       ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
                   "hosts, hosts_file, hosts_command, docker_command, ssh, roles, rendezvous, image_pull, "
-                  "on_worker_exit, stop_grace, timeout, lease, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, secrets, registry or mpi)"));
+                  "on_worker_exit, stop_grace, timeout, lease, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, secrets, registry, mpi, array, parallel, array_retries or hosts_per_member)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));
@@ -1104,6 +1104,41 @@ TEST_F(JobFileTest, ForwardErrorsNameTheEntryAndWhatIsWrong) {
                   "forward[1]: local port 8080 is already forwarded by forward[0]")));
   EXPECT_THAT(Errors("name: x\nimage: i\nforward: [{port: 80, node: -1}]\n"),
               ::testing::ElementsAre(::testing::HasSubstr("forward[0].node: expected a rank")));
+}
+
+}  // namespace
+}  // namespace barge::runner
+
+// Job arrays (runner/fleet/): the keys the array controller reads.
+namespace barge::runner {
+namespace {
+
+TEST_F(JobFileTest, ArrayKeysReadAMatrixInOrderAndTheRunSettings) {
+  LoadedJob job = Parse("name: x\nimage: \"img:{array.tag}\"\narray: {matrix: {lr: [0.1, 0.01], seed: [1, 2, 3]}}\n"
+                        "parallel: 2\narray_retries: 1\nhosts_per_member: 2\n");
+  ASSERT_TRUE(job.spec) << (job.errors.empty() ? "" : job.errors[0].ToString());
+  ASSERT_TRUE(job.spec->array);
+  ASSERT_EQ(job.spec->array->matrix.size(), 2u);
+  EXPECT_EQ(job.spec->array->matrix[0].first, "lr");
+  EXPECT_EQ(job.spec->array->matrix[1].second, (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(job.spec->image, "img:{array.tag}");
+  EXPECT_EQ(job.spec->parallel, 2);
+  EXPECT_EQ(job.spec->array_retries, 1);
+  EXPECT_EQ(job.spec->hosts_per_member, 2);
+}
+
+TEST_F(JobFileTest, ArrayErrorsNameTheKey) {
+  EXPECT_THAT(Errors("name: x\nimage: i\narray: {}\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("array: give either 'file' or 'matrix'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\narray: {matrix: {my-lr: [1]}}\n"),
+              ::testing::ElementsAre(::testing::HasSubstr(
+                  "array.matrix.my-lr: column 'my-lr' is not an environment variable name")));
+  EXPECT_THAT(Errors("name: x\nimage: i\narray: {file: nowhere.csv}\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("array.file: cannot read the array's file")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nparallel: 0\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("parallel: expected a number of members")));
+  EXPECT_THAT(Errors("name: x\nimage: \"img:{array.a b}\"\n"),
+              ::testing::ElementsAre(::testing::HasSubstr("image:")));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cluster/inventory.h"
@@ -144,6 +145,15 @@ struct ForwardSpec {
   int rank = 0;
 };
 
+// `array:` (runner/fleet/): one member job per row of a CSV or JSON-lines
+// file, or per combination of a matrix's values. Exactly one of `file` and
+// `matrix` is set.
+struct ArraySpec {
+  std::string file;  // local file, expanded; "" with a matrix
+  // Column name → its values, in the order the job file lists them.
+  std::vector<std::pair<std::string, std::vector<std::string>>> matrix;
+};
+
 struct JobSpec {
   std::string file;      // the job file's path as given
   std::string base_dir;  // directory of the job file; relative paths resolve here
@@ -195,6 +205,14 @@ struct JobSpec {
   // `command` (mpirun, horovodrun, deepspeed) and reaches them over SSH with
   // the job's own keys. files_dir is left empty (the runner sets it).
   std::optional<cluster::MpiOptions> mpi;
+  // Job arrays (runner/fleet/): the rows, how many members run at once
+  // (nullopt: as many as the pool of hosts fits), how often a failed member
+  // is run again, and how many hosts each member takes from the pool
+  // (nullopt: as many as its roles need).
+  std::optional<ArraySpec> array;
+  std::optional<int> parallel;
+  int array_retries = 0;
+  std::optional<int> hosts_per_member;
 };
 
 }  // namespace barge::runner

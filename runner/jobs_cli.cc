@@ -291,6 +291,7 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
     Result<std::vector<JobRecord>> listed = (*store)->ListJobs(filter);
     if (!listed.ok()) return Fail(err, listed.status().message());
     jobs = std::move(listed).value();
+    std::erase_if(jobs, [&](const JobRecord& j) { return options.hide.contains(j.id); });
   }
 
   const TimePoint now = WallNow();
@@ -302,11 +303,14 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
   }
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "STATUS", "NODES", "STARTED", "DURATION", "EXIT"}};
+  auto extra = options.extra_rows.begin();  // newest first, as the jobs
   for (const JobRecord& j : jobs) {
+    for (; extra != options.extra_rows.end() && extra->first >= j.created; ++extra) rows.push_back(extra->second);
     rows.push_back({j.id, j.name, ToString(j.status), std::to_string(j.nodes),
                     LocalTime(j.created, false), FormatDuration(Duration(j, now)),
                     ExitText(j.exit_code)});
   }
+  for (; extra != options.extra_rows.end(); ++extra) rows.push_back(extra->second);
   PrintTable(out, rows);
   return 0;
 }

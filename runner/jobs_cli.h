@@ -17,6 +17,9 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <set>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "base/status.h"
@@ -29,6 +32,11 @@ struct ListOptions {
   std::optional<std::string> name;    // exact
   int limit = 0;                      // 0 = all
   bool json = false;
+  // Job arrays (runner/fleet/): their members' jobs are not listed one by
+  // one; each array is one extra row (ID NAME STATUS ... as the job rows),
+  // placed by its time among the jobs. Not in --json.
+  std::set<std::string> hide;
+  std::vector<std::pair<TimePoint, std::vector<std::string>>> extra_rows;
 };
 
 // `barge ls`: one line per job, newest first:

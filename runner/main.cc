@@ -43,6 +43,7 @@
 #include "runner/plan_printer.h"
 #include "runner/state_dir.h"
 #include "runner/ui/ui_cli.h"
+#include "runner/fleet/array_cli.h"
 #include "runner/window/forward_spec.h"
 
 namespace barge::runner {
@@ -119,12 +120,28 @@ std::string OverridesBanner(const RunRequest& request) {
   return out + "\n";
 }
 
-int Plan(const std::string& path, std::vector<Override> overrides) {
+int PlanOne(const std::string& path, const JobSpec& spec);
+
+int Plan(const std::string& path, std::vector<Override> overrides, const std::string& array_file = "") {
   std::optional<RunRequest> request = ReadRequest(path, std::move(overrides));
   if (!request) return kExitBargeFailure;
   std::optional<LoadedJob> loaded = Load(*request, path);
   if (!loaded) return kExitBargeFailure;
-  const JobSpec& spec = *loaded->spec;
+  // A job array (runner/fleet/): each member's plan.
+  Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*loaded->spec, array_file);
+  if (!array.ok()) {
+    std::fprintf(stderr, "barge: %s\n", array.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  std::fputs(OverridesBanner(*request).c_str(), stdout);
+  if (*array) {
+    return fleet::PlanArray(*loaded->spec, **array, [&](const JobSpec& member) { return PlanOne(path, member); });
+  }
+  return PlanOne(path, *loaded->spec);
+}
+
+// The plan of one job (or one array member).
+int PlanOne(const std::string& path, const JobSpec& spec) {
   cluster::PlanInput input = MakePlanInput(spec, NewJobId());
   // Hosts named by an ssh config alias: the plan shows their HostName.
   const std::map<size_t, std::string> address_notes = AddressesFromSshConfig(spec, &input);
@@ -133,7 +150,6 @@ int Plan(const std::string& path, std::vector<Override> overrides) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), plan.status().message().c_str());
     return kExitBargeFailure;
   }
-  std::fputs(OverridesBanner(*request).c_str(), stdout);
   std::fputs(FormatPlan(spec, *plan, address_notes).c_str(), stdout);
   return 0;
 }
@@ -149,7 +165,8 @@ struct EventsOption {
   std::string file;        // "" = stdout
 };
 
-int Run(RunRequest request, const std::string& shown, bool detach, const EventsOption& events = {}) {
+int Run(RunRequest request, const std::string& shown, bool detach, const EventsOption& events = {},
+        const std::string& array_file = "") {
   std::optional<LoadedJob> loaded = Load(request, shown);
   if (!loaded) return kExitBargeFailure;
   JobSpec* spec = &*loaded->spec;
@@ -158,6 +175,21 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
   if (Status s = CheckOpenFiles(*spec); !s.ok()) {
     std::fprintf(stderr, "barge: %s\n", s.message().c_str());
     return kExitBargeFailure;
+  }
+  // A job array (runner/fleet/): one member job per row, run by the array
+  // controller.
+  Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*spec, array_file);
+  if (!array.ok()) {
+    std::fprintf(stderr, "barge: %s; nothing was started\n", array.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  if (*array) {
+    if (!events.format.empty() || !events.file.empty()) {
+      std::fprintf(stderr, "barge: --events is not supported for a job array yet\n");
+      return kExitBargeFailure;
+    }
+    return fleet::RunArrayCommand(*spec, **array, Redactor(*spec)(RunRequestToJson(request)),
+                                  kSpecFileComment + request.file + "\n" + request.text, detach);
   }
   const std::string job_id = NewJobId();
   cluster::PlanInput input = MakePlanInput(*spec, job_id);
@@ -293,6 +325,19 @@ int Rerun(const std::string& job_text, bool detach) {
                request->CommandLine().c_str());
   const std::string shown = request->file;
   return Run(std::move(*request), shown, detach);
+}
+
+// A job array's recorded run request parsed again, for `barge rerun ARRAY
+// --failed`; nullopt after printing why not.
+std::optional<fleet::RecordedArrayJob> RecordedArrayJob(const std::string& json) {
+  Result<RunRequest> request = RunRequestFromJson(json);
+  if (!request.ok()) {
+    std::fprintf(stderr, "barge: %s\n", request.status().message().c_str());
+    return std::nullopt;
+  }
+  std::optional<LoadedJob> loaded = Load(*request, request->file);
+  if (!loaded) return std::nullopt;
+  return fleet::RecordedArrayJob{std::move(*loaded->spec), kSpecFileComment + request->file + "\n" + request->text};
 }
 
 // Parses the job as job `job` ran it (its recorded request: the job file,
@@ -633,11 +678,16 @@ int main(int argc, char** argv) {
   auto* plan = app.add_subcommand("plan", "Print, per host, the exact commands `run` would send; connects to nothing");
   plan->add_option("job_file", file, "job file (YAML)")->required();
   add_overrides(plan);
+  std::string array_file;  // --array (runner/fleet/)
+  plan->add_option("--array", array_file, "a job array: the plan of each member, one per row of this CSV or JSON-lines file")
+      ->type_name("FILE");
   auto* run = app.add_subcommand("run", "Run the job: start every container, stream logs, tear down, exit with the head's code");
   run->add_option("job_file", file, "job file (YAML)")->required();
   add_overrides(run);
   bool detach = false;
   run->add_flag("-d,--detach", detach, "run the controller in the background; print the job id once it runs");
+  run->add_option("--array", array_file, "run a job array: one member job per row of this CSV or JSON-lines file, each on its own hosts from the inventory")
+      ->type_name("FILE");
   barge::runner::EventsOption events;
   run->add_option("--events", events.format,
                   "json: one JSON object per job event (per-host phases, ready, exits, faults, finished), "
@@ -648,6 +698,8 @@ int main(int argc, char** argv) {
   auto* rerun = app.add_subcommand("rerun", "Run a recorded job again: its job file's text, overrides and hosts as recorded; secrets, workdir and files read again from where they are now");
   rerun->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
   rerun->add_flag("-d,--detach", detach, "run the controller in the background; print the job id once it runs");
+  bool rerun_failed = false;
+  rerun->add_flag("--failed", rerun_failed, "a job array: run again its members that failed or never started");
   auto* version = app.add_subcommand("version", "Print barge's version and commit");
   auto* schema = app.add_subcommand("schema", "Print the job file's JSON Schema (draft 2020-12), for editors and validators");
   std::string shell;
@@ -664,6 +716,8 @@ int main(int argc, char** argv) {
   ls->add_option("--name", name_filter, "only jobs with this name");
   ls->add_option("--limit", list.limit, "at most this many jobs")->check(CLI::NonNegativeNumber);
   ls->add_flag("--json", list.json, "one JSON array");
+  std::string ls_array;
+  ls->add_option("array", ls_array, "a job array: list its members");
   bool show_json = false;
   auto* show = app.add_subcommand("show", "One job: how it was run, its nodes and its events");
   show->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
@@ -688,6 +742,8 @@ int main(int argc, char** argv) {
   logs->add_option("--since", logs_options.since, "only lines from this time on: 2024-05-01T12:00:00Z, or a duration ago: 10m");
   logs->add_option("--tail", logs_options.tail, "only the last N lines (of what is already there, with -f)");
   logs->add_flag("-t,--timestamps", logs_options.timestamps, "start each line with Docker's timestamp");
+  std::optional<int> logs_index;
+  logs->add_option("--index", logs_index, "a job array: the member of this index (its last attempt)");
   std::string reap_file, reap_hosts;
   auto* reap = app.add_subcommand("reap", "Remove every barge container on the hosts that belongs to no running job");
   reap->add_option("job_file", reap_file, "a job file whose hosts to look at");
@@ -762,15 +818,52 @@ int main(int argc, char** argv) {
     std::fputs(barge::runner::ManPage(app, BARGE_VERSION, date).c_str(), stdout);
     return 0;
   }
-  if (*plan) return barge::runner::Plan(file, overrides);
+  if (*plan) return barge::runner::Plan(file, overrides, array_file);
   if (*complete_jobs) return barge::runner::CompleteJobs();
-  if (*rerun) return barge::runner::Rerun(job, detach);
   const std::string state_dir = barge::runner::StateDir();
+  // Job arrays (runner/fleet/): an array of that name or id is looked for
+  // before a job.
+  std::optional<std::string> array_id;
+  if ((*rerun || *show || *logs || *down || (*ls && !ls_array.empty())) && !(*ls && ls_array.empty())) {
+    auto found = barge::runner::fleet::FindArray(state_dir, *ls ? ls_array : job);
+    if (!found.ok()) {
+      std::fprintf(stderr, "barge: %s\n", found.status().message().c_str());
+      return barge::runner::kExitBargeFailure;
+    }
+    array_id = *found;
+  }
+  if (*rerun && array_id) {
+    if (!rerun_failed) {
+      std::fprintf(stderr, "barge: %s is a job array: `barge rerun %s --failed` runs its failed and never-started members again\n",
+                   array_id->c_str(), array_id->c_str());
+      return barge::runner::kExitBargeFailure;
+    }
+    return barge::runner::fleet::RerunArray(state_dir, *array_id, detach, [](const std::string& json) {
+      return barge::runner::RecordedArrayJob(json);
+    });
+  }
+  if (*rerun && rerun_failed) {
+    std::fprintf(stderr, "barge: --failed is for a job array; '%s' is not one\n", job.c_str());
+    return barge::runner::kExitBargeFailure;
+  }
+  if (*rerun) return barge::runner::Rerun(job, detach);
+  if (*ls && !ls_array.empty()) {
+    if (!array_id) {
+      std::fprintf(stderr, "barge: no job array matches '%s'\n", ls_array.c_str());
+      return barge::runner::kExitBargeFailure;
+    }
+    return barge::runner::fleet::ListArrayMembers(state_dir, *array_id, stdout);
+  }
   if (*ls) {
+    if (barge::Status s = barge::runner::fleet::AddArraysToList(state_dir, &list); !s.ok()) {
+      std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+      return barge::runner::kExitBargeFailure;
+    }
     if (!status_filter.empty()) list.status = status_filter;
     if (!name_filter.empty()) list.name = name_filter;
     return barge::runner::ListJobsCommand(state_dir, list, stdout);
   }
+  if (*show && array_id) return barge::runner::fleet::ShowArray(state_dir, *array_id, stdout);
   if (*show && show_timeline) return barge::runner::ui::TimelineCommand(state_dir, job, stdout);
   if (*show) return barge::runner::ShowJobCommand(state_dir, job, show_json, stdout);
   if (*ui) {
@@ -784,8 +877,25 @@ int main(int argc, char** argv) {
     return barge::runner::ui::UiCommand(ui_options, stdout);
   }
   if (*rm) return barge::runner::RemoveJobCommand(state_dir, job, stdout);
+  if (*down && array_id) {
+    return barge::runner::fleet::DownArray(state_dir, *array_id,
+                                           [](const std::string& id) { return barge::runner::Down(id); });
+  }
   if (*down) return barge::runner::Down(job);
   if (*attach) return barge::runner::Attach(job);
+  if (*logs && (array_id || logs_index)) {
+    if (!array_id || !logs_index) {
+      std::fprintf(stderr, "barge: %s\n", array_id ? "a job array's logs need --index N (barge ls ARRAY lists its members)"
+                                                     : "--index is for a job array");
+      return barge::runner::kExitBargeFailure;
+    }
+    auto member = barge::runner::fleet::MemberJobId(state_dir, *array_id, *logs_index);
+    if (!member.ok()) {
+      std::fprintf(stderr, "barge: %s\n", member.status().message().c_str());
+      return barge::runner::kExitBargeFailure;
+    }
+    return barge::runner::LogsCommand(state_dir, *member, logs_options, stdout);
+  }
   if (*logs) return barge::runner::LogsCommand(state_dir, job, logs_options, stdout);
   if (*reap) {
     if (reap_file.empty() == reap_hosts.empty()) {
@@ -812,5 +922,5 @@ int main(int argc, char** argv) {
   }
   std::optional<barge::runner::RunRequest> request = barge::runner::ReadRequest(file, overrides);
   if (!request) return barge::runner::kExitBargeFailure;
-  return barge::runner::Run(std::move(*request), file, detach, events);
+  return barge::runner::Run(std::move(*request), file, detach, events, array_file);
 }

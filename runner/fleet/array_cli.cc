@@ -1,0 +1,299 @@
+// The job-array verbs.
+#include "runner/fleet/array_cli.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "runner/controller.h"
+#include "runner/fleet/array_member.h"
+#include "runner/fleet/array_runner.h"
+#include "runner/fleet/array_store.h"
+#include "runner/fleet/array_summary.h"
+#include "runner/job_store.h"
+#include "runner/state_dir.h"
+
+namespace barge::runner::fleet {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "barge: %s\n", message.c_str());
+  return kExitBargeFailure;
+}
+
+// The array's record, marked lost first when its controller is gone.
+Result<ArrayRecord> LiveArray(ArrayStore& store, const std::string& id) {
+  Result<ArrayRecord> a = store.GetArray(id);
+  if (!a.ok()) return a;
+  if (a->status == "running" && !ControllerAlive(a->controller_pid)) {
+    a->status = "lost";
+    a->ended = WallNow();
+    if (Status s = store.UpdateArray(*a); !s.ok()) return s;
+  }
+  return a;
+}
+
+// Runs `array_id` here or, detached, in a process of its own.
+int Launch(const JobSpec& spec, const ArrayParams& params, const std::string& array_id,
+           const std::string& spec_text, bool detach) {
+  ArrayRunOptions options;
+  options.state_dir = StateDir();
+  options.spec_text = spec_text;
+  if (!detach) return RunArray(spec, params, array_id, options);
+  const std::string run_dir = options.state_dir + "/runs/" + array_id;
+  if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message());
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setsid();
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int log_fd = open((run_dir + "/controller.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    if (log_fd >= 0) {
+      dup2(log_fd, STDOUT_FILENO);
+      dup2(log_fd, STDERR_FILENO);
+    }
+    std::_Exit(RunArray(spec, params, array_id, options));
+  }
+  // The array is recorded already; wait until its controller took it over.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(options.state_dir);
+    if (store.ok()) {
+      Result<ArrayRecord> a = (*store)->GetArray(array_id);
+      if (a.ok() && a->controller_pid == pid) break;
+    }
+    if (waitpid(pid, nullptr, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::printf("%s\n", array_id.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Result<std::optional<ArrayParams>> ArrayParamsOf(const JobSpec& spec, const std::string& array_file) {
+  Result<ArrayParams> params = Status::Error("unset");
+  if (!array_file.empty()) {
+    params = ReadArrayParams(array_file);
+  } else if (spec.array && !spec.array->file.empty()) {
+    params = ReadArrayParams(spec.array->file);
+  } else if (spec.array) {
+    params = ExpandMatrix(spec.array->matrix);
+  } else {
+    return std::optional<ArrayParams>();
+  }
+  if (!params.ok()) return params.status();
+  if (Status s = CheckArray(spec, *params); !s.ok()) return s;
+  return std::optional<ArrayParams>(std::move(params).value());
+}
+
+int RunArrayCommand(const JobSpec& spec, const ArrayParams& params, const std::string& request_json,
+                    const std::string& spec_text, bool detach) {
+  const std::string state_dir = StateDir();
+  const std::string array_id = NewJobId();
+  {
+    Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(state_dir);
+    Status s = jobs.ok() ? (*jobs)->SetRunRequest(array_id, request_json) : jobs.status();
+    if (!s.ok()) return Fail(s.message());
+  }
+  if (Status s = CreateArrayRecord(state_dir, spec, params, array_id); !s.ok()) return Fail(s.message());
+  return Launch(spec, params, array_id, spec_text, detach);
+}
+
+int PlanArray(const JobSpec& spec, const ArrayParams& params,
+              const std::function<int(const JobSpec&)>& print_plan, size_t shown) {
+  const size_t need = HostsPerMember(spec);
+  const size_t at_once = MembersAtOnce(spec);
+  std::printf("# job array: %zu member(s) from %s (columns: ", params.rows.size(), params.source.c_str());
+  for (size_t c = 0; c < params.columns.size(); ++c) std::printf("%s%s", c ? ", " : "", params.columns[c].c_str());
+  std::printf("); at most %zu at once, %zu host(s) each, %d retr%s\n", at_once, need, spec.array_retries,
+              spec.array_retries == 1 ? "y" : "ies");
+  for (size_t i = 0; i < params.rows.size() && i < shown; ++i) {
+    // The hosts the pool gives the first wave: member i of a wave takes
+    // the (i mod at_once)-th block of `need` hosts.
+    std::vector<cluster::Host> hosts;
+    const size_t first = (i % at_once) * need;
+    for (size_t h = first; h < first + need && h < spec.hosts.size(); ++h) hosts.push_back(spec.hosts[h]);
+    Result<JobSpec> member = MemberSpec(spec, params, i, "<array id>", hosts);
+    if (!member.ok()) return Fail(member.status().message());
+    std::printf("\n# member %zu: %s\n", i, ParamsText(params, i).c_str());
+    std::fflush(stdout);
+    if (int code = print_plan(*member); code != 0) return code;
+  }
+  if (params.rows.size() > shown) {
+    std::printf("\n# ... and %zu more member(s), each the same with its own row\n", params.rows.size() - shown);
+  }
+  return 0;
+}
+
+Result<std::optional<std::string>> FindArray(const std::string& state_dir, const std::string& text) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::OpenIfPresent(state_dir);
+  if (!store.ok()) return store.status();
+  if (!*store) return std::optional<std::string>();
+  return (*store)->ResolveArray(text);
+}
+
+Status AddArraysToList(const std::string& state_dir, ListOptions* list) {
+  Result<std::unique_ptr<ArrayStore>> opened = ArrayStore::OpenIfPresent(state_dir);
+  if (!opened.ok()) return opened.status();
+  if (!*opened) return Status::Ok();
+  ArrayStore& store = **opened;
+  Result<std::vector<std::string>> ids = store.MemberJobIds();
+  if (!ids.ok()) return ids.status();
+  list->hide.insert(ids->begin(), ids->end());
+  Result<std::vector<ArrayRecord>> arrays = store.ListArrays();
+  if (!arrays.ok()) return arrays.status();
+  const TimePoint now = WallNow();
+  for (const ArrayRecord& listed : *arrays) {
+    Result<ArrayRecord> a = LiveArray(store, listed.id);
+    if (!a.ok()) return a.status();
+    if (list->name && *list->name != a->name) continue;
+    Result<std::vector<MemberRecord>> members = store.GetMembers(a->id);
+    if (!members.ok()) return members.status();
+    list->extra_rows.push_back(
+        {a->created,
+         {a->id, a->name, "array " + a->status + ": " + CountsText(*members), std::to_string(a->size) + " members",
+          LocalTime(a->created, false), FormatDuration(a->ended.value_or(now) - a->created),
+          a->exit_code ? std::to_string(*a->exit_code) : "-"}});
+  }
+  return Status::Ok();
+}
+
+int ListArrayMembers(const std::string& state_dir, const std::string& array_id, std::FILE* out) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
+  if (!store.ok()) return Fail(store.status().message());
+  Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
+  if (!members.ok()) return Fail(members.status().message());
+  std::vector<std::vector<std::string>> rows = {{"INDEX", "JOB", "PARAMS", "STATUS", "ATTEMPTS", "EXIT", "HOSTS"}};
+  for (const MemberRecord& m : *members) {
+    rows.push_back({std::to_string(m.index), m.job_ids.empty() ? "-" : m.job_ids.back(), m.params,
+                    ToString(m.status), std::to_string(m.attempts),
+                    m.exit_code ? std::to_string(*m.exit_code) : "-", m.hosts.empty() ? "-" : m.hosts});
+  }
+  std::fputs(PipeTable(rows).c_str(), out);
+  return 0;
+}
+
+int ShowArray(const std::string& state_dir, const std::string& array_id, std::FILE* out) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
+  if (!store.ok()) return Fail(store.status().message());
+  Result<ArrayRecord> a = LiveArray(**store, array_id);
+  if (!a.ok()) return Fail(a.status().message());
+  Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
+  if (!members.ok()) return Fail(members.status().message());
+  std::fprintf(out, "array %s (%s): %s, %d member(s), at most %d at once, %d retr%s\n", a->id.c_str(),
+               a->name.c_str(), a->status.c_str(), a->size, a->parallel, a->retries, a->retries == 1 ? "y" : "ies");
+  std::fprintf(out, "started %s%s\n", LocalTime(a->created, false).c_str(),
+               a->exit_code ? (", exit code " + std::to_string(*a->exit_code)).c_str() : "");
+  std::fprintf(out, "members: %s\n\n", CountsText(*members).c_str());
+  std::fputs(SummaryTable(*members, WallNow()).c_str(), out);
+  return 0;
+}
+
+Result<std::string> MemberJobId(const std::string& state_dir, const std::string& array_id, int index) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
+  if (!store.ok()) return store.status();
+  Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
+  if (!members.ok()) return members.status();
+  for (const MemberRecord& m : *members) {
+    if (m.index != index) continue;
+    if (m.job_ids.empty()) {
+      return Status::Error("member " + std::to_string(index) + " of array " + array_id + " has not started (" +
+                           ToString(m.status) + ")");
+    }
+    return m.job_ids.back();
+  }
+  return Status::Error("array " + array_id + " has no member " + std::to_string(index) + " (indices 0 to " +
+                       std::to_string(static_cast<int>(members->size()) - 1) + ")");
+}
+
+int DownArray(const std::string& state_dir, const std::string& array_id,
+              const std::function<int(const std::string&)>& down_job) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
+  if (!store.ok()) return Fail(store.status().message());
+  Result<ArrayRecord> a = LiveArray(**store, array_id);
+  if (!a.ok()) return Fail(a.status().message());
+  if (a->status == "running") {
+    std::printf("stopping array %s (controller pid %d)\n", array_id.c_str(), *a->controller_pid);
+    std::fflush(stdout);
+    kill(*a->controller_pid, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      Result<ArrayRecord> now = LiveArray(**store, array_id);
+      if (now.ok() && now->status != "running") {
+        Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
+        std::printf("array %s: %s (%s)\n", array_id.c_str(), now->status.c_str(),
+                    members.ok() ? CountsText(*members).c_str() : "");
+        if (now->status != "lost") return 0;
+        break;  // its controller died meanwhile: down the members below
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Fail("array " + array_id + " did not stop within 10 minutes");
+    }
+  }
+  // No controller: each member job that has not ended is brought down on its
+  // own; members that never started are cancelled.
+  Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
+  if (!members.ok()) return Fail(members.status().message());
+  int code = 0;
+  for (MemberRecord& m : *members) {
+    if (m.status == MemberStatus::kRunning && !m.job_ids.empty()) {
+      if (down_job(m.job_ids.back()) != 0) code = kExitBargeFailure;
+    }
+    if (m.status == MemberStatus::kRunning || m.status == MemberStatus::kWaiting) {
+      m.status = MemberStatus::kCancelled;
+      (void)(*store)->UpdateMember(m);
+    }
+  }
+  std::printf("array %s: %s\n", array_id.c_str(), CountsText(*members).c_str());
+  return code;
+}
+
+int RerunArray(const std::string& state_dir, const std::string& array_id, bool detach,
+               const std::function<std::optional<RecordedArrayJob>(const std::string&)>& load) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
+  if (!store.ok()) return Fail(store.status().message());
+  Result<ArrayRecord> a = LiveArray(**store, array_id);
+  if (!a.ok()) return Fail(a.status().message());
+  if (a->status == "running") return Fail("array " + array_id + " is still running (barge down it first)");
+  Result<ArrayParams> params = ParamsFromJson(a->params_json);
+  if (!params.ok()) return Fail(params.status().message());
+  std::string request_json;
+  {
+    Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(state_dir);
+    if (!jobs.ok()) return Fail(jobs.status().message());
+    Result<std::optional<std::string>> r = (*jobs)->GetRunRequest(array_id);
+    if (!r.ok()) return Fail(r.status().message());
+    if (!*r) return Fail("array " + array_id + " has no recorded run request");
+    request_json = **r;
+  }
+  std::optional<RecordedArrayJob> job = load(request_json);
+  if (!job) return kExitBargeFailure;
+  Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
+  if (!members.ok()) return Fail(members.status().message());
+  int again = 0;
+  for (MemberRecord& m : *members) {
+    if (m.status == MemberStatus::kSucceeded) continue;
+    m.status = MemberStatus::kWaiting;
+    ++again;
+    if (Status s = (*store)->UpdateMember(m); !s.ok()) return Fail(s.message());
+  }
+  if (again == 0) {
+    std::printf("every member of array %s succeeded: nothing to run again\n", array_id.c_str());
+    return 0;
+  }
+  std::fprintf(stderr, "barge: running %d member(s) of array %s again\n", again, array_id.c_str());
+  store->reset();
+  return Launch(job->spec, *params, array_id, job->spec_text, detach);
+}
+
+}  // namespace barge::runner::fleet
