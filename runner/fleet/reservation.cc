@@ -332,10 +332,19 @@ std::string Pad(const std::string& s, size_t w) { return s + std::string(w > s.s
 std::string BusyTable(const std::vector<BusyHost>& rows) {
   std::vector<std::vector<std::string>> cells = {{"HOST", "HELD BY (job id, name, user@machine)", "SINCE", "GPUS", "STALE"}};
   for (const BusyHost& b : rows) {
+    // One row per holding job on the host: its GPUs (and ports) together.
+    std::vector<Hold> jobs;
+    std::map<std::string, std::string> gpus_of;
     for (const Hold& h : b.holds) {
+      std::string what = h.gpus.empty() ? "" : h.gpus;
+      if (h.name.rfind(std::string(kHoldPrefix) + "port-", 0) == 0) what = "port " + h.name.substr(h.name.rfind('-') + 1);
+      if (!gpus_of.count(h.job_id)) jobs.push_back(h);
+      std::string& list = gpus_of[h.job_id];
+      if (!what.empty()) list = what + (list.empty() ? "" : "," + list);
+    }
+    for (const Hold& h : jobs) {
       std::optional<long long> at = StaleAt(h);
-      std::string gpus = h.gpus.empty() ? "-" : h.gpus;
-      if (h.name.rfind(std::string(kHoldPrefix) + "port-", 0) == 0) gpus = "port " + h.name.substr(h.name.rfind('-') + 1);
+      std::string gpus = gpus_of[h.job_id].empty() ? "-" : gpus_of[h.job_id];
       cells.push_back({b.host, HeldBy(h), UtcTime(h.since) + " (" + ShortDuration(b.now - h.since) + " ago)", gpus,
                        at ? "in " + ShortDuration(*at - b.now) + " unless renewed" : "never (its watchdog releases it)"});
     }

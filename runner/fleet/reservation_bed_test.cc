@@ -248,7 +248,7 @@ TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExcl
   std::string holds;
   while (std::chrono::steady_clock::now() < end) {
     holds = Holds(GetBed().hosts[1]);
-    if (std::count(holds.begin(), holds.end(), '\n') >= 3) break;
+    if (std::count(holds.begin(), holds.end(), '\n') >= 4) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::string listed = dir.Barge("hosts a.yaml").out;

@@ -172,6 +172,13 @@ TEST(BusyTable, NamesTheHolderWhenItStartedItsGpusAndWhenItGoesStale) {
   EXPECT_NE(t.find("all"), std::string::npos) << t;
   EXPECT_NE(t.find("in 10m30s unless renewed"), std::string::npos) << t;
   EXPECT_EQ(WaitingFor({{"h1", 1130, {h, h}}}), "h1 (held by 9f8e7d6c train alice@box)");
+  // A job's GPU holds on a host are one row.
+  Hold g3 = MakeHold(GpuHoldName(3), "5e5e5e5e", 1000, 600), g2 = MakeHold(GpuHoldName(2), "5e5e5e5e", 1000, 600);
+  g3.gpus = "3";
+  g2.gpus = "2";
+  const std::string shared = BusyTable({{"h2", 1130, {g3, g2}}});
+  EXPECT_NE(shared.find(" 2,3 "), std::string::npos) << shared;
+  EXPECT_EQ(shared.find("5e5e5e5e"), shared.rfind("5e5e5e5e")) << shared;
 }
 
 TEST(ShortDuration, ReadsAsSecondsMinutesOrHours) {
