@@ -100,17 +100,18 @@ Status Controller::SecureHolds() {
     // waits, so it never holds one host while waiting for another.
     ReleaseHolds();
     if (!wait || interrupts_ > 0 || Clock::now() >= give_up) break;
+    // The status line says what it waits for; anew only when that changes.
     const std::string what = fleet::WaitingFor(busy);
     if (what != last_said) {
+      if (!last_said.empty()) observer_.StepEnded(Phase::kPreflight);
       Say("waiting for " + what);
+      observer_.StepBegan(Phase::kPreflight, "waiting for " + what, 0);
       last_said = what;
     }
-    observer_.StepBegan(Phase::kPreflight, "waiting for " + what, 0);
     // A random pause (1-3 s): two jobs that backed off from each other do
     // not come back in step.
     const auto pause = milliseconds(1000 + std::uniform_int_distribution<int>(0, 2000)(random));
     RunUntil([&] { return interrupts_ > 0; }, std::min(give_up, Clock::now() + pause));
-    observer_.StepEnded(Phase::kPreflight);
     if (interrupts_ > 0) break;
     // Every host again, in one round trip each, in parallel.
     CommandGroup group(&loop_, &redact_);
@@ -133,6 +134,7 @@ Status Controller::SecureHolds() {
     RunWhileProgressing(group, spec_.ssh.engine_timeout * 3 + seconds(30), [&] { return interrupts_ > 0; });
     group.Cancel();
     if (!problems.empty()) {
+      observer_.StepEnded(Phase::kPreflight);
       ReleaseHolds();
       std::string msg = "cannot reserve the hosts:";
       for (const auto& [hs, p] : problems) msg += "\n  " + hs->name + ": " + p;
@@ -140,10 +142,12 @@ Status Controller::SecureHolds() {
     }
     busy = BusyHosts();
     if (busy.empty()) {
+      observer_.StepEnded(Phase::kPreflight);
       Say("every host is free: starting");
       return SecureHolds();
     }
   }
+  if (!last_said.empty()) observer_.StepEnded(Phase::kPreflight);
   if (interrupts_ > 0) return Status::Error("interrupted while waiting for hosts");
   std::string head = wait ? "gave up waiting after " + fleet::ShortDuration(
                                                            std::chrono::duration_cast<seconds>(limit).count()) +
