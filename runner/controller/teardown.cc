@@ -86,7 +86,11 @@ void Controller::Teardown(bool graceful, bool final) {
     const bool disarm = disarm_with_remove && hs->watchdog_armed;
     // The job's holds go with its containers on its last teardown.
     const bool release = final && hs->holding;
-    if (release) line = "{ " + line + "; s=$?; " + fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id) + " || s=1; exit $s; }";
+    // (No `exit` here: the disarming below must still run.)
+    if (release) {
+      line = "{ " + line + "; s=$?; " + fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id) +
+             " || s=1; [ $s -eq 0 ]; }";
+    }
     if (disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(plan_.job_id) + "; exit $s; }";
     removals.Run(*hs->exec, line, [this, hs, disarm, release](const Outcome& o) {
       Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());

@@ -74,6 +74,8 @@ class ReservationTest : public ::testing::Test {
         const std::string left = Docker(h, "ps -aq --filter label=barge.job=" + id);
         EXPECT_EQ(left, "") << "job " << id << " left containers on " << h.name;
         RemoveJob(h, id);
+        EXPECT_EQ(barge::testing::OnHost(h, "ls -d /tmp/barge-" + id + " 2>/dev/null; true"), "")
+            << "job " << id << " left its directory on " << h.name;
       }
     }
   }
@@ -227,7 +229,10 @@ TEST_F(ReservationTest, AHoldWhoseLeaseLapsedIsTakenOverAfterTheGrace) {
   // Lease 5 s + grace 5 s after the last renewal: well within 30 s.
   EXPECT_LT(took, 30.0);
   std::printf("stale hold taken over after %.1f s\n", took);
-  RemoveJob(GetBed().hosts[0], dead_id);  // its container, which nothing stopped
+  // Its container, which nothing stopped, and its job directory, which its
+  // killed watchdog would have removed.
+  RemoveJob(GetBed().hosts[0], dead_id);
+  barge::testing::OnHost(GetBed().hosts[0], "rm -rf /tmp/barge-" + dead_id);
 }
 
 TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExclusiveJobIsRefused) {
