@@ -208,7 +208,7 @@ Status Controller::Launch() {
     state->host = hosts_[n.host_index].get();
     nodes_.push_back(std::move(state));
   }
-  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo);
+  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo, options_.stdio);
   if (!sink.ok()) return sink.status();
   sink_ = std::move(sink).value();
   if (options_.progress) {
