@@ -51,6 +51,31 @@ NodeLog::~NodeLog() {
 }
 
 Result<std::optional<LogLine>> NodeLog::Next(bool writer_done) {
+  while (ahead_.size() < kLookahead) {
+    const uint64_t start = InFileOffset();
+    Result<std::optional<LogLine>> next = NextInFile(writer_done);
+    if (!next.ok()) return next.status();
+    if (!*next) break;
+    ahead_.push_back(Ahead{std::move(**next), start});
+  }
+  if (ahead_.empty()) return std::optional<LogLine>();
+  // The first line of each stream is the earliest of its stream; the
+  // earlier of the two goes first when both carry stamps of their own.
+  size_t pick = 0;
+  const bool first_is_err = ahead_[0].line.is_stderr;
+  for (size_t i = 1; i < ahead_.size(); ++i) {
+    if (ahead_[i].line.is_stderr == first_is_err) continue;
+    if (ahead_[i].line.stamped && ahead_[0].line.stamped && ahead_[i].line.stamp < ahead_[0].line.stamp) {
+      pick = i;
+    }
+    break;
+  }
+  LogLine line = std::move(ahead_[pick].line);
+  ahead_.erase(ahead_.begin() + static_cast<std::ptrdiff_t>(pick));
+  return std::optional<LogLine>(std::move(line));
+}
+
+Result<std::optional<LogLine>> NodeLog::NextInFile(bool writer_done) {
   for (;;) {
     const size_t newline = buf_.find('\n', scanned_);
     if (newline != std::string::npos) {
