@@ -280,6 +280,27 @@ Result<std::vector<std::string>> ArrayStore::MemberJobIds() {
   return out;
 }
 
+Status ArrayStore::RemoveArray(const std::string& id) {
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Error("cannot begin a transaction");
+  }
+  bool ok = true;
+  for (const char* sql : {"DELETE FROM array_members WHERE array_id = ?1", "DELETE FROM run_requests WHERE job_id = ?1",
+                          "DELETE FROM arrays WHERE id = ?1"}) {
+    Stmt st(db_, sql);
+    st.Bind(1, id);
+    ok = ok && st.Step() == SQLITE_DONE;
+  }
+  const bool removed = ok && sqlite3_changes(db_) > 0;
+  if (!removed) {
+    Status s = ok ? Status::Error("no array '" + id + "'") : Error("cannot remove array " + id);
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return s;
+  }
+  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return Error("cannot commit");
+  return Status::Ok();
+}
+
 Result<std::optional<std::string>> ArrayStore::ResolveArray(const std::string& text) {
   Result<std::vector<ArrayRecord>> all = ListArrays();
   if (!all.ok()) return all.status();

@@ -84,6 +84,9 @@ class ArrayStore {
   // An array as the user names it: the exact id, the latest of that name,
   // or the one id starting with `text`; nullopt when none matches.
   [[nodiscard]] Result<std::optional<std::string>> ResolveArray(const std::string& text);
+  // Deletes the array, its members' rows and its recorded run request, in
+  // one transaction (the members' jobs are the job store's: not touched).
+  [[nodiscard]] Status RemoveArray(const std::string& id);
 
  private:
   ArrayStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
