@@ -53,7 +53,7 @@ LogSink::~LogSink() = default;
 void LogSink::Line(int rank, Stream stream, std::string_view timestamp, std::string_view text) {
   if (rank < 0 || static_cast<size_t>(rank) >= files_.size() || !files_[rank]) return;
   File& file = *files_[rank];
-  const char* name = stream == Stream::kStdout ? "stdout" : "stderr";
+  const char* name = NameOf(kStreamNames, stream).data();
   fprintf(file.f, "%.*s %s %.*s\n", static_cast<int>(timestamp.size()), timestamp.data(), name,
           static_cast<int>(text.size()), text.data());
   fflush(file.f);

@@ -6,6 +6,7 @@
 // Not thread-safe: used from the event loop's thread only.
 #pragma once
 
+#include <array>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -13,11 +14,16 @@
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "base/status.h"
 
 namespace barge::runner {
 
 enum class Stream { kStdout, kStderr };
+// As a log file's second field spells them.
+inline constexpr auto kStreamNames =
+    std::to_array<EnumName<Stream>>({{Stream::kStdout, "stdout"}, {Stream::kStderr, "stderr"}});
+static_assert(ListsEveryValueInOrder(kStreamNames));
 
 class LogSink {
  public:
