@@ -218,7 +218,7 @@ TEST_F(ControllerTest, ANonPosixLoginShellIsTheOnlyProblemReportedForItsHost) {
   fake_.host("h3").On("echo barge-posix-", FakeReply{1, "", "Illegal variable name.\n"});
   EXPECT_EQ(Run(Job("")), 125);
   EXPECT_TRUE(rec_.Said("preflight failed on 1 of 3 host(s)")) << rec_.AllMessages();
-  EXPECT_TRUE(rec_.Said("h3    the login shell is not a POSIX shell (it answered 'Illegal variable name.')"))
+  EXPECT_TRUE(rec_.Said("h3    the login shell is not a POSIX shell (it answered 'Illegal variable name.' to `"))
       << rec_.AllMessages();
   EXPECT_FALSE(rec_.Said("cannot tell this host's address")) << rec_.AllMessages();
   for (const auto& line : fake_.all_lines()) EXPECT_EQ(line.find("docker run -d"), std::string::npos) << line;
