@@ -8,6 +8,7 @@
 #include <queue>
 
 #include "container/timestamp.h"
+#include "runner/log_sink.h"
 
 namespace barge::runner {
 
@@ -24,8 +25,9 @@ LogLine ParseLogLine(std::string_view raw, int64_t previous) {
   const std::string_view rest = raw.substr(stamp_end + 1);
   const size_t stream_end = rest.find(' ');
   const std::string_view stream = rest.substr(0, stream_end);
-  if (stream != "stdout" && stream != "stderr") return line;
-  line.is_stderr = stream == "stderr";
+  const std::optional<Stream> which = ValueOf(kStreamNames, stream);
+  if (!which) return line;
+  line.is_stderr = *which == Stream::kStderr;
   line.text = stream_end == std::string_view::npos ? "" : std::string(rest.substr(stream_end + 1));
   if (stamp_end > 0) {
     Result<int64_t> ns = container::ParseTimestamp(raw.substr(0, stamp_end));

@@ -84,7 +84,7 @@ std::string LogSink::Echoed(const File& file, Stream stream, std::string_view te
 void LogSink::Line(int rank, Stream stream, std::string_view timestamp, std::string_view text) {
   if (rank < 0 || static_cast<size_t>(rank) >= files_.size() || !files_[rank]) return;
   File& file = *files_[rank];
-  const std::string_view name = stream == Stream::kStdout ? "stdout" : "stderr";
+  const std::string_view name = NameOf(kStreamNames, stream);
   const int64_t at = file.written;
   fwrite(timestamp.data(), 1, timestamp.size(), file.f);
   fputc(' ', file.f);

@@ -11,8 +11,8 @@
 #pragma once
 
 #include <cstdio>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>

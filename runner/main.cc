@@ -646,8 +646,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("barge ") + BARGE_VERSION + " (commit " + BARGE_COMMIT + ")",
                        "print barge's version and commit");
   std::string color = "auto";
+  std::vector<std::string> color_modes;
+  for (const auto& [mode, name] : barge::runner::kColorModeNames) color_modes.emplace_back(name);
   app.add_option("--color", color, "when to colour the output: auto (a terminal, unless NO_COLOR is set), always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
+      ->check(CLI::IsMember(color_modes));
   std::string file;
   // --set/--env/--hosts-file/--name, in the order given (the last one wins).
   std::vector<barge::runner::Override> overrides;
@@ -791,10 +793,8 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : barge::runner::kExitBargeFailure;
   }
-  using barge::runner::ColorMode;
-  barge::runner::SetColorMode(color == "always" ? ColorMode::kAlways
-                              : color == "never" ? ColorMode::kNever
-                                                 : ColorMode::kAuto);
+  barge::runner::SetColorMode(
+      barge::ValueOf(barge::runner::kColorModeNames, color).value_or(barge::runner::ColorMode::kAuto));
   logger->sinks().clear();
   logger->sinks().push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
       barge::runner::UseColor(STDERR_FILENO) ? spdlog::color_mode::always : spdlog::color_mode::never));

@@ -341,7 +341,7 @@ class Controller {
   // --- faults.cc
   // Faults. The first one of an attempt ends it (fault_); later ones are
   // only recorded. Nothing is a fault once teardown has begun.
-  enum class Cause { kHostLost, kNodeFailed, kPreempted };
+  using Cause = RestartCause;  // named in kRestartCauseNames (job_spec.h)
   struct Fault {
     Cause cause;
     std::string host;

@@ -211,6 +211,19 @@ TEST_F(ControllerTest, AHostThatCannotSayItsAddressStopsTheLaunchBeforeAnyContai
   EXPECT_TRUE(rec_.Said("set internal_address for it")) << rec_.AllMessages();
 }
 
+// The shell problem is told apart by where it was found, not by its text:
+// the address probe that failed because of the same shell is not reported.
+TEST_F(ControllerTest, ANonPosixLoginShellIsTheOnlyProblemReportedForItsHost) {
+  fake_.host("h3").set_reached_address("");  // its address probe gets no answer either
+  fake_.host("h3").On("echo barge-posix-", FakeReply{1, "", "Illegal variable name.\n"});
+  EXPECT_EQ(Run(Job("")), 125);
+  EXPECT_TRUE(rec_.Said("preflight failed on 1 of 3 host(s)")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("h3    the login shell is not a POSIX shell (it answered 'Illegal variable name.' to `"))
+      << rec_.AllMessages();
+  EXPECT_FALSE(rec_.Said("cannot tell this host's address")) << rec_.AllMessages();
+  for (const auto& line : fake_.all_lines()) EXPECT_EQ(line.find("docker run -d"), std::string::npos) << line;
+}
+
 TEST_F(ControllerTest, AHostReachedAtALoopbackAddressIsToldItsSourceAddressTowardTheHead) {
   fake_.SetNode(0, FakeNode{milliseconds(100), 0});
   fake_.host("h1").set_reached_address("10.1.0.1");

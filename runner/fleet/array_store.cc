@@ -122,22 +122,12 @@ ArrayRecord ReadArray(Stmt& st) {
 }  // namespace
 
 const char* ToString(MemberStatus s) {
-  switch (s) {
-    case MemberStatus::kWaiting: return "waiting";
-    case MemberStatus::kRunning: return "running";
-    case MemberStatus::kSucceeded: return "succeeded";
-    case MemberStatus::kFailed: return "failed";
-    case MemberStatus::kCancelled: return "cancelled";
-  }
-  return "failed";
+  std::string_view name = NameOf(kMemberStatusNames, s);
+  return name.empty() ? "failed" : name.data();
 }
 
 MemberStatus ParseMemberStatus(const std::string& text) {
-  for (MemberStatus s : {MemberStatus::kWaiting, MemberStatus::kRunning, MemberStatus::kSucceeded,
-                         MemberStatus::kFailed, MemberStatus::kCancelled}) {
-    if (text == ToString(s)) return s;
-  }
-  return MemberStatus::kFailed;
+  return ValueOf(kMemberStatusNames, text).value_or(MemberStatus::kFailed);
 }
 
 std::string CountsText(const std::vector<MemberRecord>& members) {

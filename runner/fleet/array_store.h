@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "base/status.h"
 #include "runner/job_store.h"
 
@@ -27,6 +28,11 @@ namespace barge::runner::fleet {
 // (after its retries); cancelled (down, Ctrl-C, or its controller died
 // before it started).
 enum class MemberStatus { kWaiting, kRunning, kSucceeded, kFailed, kCancelled };
+inline constexpr auto kMemberStatusNames = std::to_array<EnumName<MemberStatus>>(
+    {{MemberStatus::kWaiting, "waiting"}, {MemberStatus::kRunning, "running"},
+     {MemberStatus::kSucceeded, "succeeded"}, {MemberStatus::kFailed, "failed"},
+     {MemberStatus::kCancelled, "cancelled"}});
+static_assert(ListsEveryValueInOrder(kMemberStatusNames));
 const char* ToString(MemberStatus s);
 MemberStatus ParseMemberStatus(const std::string& text);  // unknown → failed
 

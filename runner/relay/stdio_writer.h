@@ -21,6 +21,7 @@
 // Single-threaded: used from the event loop's thread only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -29,11 +30,16 @@
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "ssh/event_loop.h"
 
 namespace barge::runner {
 
 enum class Stream { kStdout, kStderr };
+// As a kept log file's second field spells them (log_sink.h).
+inline constexpr auto kStreamNames =
+    std::to_array<EnumName<Stream>>({{Stream::kStdout, "stdout"}, {Stream::kStderr, "stderr"}});
+static_assert(ListsEveryValueInOrder(kStreamNames));
 
 class StdioWriter {
  public:
