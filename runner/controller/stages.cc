@@ -238,11 +238,11 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
   node.logs_open = true;
   ssh::CommandCallbacks cb;
   NodeState* n = &node;
-  cb.on_stdout = [n](std::string_view d) {
+  cb.on_stdout = [this, n](std::string_view d) {
     n->host->engine_heard = Now();
     n->out_lines->Feed(d);
   };
-  cb.on_stderr = [n](std::string_view d) {
+  cb.on_stderr = [this, n](std::string_view d) {
     n->host->engine_heard = Now();
     n->err_lines->Feed(d);
   };
