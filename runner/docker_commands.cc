@@ -1,8 +1,10 @@
 #include "runner/docker_commands.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "container/docker_args.h"
+#include "runner/shared_lists.h"
 #include "runner/watchdog.h"
 #include "ssh/quote.h"
 
@@ -29,7 +31,11 @@ std::string DockerCommands::GpuProbe(const container::ContainerSpec& spec) const
 }
 
 std::string DockerCommands::Run(const container::ContainerSpec& spec) const {
-  return Line(container::RunArgs(spec));
+  // A large job's env names every node several times: spell each list once.
+  std::vector<std::string> argv = docker_;
+  std::vector<std::string> args = container::RunArgs(spec);
+  argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  return ShellJoinSharingLists(argv);
 }
 
 std::string DockerCommands::Logs(const std::string& name) const {

@@ -638,6 +638,8 @@ bool SshExecutor::Advance(Channel& c) {
         return true;
       }
       progressed = true;
+      // libssh has the line now; a large job's lines are long (tens of KiB).
+      std::string().swap(c.command_line);
       spdlog::debug("SSH channel: running. [host: {}, channel: {}]", label(), c.id);
       c.state = Channel::State::kRunning;
       [[fallthrough]];
