@@ -46,6 +46,10 @@ std::string DockerCommands::LogsSince(const std::string& name, const std::string
   return Line(container::LogsArgs(name, /*follow=*/true, since));
 }
 
+std::string DockerCommands::LogsRest(const std::string& name, const std::optional<std::string>& since) const {
+  return Line(container::LogsArgs(name, /*follow=*/false, since));
+}
+
 std::string DockerCommands::Wait(const std::string& name) const {
   return Line(container::WaitArgs(name));
 }
