@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <random>
 
+#include "cluster/plan.h"
 #include "runner/controller/controller.h"
 #include "runner/fleet/reservation.h"
 #include "runner/preflight_script.h"
@@ -40,7 +41,10 @@ fleet::HoldRequest Controller::HoldRequestFor(const HostState& hs) const {
     if (n.host_index != hs.index) continue;
     const auto& o = n.container.options;
     const bool host_net = o.network && *o.network == "host";
-    nodes.push_back({o.gpus, host_net});
+    // A node the plan sliced asked for a count: the host script chooses
+    // that many free GPUs, and SecureHolds gives the node devices of those.
+    nodes.push_back({n.gpu_devices.empty() ? o.gpus : std::optional<std::string>(std::to_string(n.gpu_devices.size())),
+                     host_net});
     if (!host_net) continue;
     if (n.rank == 0) ports.push_back(spec_.rendezvous.port);
     if (spec_.mpi && n.rank != 0) ports.push_back(spec_.mpi->port + n.slot);
@@ -55,7 +59,7 @@ std::string Controller::TakeHoldsLine(const HostState& hs) const {
 
 std::string Controller::NoteHolds(HostState& hs, const std::string& text, int exit) {
   hs.hold = fleet::ParseHoldReply(text);
-  hs.holding = !hs.hold->taken.empty();
+  hs.holding = !hs.hold->taken.empty() || fleet::HoldsAny(*hs.hold, plan_.job_id);
   for (const std::string& s : hs.hold->removed_stale) Say(hs.name + ": removed a stale hold: " + s);
   if (!fleet::Conflicts(HoldRequestFor(hs), *hs.hold, plan_.job_id).empty()) return "";
   if (exit != 0 || hs.hold->taken.empty()) {
@@ -87,6 +91,19 @@ Status Controller::SecureHolds() {
       std::string list;
       for (int g : gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
       Say(hs->name + ": holding GPU(s) " + list);
+      // The job's nodes there get devices of those it holds: every other
+      // index counts as another job's, so the plan (made again for each
+      // attempt from input_) gives them consecutive held devices in rank
+      // order.
+      const std::optional<int> total = plan_.hosts[hs->index].gpus;
+      if (!total) continue;
+      input_.held_gpus[hs->index] = fleet::GpusNotHeld(*total, gpus);
+      Result<cluster::Plan> replanned = cluster::MakePlan(input_);
+      if (!replanned.ok()) {
+        ReleaseHolds();
+        return Status::Error(hs->name + ": the GPUs held there do not fit the job's nodes: " +
+                             replanned.status().message());
+      }
     }
     return Status::Ok();
   }
@@ -118,8 +135,8 @@ Status Controller::SecureHolds() {
     std::map<HostState*, std::string> problems;
     for (HostState* hs : ConnectedHosts()) {
       const std::string script = "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\n"
-                                 "echo " + std::string(kPosixShellAnswer) + "\nbs hold; { " + TakeHoldsLine(*hs) +
-                                 "\n} 2>&1; be hold $?\n";
+                                 "echo " + std::string(kPosixShellAnswer) + "\nbs hold; (\n" + TakeHoldsLine(*hs) +
+                                 "\n) 2>&1; be hold $?\n";
       group.Run(*hs->exec, script, [this, hs, &problems](const Outcome& o) {
         const PreflightReply reply = ParsePreflightReply(o.out);
         const PreflightSection* s = reply.Find("hold");

@@ -71,23 +71,44 @@ long long ToLong(const std::string& s, long long fallback = 0) {
 
 std::string Secs(std::chrono::seconds s) { return std::to_string(std::max<long long>(1, s.count())); }
 
-// The shell helpers every host script starts with: h_dk (a docker call
-// bounded by the engine timeout) and h_ls (the holds, one "hold" line each,
-// with the holder's lease file's mtime and whether its job directory is
-// there).
+// The shell helpers every host script starts with. h_dk: a docker call
+// bounded by the engine timeout. h_ls: ONE `docker ps` of the holds, read by
+// the shell itself (parameter expansions, no program per line): it sets H_A
+// to the "hold" lines (each with the holder's lease file's mtime and whether
+// its job directory is there; a program, stat, only for another job's hold
+// whose directory exists) and H_X to the other jobs' holds that are stale by
+// the rule in reservation.h ("ID<tab>what", one a line), judged at H_now
+// when it is set. h_st removes those (by container ID, so never a fresh hold
+// of the same name) and says "stale ..." for each; it succeeds when it
+// removed one.
 std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_timeout) {
   std::string s;
   s += "H_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + Secs(engine_timeout) + "'\n";
   s += "h_dk() { $H_T " + docker.Line({}) + " \"$@\"; }\n";
+  s += "H_NL='\n'\n";
   s += "H_F='{{.ID}}\\t{{.Names}}\\t{{.Label \"barge.job\"}}\\t{{.Label \"barge.hold.name\"}}\\t"
        "{{.Label \"barge.hold.user\"}}\\t{{.Label \"barge.hold.machine\"}}\\t{{.Label \"barge.hold.gpus\"}}\\t"
        "{{.Label \"barge.hold.since\"}}\\t{{.Label \"barge.hold.expires\"}}\\t{{.Label \"barge.hold.lease\"}}'\n";
+  // Fields of a listed line: 1 ID, 2 name, 3 job, 4 job name, 5-7 user,
+  // machine, GPUs, 8 since, 9 expires, 10 lease.
   s += "h_ls() { h_o=$(h_dk ps -a --filter label=barge.hold --format \"$H_F\" 2>&1) || "
-       "{ printf 'error: listing holds: %s\\n' \"$h_o\"; return 1; }; "
-       "printf '%s\\n' \"$h_o\" | while IFS= read -r h_l; do [ -n \"$h_l\" ] || continue; "
-       "h_j=$(printf '%s\\n' \"$h_l\" | cut -f3); h_m=$(stat -c %Y \"/tmp/barge-$h_j/lease\" 2>/dev/null); "
-       "h_d=0; [ -d \"/tmp/barge-$h_j\" ] && h_d=1; "
-       "printf 'hold\\t%s\\t%s\\t%s\\n' \"$h_l\" \"$h_m\" \"$h_d\"; done; }\n";
+       "{ H_A=\"error: listing holds: $h_o\"; return 1; }; H_A=; H_X=; set -f; h_f=$IFS; IFS=$H_NL; "
+       "for h_l in $h_o; do IFS=$h_f; "
+       "h_r=${h_l#*\t}; h_n=${h_r%%\t*}; h_r=${h_r#*\t}; h_j=${h_r%%\t*}; h_r=${h_r#*\t}; h_jn=${h_r%%\t*}; "
+       "h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; "
+       "h_le=${h_r#*\t}; h_m=; h_d=1; "
+       "if [ \"$h_j\" != \"$H_J\" ]; then h_d=0; [ -d \"/tmp/barge-$h_j\" ] && h_d=1 && "
+       "h_m=$(stat -c %Y \"/tmp/barge-$h_j/lease\" 2>/dev/null); "
+       "case $h_le in ''|*[!0-9]*) h_le=0;; esac; "
+       "if [ -n \"$H_now\" ] && [ -n \"$h_j\" ] && [ \"$h_le\" -gt 0 ]; then h_at=; "
+       "if [ -n \"$h_m\" ]; then h_g=$h_le; [ \"$h_g\" -gt 60 ] && h_g=60; h_at=$((h_m + h_le + h_g)); "
+       "elif [ $h_d = 0 ]; then h_at=0; fi; "
+       "[ -n \"$h_at\" ] && [ \"$H_now\" -gt \"$h_at\" ] && "
+       "H_X=\"$H_X${H_X:+$H_NL}${h_l%%\t*}\t$h_n (job $h_j $h_jn)\"; fi; fi; "
+       "H_A=\"$H_A${H_A:+$H_NL}hold\t$h_l\t$h_m\t$h_d\"; done; IFS=$h_f; set +f; }\n";
+  s += "h_st() { [ -n \"$H_X\" ] || return 1; h_y=1; set -f; h_f=$IFS; IFS=$H_NL; for h_x in $H_X; do IFS=$h_f; "
+       "h_dk rm -f \"${h_x%%\t*}\" >/dev/null 2>&1 && { echo \"stale ${h_x#*\t}\"; h_y=0; }; done; "
+       "IFS=$h_f; set +f; H_X=; return $h_y; }\n";
   return s;
 }
 
@@ -136,11 +157,15 @@ std::optional<long long> StaleAt(const Hold& h) {
   const long long grace = StaleGrace(h.lease);
   if (h.lease_renewed) return *h.lease_renewed + h.lease + grace;
   if (h.job_dir) return std::nullopt;
-  return h.expires + grace;
+  // Its job's directory is gone from the host: its controller disarmed the
+  // watchdog (or the host lost /tmp), so nothing renews or releases it: it
+  // has been stale since it was made (IsStale).
+  return h.since;
 }
 
 bool IsStale(const Hold& h, long long now) {
   if (h.job_id.empty() || h.lease <= 0) return false;  // not barge's: left alone
+  if (!h.lease_renewed && !h.job_dir) return true;      // its job's directory is gone: at once
   std::optional<long long> at = StaleAt(h);
   return at && now > *at;
 }
@@ -225,63 +250,104 @@ std::vector<int> HeldGpus(const HoldReply& reply, const std::string& job_id) {
   return out;
 }
 
+bool HoldsAny(const HoldReply& reply, const std::string& job_id) {
+  return std::any_of(reply.holds.begin(), reply.holds.end(), [&](const Hold& h) { return h.job_id == job_id; });
+}
+
+std::set<int> GpusNotHeld(int total, const std::vector<int>& ours) {
+  std::set<int> out;
+  const std::set<int> mine(ours.begin(), ours.end());
+  for (int i = 0; i < total; ++i) {
+    if (!mine.count(i)) out.insert(i);
+  }
+  return out;
+}
+
 std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& request, const HoldOwner& owner,
                             std::chrono::seconds engine_timeout) {
   std::string s = Prelude(docker, engine_timeout);
   const std::string lease = Secs(owner.lease);
-  s += "H_J=" + ShellQuote(owner.job_id) + "; H_E=; H_now=$(date +%s); echo \"now $H_now\"\n";
-  // Stale holds of other jobs go, by container ID (never a fresh hold that
-  // took the same name since the listing).
-  s += "H_A=$(h_ls) || { printf '%s\\n' \"$H_A\"; exit 1; }\n";
-  s += "H_S=$(printf '%s\\n' \"$H_A\" | awk -F'\\t' -v now=\"$H_now\" -v me=\"$H_J\" "
-       "'$1==\"hold\" && $4!=\"\" && $4!=me && $11+0>0 { l=$11+0; g=(l<60?l:60); "
-       "if ($12!=\"\") at=$12+l+g; else if ($13==\"1\") next; else at=$10+g; "
-       "if (now+0>at) print $2 \"\\t\" $3 \" (job \" $4 \" \" $5 \")\" }')\n";
-  s += "if [ -n \"$H_S\" ]; then printf '%s\\n' \"$H_S\" | while IFS='\t' read -r h_id h_what; do "
-       "h_dk rm -f \"$h_id\" >/dev/null 2>&1 && echo \"stale $h_what\"; done; "
-       "H_A=$(h_ls) || { printf '%s\\n' \"$H_A\"; exit 1; }; fi\n";
-  // The hold image: empty (a tar of two zero blocks), made once per engine.
-  s += "H_I=barge/hold:1; h_dk image inspect \"$H_I\" >/dev/null 2>&1 || "
-       "{ H_o=$(dd if=/dev/zero bs=1024 count=1 2>/dev/null | h_dk import - \"$H_I\" 2>&1) || "
-       "echo \"error: cannot make the hold image: $H_o\"; }\n";
-  // h_mk NAME KIND GPUS: creates the hold; "took NAME" when it is the job's
-  // (made now, or already its own).
-  s += "h_mk() { H_o=$(h_dk create --name \"$1\" --network none --label \"barge.job=$H_J\" "
-       "--label \"barge.hold=$2\" --label " + ShellQuote("barge.hold.name=" + owner.job_name) +
+  // A write to a closed channel fails instead of killing the script: it
+  // must still be able to remove what it made.
+  s += "trap '' PIPE\n";
+  s += "H_J=" + ShellQuote(owner.job_id) + "; H_D=" + ShellQuote("/tmp/barge-" + owner.job_id) +
+       "; H_E=; H_C=; H_P='--pull never'; H_I=barge/hold:1; H_now=$(date +%s); echo \"now $H_now\"\n";
+  // The controller is still there: its job's directory (made by the
+  // watchdog just before, removed when it disarms the watchdog) exists, and
+  // the channel to it is open (barge closes it when it cancels or exits:
+  // writing then fails). Asked before anything is created and again after:
+  // what was made for a controller that has gone is removed at once.
+  s += "h_here() { [ -d \"$H_D\" ] && env printf '\\n' 2>/dev/null; }\n";
+  s += "h_bye() { echo 'error: the controller or its job directory went away: the holds made are removed'; "
+       "h_o=$(h_dk ps -aq --filter label=barge.hold --filter \"label=barge.job=$H_J\" 2>/dev/null); "
+       "[ -z \"$h_o\" ] || h_dk rm -f $h_o >/dev/null 2>&1; exit 1; }\n";
+  s += "[ -d \"$H_D\" ] || { echo \"error: the job's directory $H_D is missing: no hold is taken without it\"; exit 1; }\n";
+  // h_mk NAME: creates the hold NAME (its kind and GPUs follow from the
+  // name); "took NAME" when made; a name in use goes to H_C. The hold image
+  // (empty: a tar of two zero blocks) is imported only when a create fails
+  // and the engine lacks it.
+  s += "h_mk() { case $1 in *-host) h_k=host; h_g=all;; *-gpu-*) h_k=gpu; h_g=${1##*-};; *) h_k=port; h_g=;; esac; "
+       "h_try=0; while :; do H_o=$(h_dk create --name \"$1\" $H_P --network none --label \"barge.job=$H_J\" "
+       "--label \"barge.hold=$h_k\" --label " + ShellQuote("barge.hold.name=" + owner.job_name) +
        " --label " + ShellQuote("barge.hold.user=" + owner.user) + " --label " +
        ShellQuote("barge.hold.machine=" + owner.machine) +
-       " --label \"barge.hold.gpus=$3\" --label \"barge.hold.since=$H_now\" "
+       " --label \"barge.hold.gpus=$h_g\" --label \"barge.hold.since=$H_now\" "
        "--label \"barge.hold.expires=$((H_now + " + lease + "))\" --label barge.hold.lease=" + lease +
-       " \"$H_I\" hold 2>&1) && { echo \"took $1\"; return 0; }; "
-       "case \"$H_o\" in *'already in use'*) case \"$H_A\" in *\"\t$1\t$H_J\t\"*) echo \"took $1\"; return 0;; esac; "
-       "return 1;; esac; printf 'error: %s: %s\\n' \"$1\" \"$H_o\"; H_E=1; return 1; }\n";
-  if (request.exclusive) {
-    s += "h_mk " + HostHoldName() + " host all\n";
-  } else {
-    // No point taking GPUs under another job's host hold (the listing
-    // after would show it).
+       " \"$H_I\" hold 2>&1); h_rc=$?; [ $h_rc -eq 0 ] && { echo \"took $1\"; return 0; }; "
+       "case $H_o in *'already in use'*) H_C=\"$H_C $1\"; return 1;; esac; "
+       "h_try=$((h_try + 1)); { [ $h_rc -ne 137 ] && [ $h_try -lt 3 ]; } || break; "
+       "case $H_o in *'unknown flag'*) H_P=;; *) h_dk image inspect \"$H_I\" >/dev/null 2>&1 && break; "
+       "h_o=$(dd if=/dev/zero bs=1024 count=1 2>/dev/null | h_dk import - \"$H_I\" 2>&1) || "
+       "{ H_o=\"cannot make the hold image: $h_o\"; break; };; esac; done; "
+       "printf 'error: %s: %s\\n' \"$1\" \"$H_o\"; H_E=1; return 1; }\n";
+  const std::string fail_listing = " || { printf '%s\\n' \"$H_A\"; exit 1; }";
+  if (!request.exclusive && request.gpu_count > 0) {
+    // Choosing GPUs needs the listing first: the lowest free indices
+    // (ChooseGpus' rule), stale holds removed; a name taken since the
+    // listing fails its create and the next one is tried (and is not tried
+    // again below: the count is made).
+    s += "h_ls" + fail_listing + "\n";
+    s += "h_st && { h_ls" + fail_listing + "; }\n";
+    s += "h_here || exit 1\n";
+    // No point taking GPUs under another job's host hold.
     s += "case \"$H_A\" in *\"\t" + HostHoldName() + "\t\"*) ;; *)\n";
-    if (request.gpu_count > 0) {
-      std::string indices;
-      for (int i = 0; i < request.gpu_total; ++i) indices += " " + std::to_string(i);
-      // The lowest free indices first (ChooseGpus' rule); a name taken
-      // since the listing fails its create and the next one is tried.
-      s += "H_g=0; for h_i in" + indices + "; do [ $H_g -ge " + std::to_string(request.gpu_count) +
-           " ] && break; case \"$H_A\" in *\"\t" + std::string(kHoldPrefix) +
-           "gpu-$h_i\t$H_J\t\"*) ;; *\"\t" + std::string(kHoldPrefix) + "gpu-$h_i\t\"*) continue;; esac; "
-           "h_mk " + std::string(kHoldPrefix) + "gpu-$h_i gpu $h_i && H_g=$((H_g+1)); done\n";
-    }
-    for (int d : request.gpu_devices) s += "h_mk " + GpuHoldName(d) + " gpu " + std::to_string(d) + "\n";
-    for (int p : request.ports) s += "h_mk " + PortHoldName(p) + " port ''\n";
+    std::string indices;
+    for (int i = 0; i < request.gpu_total; ++i) indices += " " + std::to_string(i);
+    s += "H_g=0; for h_i in" + indices + "; do [ $H_g -ge " + std::to_string(request.gpu_count) +
+         " ] && break; case \"$H_A\" in *\"\t" + std::string(kHoldPrefix) +
+         "gpu-$h_i\t$H_J\t\"*) echo \"took " + std::string(kHoldPrefix) + "gpu-$h_i\"; H_g=$((H_g+1)); continue;; *\"\t" +
+         std::string(kHoldPrefix) + "gpu-$h_i\t\"*) continue;; esac; h_mk " + std::string(kHoldPrefix) +
+         "gpu-$h_i && H_g=$((H_g+1)); done; H_C=\n";
+    for (int d : request.gpu_devices) s += "h_mk " + GpuHoldName(d) + "\n";
+    for (int p : request.ports) s += "h_mk " + PortHoldName(p) + "\n";
     s += ";; esac\n";
+  } else {
+    // Create first, list after (the coexistence rule): on a free host one
+    // create and one listing.
+    s += "h_here || exit 1\n";
+    if (request.exclusive) {
+      s += "h_mk " + HostHoldName() + "\n";
+    } else {
+      for (int d : request.gpu_devices) s += "h_mk " + GpuHoldName(d) + "\n";
+      for (int p : request.ports) s += "h_mk " + PortHoldName(p) + "\n";
+    }
   }
-  s += "h_ls; [ -z \"$H_E\" ]\n";
+  s += "h_here || h_bye\n";
+  s += "h_ls" + fail_listing + "\n";
+  // A name in use by a stale hold: the stale ones go, the names are tried
+  // once more, and the listing is taken again.
+  s += "if h_st && [ -n \"$H_C\" ]; then h_c=$H_C; H_C=; for h_n in $h_c; do h_mk \"$h_n\"; done; "
+       "h_here || h_bye; h_ls" + fail_listing + "; fi\n";
+  // A name in use by this job itself (an earlier try's): it holds it.
+  s += "for h_n in $H_C; do case \"$H_A\" in *\"\t$h_n\t$H_J\t\"*) echo \"took $h_n\";; esac; done\n";
+  s += "[ -z \"$H_A\" ] || printf '%s\\n' \"$H_A\"; [ -z \"$H_E\" ]\n";
   return s;
 }
 
 std::string ListHoldsScript(const DockerCommands& docker, bool containers, std::chrono::seconds engine_timeout) {
   std::string s = Prelude(docker, engine_timeout);
-  s += "echo \"now $(date +%s)\"; h_ls || exit 1\n";
+  s += "H_J=; H_now=; echo \"now $(date +%s)\"; h_ls || { printf '%s\\n' \"$H_A\"; exit 1; }; "
+       "[ -z \"$H_A\" ] || printf '%s\\n' \"$H_A\"\n";
   if (containers) {
     s += "H_o=$(h_dk ps --filter label=barge.job --format "
          "'{{.ID}}\\t{{.Names}}\\t{{.Label \"barge.job\"}}\\t{{.Label \"barge.role\"}}\\t{{.Label \"barge.rank\"}}\\t{{.Status}}' 2>&1) || "

@@ -39,8 +39,26 @@
 // lease). The lease is read where the holder renews it, the mtime of
 // /tmp/barge-JOB/lease on that host; a hold whose job directory exists but
 // cannot be read (another user's) is never stale (its watchdog, alive since
-// the directory is there, removes it); a hold whose job directory is gone
-// expires at its label's expiry (start + lease) + the grace.
+// the directory is there, removes it). A hold whose job directory is gone
+// from the host is stale at once (from the second after its `since`): a hold
+// is only ever created while its job's directory exists (the host script
+// checks), and the directory goes only after the holds are released (at
+// teardown, or by the watchdog) or when the controller has gone (it disarms
+// the watchdog when interrupted). This assumes every user of the host sees
+// the same /tmp (no per-user /tmp namespaces).
+//
+// A controller that goes while its host script runs. Barge interrupted
+// during preflight closes the script's channel and disarms the watchdog
+// (removing the job's directory), but the script keeps running on the host,
+// for instance blocked on a frozen engine. The script asks whether its
+// controller is still there (the job's directory exists and a write to the
+// channel succeeds) before it creates anything and again right after; when
+// it has gone, it creates nothing, or removes the job's holds on that host
+// at once (bounded by the engine timeout per docker call once the engine
+// answers). What remains is the moment between that last check and the
+// reply reaching the controller, or a create that the engine carries out
+// after the script gave up on it: such a hold's directory is gone, so every
+// other job treats it as stale at once and removes it.
 #pragma once
 
 #include <chrono>
@@ -145,13 +163,27 @@ std::vector<Hold> Conflicts(const HoldRequest& request, const HoldReply& reply,
                             const std::string& job_id);
 // The GPU indices `job_id` holds in `reply`, ascending.
 std::vector<int> HeldGpus(const HoldReply& reply, const std::string& job_id);
+// Whether `reply` lists a hold of `job_id` (taken now or by an earlier try).
+bool HoldsAny(const HoldReply& reply, const std::string& job_id);
+// The indices below `total` that are not in `ours`: fed to the plan as the
+// GPUs other jobs hold (cluster::PlanInput::held_gpus), they make the plan's
+// slices (cluster/gpu_slices.h, lowest free indices in rank order) give the
+// job's nodes on that host consecutive devices of those it holds there, in
+// rank order: the devices passed to `--gpus` are exactly the held ones.
+std::set<int> GpusNotHeld(int total, const std::vector<int>& ours);
 
-// The shell that takes `request` for `owner` on one host: lists the holds,
-// removes stale ones (by container ID, so never a fresh one of the same
-// name), creates the job's holds, lists again. Prints "now T", "stale ...",
-// "took NAME" and "hold <fields>" lines (ParseHoldReply). Each docker call
-// is bounded by `engine_timeout`. Needs the hold image, which it imports
-// (an empty image, a 1 KiB tar) when the engine lacks it.
+// The shell that takes `request` for `owner` on one host. On a free host
+// it costs two docker calls: it creates the job's holds and lists the holds
+// once (one `docker ps`); a GPU count lists first too, to choose the lowest
+// free indices. Stale holds of other jobs are removed by container ID (never
+// a fresh one of the same name); a name in use by a stale hold is tried once
+// more after that, with a new listing. Prints "now T", "stale ...", "took
+// NAME" and "hold <fields>" lines (ParseHoldReply). Each docker call is
+// bounded by `engine_timeout`. Needs the hold image, which it imports (an
+// empty image, a 1 KiB tar) only when a create fails and the engine lacks
+// it. Needs the job's directory on the host (HostJobDir, made by the
+// watchdog's arming): without it, or once the channel to the controller is
+// closed, it creates nothing and removes what it made (see above).
 std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& request,
                             const HoldOwner& owner, std::chrono::seconds engine_timeout);
 // Lists the holds (the "hold" lines) and, with `containers`, the running

@@ -11,8 +11,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "tests/bed_job.h"
@@ -45,6 +48,36 @@ void RemoveJob(const BedHost& h, const std::string& job_id) {
   if (job_id.empty()) return;
   RunShell("DOCKER_HOST=" + h.docker_host + " timeout 20 sh -c 'ids=$(docker ps -aq --filter label=barge.job=" +
            job_id + "); [ -z \"$ids\" ] || docker rm -f $ids' >/dev/null 2>&1");
+}
+
+// Sends `sig` to bed host `h`'s dockerd (SIGSTOP freezes its engine).
+void SignalDockerd(const BedHost& h, int sig) {
+  std::ifstream in(GetBed().raw.at("BED_HOST_" + h.name + "_DOCKERD_PIDFILE"));
+  int pid = 0;
+  in >> pid;
+  ASSERT_GT(pid, 0) << "no dockerd pid for " << h.name;
+  kill(pid, sig);
+}
+
+// Whether a host script taking holds for `job_id` still runs anywhere on
+// the bed (its hosts share this machine's PID namespace): the login shell
+// that runs it has the whole script on its command line.
+bool HoldScriptRunning(const std::string& job_id) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmd = barge::testing::ReadWholeFile(e.path() / "cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.find("h_here()") != std::string::npos && cmd.find("H_J=" + job_id) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Whether process `pid` (a child) has exited (a zombie not yet reaped).
+bool Exited(pid_t pid) {
+  const std::string stat = barge::testing::ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return stat.empty() || (paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] == 'Z');
 }
 
 std::string Job(const std::string& name, const std::string& command, const std::string& hosts_yaml,
@@ -239,11 +272,18 @@ TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExcl
   // No GPU on the bed: the host's docker_command is a shim that drops
   // --gpus and answers the GPU probe with 8 GPUs, so the reservation (GPU
   // counts from the inventory, `hosts[i].gpus: 8`) is what is tested.
+  // The shim logs each --gpus value it drops with the job's id ("JOB
+  // VALUE" lines): the devices barge passed are checked against the holds.
   const fs::path shim = fs::current_path() / "resv-gpu-docker.sh";
+  const fs::path gpu_log = fs::current_path() / "resv-gpu-docker.log";
+  fs::remove(gpu_log);
   std::ofstream(shim) << "#!/bin/sh\n"
                          "case \" $* \" in *' nvidia-smi '*) for i in 0 1 2 3 4 5 6 7; do echo \"GPU $i: shim\"; done; exit 0;; esac\n"
-                         "skip=0\nfor a do\n  shift\n  if [ $skip = 1 ]; then skip=0; continue; fi\n"
-                         "  case \"$a\" in --gpus) skip=1; continue;; --gpus=*) continue;; esac\n"
+                         "job=\nfor a do case \"$a\" in barge.job=*) job=${a#barge.job=};; esac; done\n"
+                         "skip=0\nfor a do\n  shift\n  if [ $skip = 1 ]; then skip=0; echo \"$job $a\" >> " +
+                             gpu_log.string() + "; continue; fi\n"
+                         "  case \"$a\" in --gpus) skip=1; continue;; --gpus=*) echo \"$job ${a#--gpus=}\" >> " +
+                             gpu_log.string() + "; continue;; esac\n"
                          "  set -- \"$@\" \"$a\"\ndone\nexec docker \"$@\"\n";
   fs::permissions(shim, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read |
                             fs::perms::group_exec | fs::perms::others_exec);
@@ -290,6 +330,34 @@ TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExcl
   ASSERT_EQ(gb.size(), 3u) << ob.err;
   std::set<char> all = {ga[0], ga[2], gb[0], gb[2]};
   EXPECT_EQ(all, (std::set<char>{'0', '1', '2', '3'})) << ga << " and " << gb;
+  // Each job's container got exactly the devices it holds (from the hosts'
+  // listing), as `--gpus '"device=A,B"'`: disjoint between the two jobs.
+  auto held_by = [&](const std::string& id) {
+    std::set<std::string> out;
+    std::istringstream in(holds);
+    for (std::string name, job; in >> name >> job;) {
+      if (job == id && name.rfind("barge-hold-gpu-", 0) == 0) out.insert(name.substr(15));
+    }
+    return out;
+  };
+  std::map<std::string, std::set<std::string>> passed;  // job -> devices passed to --gpus
+  std::map<std::string, int> runs;
+  {
+    std::istringstream in(barge::testing::ReadWholeFile(gpu_log));
+    for (std::string job, value; in >> job >> value;) {
+      ++runs[job];
+      ASSERT_EQ(value.rfind("\"device=", 0), 0u) << "--gpus " << value;
+      std::istringstream list(value.substr(8, value.size() - 9));
+      for (std::string d; std::getline(list, d, ',');) passed[job].insert(d);
+    }
+  }
+  std::printf("--gpus passed: %s", barge::testing::ReadWholeFile(gpu_log).c_str());
+  for (const std::string& id : {ida, idb}) {
+    EXPECT_EQ(runs[id], 1) << "job " << id << " ran one container with --gpus";
+    EXPECT_EQ(passed[id], held_by(id)) << "job " << id << ": the devices passed are not the held ones\n" << holds;
+    EXPECT_EQ(passed[id].size(), 2u) << id;
+  }
+  for (const std::string& d : passed[ida]) EXPECT_EQ(passed[idb].count(d), 0u) << "both jobs got device " << d;
   // The exclusive job was refused, naming both.
   EXPECT_EQ(whole.code, 125) << whole.err;
   EXPECT_NE(whole.err.find(ida + " gpu-a"), std::string::npos) << whole.err;
@@ -305,6 +373,74 @@ TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExcl
   EXPECT_GE(j[0]["holds"].size(), 4u) << json.out;
   EXPECT_EQ(Holds(GetBed().hosts[1]), "");
   fs::remove(shim);
+  fs::remove(gpu_log);
+}
+
+TEST_F(ReservationTest, ACtrlCDuringPreflightOnAFrozenEngineLeavesNoHoldThereAndTheNextJobThereStarts) {
+  // CI's failure: barge interrupted while h2's preflight script waits on its
+  // frozen dockerd, then gone; the engine thaws and the script, which the
+  // interrupt does not stop, goes on. It must create nothing for the gone
+  // controller (or remove it at once), and a following job on h2 must not
+  // be held up by the gone job.
+  const auto& bed = GetBed();
+  const std::string name = "resv-ctrlc-" + std::to_string(getpid());
+  JobDir dir("resv-ctrlc"), nd("resv-ctrlc-next");
+  dir.Write(Job(name, "[\"sleep\", \"30\"]", HostsYaml({0, 1}), "lease: 20s\n"), "job.yaml");
+  nd.Write(Job("resv-ctrlc-next", "[\"true\"]", HostsYaml({1}), "wait: 60s\n"), "next.yaml");
+  SignalDockerd(bed.hosts[1], SIGSTOP);
+  struct Thaw {
+    const BedHost& h;
+    ~Thaw() { SignalDockerd(h, SIGCONT); }
+  } thaw{bed.hosts[1]};
+  pid_t pid = dir.Start("run job.yaml");
+  // h1 answers its preflight (its hold shows the job id); h2's script waits
+  // on the frozen engine.
+  std::string id;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (id.empty() && std::chrono::steady_clock::now() < until) {
+    id = Docker(bed.hosts[0], "ps -a --filter label=barge.hold --filter label=barge.hold.name=" + name +
+                                  " --format '{{.Label \"barge.job\"}}'");
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    if (id.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(id.empty()) << "h1 never held for the job\n" << barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  jobs_.insert(id);
+  ASSERT_TRUE(HoldScriptRunning(id)) << "no hold script of the job waits on h2's frozen engine";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  kill(pid, SIGINT);
+  // barge ends while h2 is still frozen (nothing it does then needs h2's
+  // engine): the script on h2 outlives its controller.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!Exited(pid) && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(Exited(pid)) << "barge did not end within 30 s of the interrupt while h2 was frozen";
+  ASSERT_TRUE(HoldScriptRunning(id)) << "the script on h2 ended before the engine thawed: nothing reproduced";
+  SignalDockerd(bed.hosts[1], SIGCONT);
+  const auto thawed = std::chrono::steady_clock::now();
+  CliOutcome o = dir.Wait(pid, std::chrono::seconds(60));
+  EXPECT_EQ(o.code, 130) << o.err;
+  // The bound (reservation.h): the script's pending docker call answers, it
+  // finds its controller gone and creates nothing or removes what it made,
+  // within the engine timeout (20 s) of the thaw. Sampled until it ends.
+  int seen = 0;
+  while (HoldScriptRunning(id) && std::chrono::steady_clock::now() < thawed + std::chrono::seconds(25)) {
+    if (Holds(bed.hosts[1]).find(" " + id) != std::string::npos) ++seen;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - thawed).count();
+  EXPECT_FALSE(HoldScriptRunning(id)) << "the hold script on h2 still runs 25 s after the thaw";
+  EXPECT_EQ(Holds(bed.hosts[1]).find(" " + id), std::string::npos)
+      << "the gone job holds h2:\n" << Holds(bed.hosts[1]);
+  EXPECT_EQ(Holds(bed.hosts[0]).find(" " + id), std::string::npos) << "the gone job holds h1";
+  std::printf("the script on h2 ended %.1f s after the thaw; a hold of the gone job was seen in %d sample(s)\n",
+              took, seen);
+  // The next job on h2 starts; it never waits for the gone job (other
+  // engineers' jobs on the shared bed may make it wait: `wait: 60s`).
+  CliOutcome next = nd.Barge("run next.yaml");
+  Seen(next);
+  EXPECT_EQ(next.code, 0) << next.err;
+  EXPECT_EQ(next.err.find(id), std::string::npos) << "the next job met the gone job:\n" << next.err;
 }
 
 }  // namespace
