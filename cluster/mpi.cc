@@ -124,10 +124,14 @@ std::vector<std::string> MpiWorkerCommand(const MpiNode& node) {
       "[ -x " + sshd + " ] || { echo 'barge: this image has no " + sshd +
       ", which every MPI worker runs (Debian/Ubuntu package " + kSshdPackage +
       ")' >&2; exit 127; }\n"
+      // Only a root sshd separates privileges (the sshd user, /run/sshd as
+      // its chroot); one running as the image's non-root USER needs neither.
+      "if [ \"$(id -u)\" = 0 ]; then\n"
       "grep -q '^sshd:' /etc/passwd || { echo \"barge: this image has no 'sshd' user in "
       "/etc/passwd, which sshd needs (" + kSshdPackage +
       "'s install adds it: useradd -r -d /run/sshd -s /usr/sbin/nologin sshd)\" >&2; exit 1; }\n"
       "mkdir -p /run/sshd 2>/dev/null; chmod 0755 /run/sshd 2>/dev/null\n"
+      "fi\n"
       "h=${HOME:-/root}\n"
       "mkdir -p \"$h/.ssh\" && sed -z '/\\n/d' /proc/self/environ | tr '\\0' '\\n' > "
       "\"$h/.ssh/environment\" || { echo \"barge: cannot write $h/.ssh/environment\" >&2; exit 1; }\n"

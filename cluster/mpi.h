@@ -77,7 +77,8 @@ container::KeyValues MpiEnv(const std::vector<MpiNode>& nodes);
 
 // A worker's container: `docker run --entrypoint /bin/sh IMAGE -c SCRIPT`,
 // where SCRIPT writes the container's environment to ~/.ssh/environment
-// (for the ranks sshd starts), makes /run/sshd, and execs the image's sshd
+// (for the ranks sshd starts), as root checks for the `sshd` user and makes
+// /run/sshd (a non-root sshd needs neither), and execs the image's sshd
 // with the job's host key and authorized_keys, listening on the node's
 // address and port. The entrypoint words, then the command.
 std::vector<std::string> MpiWorkerEntrypoint();

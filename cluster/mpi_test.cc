@@ -67,6 +67,22 @@ TEST(MpiPlan, TheHeadRunsTheCommandAndWorkersRunOnlyTheImagesSshd) {
   EXPECT_NE(script.find("openssh-server"), std::string::npos);
 }
 
+TEST(MpiPlan, AWorkerChecksTheSshdUserAndMakesRunSshdOnlyWhenItRunsAsRoot) {
+  // A non-root sshd has no privilege separation: it needs neither.
+  const std::string script = MpiWorkerCommand(MpiNode{1, "10.77.0.2", 2222, "10.77.0.2", "1"})[1];
+  const size_t root = script.find("if [ \"$(id -u)\" = 0 ]; then\n");
+  const size_t user = script.find("grep -q '^sshd:' /etc/passwd");
+  const size_t dir = script.find("mkdir -p /run/sshd");
+  const size_t end = script.find("fi\n", dir);
+  ASSERT_NE(root, std::string::npos) << script;
+  ASSERT_NE(user, std::string::npos) << script;
+  ASSERT_NE(dir, std::string::npos) << script;
+  ASSERT_NE(end, std::string::npos) << script;
+  EXPECT_LT(root, user);
+  EXPECT_LT(user, dir);
+  EXPECT_LT(end, script.find("exec /usr/sbin/sshd")) << "sshd starts whatever the uid";
+}
+
 TEST(MpiPlan, EveryNodeMountsItsOwnDirectoryReadOnlyAtRunBarge) {
   Result<Plan> plan = MakePlan(MpiJob());
   ASSERT_TRUE(plan.ok()) << plan.status().message();

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "runner/color.h"
+
 namespace barge::runner {
 namespace {
 
@@ -60,7 +62,7 @@ std::string Quoted(std::string s) {
   return "'" + s + "'";
 }
 
-const char* BashWords(Completes c) {
+std::string BashWords(Completes c) {
   switch (c) {
     case Completes::kJobFile:
       return "__barge_files";
@@ -69,7 +71,7 @@ const char* BashWords(Completes c) {
     case Completes::kShell:
       return "__barge_words 'bash zsh fish'";
     case Completes::kColor:
-      return "__barge_words 'auto always never'";
+      return "__barge_words '" + ColorModeWords() + "'";
     case Completes::kNothing:
       break;
   }
@@ -141,7 +143,7 @@ std::string ZshAction(Completes c) {
     case Completes::kShell:
       return "(bash zsh fish)";
     case Completes::kColor:
-      return "(auto always never)";
+      return "(" + ColorModeWords() + ")";
     case Completes::kNothing:
       break;
   }
@@ -213,7 +215,7 @@ std::string FishArgs(Completes c) {
     case Completes::kShell:
       return " -f -a 'bash zsh fish'";
     case Completes::kColor:
-      return " -f -a 'auto always never'";
+      return " -f -a '" + ColorModeWords() + "'";
     case Completes::kNothing:
       break;
   }

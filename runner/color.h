@@ -2,9 +2,25 @@
 // NO_COLOR convention (https://no-color.org), decided in one place.
 #pragma once
 
+#include <array>
+#include <string>
+
+#include "base/enum_names.h"
+
 namespace barge::runner {
 
 enum class ColorMode { kAuto, kAlways, kNever };
+// As --color takes them.
+inline constexpr auto kColorModeNames = std::to_array<EnumName<ColorMode>>(
+    {{ColorMode::kAuto, "auto"}, {ColorMode::kAlways, "always"}, {ColorMode::kNever, "never"}});
+static_assert(ListsEveryValueInOrder(kColorModeNames));
+
+// "auto always never": the names, for completion scripts.
+inline std::string ColorModeWords() {
+  std::string out;
+  for (const auto& [mode, name] : kColorModeNames) out += (out.empty() ? "" : " ") + std::string(name);
+  return out;
+}
 
 // Process-wide; main() sets it once, before any output.
 void SetColorMode(ColorMode mode);

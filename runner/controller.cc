@@ -21,6 +21,7 @@
 #include "runner/docker_commands.h"
 #include "runner/job_values.h"
 #include "runner/progress.h"
+#include "runner/relay/stdio_writer.h"
 #include "runner/signals.h"
 #include "runner/state_dir.h"
 #include "ssh/event_loop.h"
@@ -101,12 +102,23 @@ using internal::Controller;
 
 namespace {
 
+// Where the status line and barge's messages go: on a terminal straight
+// to stderr (the status line asks the terminal's width); elsewhere queued
+// with everything else, so a stalled reader stalls nothing.
+std::FILE* StatusFile(StdioWriter& stdio) {
+  if (isatty(STDERR_FILENO)) return stderr;
+  std::FILE* queued = stdio.err_file();
+  return queued ? queued : stderr;
+}
+
 // What every entry point gives its Controller: one loop, the real
-// connector, the status line on stderr, and the signals as interrupts.
+// connector, stdout and stderr that never block the loop, the status line
+// on stderr, and the signals as interrupts.
 struct Env {
   ssh::EventLoop loop;
   SshHostConnector connector{&loop};
-  Progress progress{stderr, isatty(fileno(stderr)) != 0};
+  StdioWriter stdio{&loop};
+  Progress progress{StatusFile(stdio), isatty(STDERR_FILENO) != 0};
   ProgressObserver status_line{&progress};
   ObserverList observers;
   std::unique_ptr<EventStreamObserver> events;
@@ -128,6 +140,7 @@ int WithController(const JobSpec& spec, const cluster::PlanInput& input,
   Env env(options);
   ControllerOptions with_progress = options;
   with_progress.progress = &env.progress;
+  with_progress.stdio = &env.stdio;
   Controller controller(spec, input, with_progress, &env.loop, &env.connector, &env.observers);
   SignalWatcher signals(&env.loop, [&controller, announce](int signo) {
     controller.Interrupt(signo, announce);

@@ -30,6 +30,7 @@ inline constexpr int kExitInterrupted = 130;
 inline constexpr int kExitTimedOut = 124;  // as timeout(1)
 
 class Progress;
+class StdioWriter;
 
 struct ControllerOptions {
   std::string state_dir;  // StateDir() unless a test says otherwise
@@ -41,6 +42,9 @@ struct ControllerOptions {
   // The status line, which the containers' echoed lines clear and redraw
   // (set by the entry points; not owned).
   Progress* progress = nullptr;
+  // Where container lines echoed to the terminal go, never blocking the
+  // loop (set by the entry points; not owned; null: straight to stdout).
+  StdioWriter* stdio = nullptr;
   // Serve the job file's `forward:` entries (an attached `barge run`; a
   // detached controller does not).
   bool serve_forwards = false;

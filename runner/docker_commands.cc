@@ -112,10 +112,13 @@ std::string DockerCommands::CopyOut(const std::string& name, const std::string& 
   return Line({"cp", name + ":" + path, "-"});
 }
 
-std::string DockerCommands::ImageHasExecutable(const std::string& image,
-                                               const std::string& path) const {
-  return Line({"run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", image, "-c",
-               "test -x " + ssh::ShellQuote(path)});
+std::string DockerCommands::ImageUserId(const std::string& image,
+                                        const std::string& required_executable) const {
+  std::string script = "id -u";
+  if (!required_executable.empty()) {
+    script = "test -x " + ssh::ShellQuote(required_executable) + " || exit 1; " + script;
+  }
+  return Line({"run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", image, "-c", script});
 }
 
 std::string DockerCommands::ExecInteractive(const std::string& name,

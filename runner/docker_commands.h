@@ -58,9 +58,11 @@ class DockerCommands {
   std::string RemoveLabelled(const std::string& label, const std::string& value) const;
   // `docker cp NAME:PATH -`: the path as a tar stream on stdout.
   std::string CopyOut(const std::string& name, const std::string& path) const;
-  // Whether IMAGE holds an executable `path`: `docker run --rm --network
-  // none --entrypoint /bin/sh IMAGE -c 'test -x PATH'` (exit 0: it does).
-  std::string ImageHasExecutable(const std::string& image, const std::string& path) const;
+  // The uid IMAGE's processes run as (its USER), printed by `docker run
+  // --rm --network none --entrypoint /bin/sh IMAGE -c 'id -u'`; with a
+  // non-empty `required_executable`, the script first exits 1 when IMAGE
+  // has no such executable (`test -x PATH || exit 1; id -u`).
+  std::string ImageUserId(const std::string& image, const std::string& required_executable) const;
   // `docker exec NAME ARGV...`.
   std::string Exec(const std::string& name, const std::vector<std::string>& argv) const;
   // `docker exec -i [-t] NAME ARGV...` (barge exec -i / -it).

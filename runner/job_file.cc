@@ -211,6 +211,15 @@ std::optional<std::string> ReadEnum(const Entry& e, std::span<const std::string_
   return std::nullopt;
 }
 
+// The same, for a key whose choices are an enum's names: its value.
+template <typename E, size_t N>
+std::optional<E> ReadEnum(const Entry& e, const EnumTable<E, N>& table) {
+  const std::array<std::string_view, N> names = NamesOf(table);
+  std::optional<std::string> name = ReadEnum(e, names);
+  if (!name) return std::nullopt;
+  return ValueOf(table, *name);
+}
+
 std::optional<std::string> ReadSize(const Entry& e) {
   std::optional<std::string> s = ReadScalar(e, "a size, e.g. 512m or 2g");
   if (!s) return std::nullopt;
@@ -808,7 +817,7 @@ constexpr KeyRule<RoleDraft> kWorkerRules[] = {
 };
 constexpr KeyTableFn kWorkerKeys = [] { return Describe(kWorkerRules); };
 
-constexpr std::string_view kHostKeyChecking[] = {"strict", "accept-new", "off"};
+constexpr auto kHostKeyChecking = NamesOf(ssh::kHostKeyCheckingNames);
 
 
 constexpr KeyRule<SshSettings> kSshRules[] = {
@@ -823,13 +832,9 @@ constexpr KeyRule<SshSettings> kSshRules[] = {
        if (auto path = ReadReadableFile(e, "ssh config file")) s.config_file = *path;
      }},
     {"host_key_checking",
-     {.type = KeyType::kEnum, .description = "How unknown host keys are treated", .default_value = "strict", .choices = kHostKeyChecking},
+     {.type = KeyType::kEnum, .description = "How unknown host keys are treated", .default_value = NameOf(ssh::kHostKeyCheckingNames, ssh::HostKeyChecking::kStrict), .choices = kHostKeyChecking},
      [](const Entry& e, SshSettings& s) {
-       std::optional<std::string> v = ReadEnum(e, kHostKeyChecking);
-       if (!v) return;
-       s.host_key_checking = *v == "strict"       ? ssh::HostKeyChecking::kStrict
-                             : *v == "accept-new" ? ssh::HostKeyChecking::kAcceptNew
-                                                  : ssh::HostKeyChecking::kOff;
+       if (auto v = ReadEnum(e, ssh::kHostKeyCheckingNames)) s.host_key_checking = *v;
      }},
     {"connect_timeout",
      {.type = KeyType::kDuration, .description = "Time allowed to connect and log in", .default_value = "10s"},
@@ -1004,7 +1009,7 @@ void ReadSpareHosts(const Entry& e, JobDraft& d) {
   }
 }
 
-constexpr std::string_view kRestartCauses[] = {"host_lost", "node_failed", "preempted"};
+constexpr auto kRestartCauses = NamesOf(kRestartCauseNames);
 
 constexpr KeyRule<RestartPolicy> kRestartRules[] = {
     {"max_restarts",
@@ -1019,10 +1024,12 @@ constexpr KeyRule<RestartPolicy> kRestartRules[] = {
        r.on_host_lost = r.on_node_failed = r.on_preempted = false;
        for (size_t i = 0; i < e.value.size(); ++i) {
          Entry item = e.Element(e.value[i], i);
-         std::optional<std::string> c = ReadEnum(item, kRestartCauses);
+         std::optional<RestartCause> c = ReadEnum(item, kRestartCauseNames);
          if (!c) continue;
-         bool& flag = *c == "host_lost" ? r.on_host_lost : *c == "node_failed" ? r.on_node_failed : r.on_preempted;
-         if (flag) item.Error(QuoteValue(*c) + " is listed twice");
+         bool& flag = *c == RestartCause::kHostLost     ? r.on_host_lost
+                      : *c == RestartCause::kNodeFailed ? r.on_node_failed
+                                                        : r.on_preempted;
+         if (flag) item.Error(QuoteValue(NameOf(kRestartCauseNames, *c)) + " is listed twice");
          flag = true;
        }
      }},
@@ -1190,8 +1197,8 @@ void ReadHostsCommand(const Entry& e, JobDraft& d) {
   ReadHostList(Entry{&out_src, *root, *root, "hosts"}, d);
 }
 
-constexpr std::string_view kImagePull[] = {"always", "missing", "never", "push"};
-constexpr std::string_view kOnWorkerExit[] = {"fail", "ignore"};
+constexpr auto kImagePull = NamesOf(kImagePullNames);
+constexpr auto kOnWorkerExit = NamesOf(kOnWorkerExitNames);
 
 constexpr KeyRule<JobDraft> kRoleRules[] = {
     {"head",
@@ -1765,20 +1772,14 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      {.type = KeyType::kBlock, .description = "Rendezvous environment (MASTER_ADDR, RANK, WORLD_SIZE, ...)", .keys = kRendezvousKeys},
      [](const Entry& e, JobDraft& d) { ReadMapping(e, kRendezvousRules, d.spec.rendezvous); }},
     {"image_pull",
-     {.type = KeyType::kEnum, .description = "When hosts pull the image; push copies it from here", .default_value = "missing", .choices = kImagePull},
+     {.type = KeyType::kEnum, .description = "When hosts pull the image; push copies it from here", .default_value = NameOf(kImagePullNames, ImagePull::kMissing), .choices = kImagePull},
      [](const Entry& e, JobDraft& d) {
-       std::optional<std::string> v = ReadEnum(e, kImagePull);
-       if (!v) return;
-       d.spec.image_pull = *v == "always"    ? ImagePull::kAlways
-                           : *v == "missing" ? ImagePull::kMissing
-                           : *v == "never"   ? ImagePull::kNever
-                                             : ImagePull::kPush;
+       if (auto v = ReadEnum(e, kImagePullNames)) d.spec.image_pull = *v;
      }},
     {"on_worker_exit",
-     {.type = KeyType::kEnum, .description = "Whether a worker that exits non-zero fails the job", .default_value = "fail", .choices = kOnWorkerExit},
+     {.type = KeyType::kEnum, .description = "Whether a worker that exits non-zero fails the job", .default_value = NameOf(kOnWorkerExitNames, OnWorkerExit::kFail), .choices = kOnWorkerExit},
      [](const Entry& e, JobDraft& d) {
-       std::optional<std::string> v = ReadEnum(e, kOnWorkerExit);
-       if (v) d.spec.on_worker_exit = *v == "fail" ? OnWorkerExit::kFail : OnWorkerExit::kIgnore;
+       if (auto v = ReadEnum(e, kOnWorkerExitNames)) d.spec.on_worker_exit = *v;
      }},
     {"stop_grace",
      {.type = KeyType::kDuration, .description = "Time between the stop signal and SIGKILL", .default_value = "10s"},

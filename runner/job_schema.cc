@@ -103,7 +103,7 @@ Json Properties(const std::vector<KeyInfo>& keys) {
 }  // namespace
 
 std::string JobSchemaJson() {
-  KeyDoc top{.type = KeyType::kBlock, .keys = JobFileKeys};
+  KeyDoc top{.type = KeyType::kBlock, .description = "", .keys = JobFileKeys};
   Json schema = {
       {"$schema", "https://json-schema.org/draft/2020-12/schema"},
       {"title", "barge job file"},

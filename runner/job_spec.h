@@ -3,6 +3,7 @@
 // host yet.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "cluster/inventory.h"
 #include "cluster/mpi.h"
 #include "cluster/roles.h"
@@ -47,8 +49,26 @@ struct SshSettings {
   int parallel_connects = 32;
 };
 
+// image_pull: when hosts pull the image; push copies it from here.
 enum class ImagePull { kAlways, kMissing, kNever, kPush };
+inline constexpr auto kImagePullNames = std::to_array<EnumName<ImagePull>>(
+    {{ImagePull::kAlways, "always"}, {ImagePull::kMissing, "missing"}, {ImagePull::kNever, "never"},
+     {ImagePull::kPush, "push"}});
+static_assert(ListsEveryValueInOrder(kImagePullNames));
+
+// on_worker_exit: whether a worker that exits non-zero fails the job.
 enum class OnWorkerExit { kFail, kIgnore };
+inline constexpr auto kOnWorkerExitNames = std::to_array<EnumName<OnWorkerExit>>(
+    {{OnWorkerExit::kFail, "fail"}, {OnWorkerExit::kIgnore, "ignore"}});
+static_assert(ListsEveryValueInOrder(kOnWorkerExitNames));
+
+// What ends an attempt and may restart the job (restart.on); the names are
+// also the kinds of the store's fault events (event::kHostLost, ...).
+enum class RestartCause { kHostLost, kNodeFailed, kPreempted };
+inline constexpr auto kRestartCauseNames = std::to_array<EnumName<RestartCause>>(
+    {{RestartCause::kHostLost, "host_lost"}, {RestartCause::kNodeFailed, "node_failed"},
+     {RestartCause::kPreempted, "preempted"}});
+static_assert(ListsEveryValueInOrder(kRestartCauseNames));
 
 struct TeardownHooks {
   std::optional<std::string> host_command;   // run on each host over SSH

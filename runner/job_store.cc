@@ -20,10 +20,6 @@ TimePoint WallNow() {
 
 namespace {
 
-constexpr std::array<const char*, 10> kStatusNames = {
-    "preflight", "pushing", "starting",  "running",   "completing",
-    "succeeded", "failed",  "cancelled", "timed_out", "lost"};
-
 // The statuses IsFinal accepts, as an SQL list: ('succeeded', ...).
 constexpr const char* kFinalStatusesSql = "('succeeded','failed','cancelled','timed_out','lost')";
 
@@ -267,14 +263,14 @@ Result<JobRecord> ReadJob(const Statement& st) {
 
 }  // namespace
 
-const char* ToString(JobStatus status) { return kStatusNames[static_cast<size_t>(status)]; }
+const char* ToString(JobStatus status) { return NameOf(kJobStatusNames, status).data(); }
 
 Result<JobStatus> ParseJobStatus(std::string_view text) {
-  for (size_t i = 0; i < kStatusNames.size(); ++i) {
-    if (text == kStatusNames[i]) return static_cast<JobStatus>(i);
-  }
+  if (std::optional<JobStatus> status = ValueOf(kJobStatusNames, text)) return *status;
   std::string accepted;
-  for (const char* n : kStatusNames) accepted += std::string(accepted.empty() ? "" : ", ") + n;
+  for (const auto& [value, name] : kJobStatusNames) {
+    accepted += std::string(accepted.empty() ? "" : ", ") + std::string(name);
+  }
   return Status::Error("unknown status '" + std::string(text) + "' (expected one of: " + accepted +
                        ")");
 }

@@ -19,6 +19,7 @@
 // binary understands.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -27,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "base/status.h"
 
 struct sqlite3;
@@ -49,9 +51,22 @@ enum class JobStatus {
   kTimedOut,
   kLost,
 };
+// The names the store, `barge jobs --status` and the dashboard use.
+inline constexpr auto kJobStatusNames = std::to_array<EnumName<JobStatus>>({
+    {JobStatus::kPreflight, "preflight"},
+    {JobStatus::kPushing, "pushing"},
+    {JobStatus::kStarting, "starting"},
+    {JobStatus::kRunning, "running"},
+    {JobStatus::kCompleting, "completing"},
+    {JobStatus::kSucceeded, "succeeded"},
+    {JobStatus::kFailed, "failed"},
+    {JobStatus::kCancelled, "cancelled"},
+    {JobStatus::kTimedOut, "timed_out"},
+    {JobStatus::kLost, "lost"},
+});
+static_assert(ListsEveryValueInOrder(kJobStatusNames));
 
-// "preflight", "pushing", "starting", "running", "completing", "succeeded",
-// "failed", "cancelled", "timed_out", "lost".
+// The status's name in kJobStatusNames.
 const char* ToString(JobStatus status);
 // The inverse of ToString; an error naming the accepted values otherwise.
 [[nodiscard]] Result<JobStatus> ParseJobStatus(std::string_view text);
@@ -127,8 +142,36 @@ struct HostRecord {
   std::optional<int> replaces;
 };
 
-// One span of one per-host phase: connect, preflight, push, upload, start,
-// ready, running, stop, remove (node phases carry the node's rank).
+// The per-host phases of a job, in the order a host goes through them.
+enum class Phase {
+  kConnect,
+  kLogin,
+  kPreflight,
+  kPush,
+  kUpload,
+  kStart,
+  kReady,
+  kRunning,
+  kStop,
+  kRemove,
+};
+// The names the store and the event stream use.
+inline constexpr auto kPhaseNames = std::to_array<EnumName<Phase>>({
+    {Phase::kConnect, "connect"},
+    {Phase::kLogin, "login"},
+    {Phase::kPreflight, "preflight"},
+    {Phase::kPush, "push"},
+    {Phase::kUpload, "upload"},
+    {Phase::kStart, "start"},
+    {Phase::kReady, "ready"},
+    {Phase::kRunning, "running"},
+    {Phase::kStop, "stop"},
+    {Phase::kRemove, "remove"},
+});
+static_assert(ListsEveryValueInOrder(kPhaseNames));
+
+// One span of one per-host phase, named as in kPhaseNames (node phases
+// carry the node's rank).
 struct PhaseRecord {
   int64_t id = 0;  // 0 = not yet written
   std::string job_id;

@@ -297,7 +297,17 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
   const TimePoint now = WallNow();
   if (options.json) {
     Json array = Json::array();
-    for (const JobRecord& j : jobs) array.push_back(JobJson(j, now));
+    auto extra = options.extra_json.begin();  // newest first, as the jobs
+    auto add_extra = [&] {
+      Json j = Json::parse(extra->second, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_discarded()) array.push_back(std::move(j));
+      ++extra;
+    };
+    for (const JobRecord& j : jobs) {
+      while (extra != options.extra_json.end() && extra->first >= j.created) add_extra();
+      array.push_back(JobJson(j, now));
+    }
+    while (extra != options.extra_json.end()) add_extra();
     PrintJson(out, array);
     return 0;
   }
@@ -447,7 +457,7 @@ int RemoveJobCommand(const std::string& state_dir, const std::string& job_text, 
 }
 
 int PruneCommand(const std::string& state_dir, milliseconds older_than, std::FILE* out,
-                 std::FILE* err) {
+                 std::FILE* err, const std::set<std::string>& keep) {
   if (older_than.count() < 0) return Fail(err, "--older-than must not be negative");
   const TimePoint cutoff = WallNow() - older_than;
   Result<std::unique_ptr<JobStore>> opened = OpenIfPresent(state_dir);
@@ -465,6 +475,7 @@ int PruneCommand(const std::string& state_dir, milliseconds older_than, std::FIL
   }
   Result<std::vector<JobRecord>> ended = store.JobsEndedBefore(cutoff);
   if (!ended.ok()) return Fail(err, ended.status().message());
+  std::erase_if(*ended, [&](const JobRecord& j) { return keep.contains(j.id); });
   if (ended->empty()) {
     std::fprintf(out, "nothing to prune: no job ended before %s\n",
                  LocalTime(cutoff, false).c_str());

@@ -34,9 +34,12 @@ struct ListOptions {
   bool json = false;
   // Job arrays (runner/fleet/): their members' jobs are not listed one by
   // one; each array is one extra row (ID NAME STATUS ... as the job rows),
-  // placed by its time among the jobs. Not in --json.
+  // placed by its time among the jobs. In --json, each array is one extra
+  // object (`extra_json`, JSON object text), placed the same way; the job
+  // objects keep their fields.
   std::set<std::string> hide;
   std::vector<std::pair<TimePoint, std::vector<std::string>>> extra_rows;
+  std::vector<std::pair<TimePoint, std::string>> extra_json;
 };
 
 // `barge ls`: one line per job, newest first:
@@ -68,9 +71,10 @@ int RemoveJobCommand(const std::string& state_dir, const std::string& job_text, 
 
 // `barge prune --older-than D`: removes every job with a final status that
 // ended before now - `older_than`, with its run directory; prints each job
-// removed and the bytes freed.
+// removed and the bytes freed. Jobs whose ids are in `keep` (members of job
+// arrays that stay) are left alone.
 int PruneCommand(const std::string& state_dir, std::chrono::milliseconds older_than, std::FILE* out,
-                 std::FILE* err = stderr);
+                 std::FILE* err = stderr, const std::set<std::string>& keep = {});
 
 // True while process `pid` exists (kill(pid, 0) succeeds or says EPERM).
 // nullopt (no controller recorded) is not alive. A reused pid reads as

@@ -8,6 +8,7 @@
 #include <queue>
 
 #include "container/timestamp.h"
+#include "runner/log_sink.h"
 
 namespace barge::runner {
 
@@ -24,8 +25,9 @@ LogLine ParseLogLine(std::string_view raw, int64_t previous) {
   const std::string_view rest = raw.substr(stamp_end + 1);
   const size_t stream_end = rest.find(' ');
   const std::string_view stream = rest.substr(0, stream_end);
-  if (stream != "stdout" && stream != "stderr") return line;
-  line.is_stderr = stream == "stderr";
+  const std::optional<Stream> which = ValueOf(kStreamNames, stream);
+  if (!which) return line;
+  line.is_stderr = *which == Stream::kStderr;
   line.text = stream_end == std::string_view::npos ? "" : std::string(rest.substr(stream_end + 1));
   if (stamp_end > 0) {
     Result<int64_t> ns = container::ParseTimestamp(raw.substr(0, stamp_end));
@@ -51,6 +53,31 @@ NodeLog::~NodeLog() {
 }
 
 Result<std::optional<LogLine>> NodeLog::Next(bool writer_done) {
+  while (ahead_.size() < kLookahead) {
+    const uint64_t start = InFileOffset();
+    Result<std::optional<LogLine>> next = NextInFile(writer_done);
+    if (!next.ok()) return next.status();
+    if (!*next) break;
+    ahead_.push_back(Ahead{std::move(**next), start});
+  }
+  if (ahead_.empty()) return std::optional<LogLine>();
+  // The first line of each stream is the earliest of its stream; the
+  // earlier of the two goes first when both carry stamps of their own.
+  size_t pick = 0;
+  const bool first_is_err = ahead_[0].line.is_stderr;
+  for (size_t i = 1; i < ahead_.size(); ++i) {
+    if (ahead_[i].line.is_stderr == first_is_err) continue;
+    if (ahead_[i].line.stamped && ahead_[0].line.stamped && ahead_[i].line.stamp < ahead_[0].line.stamp) {
+      pick = i;
+    }
+    break;
+  }
+  LogLine line = std::move(ahead_[pick].line);
+  ahead_.erase(ahead_.begin() + static_cast<std::ptrdiff_t>(pick));
+  return std::optional<LogLine>(std::move(line));
+}
+
+Result<std::optional<LogLine>> NodeLog::NextInFile(bool writer_done) {
   for (;;) {
     const size_t newline = buf_.find('\n', scanned_);
     if (newline != std::string::npos) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -59,15 +60,30 @@ class NodeLog {
   const std::string& prefix() const { return prefix_; }
   // Bytes read from the file so far (from offset 0).
   uint64_t bytes_read() const { return bytes_read_; }
-  // The file offset just past the last line returned by Next.
-  uint64_t offset() const { return bytes_read_ - (buf_.size() - pos_); }
+  // The file offset of the first line not returned by Next yet (lines past
+  // it may have been: see Next).
+  uint64_t offset() const { return ahead_.empty() ? InFileOffset() : ahead_.front().start; }
 
   // The next complete line, or nullopt when the file holds no further
   // complete line now. With `writer_done`, a last line without a newline
   // counts as complete. Fails only when the file exists but cannot be read.
+  // Lines come in file order, except that stdout and stderr lines are put
+  // back in the order of their own stamps: the two streams reach the file
+  // through separate pipes, so a stderr line can land after stdout lines
+  // the container wrote later. Within one stream the file order is kept.
+  // Up to kLookahead lines are read ahead for that.
   [[nodiscard]] Result<std::optional<LogLine>> Next(bool writer_done);
 
+  static constexpr size_t kLookahead = 1024;
+
  private:
+  struct Ahead {
+    LogLine line;
+    uint64_t start;  // the line's file offset
+  };
+  // The next line in file order.
+  Result<std::optional<LogLine>> NextInFile(bool writer_done);
+  uint64_t InFileOffset() const { return bytes_read_ - (buf_.size() - pos_); }
   LogLine Take(std::string_view raw);
   // Appends up to one chunk of what the file holds past what was read to
   // buf_; returns how many bytes (0: nothing new, or no file yet).
@@ -85,6 +101,7 @@ class NodeLog {
   size_t scanned_ = 0;  // buf_ holds no newline in [pos_, scanned_)
   uint64_t bytes_read_ = 0;
   int64_t last_stamp_ = kNoStamp;
+  std::deque<Ahead> ahead_;  // read, not returned yet, in file order
 };
 
 // The node files being read, by rank.

@@ -286,6 +286,18 @@ TEST_F(LogsCliTest, ANodeKeepsItsFileOrderEvenWhenItsStampsGoBack) {
   EXPECT_EQ(Logs("aaaa1111").out, "[0 head h0] first\n[0 head h0] second\n");
 }
 
+TEST_F(LogsCliTest, ANodesStdoutAndStderrLinesComeInTheirStampOrderThoughTheFileHasThemStreamByStream) {
+  // As a node printing to stdout and stderr in turn every 20 ms reaches the
+  // file when its streams arrive in separate chunks.
+  JobRecord j = AddJob("aaaa1111", JobStatus::kSucceeded, 1);
+  Append(LogPath(j, 0), Out(seconds(1), "1") + Out(seconds(3), "3") + Out(seconds(5), "5") +
+                            Err(Stamp(seconds(2)), "2") + Err(Stamp(seconds(4)), "4") +
+                            Err(Stamp(seconds(6)), "6"));
+  EXPECT_EQ(Logs("aaaa1111").out,
+            "[0 head h0] 1\n[0 head h0 stderr] 2\n[0 head h0] 3\n"
+            "[0 head h0 stderr] 4\n[0 head h0] 5\n[0 head h0 stderr] 6\n");
+}
+
 TEST_F(LogsCliTest, NodeOptionPrintsOnlyThatNode) {
   AddTwoNodeJob();
   LogsOptions o;

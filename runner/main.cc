@@ -184,12 +184,26 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
     return kExitBargeFailure;
   }
   if (*array) {
-    if (!events.format.empty() || !events.file.empty()) {
-      std::fprintf(stderr, "barge: --events is not supported for a job array yet\n");
+    // --events: the array controller's own events (runner/fleet/array_events.h).
+    std::FILE* array_events = nullptr;
+    if (!events.format.empty() && events.format != "json") {
+      std::fprintf(stderr, "barge: --events: unknown format '%s' (expected json)\n", events.format.c_str());
       return kExitBargeFailure;
     }
-    return fleet::RunArrayCommand(*spec, **array, Redactor(*spec)(RunRequestToJson(request)),
-                                  kSpecFileComment + request.file + "\n" + request.text, detach);
+    if (!events.file.empty()) {
+      array_events = std::fopen(events.file.c_str(), "a");
+      if (!array_events) {
+        std::fprintf(stderr, "barge: --events-file %s: %s\n", events.file.c_str(), std::strerror(errno));
+        return kExitBargeFailure;
+      }
+    } else if (!events.format.empty()) {
+      array_events = stdout;
+    }
+    const int code = fleet::RunArrayCommand(*spec, **array, Redactor(*spec)(RunRequestToJson(request)),
+                                            kSpecFileComment + request.file + "\n" + request.text, detach,
+                                            array_events);
+    if (array_events && array_events != stdout) std::fclose(array_events);
+    return code;
   }
   const std::string job_id = NewJobId();
   cluster::PlanInput input = MakePlanInput(*spec, job_id);
@@ -651,8 +665,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("barge ") + BARGE_VERSION + " (commit " + BARGE_COMMIT + ")",
                        "print barge's version and commit");
   std::string color = "auto";
+  std::vector<std::string> color_modes;
+  for (const auto& [mode, name] : barge::runner::kColorModeNames) color_modes.emplace_back(name);
   app.add_option("--color", color, "when to colour the output: auto (a terminal, unless NO_COLOR is set), always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
+      ->check(CLI::IsMember(color_modes));
   std::string file;
   // --set/--env/--hosts-file/--name, in the order given (the last one wins).
   std::vector<barge::runner::Override> overrides;
@@ -720,7 +736,7 @@ int main(int argc, char** argv) {
   rerun->add_option("job", job, "job id, unique id prefix, or name (the latest job of that name)")->required();
   rerun->add_flag("-d,--detach", detach, "run the controller in the background; print the job id once it runs");
   bool rerun_failed = false;
-  rerun->add_flag("--failed", rerun_failed, "a job array: run again its members that failed or never started");
+  rerun->add_flag("--failed", rerun_failed, "a job array: run again its members that failed or never started (without it: every member, as a new array)");
   auto* version = app.add_subcommand("version", "Print barge's version and commit");
   auto* schema = app.add_subcommand("schema", "Print the job file's JSON Schema (draft 2020-12), for editors and validators");
   std::string shell;
@@ -749,7 +765,7 @@ int main(int argc, char** argv) {
   auto* ui = app.add_subcommand("ui", "Serve the local web dashboard (jobs, timelines, live logs, stop)");
   ui->add_option("--listen", ui_listen, "HOST:PORT to listen on (default 127.0.0.1:8765; port 0 = any)");
   ui->add_option("--token", ui_token, "the access token (default: a new random one, printed in the URL)");
-  auto* rm = app.add_subcommand("rm", "Remove a finished job's record, logs and artifacts");
+  auto* rm = app.add_subcommand("rm", "Remove a finished job's record, logs and artifacts (a job array: every member's)");
   rm->add_option("job", job, "job id, unique id prefix, or name")->required();
   auto* down = app.add_subcommand("down", "Tear a job down now (same teardown as completion, hooks included)");
   down->add_option("job", job, "job id, unique id prefix, or name")->required();
@@ -796,7 +812,7 @@ int main(int argc, char** argv) {
   hosts->add_option("--hosts", hosts_list, "comma-separated hosts (ssh defaults from ~/.ssh/config)");
   hosts->add_flag("--json", hosts_json, "one JSON array, a host per entry");
   std::string older_than;
-  auto* prune = app.add_subcommand("prune", "Remove finished jobs older than a duration, with their files");
+  auto* prune = app.add_subcommand("prune", "Remove finished jobs and job arrays older than a duration, with their files");
   prune->add_option("--older-than", older_than, "e.g. 30d, 12h")->required();
   try {
     app.parse(argc, argv);
@@ -804,10 +820,8 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : barge::runner::kExitBargeFailure;
   }
-  using barge::runner::ColorMode;
-  barge::runner::SetColorMode(color == "always" ? ColorMode::kAlways
-                              : color == "never" ? ColorMode::kNever
-                                                 : ColorMode::kAuto);
+  barge::runner::SetColorMode(
+      barge::ValueOf(barge::runner::kColorModeNames, color).value_or(barge::runner::ColorMode::kAuto));
   logger->sinks().clear();
   logger->sinks().push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
       barge::runner::UseColor(STDERR_FILENO) ? spdlog::color_mode::always : spdlog::color_mode::never));
@@ -851,7 +865,7 @@ int main(int argc, char** argv) {
   // Job arrays (runner/fleet/): an array of that name or id is looked for
   // before a job.
   std::optional<std::string> array_id;
-  if ((*rerun || *show || *logs || *down || (*ls && !ls_array.empty())) && !(*ls && ls_array.empty())) {
+  if ((*rerun || *show || *logs || *down || *rm || (*ls && !ls_array.empty())) && !(*ls && ls_array.empty())) {
     auto found = barge::runner::fleet::FindArray(state_dir, *ls ? ls_array : job);
     if (!found.ok()) {
       std::fprintf(stderr, "barge: %s\n", found.status().message().c_str());
@@ -860,12 +874,7 @@ int main(int argc, char** argv) {
     array_id = *found;
   }
   if (*rerun && array_id) {
-    if (!rerun_failed) {
-      std::fprintf(stderr, "barge: %s is a job array: `barge rerun %s --failed` runs its failed and never-started members again\n",
-                   array_id->c_str(), array_id->c_str());
-      return barge::runner::kExitBargeFailure;
-    }
-    return barge::runner::fleet::RerunArray(state_dir, *array_id, detach, [](const std::string& json) {
+    return barge::runner::fleet::RerunArray(state_dir, *array_id, rerun_failed, detach, [](const std::string& json) {
       return barge::runner::RecordedArrayJob(json);
     });
   }
@@ -882,15 +891,15 @@ int main(int argc, char** argv) {
     return barge::runner::fleet::ListArrayMembers(state_dir, *array_id, stdout);
   }
   if (*ls) {
+    if (!status_filter.empty()) list.status = status_filter;
+    if (!name_filter.empty()) list.name = name_filter;
     if (barge::Status s = barge::runner::fleet::AddArraysToList(state_dir, &list); !s.ok()) {
       std::fprintf(stderr, "barge: %s\n", s.message().c_str());
       return barge::runner::kExitBargeFailure;
     }
-    if (!status_filter.empty()) list.status = status_filter;
-    if (!name_filter.empty()) list.name = name_filter;
     return barge::runner::ListJobsCommand(state_dir, list, stdout);
   }
-  if (*show && array_id) return barge::runner::fleet::ShowArray(state_dir, *array_id, stdout);
+  if (*show && array_id) return barge::runner::fleet::ShowArray(state_dir, *array_id, stdout, show_json);
   if (*show && show_timeline) return barge::runner::ui::TimelineCommand(state_dir, job, stdout);
   if (*show) return barge::runner::ShowJobCommand(state_dir, job, show_json, stdout);
   if (*ui) {
@@ -903,6 +912,7 @@ int main(int argc, char** argv) {
     }
     return barge::runner::ui::UiCommand(ui_options, stdout);
   }
+  if (*rm && array_id) return barge::runner::fleet::RemoveArrayCommand(state_dir, *array_id, stdout);
   if (*rm) return barge::runner::RemoveJobCommand(state_dir, job, stdout);
   if (*down && array_id) {
     return barge::runner::fleet::DownArray(state_dir, *array_id,
@@ -952,7 +962,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "barge: --older-than: %s\n", age.status().message().c_str());
       return barge::runner::kExitBargeFailure;
     }
-    return barge::runner::PruneCommand(state_dir, *age, stdout);
+    // Job arrays first (runner/fleet/): the members of arrays that stay are
+    // not pruned one by one.
+    std::set<std::string> array_members;
+    const int arrays_code = barge::runner::fleet::PruneArrays(state_dir, *age, stdout, stderr, &array_members);
+    const int jobs_code = barge::runner::PruneCommand(state_dir, *age, stdout, stderr, array_members);
+    return arrays_code != 0 ? arrays_code : jobs_code;
   }
   std::optional<barge::runner::RunRequest> request = barge::runner::ReadRequest(file, overrides);
   if (!request) return barge::runner::kExitBargeFailure;

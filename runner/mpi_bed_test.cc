@@ -2,8 +2,10 @@
 // allreduce under mpirun across three namespace hosts (the image
 // barge/mpi:local, built offline by samples/build-mpi-image.sh and loaded
 // into the hosts by tests/bed/load-image.sh from the bed's cache, once per
-// ctest run: the fixture mpi_image), a worker whose host key was swapped,
-// and an image without sshd.
+// ctest run: the fixture mpi_image), the same with an image whose USER is
+// not root (barge/mpi-user:local, derived from it in each host's engine by
+// tests/bed/derive-mpi-images.sh in the same fixture), a worker whose host
+// key was swapped, an image without sshd, and one without the sshd user.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -35,6 +37,10 @@ using barge::testing::WaitForNoWatchdog;
 namespace {
 
 constexpr const char* kImage = "barge/mpi:local";
+// Derived from kImage by the fixture: USER mpiuser (uid 1000); root without
+// the `sshd` user.
+constexpr const char* kUserImage = "barge/mpi-user:local";
+constexpr const char* kNoSshdUserImage = "barge/mpi-nosshd:local";
 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -127,13 +133,16 @@ class MpiBedTest : public ::testing::Test {
     // The image is built and loaded by the ctest fixture mpi_image
     // (bed_mpi_image); without it these tests fail here, saying so.
     for (size_t i = 0; i < 3; ++i) {
-      int code = -1;
-      std::string id = RunShell("DOCKER_HOST=" + ShellQuote(bed.hosts[i].docker_host) +
-                                    " timeout 20 docker image inspect -f '{{.Id}}' " + kImage + " 2>&1",
-                                &code);
-      ASSERT_EQ(code, 0) << kImage << " is not on " << bed.hosts[i].name << " (" << id
-                         << "); run the test through ctest (fixture mpi_image), or "
-                            "samples/build-mpi-image.sh and tests/bed/load-image.sh";
+      for (const char* image : {kImage, kUserImage, kNoSshdUserImage}) {
+        int code = -1;
+        std::string id = RunShell("DOCKER_HOST=" + ShellQuote(bed.hosts[i].docker_host) +
+                                      " timeout 20 docker image inspect -f '{{.Id}}' " + image + " 2>&1",
+                                  &code);
+        ASSERT_EQ(code, 0) << image << " is not on " << bed.hosts[i].name << " (" << id
+                           << "); run the test through ctest (fixture mpi_image), or "
+                              "samples/build-mpi-image.sh, tests/bed/load-image.sh and "
+                              "tests/bed/derive-mpi-images.sh";
+      }
     }
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     job_ = std::make_unique<JobDir>(std::string("mpi-") + info->name());
@@ -303,6 +312,73 @@ TEST_F(MpiBedTest, AnImageWithoutSshdFailsPreflightNamingOpensshServer) {
                               "an MPI job runs (install the openssh-server package in the image)"))
       << o.err;
   EXPECT_TRUE(Contains(o.err, "nothing was started")) << o.err;
+}
+
+// Each rank prints its rank, host, the allreduce's sum and the user it runs
+// as (`id -un`).
+constexpr const char* kAllreduceUser = R"(  sleep 2
+  exec mpirun --hostfile "$BARGE_MPI_HOSTFILE" -np 3 /usr/bin/python3 -c '
+  import socket, subprocess
+  from mpi4py import MPI
+  comm = MPI.COMM_WORLD
+  rank = comm.Get_rank()
+  total = comm.allreduce(rank + 1, op=MPI.SUM)
+  user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+  print(f"rank={rank} host={socket.gethostname()} sum={total} user={user}", flush=True)
+  '
+)";
+
+TEST_F(MpiBedTest, AnImageWhoseUserIsNotRootRunsTheAllreduceWithItsKeyFilesReadableOnlyThroughA0700Parent) {
+  const auto& bed = GetBed();
+  job_->Write(JobYaml("mpi-nonroot", kUserImage, kAllreduceUser));
+  const auto started = std::chrono::steady_clock::now();
+  pid_t pid = job_->Start("run job.yaml");
+  ASSERT_TRUE(job_->WaitFor("err.txt", "barge: job ", std::chrono::seconds(120)))
+      << ReadWholeFile(job_->path() / "err.txt");
+  job_id_ = JobIdIn(ReadWholeFile(job_->path() / "err.txt"));
+  ASSERT_FALSE(job_id_.empty());
+  // Written before the job line: the parent 0700, each node's directory
+  // 0755, its files 0644 (the key files owned by the SSH login user, root).
+  const std::string dir = "/tmp/barge-" + job_id_ + "/mpi";
+  const std::string head_modes =
+      InHost(bed.hosts[0], "stat -c '%a %U %n' " + dir + " " + dir + "/0 " + dir + "/0/id_ed25519");
+  const std::string worker_modes =
+      InHost(bed.hosts[1], "stat -c '%a %U %n' " + dir + " " + dir + "/1 " + dir + "/1/ssh_host_ed25519_key");
+  CliOutcome o = job_->Wait(pid, std::chrono::seconds(240));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  std::cout << "[ measured ] the 3-host MPI job as a non-root user ran in " << secs << " s\n";
+  EXPECT_EQ(head_modes, "700 root " + dir + "\n755 root " + dir + "/0\n644 root " + dir + "/0/id_ed25519\n");
+  EXPECT_EQ(worker_modes,
+            "700 root " + dir + "\n755 root " + dir + "/1\n644 root " + dir + "/1/ssh_host_ed25519_key\n");
+  EXPECT_TRUE(Contains(o.err, "3 node(s) whose image runs as a non-root user")) << o.err;
+  for (int r = 0; r < 3; ++r) {
+    const std::string expect =
+        "rank=" + std::to_string(r) + " host=" + bed.hosts[r].name + " sum=6 user=mpiuser";
+    EXPECT_TRUE(Contains(o.out, expect)) << "missing: " << expect << "\n" << o.out;
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(InHost(bed.hosts[i], "ls -d /tmp/barge-" + job_id_ + " 2>/dev/null; true"), "")
+        << "the job's directory was left on " << bed.hosts[i].name;
+  }
+  EXPECT_TRUE(WaitForNoWatchdog(job_id_, std::chrono::seconds(10)));
+}
+
+TEST_F(MpiBedTest, AWorkerImageRunningAsRootWithoutTheSshdUserFailsSayingHowToAddIt) {
+  job_->Write(JobYaml("mpi-nosshduser", kNoSshdUserImage, "  mpirun true\n"));
+  CliOutcome o = job_->Barge("run job.yaml");
+  job_id_ = JobIdIn(o.err);
+  EXPECT_NE(o.code, 0) << o.err << o.out;
+  EXPECT_TRUE(Contains(o.out + o.err,
+                       "barge: this image has no 'sshd' user in /etc/passwd, which sshd needs "
+                       "(openssh-server's install adds it: useradd -r -d /run/sshd -s "
+                       "/usr/sbin/nologin sshd)"))
+      << o.err << o.out;
+  if (!job_id_.empty()) {
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(InHost(GetBed().hosts[i], "ls -d /tmp/barge-" + job_id_ + " 2>/dev/null; true"), "");
+    }
+  }
 }
 
 }  // namespace

@@ -128,7 +128,9 @@ TEST(MpiSamples, TheNcclTestsSampleValidatesAndPlansWithGpuSlotsLeftToTheHosts) 
   EXPECT_EQ(p.plan.stages[0].name, "workers");
   EXPECT_NE(p.text.find("all_reduce_perf -b 8 -e 1G -f 2 -g 1"), std::string::npos);
   EXPECT_NE(p.text.find("--gpus all"), std::string::npos);
-  EXPECT_NE(p.text.find("test -x /usr/sbin/sshd"), std::string::npos) << p.text;
+  EXPECT_NE(p.text.find("--entrypoint /bin/sh registry.example.com/nccl-tests:latest -c 'test -x /usr/sbin/sshd || exit 1; id -u'"),
+            std::string::npos)
+      << p.text;
 }
 
 }  // namespace

@@ -9,19 +9,7 @@
 
 namespace barge::runner {
 
-std::string Override::Flag() const {
-  switch (kind) {
-    case Kind::kSet:
-      return "--set";
-    case Kind::kEnv:
-      return "--env";
-    case Kind::kHostsFile:
-      return "--hosts-file";
-    case Kind::kName:
-      return "--name";
-  }
-  return "";
-}
+std::string Override::Flag() const { return std::string(NameOf(kOverrideFlags, kind)); }
 
 std::string Override::Argument() const {
   if (kind == Kind::kSet || kind == Kind::kEnv) return path + "=" + value;
@@ -147,10 +135,14 @@ Result<RunRequest> RunRequestFromJson(std::string_view json) {
     const std::string flag = o["flag"].get<std::string>();
     const std::string arg = o["argument"].get<std::string>();
     Result<Override> parsed = Status::Error("unknown flag " + flag);
-    if (flag == "--set") parsed = ParseSetOverride(arg);
-    if (flag == "--env") parsed = ParseEnvOverride(arg);
-    if (flag == "--hosts-file") parsed = Override{Override::Kind::kHostsFile, "", arg};
-    if (flag == "--name") parsed = Override{Override::Kind::kName, "", arg};
+    if (std::optional<Override::Kind> kind = ValueOf(kOverrideFlags, flag)) {
+      switch (*kind) {
+        case Override::Kind::kSet: parsed = ParseSetOverride(arg); break;
+        case Override::Kind::kEnv: parsed = ParseEnvOverride(arg); break;
+        case Override::Kind::kHostsFile:
+        case Override::Kind::kName: parsed = Override{*kind, "", arg}; break;
+      }
+    }
     if (!parsed.ok()) return bad(parsed.status().message());
     r.overrides.push_back(*parsed);
   }

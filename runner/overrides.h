@@ -7,11 +7,13 @@
 // then ~/.ssh/config (which only libssh reads, at connect time).
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "base/status.h"
 
 namespace barge::runner {
@@ -36,6 +38,11 @@ struct Override {
   // The job-file key path it replaces, as errors spell it ("hosts[0].port").
   std::string KeyPath() const;
 };
+// Each kind's flag (Override::Flag, and a recorded run request's "flag").
+inline constexpr auto kOverrideFlags = std::to_array<EnumName<Override::Kind>>(
+    {{Override::Kind::kSet, "--set"}, {Override::Kind::kEnv, "--env"},
+     {Override::Kind::kHostsFile, "--hosts-file"}, {Override::Kind::kName, "--name"}});
+static_assert(ListsEveryValueInOrder(kOverrideFlags));
 
 // "PATH=VALUE" for --set (PATH dotted, not empty; VALUE may be empty).
 [[nodiscard]] Result<Override> ParseSetOverride(std::string_view arg);

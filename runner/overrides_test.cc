@@ -57,6 +57,19 @@ class OverridesTest : public ::testing::Test {
     std::ofstream(p, std::ios::binary) << text;
     return p.string();
   }
+  // Only command-line overrides.
+  static JobLayers Layers(std::vector<Override> overrides) {
+    JobLayers layers;
+    layers.overrides = std::move(overrides);
+    return layers;
+  }
+  LoadedJob ParseWith(std::vector<Override> overrides, const std::string& text = kJob) {
+    return Parse(Layers(std::move(overrides)), text);
+  }
+  std::vector<std::string> ErrorsWith(std::vector<Override> overrides, const std::string& text = kJob) {
+    return Errors(Layers(std::move(overrides)), text);
+  }
+
   LoadedJob Parse(const JobLayers& layers, const std::string& text = kJob) {
     return ParseJobText(text, "job.yaml", dir_, SecretValues::kRead, layers);
   }
@@ -92,10 +105,10 @@ TEST(Override, MalformedArgumentsAreRefusedWithTheFlagNamed) {
 }
 
 TEST_F(OverridesTest, SetAndEnvChangeTheSpecAndTheLastOneWins) {
-  LoadedJob job = Parse({{Set("container.shm_size=8g"), Set("hosts.0.port=2222"),
+  LoadedJob job = ParseWith({Set("container.shm_size=8g"), Set("hosts.0.port=2222"),
                           Set("container.cap_add=[SYS_ADMIN]"), Env("EPOCHS=5"), Env("A=2"),
                           Set("container.shm_size=4g"),
-                          Override{Override::Kind::kName, "", "exp7"}}});
+                          Override{Override::Kind::kName, "", "exp7"}});
   ASSERT_TRUE(job.spec) << job.errors[0].ToString();
   EXPECT_EQ(job.spec->name, "exp7");
   EXPECT_EQ(job.spec->container.shm_size, "4g");
@@ -105,31 +118,31 @@ TEST_F(OverridesTest, SetAndEnvChangeTheSpecAndTheLastOneWins) {
 }
 
 TEST_F(OverridesTest, AnOverrideCreatesTheBlocksItNeeds) {
-  LoadedJob job = Parse({{Set("roles.worker.count=1"), Set("ssh.connect_timeout=3s")}});
+  LoadedJob job = ParseWith({Set("roles.worker.count=1"), Set("ssh.connect_timeout=3s")});
   ASSERT_TRUE(job.spec) << job.errors[0].ToString();
   EXPECT_EQ(job.spec->roles.at("worker").count, 1);
   EXPECT_EQ(job.spec->ssh.connect_timeout, std::chrono::seconds(3));
 }
 
 TEST_F(OverridesTest, AnErrorInAnOverrideNamesTheOverrideNotALine) {
-  EXPECT_THAT(Errors({{Set("container.shm_sise=8g")}}),
+  EXPECT_THAT(ErrorsWith({Set("container.shm_sise=8g")}),
               ElementsAre("--set container.shm_sise: unknown key; did you mean 'shm_size'?"));
-  EXPECT_THAT(Errors({{Set("hosts.0.port=abc")}}),
+  EXPECT_THAT(ErrorsWith({Set("hosts.0.port=abc")}),
               ElementsAre("--set hosts.0.port: expected a port number from 1 to 65535, got 'abc'"));
-  EXPECT_THAT(Errors({{Set("hosts.5.port=1")}}),
+  EXPECT_THAT(ErrorsWith({Set("hosts.5.port=1")}),
               ElementsAre("--set hosts.5.port: 'hosts' is a list of 2 item(s); expected an index "
                           "from 0 to 1, got '5'"));
-  EXPECT_THAT(Errors({{Set("image.tag=1")}}),
+  EXPECT_THAT(ErrorsWith({Set("image.tag=1")}),
               ElementsAre("--set image.tag: 'image' is a single value in the job file, not a "
                           "mapping or a list"));
-  EXPECT_THAT(Errors({{Set("container.cap_add=[SYS_ADMIN")}}),
+  EXPECT_THAT(ErrorsWith({Set("container.cap_add=[SYS_ADMIN")}),
               ElementsAre("--set container.cap_add: invalid YAML value '[SYS_ADMIN': end of "
                           "sequence flow not found"));
 }
 
 TEST_F(OverridesTest, AnErrorLeftInTheFileKeepsItsLine) {
   std::vector<std::string> errors =
-      Errors({{Set("container.shm_size=8g")}}, std::string(kJob) + "stop_grace: soon\n");
+      ErrorsWith({Set("container.shm_size=8g")}, std::string(kJob) + "stop_grace: soon\n");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].rfind("job.yaml:13:13: stop_grace: ", 0), 0u) << errors[0];
 }
@@ -138,25 +151,25 @@ TEST_F(OverridesTest, ASecretsNameCannotBeGivenOnTheCommandLine) {
   const std::string why =
       "TOKEN is declared in secrets:; a value given on the command line would land in the job "
       "store, the plan and process lists (give the secret's file or variable instead)";
-  EXPECT_THAT(Errors({{Env("TOKEN=x")}}), ElementsAre("--env TOKEN: " + why));
-  EXPECT_THAT(Errors({{Set("container.env.TOKEN=x")}}), ElementsAre("--set container.env.TOKEN: " + why));
-  EXPECT_THAT(Errors({{Set("roles.head.container.env={TOKEN: x}")}}),
+  EXPECT_THAT(ErrorsWith({Env("TOKEN=x")}), ElementsAre("--env TOKEN: " + why));
+  EXPECT_THAT(ErrorsWith({Set("container.env.TOKEN=x")}), ElementsAre("--set container.env.TOKEN: " + why));
+  EXPECT_THAT(ErrorsWith({Set("roles.head.container.env={TOKEN: x}")}),
               ElementsAre("--set roles.head.container.env: " + why));
-  EXPECT_THAT(Errors({{Set("secrets.TOKEN.env=PATH")}}),
+  EXPECT_THAT(ErrorsWith({Set("secrets.TOKEN.env=PATH")}),
               ElementsAre("--set secrets.TOKEN.env: secrets cannot be set on the command line "
                           "(their values would land in the job store, the plan and process lists)"));
 }
 
 TEST_F(OverridesTest, HostsFileReplacesTheListedHostsAndItsErrorsNameIt) {
   const std::string hosts = Write("other/hosts.yaml", "- a1\n- address: a2\n  port: 2200\n");
-  LoadedJob job = Parse({{Override{Override::Kind::kHostsFile, "", hosts}}});
+  LoadedJob job = ParseWith({Override{Override::Kind::kHostsFile, "", hosts}});
   ASSERT_TRUE(job.spec) << job.errors[0].ToString();
   ASSERT_EQ(job.spec->hosts.size(), 2u);
   EXPECT_EQ(job.spec->hosts[1].address, "a2");
   ASSERT_TRUE(job.hosts_file);
   EXPECT_EQ(job.hosts_file->path, hosts);
   EXPECT_EQ(job.hosts_file->text, "- a1\n- address: a2\n  port: 2200\n");
-  EXPECT_THAT(Errors({{Override{Override::Kind::kHostsFile, "", dir_ + "/missing.yaml"}}}),
+  EXPECT_THAT(ErrorsWith({Override{Override::Kind::kHostsFile, "", dir_ + "/missing.yaml"}}),
               ElementsAre("--hosts-file: cannot read hosts file '" + dir_ +
                           "/missing.yaml': No such file or directory"));
 }

@@ -123,15 +123,21 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
       }
     }
     if (!plan.mpi_nodes.empty()) {
-      std::set<std::string> worker_images;
+      std::set<std::string> worker_images, head_images;
       for (const auto* n : nodes) {
-        if (n->rank != 0) worker_images.insert(n->container.image);
+        (n->rank != 0 ? worker_images : head_images).insert(n->container.image);
       }
       for (const auto& image : worker_images) {
-        out << docker.ImageHasExecutable(image, cluster::kSshdPath) << "   # mpi: the workers' sshd\n";
+        out << docker.ImageUserId(image, cluster::kSshdPath)
+            << "   # mpi: the workers' sshd, and the uid the image runs as\n";
+      }
+      for (const auto& image : head_images) {
+        if (worker_images.count(image)) continue;
+        out << docker.ImageUserId(image, "") << "   # mpi: the uid the head's image runs as\n";
       }
       out << "# mpi: the job's keys, made here in memory (ed25519), and each node's files, each "
-             "written to the command's stdin (mode 0600), mounted read-only at "
+             "written to the command's stdin (mode 0600; for an image running as a non-root uid, "
+             "0644 in a 0755 directory under a 0700 one), mounted read-only at "
           << cluster::kMpiDir << "\n";
       for (const auto* n : nodes) {
         const std::string dir = MpiFilesDir(plan.job_id) + "/" + std::to_string(n->rank) + "/";

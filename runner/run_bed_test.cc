@@ -1,6 +1,7 @@
 // `barge run` and `barge plan` through the real CLI, against the test bed's
 // real sshd (loopback host) and the machine's real dockerd.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -368,17 +370,41 @@ TEST_F(RunTest, AKeyHeldByTheSshAgentAuthenticatesWhenTheJobNamesNoIdentityFile)
   RunShell("kill " + agent_pid);
 }
 
-TEST_F(RunTest, ATimeoutEndsTheJobAsTimedOutAndLeavesNothing) {
+// The timeout counts from the controller's start; the job's record is
+// created just after it, so the head's stop begins between timeout - a few
+// ms and timeout + 1 s (one pass of the event loop and a stop command's
+// start) after the record's first event.
+TEST_F(RunTest, ATwoSecondTimeoutStopsTheHeadWithinOneSecondOfItExits124AndLeavesNothing) {
   const auto& bed = GetBed();
   fs::path job = WriteJob("name: slow\nimage: " + bed.image + "\n" + SshHost() +
                           "timeout: 2s\nstop_grace: 1s\ncommand: [\"sleep\", \"300\"]\n");
-  auto start = std::chrono::steady_clock::now();
-  CliOutcome o = Barge("run " + job.string());
+  CliOutcome o = Barge("run --events-file events.jsonl " + job.string());
   EXPECT_EQ(o.code, 124) << o.err;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
   EXPECT_NE(o.err.find("timeout"), std::string::npos) << o.err;
+  const std::string id = barge::testing::JobIdIn(o.err);
+  ASSERT_FALSE(id.empty()) << o.err;
+
+  std::istringstream events(ReadWholeFile(dir_ / "events.jsonl"));
+  std::optional<double> created, stop_began;
+  for (std::string line; std::getline(events, line);) {
+    nlohmann::json e = nlohmann::json::parse(line);
+    if (!created) created = barge::testing::IsoSeconds(e.at("at").get<std::string>());
+    if (!stop_began && e.value("type", "") == "phase" && e.value("phase", "") == "stop" &&
+        e.value("state", "") == "began") {
+      stop_began = barge::testing::IsoSeconds(e.at("at").get<std::string>());
+    }
+  }
+  ASSERT_TRUE(created && stop_began) << ReadWholeFile(dir_ / "events.jsonl");
+  EXPECT_GE(*stop_began - *created, 1.9);
+  EXPECT_LE(*stop_began - *created, 3.0);
+
   CliOutcome ls = Barge("ls --json");
   EXPECT_NE(ls.out.find("\"status\": \"timed_out\""), std::string::npos) << ls.out;
+  // Nothing left: no container (TearDown), no job directory, no watchdog.
+  EXPECT_EQ(RunShell("docker ps -aq --filter label=barge.job=" + id), "");
+  EXPECT_EQ(OnHost(bed.loopback, "test -e /tmp/barge-" + id + " && echo left || echo gone"),
+            "gone\n");
+  EXPECT_TRUE(barge::testing::WaitForNoWatchdog(id, std::chrono::seconds(10)));
 }
 
 TEST_F(RunTest, ADetachedJobRunsOnItsOwnAndDownStopsItAsCancelled) {

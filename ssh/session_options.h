@@ -1,10 +1,13 @@
 // How to reach and authenticate one SSH host.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "base/enum_names.h"
 
 namespace barge::ssh {
 
@@ -13,6 +16,11 @@ enum class HostKeyChecking {
   kAcceptNew,  // unknown key: record it in known_hosts; changed key: refuse
   kOff,        // accept anything; callers print a warning on every run
 };
+// As the job file's ssh.host_key_checking spells them.
+inline constexpr auto kHostKeyCheckingNames = std::to_array<EnumName<HostKeyChecking>>(
+    {{HostKeyChecking::kStrict, "strict"}, {HostKeyChecking::kAcceptNew, "accept-new"},
+     {HostKeyChecking::kOff, "off"}});
+static_assert(ListsEveryValueInOrder(kHostKeyCheckingNames));
 
 // Options set here take precedence over ~/.ssh/config, as `ssh -o` does.
 // Unset optionals fall back to ~/.ssh/config, then to libssh's defaults.

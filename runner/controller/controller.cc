@@ -32,22 +32,6 @@ std::string Trim(std::string s) {
   return s.substr(i);
 }
 
-void Timers::Add(Clock::time_point when, std::function<void()> fn) {
-  // The id is known only after AddTimer returns: the callback finds it
-  // through a shared slot.
-  auto id = std::make_shared<ssh::EventLoop::TimerId>(0);
-  *id = loop_->AddTimer(when, [this, id, fn = std::move(fn)] {
-    pending_.erase(*id);
-    fn();
-  });
-  pending_.insert(*id);
-}
-
-void Timers::CancelAll() {
-  for (ssh::EventLoop::TimerId id : pending_) loop_->CancelTimer(id);
-  pending_.clear();
-}
-
 Controller::Controller(const JobSpec& spec, const cluster::PlanInput& input,
                        const ControllerOptions& options, ssh::EventLoop* loop,
                        HostConnector* connector, JobObserver* observer)
@@ -63,6 +47,239 @@ Controller::~Controller() {
   attempt_.Cancel();
   job_.Cancel();
   observer_.Flush();
+}
+
+int Controller::Run() {
+  if (!Prepare(/*with_store=*/true)) return kExitBargeFailure;
+  JobRecord job;
+  job.id = plan_.job_id;
+  job.name = plan_.job_name;
+  // The job file never holds a secret's value (they come from files and
+  // the environment); masked all the same.
+  job.spec = redact_(options_.spec_text);
+  job.status = JobStatus::kPreflight;
+  job.created = WallNow();
+  job.controller_pid = static_cast<int>(getpid());
+  job.nodes = static_cast<int>(plan_.nodes.size());
+  job.run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  if (Status s = store_->CreateJob(job); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  observer_.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", job.created);
+
+  const int code = Execute();
+  Logout();
+  ReleaseHolds();
+  DisarmWatchdogs();
+
+  JobStatus final_status = JobStatus::kFailed;
+  std::string detail = final_detail_;
+  if (code == kExitInterrupted && interrupts_ > 0) {
+    final_status = JobStatus::kCancelled;
+    detail = "interrupted";
+  } else if (timed_out_) {
+    final_status = JobStatus::kTimedOut;
+  } else if (code == 0 && final_detail_.empty()) {
+    final_status = JobStatus::kSucceeded;
+  } else if (final_detail_.empty()) {
+    detail = "head exited with code " + std::to_string(code);
+  }
+  observer_.Flush();
+  Record(store_->SetStatus(plan_.job_id, final_status, code, redact_(detail)));
+  observer_.JobEvent(ToString(final_status), std::nullopt, redact_(detail), WallNow());
+  return code;
+}
+
+int Controller::Execute() {
+  // forward: ports are bound before anything connects: a busy one stops
+  // the job before it starts.
+  if (options_.serve_forwards && !spec_.forward.empty()) {
+    if (Status s = BindForwards(spec_.forward, "forward"); !s.ok()) {
+      return Fail(s.message(), kExitBargeFailure);
+    }
+  }
+  // Hosts that cannot be reached are reported with the other hosts'
+  // preflight problems, in one table.
+  if (Status s = Connect(); !s.ok() && connect_errors_.empty()) return Fail(s.message(), kExitBargeFailure);
+  loop_.Poll(milliseconds(0));  // deliver a signal that came during the connects
+  if (interrupts_ > 0) return kExitInterrupted;
+  // registry: every host logs in before preflight checks or pulls images.
+  if (Status s = Login(AllHosts()); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
+  if (Status s = Preflight(ConnectedHosts()); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
+  if (Status s = MpiPreflight(ConnectedHosts()); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
+  // Every host the job's, or none (runner/fleet/holds.cc).
+  if (Status s = SecureHolds(); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
+  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+  for (const cluster::LaunchStage& stage : plan_.stages) {
+    if (stage.gate.kind != cluster::ReadinessProbe::Kind::kLog) continue;
+    try {
+      std::regex check(stage.gate.log_regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return Fail("roles.head.ready.log: invalid regex: " + std::string(e.what()), kExitBargeFailure);
+    }
+  }
+  if (Status s = Upload(AllHosts()); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+
+  for (;;) {
+    // Live hosts may have filled in GPU counts; restarts change hosts: the
+    // plan is made again for every attempt.
+    if (Status s = Launch(); !s.ok()) {
+      // No partial launch: whatever started is removed.
+      Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+      Teardown(interrupts_ < 2);
+      return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
+    }
+    if (timed_out_) {
+      Fail("the job reached its timeout (" +
+               std::to_string(std::chrono::duration_cast<seconds>(*spec_.timeout).count()) +
+               " s): stopping it",
+           kExitTimedOut);
+      Teardown(interrupts_ < 2);
+      return interrupts_ > 0 ? kExitInterrupted : kExitTimedOut;
+    }
+    if (interrupts_ > 0) {
+      Teardown(interrupts_ < 2);
+      return kExitInterrupted;
+    }
+    NodeState& head = *nodes_[0];
+    if (!fault_ && head.phase == NodePhase::kExited) {
+      Teardown(true);
+      if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
+      return *head.exit_code;
+    }
+    // A fault ended the attempt.
+    const Fault fault = fault_.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
+    const bool again = Restartable(fault);
+    Teardown(/*graceful=*/interrupts_ < 2, /*final=*/!again);
+    if (!again) {
+      if (fault.cause == Cause::kNodeFailed && fault.rank == 0) {
+        Fail("job failed: " + fault.detail, fault.exit_code);
+        return fault.exit_code;
+      }
+      std::string msg = "job failed: " + fault.detail;
+      if (spec_.restart) {
+        msg += restart_count_ >= spec_.restart->max_restarts
+                   ? " (no restarts left: max_restarts " + std::to_string(spec_.restart->max_restarts) + ")"
+                   : std::string(" (restart.on does not list ") + CauseName(fault.cause) + ")";
+      }
+      return Fail(msg, kExitBargeFailure);
+    }
+    ++restart_count_;
+    const std::string why = std::string(CauseName(fault.cause)) + ": " + fault.detail;
+    const std::string note = redact_("restart " + std::to_string(restart_count_) + " of " +
+                                     std::to_string(spec_.restart->max_restarts) + " after " + why);
+    Record(store_->NoteRestart(plan_.job_id, note));
+    observer_.JobEvent(event::kRestarting, std::nullopt, note, WallNow());
+    Say("restarting the job (restart " + std::to_string(restart_count_) + " of " +
+        std::to_string(spec_.restart->max_restarts) + ") in " +
+        std::to_string(std::chrono::duration_cast<milliseconds>(spec_.restart->backoff).count() / 1000.0).substr(0, 4) +
+        " s");
+    RunUntil([&] { return interrupts_ > 0; }, Clock::now() + spec_.restart->backoff);
+    if (interrupts_ == 0) {
+      if (Status s = ReplaceHosts(); !s.ok()) {
+        tearing_down_ = true;
+        RunTeardownHooks();
+        return Fail("job failed: " + why + "; cannot restart: " + s.message(), kExitBargeFailure);
+      }
+    }
+    if (interrupts_ > 0) {
+      RunTeardownHooks();
+      return kExitInterrupted;
+    }
+  }
+}
+
+Status Controller::Launch() {
+  // Plan this attempt (the restart count and replaced hosts change it).
+  input_.restart_count = restart_count_;
+  Result<cluster::Plan> plan = cluster::MakePlan(input_);
+  if (!plan.ok()) return plan.status();
+  // The previous attempt is over: its streams and watches go, and its state
+  // stays valid for anything that still points at it.
+  attempt_.Cancel();
+  copying_.clear();
+  for (auto& n : nodes_) n->retired = true;
+  for (auto& n : nodes_) old_nodes_.push_back(std::move(n));
+  nodes_.clear();
+  if (sink_) old_sinks_.push_back(std::move(sink_));
+  old_plans_.push_back(std::move(plan_));
+  plan_ = std::move(plan).value();
+  fault_.reset();
+  tearing_down_ = false;
+
+  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  std::vector<LogSink::Node> sink_nodes;
+  for (const auto& n : plan_.nodes) {
+    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
+    auto state = std::make_unique<NodeState>();
+    state->plan = &n;
+    state->host = hosts_[n.host_index].get();
+    nodes_.push_back(std::move(state));
+  }
+  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo, options_.stdio);
+  if (!sink.ok()) return sink.status();
+  sink_ = std::move(sink).value();
+  if (options_.progress) {
+    Progress* progress = options_.progress;
+    sink_->set_echo_guard([progress] { progress->Clear(); }, [progress] { progress->Redraw(); });
+  }
+  if (restart_count_ == 0) {
+    Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(nodes_.size()) +
+        " node(s); logs in " + run_dir);
+  }
+
+  SetStatus(JobStatus::kStarting);
+  StartMonitors();
+  if (Status s = RunStages(); !s.ok()) return s;
+  SetStatus(JobStatus::kRunning, std::to_string(nodes_.size()) + " node(s)" +
+                                     (restart_count_ ? ", restart " + std::to_string(restart_count_) : ""));
+  if (restart_count_ == 0) ScheduleArtifacts();
+  // forward: (window.cc) while the attempt runs; a forward that cannot go
+  // on is reported and stops, the job does not.
+  ServeForwards(attempt_, [this](const Status& why) { Say(why.message()); });
+
+  // Running: until the head's main process exits, a fault, an interrupt or
+  // the timeout.
+  NodeState& head = *nodes_[0];
+  const Clock::time_point deadline =
+      spec_.timeout ? started_ + *spec_.timeout : Clock::time_point::max();
+  bool ended = RunUntil(
+      [&] {
+        return head.phase == NodePhase::kExited || head.phase == NodePhase::kLost ||
+               fault_.has_value() || interrupts_ > 0;
+      },
+      deadline);
+  if (!ended) timed_out_ = true;
+  if (forwards_) forwards_->StopAll();
+  return Status::Ok();
+}
+
+// --- The plumbing every phase uses.
+
+void Timers::Add(Clock::time_point when, std::function<void()> fn) {
+  // The id is known only after AddTimer returns: the callback finds it
+  // through a shared slot.
+  auto id = std::make_shared<ssh::EventLoop::TimerId>(0);
+  *id = loop_->AddTimer(when, [this, id, fn = std::move(fn)] {
+    pending_.erase(*id);
+    fn();
+  });
+  pending_.insert(*id);
+}
+
+void Timers::CancelAll() {
+  for (ssh::EventLoop::TimerId id : pending_) loop_->CancelTimer(id);
+  pending_.clear();
 }
 
 void Controller::Interrupt(int signo, bool announce) {
@@ -179,221 +396,6 @@ std::vector<HostState*> Controller::ConnectedHosts() {
     if (host->exec) out.push_back(host.get());
   }
   return out;
-}
-
-Status Controller::Launch() {
-  // Plan this attempt (the restart count and replaced hosts change it).
-  input_.restart_count = restart_count_;
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) return plan.status();
-  // The previous attempt is over: its streams and watches go, and its state
-  // stays valid for anything that still points at it.
-  attempt_.Cancel();
-  copying_.clear();
-  for (auto& n : nodes_) n->retired = true;
-  for (auto& n : nodes_) old_nodes_.push_back(std::move(n));
-  nodes_.clear();
-  if (sink_) old_sinks_.push_back(std::move(sink_));
-  old_plans_.push_back(std::move(plan_));
-  plan_ = std::move(plan).value();
-  fault_.reset();
-  tearing_down_ = false;
-
-  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
-  std::vector<LogSink::Node> sink_nodes;
-  for (const auto& n : plan_.nodes) {
-    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
-    auto state = std::make_unique<NodeState>();
-    state->plan = &n;
-    state->host = hosts_[n.host_index].get();
-    nodes_.push_back(std::move(state));
-  }
-  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo);
-  if (!sink.ok()) return sink.status();
-  sink_ = std::move(sink).value();
-  if (options_.progress) {
-    Progress* progress = options_.progress;
-    sink_->set_echo_guard([progress] { progress->Clear(); }, [progress] { progress->Redraw(); });
-  }
-  if (restart_count_ == 0) {
-    Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(nodes_.size()) +
-        " node(s); logs in " + run_dir);
-  }
-
-  SetStatus(JobStatus::kStarting);
-  StartMonitors();
-  if (Status s = RunStages(); !s.ok()) return s;
-  SetStatus(JobStatus::kRunning, std::to_string(nodes_.size()) + " node(s)" +
-                                     (restart_count_ ? ", restart " + std::to_string(restart_count_) : ""));
-  if (restart_count_ == 0) ScheduleArtifacts();
-  // forward: (window.cc) while the attempt runs; a forward that cannot go
-  // on is reported and stops, the job does not.
-  ServeForwards(attempt_, [this](const Status& why) { Say(why.message()); });
-
-  // Running: until the head's main process exits, a fault, an interrupt or
-  // the timeout.
-  NodeState& head = *nodes_[0];
-  const Clock::time_point deadline =
-      spec_.timeout ? started_ + *spec_.timeout : Clock::time_point::max();
-  bool ended = RunUntil(
-      [&] {
-        return head.phase == NodePhase::kExited || head.phase == NodePhase::kLost ||
-               fault_.has_value() || interrupts_ > 0;
-      },
-      deadline);
-  if (!ended) timed_out_ = true;
-  if (forwards_) forwards_->StopAll();
-  return Status::Ok();
-}
-
-int Controller::Execute() {
-  // forward: ports are bound before anything connects: a busy one stops
-  // the job before it starts.
-  if (options_.serve_forwards && !spec_.forward.empty()) {
-    if (Status s = BindForwards(spec_.forward, "forward"); !s.ok()) {
-      return Fail(s.message(), kExitBargeFailure);
-    }
-  }
-  // Hosts that cannot be reached are reported with the other hosts'
-  // preflight problems, in one table.
-  if (Status s = Connect(); !s.ok() && connect_errors_.empty()) return Fail(s.message(), kExitBargeFailure);
-  loop_.Poll(milliseconds(0));  // deliver a signal that came during the connects
-  if (interrupts_ > 0) return kExitInterrupted;
-  // registry: every host logs in before preflight checks or pulls images.
-  if (Status s = Login(AllHosts()); !s.ok()) {
-    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
-  }
-  if (Status s = Preflight(ConnectedHosts()); !s.ok()) {
-    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
-  }
-  if (Status s = MpiPreflight(ConnectedHosts()); !s.ok()) {
-    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
-  }
-  // Every host the job's, or none (runner/fleet/holds.cc).
-  if (Status s = SecureHolds(); !s.ok()) {
-    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
-  }
-  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
-  if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message(), kExitBargeFailure);
-  for (const cluster::LaunchStage& stage : plan_.stages) {
-    if (stage.gate.kind != cluster::ReadinessProbe::Kind::kLog) continue;
-    try {
-      std::regex check(stage.gate.log_regex, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return Fail("roles.head.ready.log: invalid regex: " + std::string(e.what()), kExitBargeFailure);
-    }
-  }
-  if (Status s = Upload(AllHosts()); !s.ok()) return Fail(s.message(), kExitBargeFailure);
-
-  for (;;) {
-    // Live hosts may have filled in GPU counts; restarts change hosts: the
-    // plan is made again for every attempt.
-    if (Status s = Launch(); !s.ok()) {
-      // No partial launch: whatever started is removed.
-      Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
-      Teardown(interrupts_ < 2);
-      return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
-    }
-    if (timed_out_) {
-      Fail("the job reached its timeout (" +
-               std::to_string(std::chrono::duration_cast<seconds>(*spec_.timeout).count()) +
-               " s): stopping it",
-           kExitTimedOut);
-      Teardown(interrupts_ < 2);
-      return interrupts_ > 0 ? kExitInterrupted : kExitTimedOut;
-    }
-    if (interrupts_ > 0) {
-      Teardown(interrupts_ < 2);
-      return kExitInterrupted;
-    }
-    NodeState& head = *nodes_[0];
-    if (!fault_ && head.phase == NodePhase::kExited) {
-      Teardown(true);
-      if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
-      return *head.exit_code;
-    }
-    // A fault ended the attempt.
-    const Fault fault = fault_.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
-    const bool again = Restartable(fault);
-    Teardown(/*graceful=*/interrupts_ < 2, /*final=*/!again);
-    if (!again) {
-      if (fault.cause == Cause::kNodeFailed && fault.rank == 0) {
-        Fail("job failed: " + fault.detail, fault.exit_code);
-        return fault.exit_code;
-      }
-      std::string msg = "job failed: " + fault.detail;
-      if (spec_.restart) {
-        msg += restart_count_ >= spec_.restart->max_restarts
-                   ? " (no restarts left: max_restarts " + std::to_string(spec_.restart->max_restarts) + ")"
-                   : std::string(" (restart.on does not list ") + CauseName(fault.cause) + ")";
-      }
-      return Fail(msg, kExitBargeFailure);
-    }
-    ++restart_count_;
-    const std::string why = std::string(CauseName(fault.cause)) + ": " + fault.detail;
-    const std::string note = redact_("restart " + std::to_string(restart_count_) + " of " +
-                                     std::to_string(spec_.restart->max_restarts) + " after " + why);
-    Record(store_->NoteRestart(plan_.job_id, note));
-    observer_.JobEvent(event::kRestarting, std::nullopt, note, WallNow());
-    Say("restarting the job (restart " + std::to_string(restart_count_) + " of " +
-        std::to_string(spec_.restart->max_restarts) + ") in " +
-        std::to_string(std::chrono::duration_cast<milliseconds>(spec_.restart->backoff).count() / 1000.0).substr(0, 4) +
-        " s");
-    RunUntil([&] { return interrupts_ > 0; }, Clock::now() + spec_.restart->backoff);
-    if (interrupts_ == 0) {
-      if (Status s = ReplaceHosts(); !s.ok()) {
-        tearing_down_ = true;
-        RunTeardownHooks();
-        return Fail("job failed: " + why + "; cannot restart: " + s.message(), kExitBargeFailure);
-      }
-    }
-    if (interrupts_ > 0) {
-      RunTeardownHooks();
-      return kExitInterrupted;
-    }
-  }
-}
-
-int Controller::Run() {
-  if (!Prepare(/*with_store=*/true)) return kExitBargeFailure;
-  JobRecord job;
-  job.id = plan_.job_id;
-  job.name = plan_.job_name;
-  // The job file never holds a secret's value (they come from files and
-  // the environment); masked all the same.
-  job.spec = redact_(options_.spec_text);
-  job.status = JobStatus::kPreflight;
-  job.created = WallNow();
-  job.controller_pid = static_cast<int>(getpid());
-  job.nodes = static_cast<int>(plan_.nodes.size());
-  job.run_dir = options_.state_dir + "/runs/" + plan_.job_id;
-  if (Status s = store_->CreateJob(job); !s.ok()) {
-    Say(s.message());
-    return kExitBargeFailure;
-  }
-  observer_.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", job.created);
-
-  const int code = Execute();
-  Logout();
-  ReleaseHolds();
-  DisarmWatchdogs();
-
-  JobStatus final_status = JobStatus::kFailed;
-  std::string detail = final_detail_;
-  if (code == kExitInterrupted && interrupts_ > 0) {
-    final_status = JobStatus::kCancelled;
-    detail = "interrupted";
-  } else if (timed_out_) {
-    final_status = JobStatus::kTimedOut;
-  } else if (code == 0 && final_detail_.empty()) {
-    final_status = JobStatus::kSucceeded;
-  } else if (final_detail_.empty()) {
-    detail = "head exited with code " + std::to_string(code);
-  }
-  observer_.Flush();
-  Record(store_->SetStatus(plan_.job_id, final_status, code, redact_(detail)));
-  observer_.JobEvent(ToString(final_status), std::nullopt, redact_(detail), WallNow());
-  return code;
 }
 
 }  // namespace barge::runner::internal

@@ -343,12 +343,17 @@ class Controller {
 
   // --- mpi.cc
   // mpi: on `targets`, every worker's image has /usr/sbin/sshd and every
-  // worker's sshd port is free; the problems in preflight's table.
+  // worker's sshd port is free; the problems in preflight's table. Records
+  // the uid each node's image runs as (mpi_image_uids_), which ShipMpiFiles
+  // reads, and refuses a port below 1024 for a non-root worker.
   Status MpiPreflight(const std::vector<HostState*>& targets);
   // mpi: the job's keys (made on first use) and each node's files into
   // MpiFilesDir/RANK on the node's host, from the command's stdin (mode
   // 0600), in parallel on every target. Called by Upload.
   Status ShipMpiFiles(const std::vector<HostState*>& targets);
+  // mpi: each directory in `dirs` (a node whose image runs as a non-root
+  // uid) made 0755 and its files 0644; their parent stays 0700.
+  Status ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& dirs);
 
   // --- stages.cc
   // Runs plan_.stages in order: each stage's nodes started in parallel, then
@@ -367,7 +372,7 @@ class Controller {
   // --- faults.cc
   // Faults. The first one of an attempt ends it (fault_); later ones are
   // only recorded. Nothing is a fault once teardown has begun.
-  enum class Cause { kHostLost, kNodeFailed, kPreempted };
+  using Cause = RestartCause;  // named in kRestartCauseNames (job_spec.h)
   struct Fault {
     Cause cause;
     std::string host;
@@ -476,6 +481,7 @@ class Controller {
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
   bool timed_out_ = false;
   std::unique_ptr<MpiKeys> mpi_keys_;  // mpi: see ShipMpiFiles
+  std::map<std::string, int> mpi_image_uids_;  // mpi: image → uid of its USER (MpiPreflight)
   // forward: (window.cc). Last: destroyed before the hosts it serves through.
   std::unique_ptr<window::JobForwards> forwards_;
 };

@@ -211,6 +211,19 @@ TEST_F(ControllerTest, AHostThatCannotSayItsAddressStopsTheLaunchBeforeAnyContai
   EXPECT_TRUE(rec_.Said("set internal_address for it")) << rec_.AllMessages();
 }
 
+// The shell problem is told apart by where it was found, not by its text:
+// the address probe that failed because of the same shell is not reported.
+TEST_F(ControllerTest, ANonPosixLoginShellIsTheOnlyProblemReportedForItsHost) {
+  fake_.host("h3").set_reached_address("");  // its address probe gets no answer either
+  fake_.host("h3").On("echo barge-posix-", FakeReply{1, "", "Illegal variable name.\n"});
+  EXPECT_EQ(Run(Job("")), 125);
+  EXPECT_TRUE(rec_.Said("preflight failed on 1 of 3 host(s)")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("h3    the login shell is not a POSIX shell (it answered 'Illegal variable name.' to `"))
+      << rec_.AllMessages();
+  EXPECT_FALSE(rec_.Said("cannot tell this host's address")) << rec_.AllMessages();
+  for (const auto& line : fake_.all_lines()) EXPECT_EQ(line.find("docker run -d"), std::string::npos) << line;
+}
+
 TEST_F(ControllerTest, AHostReachedAtALoopbackAddressIsToldItsSourceAddressTowardTheHead) {
   fake_.SetNode(0, FakeNode{milliseconds(100), 0});
   fake_.host("h1").set_reached_address("10.1.0.1");
@@ -460,6 +473,49 @@ TEST_F(ControllerTest, AnMpiWorkerImageWithoutSshdFailsPreflightNamingOpensshSer
       << rec_.AllMessages();
   EXPECT_EQ(Count("h1", "docker run -d"), 0);
   EXPECT_EQ(Count("h1", "mpi/0/id_ed25519"), 0) << "no key is shipped to a job that cannot start";
+}
+
+TEST_F(ControllerTest, AnMpiJobWhoseImageRunsAsANonRootUserGetsItsFilesReadableInA0755Directory) {
+  // One command per image and host tells both sshd and the image's uid.
+  for (const char* h : {"h1", "h2", "h3"}) {
+    fake_.host(h).On("exit 1; id -u", FakeReply{0, "1000\n"});
+    fake_.host(h).On("img -c '\\''id -u", FakeReply{0, "1000\n"});
+  }
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {network: host}\nmpi: {}\n")), 0) << rec_.AllMessages();
+  EXPECT_EQ(Count("h2", "test -x /usr/sbin/sshd || exit 1; id -u"), 1);
+  EXPECT_EQ(Count("h1", "--entrypoint /bin/sh img -c '\\''id -u'\\''"), 1);
+  EXPECT_EQ(Count("h1", "test -x"), 0) << "the head's image: its uid only";
+  EXPECT_EQ(Count("h1", "chmod 0755 /tmp/barge-abcd1234/mpi/0 && chmod 0644 /tmp/barge-abcd1234/mpi/0/*"), 1);
+  EXPECT_EQ(Count("h2", "chmod 0755 /tmp/barge-abcd1234/mpi/1 && chmod 0644 /tmp/barge-abcd1234/mpi/1/*"), 1);
+  EXPECT_EQ(Count("h2", "chmod 0755 /tmp/barge-abcd1234/mpi "), 0) << "the parent stays 0700";
+  EXPECT_TRUE(rec_.Said("3 node(s) whose image runs as a non-root user get them mode 0644 in a 0755 "
+                        "directory (/tmp/barge-abcd1234/mpi stays 0700)"))
+      << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AnMpiJobWhoseImageRunsAsRootKeepsItsFilesMode0600) {
+  for (const char* h : {"h1", "h2", "h3"}) {
+    fake_.host(h).On("exit 1; id -u", FakeReply{0, "0\n"});
+    fake_.host(h).On("img -c '\\''id -u", FakeReply{0, "0\n"});
+  }
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {network: host}\nmpi: {}\n")), 0) << rec_.AllMessages();
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "chmod 0755 /tmp/barge-abcd1234/mpi"), 0) << h;
+  EXPECT_FALSE(rec_.Said("non-root")) << rec_.AllMessages();
+}
+
+TEST_F(ControllerTest, AnMpiWorkerImageRunningAsNonRootOnAPortBelow1024FailsPreflight) {
+  for (const char* h : {"h1", "h2", "h3"}) {
+    fake_.host(h).On("exit 1; id -u", FakeReply{0, "1000\n"});
+    fake_.host(h).On("img -c '\\''id -u", FakeReply{0, "1000\n"});
+  }
+  EXPECT_EQ(Run(Job("container: {network: host}\nmpi: {port: 222}\n")), 125);
+  EXPECT_TRUE(rec_.Said("node 1's image img runs as uid 1000, whose sshd cannot listen on port 222 "
+                        "(below 1024): set mpi.port to 1024 or above"))
+      << rec_.AllMessages();
+  EXPECT_EQ(Count("h2", "docker run -d"), 0);
 }
 
 TEST_F(ControllerTest, AnMpiWorkerWhoseSshdDiesIsANodeFailure) {

@@ -31,8 +31,8 @@ namespace barge::runner {
 
 struct FakeReply {
   int code = 0;
-  std::string out;
-  std::string err;
+  std::string out = {};
+  std::string err = {};
   std::chrono::milliseconds after{0};  // when it ends
   bool hang = false;                   // never ends by itself
 };
@@ -42,7 +42,7 @@ struct FakeNode {
   std::chrono::milliseconds runs_for{std::chrono::hours(1)};
   int exit_code = 0;
   bool oom_killed = false;
-  std::vector<std::string> lines;  // printed at start, one per line
+  std::vector<std::string> lines = {};  // printed at start, one per line
 };
 
 class FakeConnector;

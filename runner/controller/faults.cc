@@ -20,10 +20,11 @@
 
 namespace barge::runner::internal {
 
-const char* Controller::CauseName(Cause cause) {
-  static const char* const kNames[] = {event::kHostLost, event::kNodeFailed, event::kPreempted};
-  return kNames[static_cast<int>(cause)];
-}
+static_assert(NameOf(kRestartCauseNames, RestartCause::kHostLost) == event::kHostLost &&
+              NameOf(kRestartCauseNames, RestartCause::kNodeFailed) == event::kNodeFailed &&
+              NameOf(kRestartCauseNames, RestartCause::kPreempted) == event::kPreempted);
+
+const char* Controller::CauseName(Cause cause) { return NameOf(kRestartCauseNames, cause).data(); }
 
 void Controller::NoteFault(Fault fault) {
   const char* kind = CauseName(fault.cause);

@@ -7,11 +7,7 @@
 
 namespace barge::runner {
 
-const char* ToString(Phase phase) {
-  static const char* const kNames[] = {"connect", "login",   "preflight", "push", "upload",
-                                       "start",   "ready",   "running",   "stop", "remove"};
-  return kNames[static_cast<int>(phase)];
-}
+const char* ToString(Phase phase) { return NameOf(kPhaseNames, phase).data(); }
 
 void ObserverList::StepBegan(Phase phase, std::string_view label, int count) {
   for (JobObserver* o : observers_) o->StepBegan(phase, label, count);

@@ -18,22 +18,9 @@
 
 namespace barge::runner {
 
-// The per-host phases of a job, in the order a host goes through them.
-enum class Phase {
-  kConnect,
-  kLogin,
-  kPreflight,
-  kPush,
-  kUpload,
-  kStart,
-  kReady,
-  kRunning,
-  kStop,
-  kRemove,
-};
+// Phase and kPhaseNames: runner/job_store.h (the store keeps the names).
 
-// "connect", "login", "preflight", "push", "upload", "start", "ready",
-// "running", "stop", "remove": the names the store and the event stream use.
+// The phase's name in kPhaseNames.
 const char* ToString(Phase phase);
 
 // One host's (or one node's) part in a phase.

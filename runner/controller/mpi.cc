@@ -1,14 +1,26 @@
 // mpi: what an MPI job (`mpi:`) needs beyond any other job. At preflight,
-// each worker's image has /usr/sbin/sshd and each worker's sshd port is
-// free on its host. Before anything starts, the job's keys, made here in
-// memory once per job (a client key pair, one host key per worker), and
-// each node's files (cluster/mpi.h) are written to the command's stdin
-// over the open session, into the node's directory (MpiFilesDir/RANK, every
-// file mode 0600), which the node mounts read-only at /run/barge. No key
+// each worker's image has /usr/sbin/sshd, each node's image tells the uid
+// it runs as (its USER), and each worker's sshd port is free on its host
+// (and not below 1024 for a non-root worker). Before anything starts, the
+// job's keys, made here in memory once per job (a client key pair, one host
+// key per worker), and each node's files (cluster/mpi.h) are written to the
+// command's stdin over the open session, into the node's directory
+// (MpiFilesDir/RANK), which the node mounts read-only at /run/barge. No key
 // is ever on a command line, in the store or in the plan; the directory
 // goes with the job's per-host directory at teardown.
+//
+// Modes: a node whose image runs as root gets mode 0600 files (owned by the
+// SSH login user, root on a host that runs Docker). A node whose image runs
+// as another uid could not read those, so its directory is made 0755 and
+// its files 0644: readable by the container's user, whatever its uid.
+// Nobody else on the host reaches them: MpiFilesDir and the job directory
+// above it stay 0700. OpenSSH refuses a group/other-readable private key
+// only when the key's owner is the uid reading it, so the root-owned 0644
+// keys load in a non-root sshd and ssh client.
+#include <charconv>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -20,37 +32,85 @@
 #include "runner/controller/preflight.h"
 #include "runner/docker_commands.h"
 #include "ssh/keygen.h"
+#include "ssh/quote.h"
 
 namespace barge::runner::internal {
+
+namespace {
+
+// The uid `id -u` printed (its last line), or nullopt.
+std::optional<int> ParseUid(const std::string& out) {
+  std::string text = Trim(out);
+  const size_t nl = text.rfind('\n');
+  if (nl != std::string::npos) text = text.substr(nl + 1);
+  int uid = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), uid);
+  if (ec != std::errc() || end != text.data() + text.size() || uid < 0) return std::nullopt;
+  return uid;
+}
+
+// Below this port, a non-root process cannot listen (Linux's default
+// net.ipv4.ip_unprivileged_port_start; a worker shares its host's network).
+constexpr int kFirstUnprivilegedPort = 1024;
+
+}  // namespace
 
 Status Controller::MpiPreflight(const std::vector<HostState*>& targets) {
   if (plan_.mpi_nodes.empty() || targets.empty()) return Status::Ok();
   CommandGroup group(&loop_, &redact_);
   std::map<size_t, std::vector<std::string>> errors;  // by host index
   for (HostState* hs : targets) {
-    std::set<std::string> images;
+    // Each image of a node on this host: whether a worker runs it (then it
+    // must hold sshd), and those workers.
+    std::map<std::string, std::vector<const cluster::MpiNode*>> images;
     std::vector<const cluster::MpiNode*> workers;
     for (const cluster::NodePlan& n : plan_.nodes) {
-      if (n.host_index != hs->index || n.rank == 0) continue;
-      images.insert(n.container.image);
+      if (n.host_index != hs->index) continue;
+      std::vector<const cluster::MpiNode*>& of_image = images[n.container.image];
+      if (n.rank == 0) continue;
+      of_image.push_back(&plan_.mpi_nodes[n.rank]);
       workers.push_back(&plan_.mpi_nodes[n.rank]);
     }
-    for (const std::string& image : images) {
-      group.Run(*hs->exec, Bounded(hs->docker->ImageHasExecutable(image, cluster::kSshdPath), seconds(60)),
-                [&, hs, image](const Outcome& o) {
-                  if (o.ok()) return;
+    for (const auto& [image_name, image_workers] : images) {
+      const std::string image = image_name;
+      const std::vector<const cluster::MpiNode*> runs = image_workers;
+      const std::string required = runs.empty() ? "" : cluster::kSshdPath;
+      group.Run(*hs->exec, Bounded(hs->docker->ImageUserId(image, required), seconds(60)),
+                [&, hs, image, runs](const Outcome& o) {
+                  if (o.ok()) {
+                    const std::optional<int> uid = ParseUid(o.out);
+                    // Unknown (no `id` in the image): treated as root, 0600.
+                    if (!uid) return;
+                    // Hosts disagreeing (the same tag, other images): the
+                    // readable modes serve both.
+                    auto known = mpi_image_uids_.find(image);
+                    if (known == mpi_image_uids_.end() || *uid != 0) mpi_image_uids_[image] = *uid;
+                    if (*uid == 0) return;
+                    for (const cluster::MpiNode* w : runs) {
+                      if (w->port >= kFirstUnprivilegedPort) continue;
+                      errors[hs->index].push_back(
+                          "node " + std::to_string(w->rank) + "'s image " + image + " runs as uid " +
+                          std::to_string(*uid) + ", whose sshd cannot listen on port " +
+                          std::to_string(w->port) + " (below " +
+                          std::to_string(kFirstUnprivilegedPort) + "): set mpi.port to " +
+                          std::to_string(kFirstUnprivilegedPort) + " or above");
+                    }
+                    return;
+                  }
                   // `test -x` says no with 1; anything else is Docker's or
                   // the shell's failure (no /bin/sh in the image, ...).
-                  if (o.exit.known() && o.exit.code == 1) {
+                  if (!runs.empty() && o.exit.known() && o.exit.code == 1) {
                     errors[hs->index].push_back(
                         "image " + image + " has no " + cluster::kSshdPath +
                         ", which every worker of an MPI job runs (install the " +
                         cluster::kSshdPackage + " package in the image)");
-                  } else {
+                  } else if (!runs.empty()) {
                     errors[hs->index].push_back("cannot check that image " + image + " has " +
                                                 cluster::kSshdPath + " (an MPI worker runs it with /bin/sh): " +
                                                 Trim(o.Reason()));
                   }
+                  // The head's image alone: its user unknown, treated as
+                  // root (the head needs no /bin/sh of barge's).
                 });
     }
     if (workers.empty()) continue;
@@ -110,12 +170,15 @@ Status Controller::ShipMpiFiles(const std::vector<HostState*>& targets) {
   for (const auto& [rank, pair] : mpi_keys_->hosts) host_public[rank] = pair.public_key + "\n";
 
   std::map<HostState*, std::vector<std::pair<std::string, const std::string*>>> per_host;
+  std::map<HostState*, std::vector<std::string>> readable;  // node directories, for a non-root user
   int files = 0;
   for (HostState* hs : targets) {
     std::vector<std::pair<std::string, const std::string*>>& writes = per_host[hs];  // path, content
     for (const cluster::NodePlan& n : planned->nodes) {
       if (n.host_index != hs->index) continue;
       const std::string node_dir = dir + "/" + std::to_string(n.rank);
+      auto uid = mpi_image_uids_.find(n.container.image);
+      if (uid != mpi_image_uids_.end() && uid->second != 0) readable[hs].push_back(node_dir);
       if (n.rank == 0) {
         writes.push_back({node_dir + "/id_ed25519", &mpi_keys_->client.private_key});
         writes.push_back({node_dir + "/id_ed25519.pub", &client_public});
@@ -132,9 +195,43 @@ Status Controller::ShipMpiFiles(const std::vector<HostState*>& targets) {
     if (writes.empty()) per_host.erase(hs);
   }
   if (Status s = WriteFiles(per_host, "the MPI keys"); !s.ok()) return s;
+  if (Status s = ShareMpiFiles(readable); !s.ok()) return s;
+  size_t shared = 0;
+  for (const auto& [hs, dirs] : readable) shared += dirs.size();
   Say("MPI: a client key and " + std::to_string(mpi_keys_->hosts.size()) +
       " host key(s) made for this job; " + std::to_string(files) + " file(s) written (" + dir +
-      "/RANK, mode 0600, mounted read-only at " + cluster::kMpiDir + ")");
+      "/RANK, mode 0600, mounted read-only at " + cluster::kMpiDir + ")" +
+      (shared == 0 ? std::string()
+                   : "; " + std::to_string(shared) +
+                         " node(s) whose image runs as a non-root user get them mode 0644 in a 0755 "
+                         "directory (" + dir + " stays 0700)"));
+  return Status::Ok();
+}
+
+Status Controller::ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& dirs) {
+  if (dirs.empty()) return Status::Ok();
+  CommandGroup group(&loop_, &redact_);
+  std::map<HostState*, std::string> errors;
+  for (const auto& [host, list] : dirs) {
+    HostState* hs = host;
+    std::string line;
+    for (const std::string& d : list) {
+      line += std::string(line.empty() ? "" : " && ") + "chmod 0755 " + ssh::ShellQuote(d) +
+              " && chmod 0644 " + ssh::ShellQuote(d) + "/*";
+    }
+    group.Run(*hs->exec, line, [&, hs](const Outcome& o) {
+      if (!o.ok()) errors[hs] = Trim(o.Reason());
+    });
+  }
+  const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
+                             Clock::now() + spec_.ssh.connect_timeout + seconds(60));
+  if (interrupts_ > 0) return Status::Error("interrupted while making the MPI files readable");
+  if (!done) return Status::Error("making the MPI files readable did not finish in time");
+  if (!errors.empty()) {
+    std::string msg = "making the MPI files readable by the image's user failed:";
+    for (const auto& [hs, why] : errors) msg += "\n  " + hs->name + ": " + why;
+    return Status::Error(msg);
+  }
   return Status::Ok();
 }
 

@@ -37,13 +37,6 @@ std::vector<std::string> LowDiskSpace(const std::string& df) {
   return problems;
 }
 
-void KeepOnlyShellProblem(std::vector<std::string>* problems) {
-  auto shell = std::find_if(problems->begin(), problems->end(), [](const std::string& e) {
-    return e.rfind(kNotPosixShell, 0) == 0;
-  });
-  if (shell != problems->end()) *problems = {*shell};
-}
-
 std::string ProblemTable(
     const std::vector<std::pair<std::string, std::vector<std::string>>>& problems, size_t hosts) {
   size_t width = 4;
@@ -64,6 +57,9 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // the wait ends early (an interrupt, the deadline).
   CommandGroup group(&loop_, &redact_);
   std::map<size_t, std::vector<std::string>> errors;  // by host
+  // Hosts whose login shell is not POSIX, with that problem: every other
+  // check there failed because of it, so it is the only one reported.
+  std::map<size_t, std::string> shell_problems;
   std::map<std::string, std::vector<HostState*>> to_push;  // image → hosts lacking it
   std::map<HostState*, int> open;  // commands in flight, by host
   // A run whose hosts all failed to connect has no preflight to show.
@@ -130,11 +126,12 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
         // barge's command lines are POSIX sh: the login shell that sshd
         // runs them with must be one.
         std::string said = Trim(o.err.empty() ? reply.first_line : o.err);
-        problems.push_back(
+        shell_problems[hs->index] =
             kNotPosixShell + std::string(" (it answered ") +
             (said.empty() ? "nothing" : "'" + said.substr(0, 120) + "'") + " to `" + PosixShellProbe() +
             "`); barge's commands need sh syntax: make the user's "
-            "shell /bin/sh or /bin/bash (chsh -s /bin/bash USER)");
+            "shell /bin/sh or /bin/bash (chsh -s /bin/bash USER)";
+        problems.push_back(shell_problems[hs->index]);
       }
       if (!problems.empty()) return;
       auto section = [&](const std::string& name) -> const PreflightSection* {
@@ -259,8 +256,8 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
     errors[h].insert(errors[h].begin(), why);
   }
   // On a host whose login shell is not POSIX every other check failed
-  // because of it: report only the cause.
-  for (auto& [h, list] : errors) KeepOnlyShellProblem(&list);
+  // because of it (its address probe too): report only the cause.
+  for (const auto& [h, problem] : shell_problems) errors[h] = {problem};
   for (const auto& [image, push_targets] : to_push) {
     if (!errors.empty()) break;  // don't push to a job that cannot start
     Push(image, push_targets, &errors);

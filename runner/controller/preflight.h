@@ -1,5 +1,5 @@
-// Preflight's pure parts: reading the disk check's output, recognising a
-// non-POSIX login shell, and the one table of every host's problems.
+// Preflight's pure parts: reading the disk check's output and the one table
+// of every host's problems.
 #pragma once
 
 #include <utility>
@@ -8,7 +8,7 @@
 
 namespace barge::runner {
 
-// The prefix of the problem reported for a login shell that is not POSIX:
+// The start of the problem reported for a login shell that is not POSIX:
 // on such a host only this one is shown (every other check failed with it).
 inline constexpr char kNotPosixShell[] = "the login shell is not a POSIX shell";
 
@@ -20,9 +20,6 @@ inline constexpr long long kMinFreeKib = 256 * 1024;
 // kMinFreeKib free ("disk full: 12 MiB free on /tmp (barge needs 256 MiB
 // there)"), each mount point once.
 std::vector<std::string> LowDiskSpace(const std::string& df);
-
-// Keeps only the non-POSIX-shell problem of a host that has it.
-void KeepOnlyShellProblem(std::vector<std::string>* problems);
 
 // "preflight failed on 2 of 3 host(s); nothing was started:" and a
 // HOST | PROBLEM table, one row per problem, hosts in the order given.

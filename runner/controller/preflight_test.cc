@@ -23,18 +23,6 @@ TEST(Preflight, ExactlyTheThresholdIsEnough) {
   EXPECT_EQ(LowDiskSpace(less).size(), 1u);
 }
 
-TEST(Preflight, ANonPosixShellHidesTheProblemsItCaused) {
-  std::vector<std::string> problems = {"docker is not reachable: x",
-                                       std::string(kNotPosixShell) + " (it answered 'Illegal variable name.')",
-                                       "image y is not present"};
-  KeepOnlyShellProblem(&problems);
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0].rfind(kNotPosixShell, 0), 0u);
-  std::vector<std::string> other = {"a", "b"};
-  KeepOnlyShellProblem(&other);
-  EXPECT_EQ(other.size(), 2u);
-}
-
 TEST(Preflight, TheProblemTableNamesEveryHostOnEachOfItsRows) {
   std::string table = ProblemTable({{"h1", {"one", "two"}}, {"host-22", {"three"}}}, 3);
   EXPECT_EQ(table,

@@ -158,7 +158,7 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns) {
     nodes_.push_back(std::move(state));
   }
   Result<std::unique_ptr<LogSink>> sink =
-      LogSink::Open(options_.state_dir + "/runs/" + plan_.job_id, sink_nodes, options_.echo);
+      LogSink::Open(options_.state_dir + "/runs/" + plan_.job_id, sink_nodes, options_.echo, options_.stdio);
   if (!sink.ok()) {
     Say(sink.status().message());
     return kExitBargeFailure;

@@ -2,6 +2,7 @@
 # from the job's inventory. barge_fleet_array is linked into barge here.
 add_library(barge_fleet_array STATIC
   ${CMAKE_CURRENT_LIST_DIR}/array_cli.cc
+  ${CMAKE_CURRENT_LIST_DIR}/array_events.cc
   ${CMAKE_CURRENT_LIST_DIR}/array_member.cc
   ${CMAKE_CURRENT_LIST_DIR}/array_params.cc
   ${CMAKE_CURRENT_LIST_DIR}/array_runner.cc
@@ -24,6 +25,8 @@ barge_unit_tests(runner_fleet_array_tests
     ${CMAKE_CURRENT_LIST_DIR}/array_summary_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/array_store_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/member_output_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/array_events_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/array_cli_test.cc
   LIBS barge_fleet_array
 )
 

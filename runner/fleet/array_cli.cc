@@ -8,7 +8,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "runner/controller.h"
 #include "runner/fleet/array_member.h"
@@ -26,8 +29,39 @@ int Fail(const std::string& message) {
   return kExitBargeFailure;
 }
 
-// The array's record, marked lost first when its controller is gone.
-Result<ArrayRecord> LiveArray(ArrayStore& store, const std::string& id) {
+using Json = nlohmann::ordered_json;
+
+// A member recorded as running while no array controller watches it (the
+// controller was killed): its job ran on as a process of its own, so once
+// that job has ended, the member takes the job's outcome.
+Status SettleOrphanMembers(ArrayStore& store, const std::string& state_dir, const std::string& array_id) {
+  Result<std::vector<MemberRecord>> members = store.GetMembers(array_id);
+  if (!members.ok()) return members.status();
+  std::unique_ptr<JobStore> jobs;
+  for (MemberRecord& m : *members) {
+    if (m.status != MemberStatus::kRunning || m.job_ids.empty()) continue;
+    if (!jobs) {
+      Result<std::unique_ptr<JobStore>> opened = JobStore::Open(state_dir);
+      if (!opened.ok()) return opened.status();
+      jobs = std::move(opened).value();
+    }
+    Result<JobRecord> job = jobs->GetJob(m.job_ids.back());
+    if (!job.ok()) continue;  // removed meanwhile: nothing to learn
+    if (Status s = MarkLostIfControllerGone(*jobs, &*job); !s.ok()) return s;
+    if (!IsFinal(job->status)) continue;
+    m.status = job->status == JobStatus::kSucceeded && job->exit_code.value_or(0) == 0 ? MemberStatus::kSucceeded
+               : job->status == JobStatus::kCancelled                                  ? MemberStatus::kCancelled
+                                                                                       : MemberStatus::kFailed;
+    m.exit_code = job->exit_code;
+    m.ended = job->ended.value_or(WallNow());
+    if (Status s = store.UpdateMember(m); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// The array's record, marked lost first when its controller is gone (and
+// its orphaned running members settled, see SettleOrphanMembers).
+Result<ArrayRecord> LiveArray(ArrayStore& store, const std::string& state_dir, const std::string& id) {
   Result<ArrayRecord> a = store.GetArray(id);
   if (!a.ok()) return a;
   if (a->status == "running" && !ControllerAlive(a->controller_pid)) {
@@ -35,15 +69,114 @@ Result<ArrayRecord> LiveArray(ArrayStore& store, const std::string& id) {
     a->ended = WallNow();
     if (Status s = store.UpdateArray(*a); !s.ok()) return s;
   }
+  if (a->status != "running") {
+    if (Status s = SettleOrphanMembers(store, state_dir, id); !s.ok()) return s;
+  }
   return a;
+}
+
+Json OptTime(const std::optional<TimePoint>& t) { return t ? Json(IsoUtc(*t)) : Json(nullptr); }
+Json OptInt(const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); }
+
+// The array as one JSON object (`ls --json`, `show ARRAY --json`).
+Json ArrayJson(const ArrayRecord& a, const std::vector<MemberRecord>& members, TimePoint now) {
+  Result<ArrayParams> params = ParamsFromJson(a.params_json);
+  Json counts = Json::object();
+  for (MemberStatus st : {MemberStatus::kRunning, MemberStatus::kSucceeded, MemberStatus::kFailed,
+                          MemberStatus::kWaiting, MemberStatus::kCancelled}) {
+    int n = 0;
+    for (const MemberRecord& m : members) n += m.status == st ? 1 : 0;
+    counts[ToString(st)] = n;
+  }
+  Json list = Json::array();
+  for (const MemberRecord& m : members) {
+    list.push_back({{"index", m.index},
+                    {"params", m.params},
+                    {"status", ToString(m.status)},
+                    {"attempts", m.attempts},
+                    {"exit_code", OptInt(m.exit_code)},
+                    {"job", m.job_ids.empty() ? Json(nullptr) : Json(m.job_ids.back())},
+                    {"job_ids", m.job_ids},
+                    {"hosts", m.hosts},
+                    {"started", OptTime(m.started)},
+                    {"ended", OptTime(m.ended)}});
+  }
+  return Json{{"kind", "array"},
+              {"id", a.id},
+              {"name", a.name},
+              {"status", a.status},
+              {"exit_code", OptInt(a.exit_code)},
+              {"size", a.size},
+              {"parallel", a.parallel},
+              {"retries", a.retries},
+              {"source", params.ok() ? Json(params->source) : Json(nullptr)},
+              {"columns", params.ok() ? Json(params->columns) : Json::array()},
+              {"created", IsoUtc(a.created)},
+              {"ended", OptTime(a.ended)},
+              {"duration_s", static_cast<double>((a.ended.value_or(now) - a.created).count()) / 1000.0},
+              {"controller_pid", OptInt(a.controller_pid)},
+              {"run_dir", a.run_dir},
+              {"counts", counts},
+              {"members", list}};
+}
+
+// Ok when no member job of the array is still live; else why not, naming
+// the member and how to stop it.
+Status NoLiveMember(const std::string& state_dir, const ArrayRecord& a, const std::vector<MemberRecord>& members) {
+  Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(state_dir);
+  if (!jobs.ok()) return jobs.status();
+  for (const MemberRecord& m : members) {
+    for (const std::string& id : m.job_ids) {
+      Result<JobRecord> job = (*jobs)->GetJob(id);
+      if (!job.ok()) continue;
+      if (Status s = MarkLostIfControllerGone(**jobs, &*job); !s.ok()) return s;
+      if (IsFinal(job->status)) continue;
+      return Status::Error("array " + a.id + " (" + a.name + "): member " + std::to_string(m.index) + " (job " + id +
+                           ") is " + ToString(job->status) + " and its controller (pid " +
+                           std::to_string(job->controller_pid.value_or(0)) + ") is alive; stop it first (barge down " +
+                           a.id + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+// Removes the array's member jobs (records, logs, artifacts: as `barge rm
+// JOB`), its controller's run directory and its own records.
+int RemoveArrayRecords(ArrayStore& store, const std::string& state_dir, const ArrayRecord& a,
+                       const std::vector<MemberRecord>& members, std::FILE* out, std::FILE* err) {
+  int jobs = 0;
+  {
+    Result<std::unique_ptr<JobStore>> opened = JobStore::Open(state_dir);
+    if (!opened.ok()) return Fail(opened.status().message());
+    for (const MemberRecord& m : members) {
+      for (const std::string& id : m.job_ids) {
+        if (!(*opened)->GetJob(id).ok()) continue;  // removed already
+        if (RemoveJobCommand(state_dir, id, out, err) != 0) return kExitBargeFailure;
+        ++jobs;
+      }
+    }
+  }
+  // The controller's own run directory (controller.log of a detached array),
+  // only where barge makes it.
+  std::error_code ec;
+  const std::filesystem::path own = std::filesystem::path(state_dir) / "runs" / a.id;
+  if (!a.run_dir.empty() && std::filesystem::path(a.run_dir).lexically_normal() == own.lexically_normal()) {
+    std::filesystem::remove_all(own, ec);
+    if (ec) return Fail("cannot remove " + own.string() + ": " + ec.message());
+  }
+  if (Status s = store.RemoveArray(a.id); !s.ok()) return Fail(s.message());
+  std::fprintf(out, "removed array %s (%s, %s) and its %d member job(s)\n", a.id.c_str(), a.name.c_str(),
+               a.status.c_str(), jobs);
+  return 0;
 }
 
 // Runs `array_id` here or, detached, in a process of its own.
 int Launch(const JobSpec& spec, const ArrayParams& params, const std::string& array_id,
-           const std::string& spec_text, bool detach) {
+           const std::string& spec_text, bool detach, std::FILE* events) {
   ArrayRunOptions options;
   options.state_dir = StateDir();
   options.spec_text = spec_text;
+  options.events = events;
   if (!detach) return RunArray(spec, params, array_id, options);
   const std::string run_dir = options.state_dir + "/runs/" + array_id;
   if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message());
@@ -59,6 +192,8 @@ int Launch(const JobSpec& spec, const ArrayParams& params, const std::string& ar
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
     }
+    // Events on stdout go to the controller's log like everything else.
+    if (options.events == stdout) options.events = nullptr;
     std::_Exit(RunArray(spec, params, array_id, options));
   }
   // The array is recorded already; wait until its controller took it over.
@@ -95,7 +230,7 @@ Result<std::optional<ArrayParams>> ArrayParamsOf(const JobSpec& spec, const std:
 }
 
 int RunArrayCommand(const JobSpec& spec, const ArrayParams& params, const std::string& request_json,
-                    const std::string& spec_text, bool detach) {
+                    const std::string& spec_text, bool detach, std::FILE* events) {
   const std::string state_dir = StateDir();
   const std::string array_id = NewJobId();
   {
@@ -104,7 +239,7 @@ int RunArrayCommand(const JobSpec& spec, const ArrayParams& params, const std::s
     if (!s.ok()) return Fail(s.message());
   }
   if (Status s = CreateArrayRecord(state_dir, spec, params, array_id); !s.ok()) return Fail(s.message());
-  return Launch(spec, params, array_id, spec_text, detach);
+  return Launch(spec, params, array_id, spec_text, detach, events);
 }
 
 int PlanArray(const JobSpec& spec, const ArrayParams& params,
@@ -152,11 +287,14 @@ Status AddArraysToList(const std::string& state_dir, ListOptions* list) {
   if (!arrays.ok()) return arrays.status();
   const TimePoint now = WallNow();
   for (const ArrayRecord& listed : *arrays) {
-    Result<ArrayRecord> a = LiveArray(store, listed.id);
+    Result<ArrayRecord> a = LiveArray(store, state_dir, listed.id);
     if (!a.ok()) return a.status();
     if (list->name && *list->name != a->name) continue;
+    if (list->status && *list->status != a->status) continue;
     Result<std::vector<MemberRecord>> members = store.GetMembers(a->id);
     if (!members.ok()) return members.status();
+    list->extra_json.emplace_back(a->created, ArrayJson(*a, *members, now).dump(-1, ' ', false,
+                                                                                 Json::error_handler_t::replace));
     list->extra_rows.push_back(
         {a->created,
          {a->id, a->name, "array " + a->status + ": " + CountsText(*members), std::to_string(a->size) + " members",
@@ -169,6 +307,7 @@ Status AddArraysToList(const std::string& state_dir, ListOptions* list) {
 int ListArrayMembers(const std::string& state_dir, const std::string& array_id, std::FILE* out) {
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
   if (!store.ok()) return Fail(store.status().message());
+  if (Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id); !a.ok()) return Fail(a.status().message());
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
   if (!members.ok()) return Fail(members.status().message());
   std::vector<std::vector<std::string>> rows = {{"INDEX", "JOB", "PARAMS", "STATUS", "ATTEMPTS", "EXIT", "HOSTS"}};
@@ -181,13 +320,18 @@ int ListArrayMembers(const std::string& state_dir, const std::string& array_id, 
   return 0;
 }
 
-int ShowArray(const std::string& state_dir, const std::string& array_id, std::FILE* out) {
+int ShowArray(const std::string& state_dir, const std::string& array_id, std::FILE* out, bool json) {
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
   if (!store.ok()) return Fail(store.status().message());
-  Result<ArrayRecord> a = LiveArray(**store, array_id);
+  Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
   if (!a.ok()) return Fail(a.status().message());
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
   if (!members.ok()) return Fail(members.status().message());
+  if (json) {
+    const std::string text = ArrayJson(*a, *members, WallNow()).dump(2, ' ', false, Json::error_handler_t::replace);
+    std::fprintf(out, "%s\n", text.c_str());
+    return 0;
+  }
   std::fprintf(out, "array %s (%s): %s, %d member(s), at most %d at once, %d retr%s\n", a->id.c_str(),
                a->name.c_str(), a->status.c_str(), a->size, a->parallel, a->retries, a->retries == 1 ? "y" : "ies");
   std::fprintf(out, "started %s%s\n", LocalTime(a->created, false).c_str(),
@@ -218,7 +362,7 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
               const std::function<int(const std::string&)>& down_job) {
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
   if (!store.ok()) return Fail(store.status().message());
-  Result<ArrayRecord> a = LiveArray(**store, array_id);
+  Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
   if (!a.ok()) return Fail(a.status().message());
   if (a->status == "running") {
     std::printf("stopping array %s (controller pid %d)\n", array_id.c_str(), *a->controller_pid);
@@ -227,7 +371,7 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
     auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
     while (std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      Result<ArrayRecord> now = LiveArray(**store, array_id);
+      Result<ArrayRecord> now = LiveArray(**store, state_dir, array_id);
       if (now.ok() && now->status != "running") {
         Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
         std::printf("array %s: %s (%s)\n", array_id.c_str(), now->status.c_str(),
@@ -258,11 +402,11 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
   return code;
 }
 
-int RerunArray(const std::string& state_dir, const std::string& array_id, bool detach,
+int RerunArray(const std::string& state_dir, const std::string& array_id, bool failed_only, bool detach,
                const std::function<std::optional<RecordedArrayJob>(const std::string&)>& load) {
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
   if (!store.ok()) return Fail(store.status().message());
-  Result<ArrayRecord> a = LiveArray(**store, array_id);
+  Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
   if (!a.ok()) return Fail(a.status().message());
   if (a->status == "running") return Fail("array " + array_id + " is still running (barge down it first)");
   Result<ArrayParams> params = ParamsFromJson(a->params_json);
@@ -280,6 +424,23 @@ int RerunArray(const std::string& state_dir, const std::string& array_id, bool d
   if (!job) return kExitBargeFailure;
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
   if (!members.ok()) return Fail(members.status().message());
+  // A member of a lost array may still run as a process of its own.
+  if (Status s = NoLiveMember(state_dir, *a, *members); !s.ok()) return Fail(s.message());
+  if (!failed_only) {
+    // Every member, as a new array (as `barge rerun JOB` makes a new job):
+    // the rows and the job as recorded; the old array keeps its outcome.
+    store->reset();
+    const std::string again = NewJobId();
+    {
+      Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(state_dir);
+      Status s = jobs.ok() ? (*jobs)->SetRunRequest(again, request_json) : jobs.status();
+      if (!s.ok()) return Fail(s.message());
+    }
+    if (Status s = CreateArrayRecord(state_dir, job->spec, *params, again); !s.ok()) return Fail(s.message());
+    std::fprintf(stderr, "barge: running every member (%zu) of array %s again as array %s\n", params->rows.size(),
+                 array_id.c_str(), again.c_str());
+    return Launch(job->spec, *params, again, job->spec_text, detach, nullptr);
+  }
   int again = 0;
   for (MemberRecord& m : *members) {
     if (m.status == MemberStatus::kSucceeded) continue;
@@ -293,7 +454,49 @@ int RerunArray(const std::string& state_dir, const std::string& array_id, bool d
   }
   std::fprintf(stderr, "barge: running %d member(s) of array %s again\n", again, array_id.c_str());
   store->reset();
-  return Launch(job->spec, *params, array_id, job->spec_text, detach);
+  return Launch(job->spec, *params, array_id, job->spec_text, detach, nullptr);
+}
+
+int RemoveArrayCommand(const std::string& state_dir, const std::string& array_id, std::FILE* out, std::FILE* err) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
+  if (!store.ok()) return Fail(store.status().message());
+  Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
+  if (!a.ok()) return Fail(a.status().message());
+  if (a->status == "running") {
+    return Fail("array " + a->id + " (" + a->name + ") is running and its controller (pid " +
+                std::to_string(a->controller_pid.value_or(0)) + ") is alive; stop it first (barge down " + a->id + ")");
+  }
+  Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
+  if (!members.ok()) return Fail(members.status().message());
+  if (Status s = NoLiveMember(state_dir, *a, *members); !s.ok()) return Fail(s.message());
+  return RemoveArrayRecords(**store, state_dir, *a, *members, out, err);
+}
+
+int PruneArrays(const std::string& state_dir, std::chrono::milliseconds older_than, std::FILE* out, std::FILE* err,
+                std::set<std::string>* kept_jobs) {
+  Result<std::unique_ptr<ArrayStore>> opened = ArrayStore::OpenIfPresent(state_dir);
+  if (!opened.ok()) return Fail(opened.status().message());
+  if (!*opened || older_than.count() < 0) return 0;
+  ArrayStore& store = **opened;
+  Result<std::vector<ArrayRecord>> arrays = store.ListArrays();
+  if (!arrays.ok()) return Fail(arrays.status().message());
+  const TimePoint cutoff = WallNow() - older_than;
+  int code = 0;
+  for (const ArrayRecord& listed : *arrays) {
+    Result<ArrayRecord> a = LiveArray(store, state_dir, listed.id);
+    if (!a.ok()) return Fail(a.status().message());
+    Result<std::vector<MemberRecord>> members = store.GetMembers(a->id);
+    if (!members.ok()) return Fail(members.status().message());
+    // The rule of jobs: ended (a final status) before the cutoff; and no
+    // member job still live.
+    const bool old = a->status != "running" && a->ended && *a->ended < cutoff;
+    if (old && NoLiveMember(state_dir, *a, *members).ok()) {
+      if (RemoveArrayRecords(store, state_dir, *a, *members, out, err) != 0) code = kExitBargeFailure;
+      continue;
+    }
+    for (const MemberRecord& m : *members) kept_jobs->insert(m.job_ids.begin(), m.job_ids.end());
+  }
+  return code;
 }
 
 }  // namespace barge::runner::fleet

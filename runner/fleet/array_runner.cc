@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "runner/controller.h"
+#include "runner/fleet/array_events.h"
 #include "runner/fleet/array_member.h"
 #include "runner/fleet/array_store.h"
 #include "runner/fleet/array_summary.h"
@@ -150,6 +151,11 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   std::fprintf(stderr, "barge: array %s (%s): %zu member(s), %zu to run, at most %zu at once, %zu host(s) each; logs in %s\n",
                array_id.c_str(), spec.name.c_str(), members.size(), waiting.size(), at_once, need,
                (options.state_dir + "/runs/<member job id>").c_str());
+  ArrayEventStream events(options.events, array_id);
+  events.ArrayStarted(static_cast<int>(members.size()), static_cast<int>(waiting.size()), static_cast<int>(at_once),
+                      WallNow());
+  const bool echo_out = options.echo && options.events != stdout;
+  std::FILE* summary_to = options.events == stdout ? stderr : stdout;
   std::string last_counts;
   auto status_line = [&] {
     const std::string counts = CountsText(members);
@@ -217,6 +223,11 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &dfl, nullptr);
       dup2(out[1], STDOUT_FILENO);
       dup2(err[1], STDERR_FILENO);
+      // Only the array controller reads the member's output: were the member
+      // to keep the read ends, its writes would block on a full pipe instead
+      // of failing once the array controller is gone.
+      close(out[0]);
+      close(err[0]);
       for (auto& [p, other] : running) {
         close(other.out_fd);
         close(other.err_fd);
@@ -245,6 +256,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     r.err = std::make_unique<MemberOutput>(index, false);
     std::fprintf(stderr, "barge: member %d (%s) attempt %d: job %s on %s\n", index, m.params.c_str(),
                  m.attempts, r.job_id.c_str(), m.hosts.c_str());
+    events.MemberStarted(index, r.job_id, m.attempts, m.hosts, *m.started);
     running.emplace(pid, std::move(r));
   };
 
@@ -272,6 +284,9 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       std::fprintf(stderr, "barge: member %d failed (exit %d)\n", r.index, code);
     }
     record(m);
+    const bool retrying = m.status == MemberStatus::kWaiting;
+    events.MemberEnded(r.index, r.job_id, m.attempts, code, retrying ? "retrying" : ToString(m.status),
+                       tries[r.index] - 1, *m.ended);
   };
 
   for (;;) {
@@ -320,7 +335,8 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       Running& r = *owners[i].first;
       int& fd = owners[i].second ? r.out_fd : r.err_fd;
-      if (!Drain(fd, owners[i].second ? *r.out : *r.err, owners[i].second ? stdout : stderr, options.echo)) {
+      if (!Drain(fd, owners[i].second ? *r.out : *r.err, owners[i].second ? stdout : stderr,
+                 owners[i].second ? echo_out : options.echo)) {
         close(fd);
         fd = -1;
       }
@@ -334,7 +350,8 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       Running& r = it->second;
       for (int* fd : {&r.out_fd, &r.err_fd}) {
         if (*fd < 0) continue;
-        (void)Drain(*fd, fd == &r.out_fd ? *r.out : *r.err, fd == &r.out_fd ? stdout : stderr, options.echo);
+        (void)Drain(*fd, fd == &r.out_fd ? *r.out : *r.err, fd == &r.out_fd ? stdout : stderr,
+                    fd == &r.out_fd ? echo_out : options.echo);
         close(*fd);
         *fd = -1;
       }
@@ -355,11 +372,12 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   for (const MemberRecord& m : members) all_ok = all_ok && m.status == MemberStatus::kSucceeded;
   const int code = all_ok ? 0 : stopping ? kExitInterrupted : kExitBargeFailure;
   std::fflush(stderr);
-  Write(stdout, "\n" + SummaryTable(members, WallNow()));
+  Write(summary_to, "\n" + SummaryTable(members, WallNow()));
   array->status = all_ok ? "succeeded" : stopping ? "cancelled" : "failed";
   array->ended = WallNow();
   array->exit_code = code;
   if (Status s = store.UpdateArray(*array); !s.ok()) std::fprintf(stderr, "barge: warning: %s\n", s.message().c_str());
+  events.ArrayEnded(array->status, code, CountsText(members), *array->ended);
   return code;
 }
 

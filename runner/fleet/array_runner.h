@@ -33,6 +33,11 @@ struct ArrayRunOptions {
   std::string state_dir;
   std::string spec_text;  // each member job's recorded spec (the job file as run)
   bool echo = true;       // members' lines to this process's stdout/stderr
+  // `--events json` (array_events.h): the array's events, written here (not
+  // owned; null: none). When it is stdout, the members' stdout lines are
+  // not echoed and the summary table goes to stderr, so stdout stays
+  // parseable.
+  std::FILE* events = nullptr;
 };
 
 // Records a new array `array_id` (status running, every member waiting).

@@ -122,22 +122,12 @@ ArrayRecord ReadArray(Stmt& st) {
 }  // namespace
 
 const char* ToString(MemberStatus s) {
-  switch (s) {
-    case MemberStatus::kWaiting: return "waiting";
-    case MemberStatus::kRunning: return "running";
-    case MemberStatus::kSucceeded: return "succeeded";
-    case MemberStatus::kFailed: return "failed";
-    case MemberStatus::kCancelled: return "cancelled";
-  }
-  return "failed";
+  std::string_view name = NameOf(kMemberStatusNames, s);
+  return name.empty() ? "failed" : name.data();
 }
 
 MemberStatus ParseMemberStatus(const std::string& text) {
-  for (MemberStatus s : {MemberStatus::kWaiting, MemberStatus::kRunning, MemberStatus::kSucceeded,
-                         MemberStatus::kFailed, MemberStatus::kCancelled}) {
-    if (text == ToString(s)) return s;
-  }
-  return MemberStatus::kFailed;
+  return ValueOf(kMemberStatusNames, text).value_or(MemberStatus::kFailed);
 }
 
 std::string CountsText(const std::vector<MemberRecord>& members) {
@@ -278,6 +268,27 @@ Result<std::vector<std::string>> ArrayStore::MemberJobIds() {
   }
   if (rc != SQLITE_DONE) return Error("cannot read the arrays' members");
   return out;
+}
+
+Status ArrayStore::RemoveArray(const std::string& id) {
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Error("cannot begin a transaction");
+  }
+  bool ok = true;
+  for (const char* sql : {"DELETE FROM array_members WHERE array_id = ?1", "DELETE FROM run_requests WHERE job_id = ?1",
+                          "DELETE FROM arrays WHERE id = ?1"}) {
+    Stmt st(db_, sql);
+    st.Bind(1, id);
+    ok = ok && st.Step() == SQLITE_DONE;
+  }
+  const bool removed = ok && sqlite3_changes(db_) > 0;
+  if (!removed) {
+    Status s = ok ? Status::Error("no array '" + id + "'") : Error("cannot remove array " + id);
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return s;
+  }
+  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return Error("cannot commit");
+  return Status::Ok();
 }
 
 Result<std::optional<std::string>> ArrayStore::ResolveArray(const std::string& text) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "base/status.h"
 #include "runner/job_store.h"
 
@@ -27,6 +28,11 @@ namespace barge::runner::fleet {
 // (after its retries); cancelled (down, Ctrl-C, or its controller died
 // before it started).
 enum class MemberStatus { kWaiting, kRunning, kSucceeded, kFailed, kCancelled };
+inline constexpr auto kMemberStatusNames = std::to_array<EnumName<MemberStatus>>(
+    {{MemberStatus::kWaiting, "waiting"}, {MemberStatus::kRunning, "running"},
+     {MemberStatus::kSucceeded, "succeeded"}, {MemberStatus::kFailed, "failed"},
+     {MemberStatus::kCancelled, "cancelled"}});
+static_assert(ListsEveryValueInOrder(kMemberStatusNames));
 const char* ToString(MemberStatus s);
 MemberStatus ParseMemberStatus(const std::string& text);  // unknown → failed
 
@@ -84,6 +90,9 @@ class ArrayStore {
   // An array as the user names it: the exact id, the latest of that name,
   // or the one id starting with `text`; nullopt when none matches.
   [[nodiscard]] Result<std::optional<std::string>> ResolveArray(const std::string& text);
+  // Deletes the array, its members' rows and its recorded run request, in
+  // one transaction (the members' jobs are the job store's: not touched).
+  [[nodiscard]] Status RemoveArray(const std::string& id);
 
  private:
   ArrayStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

@@ -57,5 +57,34 @@ TEST_F(ArrayStoreTest, MembersAndTheirJobIdsAreKeptAndFoundByNameOrPrefix) {
   EXPECT_TRUE(JobStore::Open(dir_.string()).ok());
 }
 
+TEST_F(ArrayStoreTest, RemoveArrayDeletesTheArrayItsMembersAndItsRunRequestAndNothingElse) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(dir_.string());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  for (const char* id : {"gone", "stays"}) {
+    ArrayRecord a;
+    a.id = id;
+    a.name = id;
+    a.size = 1;
+    a.created = WallNow();
+    std::vector<MemberRecord> members(1);
+    members[0].job_ids = {std::string(id) + "-job"};
+    ASSERT_TRUE((*store)->CreateArray(a, members).ok());
+    Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(dir_.string());
+    ASSERT_TRUE((*jobs)->SetRunRequest(id, "{}").ok());
+  }
+  ASSERT_TRUE((*store)->RemoveArray("gone").ok());
+  EXPECT_FALSE((*store)->GetArray("gone").ok());
+  Result<std::vector<MemberRecord>> members = (*store)->GetMembers("gone");
+  ASSERT_TRUE(members.ok());
+  EXPECT_TRUE(members->empty());
+  Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(dir_.string());
+  EXPECT_EQ(*(*jobs)->GetRunRequest("gone"), std::nullopt);
+  EXPECT_EQ(*(*jobs)->GetRunRequest("stays"), std::optional<std::string>("{}"));
+  EXPECT_EQ(*(*store)->MemberJobIds(), (std::vector<std::string>{"stays-job"}));
+  Status again = (*store)->RemoveArray("gone");
+  EXPECT_FALSE(again.ok());
+  EXPECT_NE(again.message().find("no array 'gone'"), std::string::npos) << again.message();
+}
+
 }  // namespace
 }  // namespace barge::runner::fleet

@@ -7,10 +7,6 @@ namespace barge::runner::ui {
 
 namespace {
 
-constexpr const char* kStatuses[] = {"preflight", "pushing",   "starting",  "running",
-                                     "completing", "succeeded", "failed",    "cancelled",
-                                     "timed_out",  "lost"};
-
 std::string StatusCell(JobStatus status) {
   const std::string s = ToString(status);
   return "<span class=\"status status-" + s + "\">" + s + "</span>";
@@ -32,9 +28,10 @@ std::string JobHref(const std::string& id) { return "/jobs/" + UrlEncode(id); }
 std::string JobsPage(const std::vector<JobRecord>& jobs, const JobsQuery& query, TimePoint now) {
   std::string b = "<h1>Jobs</h1>\n<form class=\"filter\" method=\"get\" action=\"/\">"
                   "<label>status <select name=\"status\"><option value=\"\">any</option>";
-  for (const char* s : kStatuses) {
-    b += std::string("<option value=\"") + s + "\"" +
-         (query.status && *query.status == s ? " selected" : "") + ">" + s + "</option>";
+  for (const auto& [value, name] : kJobStatusNames) {
+    const std::string s(name);
+    b += "<option value=\"" + s + "\"" + (query.status && *query.status == s ? " selected" : "") + ">" + s +
+         "</option>";
   }
   b += "</select></label> <label>name <input name=\"name\" value=\"" + HtmlEscape(query.name) +
        "\"></label> <button type=\"submit\">filter</button></form>\n";

@@ -14,6 +14,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
+const char* Name(Phase phase) { return NameOf(kPhaseNames, phase).data(); }
+
 bool IsFault(const std::string& kind) {
   return kind == event::kHostLost || kind == event::kNodeFailed || kind == event::kPreempted;
 }
@@ -24,11 +26,11 @@ bool IsMarker(const std::string& kind) {
 // The phase a job-wide status event opens; "" for one that closes the
 // open span and opens none (torn_down, the final statuses).
 std::optional<std::string> DerivedPhase(const std::string& kind) {
-  if (kind == event::kPreflight) return "preflight";
-  if (kind == event::kPushing) return "push";
-  if (kind == event::kStarting) return "start";
-  if (kind == event::kRunning) return "running";
-  if (kind == event::kCompleting) return "stop";
+  if (kind == event::kPreflight) return Name(Phase::kPreflight);
+  if (kind == event::kPushing) return Name(Phase::kPush);
+  if (kind == event::kStarting) return Name(Phase::kStart);
+  if (kind == event::kRunning) return Name(Phase::kRunning);
+  if (kind == event::kCompleting) return Name(Phase::kStop);
   if (kind == event::kTornDown || kind == event::kSucceeded || kind == event::kFailed ||
       kind == event::kCancelled || kind == event::kTimedOut || kind == event::kLost) {
     return "";
@@ -64,11 +66,15 @@ const PhaseStyle* StyleOf(const std::string& phase) {
 
 const std::vector<PhaseStyle>& PhaseStyles() {
   static const std::vector<PhaseStyle> kStyles = {
-      {"connect", "connect", "#9e9e9e", 'c'},  {"preflight", "preflight", "#7e57c2", 'p'},
-      {"push", "image push", "#29b6f6", 'P'},  {"upload", "upload", "#26a69a", 'u'},
-      {"start", "start", "#ffa726", 's'},      {"ready", "waiting for readiness", "#fdd835", 'w'},
-      {"running", "running", "#66bb6a", '='},  {"stop", "stopping", "#ef9a9a", 'x'},
-      {"remove", "remove", "#8d6e63", 'r'},
+      {Name(Phase::kConnect), "connect", "#9e9e9e", 'c'},
+      {Name(Phase::kPreflight), "preflight", "#7e57c2", 'p'},
+      {Name(Phase::kPush), "image push", "#29b6f6", 'P'},
+      {Name(Phase::kUpload), "upload", "#26a69a", 'u'},
+      {Name(Phase::kStart), "start", "#ffa726", 's'},
+      {Name(Phase::kReady), "waiting for readiness", "#fdd835", 'w'},
+      {Name(Phase::kRunning), "running", "#66bb6a", '='},
+      {Name(Phase::kStop), "stopping", "#ef9a9a", 'x'},
+      {Name(Phase::kRemove), "remove", "#8d6e63", 'r'},
   };
   return kStyles;
 }
@@ -130,7 +136,7 @@ Timeline BuildTimeline(const JobRecord& job, const std::vector<NodeRecord>& node
       std::optional<int> rank = RankInDetail(e.detail);
       if (!rank || !rows.count(*rank)) continue;
       for (TimelineSpan& s : rows[*rank].spans) {
-        if (s.phase == "running" && s.began <= e.at && (!s.ended || *s.ended > e.at)) {
+        if (s.phase == Name(Phase::kRunning) && s.began <= e.at && (!s.ended || *s.ended > e.at)) {
           s.ended = e.at;
           s.outcome = e.detail;
         }
