@@ -296,8 +296,17 @@ class Controller {
   // `wait:`), trying every host again after a random 1-3 s, until all are
   // free or the limit passes.
   Status SecureHolds();
-  // Removes the job's holds wherever it may hold one.
+  // The same for one host that preflight took holds on while the job runs
+  // (a spare, a lost host checked again): Ok when it is the job's (its GPU
+  // slices adopted); otherwise releases the job's holds there and fails
+  // naming the holder.
+  Status SecureHoldsOn(HostState& hs);
+  // The job's nodes on `hs` get the GPU devices the job holds there.
+  Status AdoptHeldGpus(HostState& hs);
+  // Removes the job's holds wherever it may hold one: every current host
+  // and every retired one (replaced by a spare) that is still reachable.
   void ReleaseHolds();
+  void ReleaseHoldsOn(const std::vector<HostState*>& hosts);
 
   // --- login.cc
   // registry: `docker login --password-stdin` on every connected target (the

@@ -81,28 +81,48 @@ std::vector<fleet::BusyHost> Controller::BusyHosts() {
   return busy;
 }
 
+Status Controller::AdoptHeldGpus(HostState& hs) {
+  if (!hs.hold) return Status::Ok();
+  std::vector<int> gpus = fleet::HeldGpus(*hs.hold, plan_.job_id);
+  if (gpus.empty()) return Status::Ok();
+  std::string list;
+  for (int g : gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
+  Say(hs.name + ": holding GPU(s) " + list);
+  // The job's nodes there get devices of those it holds: every other
+  // index counts as another job's, so the plan (made again for each
+  // attempt from input_) gives them consecutive held devices in rank
+  // order.
+  const std::optional<int> total = plan_.hosts[hs.index].gpus;
+  if (!total) return Status::Ok();
+  input_.held_gpus[hs.index] = fleet::GpusNotHeld(*total, gpus);
+  Result<cluster::Plan> replanned = cluster::MakePlan(input_);
+  if (!replanned.ok()) {
+    return Status::Error(hs.name + ": the GPUs held there do not fit the job's nodes: " +
+                         replanned.status().message());
+  }
+  return Status::Ok();
+}
+
+Status Controller::SecureHoldsOn(HostState& hs) {
+  std::vector<fleet::Hold> c;
+  if (hs.hold) c = fleet::Conflicts(HoldRequestFor(hs), *hs.hold, plan_.job_id);
+  Status s = Status::Ok();
+  if (!c.empty()) {
+    s = Status::Error("it is held by another job:\n" + fleet::BusyTable({{hs.name, hs.hold->now, std::move(c)}}));
+  } else {
+    s = AdoptHeldGpus(hs);
+  }
+  if (!s.ok()) ReleaseHoldsOn({&hs});
+  return s;
+}
+
 Status Controller::SecureHolds() {
   std::vector<fleet::BusyHost> busy = BusyHosts();
   if (busy.empty()) {
     for (HostState* hs : ConnectedHosts()) {
-      if (!hs->hold) continue;
-      std::vector<int> gpus = fleet::HeldGpus(*hs->hold, plan_.job_id);
-      if (gpus.empty()) continue;
-      std::string list;
-      for (int g : gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
-      Say(hs->name + ": holding GPU(s) " + list);
-      // The job's nodes there get devices of those it holds: every other
-      // index counts as another job's, so the plan (made again for each
-      // attempt from input_) gives them consecutive held devices in rank
-      // order.
-      const std::optional<int> total = plan_.hosts[hs->index].gpus;
-      if (!total) continue;
-      input_.held_gpus[hs->index] = fleet::GpusNotHeld(*total, gpus);
-      Result<cluster::Plan> replanned = cluster::MakePlan(input_);
-      if (!replanned.ok()) {
+      if (Status s = AdoptHeldGpus(*hs); !s.ok()) {
         ReleaseHolds();
-        return Status::Error(hs->name + ": the GPUs held there do not fit the job's nodes: " +
-                             replanned.status().message());
+        return s;
       }
     }
     return Status::Ok();
@@ -175,8 +195,18 @@ Status Controller::SecureHolds() {
 }
 
 void Controller::ReleaseHolds() {
+  // The current hosts and those a spare replaced (a preempted host whose
+  // release at the replacement did not get through): a lost one is left to
+  // its watchdog, which removes the job's holds with its containers when
+  // the lease lapses.
+  std::vector<HostState*> hosts = AllHosts();
+  for (auto& old : retired_) hosts.push_back(old.get());
+  ReleaseHoldsOn(hosts);
+}
+
+void Controller::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {
   CommandGroup group(&loop_, &redact_);
-  for (HostState* hs : AllHosts()) {
+  for (HostState* hs : hosts) {
     if (!hs->holding || hs->lost || !hs->exec) continue;
     group.Run(*hs->exec, fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome& o) {
       if (o.ok()) {
