@@ -224,6 +224,11 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       if (problems.empty()) errors.erase(hs->index);
     });
   }
+  // The leases are renewed from now on: a host whose preflight is slow (a
+  // stalling engine) must not keep the others' renewals from starting, or
+  // their watchdogs find the lease lapsed and remove the job there just as
+  // it starts.
+  RenewLeases();
   // No fixed deadline for the whole step: on many hosts (or a saturated
   // controller) it takes as long as it takes while hosts keep finishing.
   // It gives up once no command at all has finished for longer than one
@@ -240,7 +245,6 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   }
   observer_.StepEnded(Phase::kPreflight);
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");
-  RenewLeases();
   if (!done) {
     std::string stuck;
     int n = 0;
