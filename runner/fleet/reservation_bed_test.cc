@@ -36,11 +36,20 @@ std::string Docker(const BedHost& h, const std::string& args) {
   return RunShell("DOCKER_HOST=" + h.docker_host + " timeout 20 docker " + args + " 2>&1");
 }
 
-// "NAME JOB" of every hold on `h`, one a line, sorted.
-std::string Holds(const BedHost& h) {
-  return RunShell("DOCKER_HOST=" + h.docker_host +
-                  " timeout 20 docker ps -a --filter label=barge.hold --format "
-                  "'{{.Names}} {{.Label \"barge.job\"}}' | sort");
+// "NAME JOB" of every hold on `h` of the jobs named `names` (this test's:
+// other jobs may hold the shared bed's hosts at the same time), one a line,
+// sorted.
+std::string Holds(const BedHost& h, const std::set<std::string>& names) {
+  std::istringstream in(RunShell("DOCKER_HOST=" + h.docker_host +
+                                 " timeout 20 docker ps -a --filter label=barge.hold --format "
+                                 "'{{.Names}} {{.Label \"barge.job\"}} {{.Label \"barge.hold.name\"}}' | sort"));
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    const size_t last = line.rfind(' ');
+    if (last == std::string::npos || !names.count(line.substr(last + 1))) continue;
+    out += line.substr(0, last) + "\n";
+  }
+  return out;
 }
 
 // Removes every container of `job_id` on `h` (holds included).
@@ -150,13 +159,14 @@ TEST_F(ReservationTest, TwoControllersRacingForOneHostNeverBothRunIn21Rounds) {
           << "round " << round << ": the holder is not named\n" << loser.err;
       EXPECT_EQ(loser.err.find("node(s); logs in"), std::string::npos) << "the loser started:\n" << loser.err;
       (oa.code == 0 ? a_won : b_won)++;
-      EXPECT_EQ(Holds(GetBed().hosts[h]), "") << "round " << round << " left a hold on host " << h;
+      EXPECT_EQ(Holds(GetBed().hosts[h], {"race-a", "race-b"}), "") << "round " << round << " left a hold on host " << h;
     }
   }
   std::printf("race: a won %d, b won %d of 21 races\n", a_won, b_won);
 }
 
 TEST_F(ReservationTest, TwoJobsNamingTwoHostsInOppositeOrdersNeverHoldHalfWhileWaiting) {
+  const std::set<std::string> kOrder = {"order-a", "order-b"};
   JobDir da("resv-order-a"), db("resv-order-b");
   da.Write(Job("order-a", "[\"sleep\", \"3\"]", HostsYaml({0, 1}), "wait: 60s\n"), "a.yaml");
   db.Write(Job("order-b", "[\"sleep\", \"3\"]", HostsYaml({1, 0}), "wait: 60s\n"), "b.yaml");
@@ -173,7 +183,7 @@ TEST_F(ReservationTest, TwoJobsNamingTwoHostsInOppositeOrdersNeverHoldHalfWhileW
   int samples = 0;
   std::string runner;
   for (int i = 0; i < 15; ++i) {
-    const std::string h1 = Holds(bed.hosts[0]), h2 = Holds(bed.hosts[1]);
+    const std::string h1 = Holds(bed.hosts[0], kOrder), h2 = Holds(bed.hosts[1], kOrder);
     if (!h1.empty() && h1 == h2) {
       ++samples;
       // One hold per host, the same job on both.
@@ -182,12 +192,21 @@ TEST_F(ReservationTest, TwoJobsNamingTwoHostsInOppositeOrdersNeverHoldHalfWhileW
       if (runner == h1) continue;
     }
     if (h1 != h2) {
-      // Only at a hand-over (one job releasing, the other taking) may the
-      // two differ: never for two samples in a row.
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const std::string again1 = Holds(bed.hosts[0]), again2 = Holds(bed.hosts[1]);
+      // Only at a hand-over (one job releasing, the other taking) or during
+      // the waiting job's try (create, list, release: a few round trips)
+      // may the two differ; a job that kept one host while it waits for the
+      // other (between tries it pauses 1-3 s) would keep them differing.
+      // Sampled until they agree, for at most 1.5 s (a try on a loaded
+      // machine takes a few hundred ms).
+      const auto settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+      std::string again1 = h1, again2 = h2;
+      while (again1 != again2 && !again1.empty() && !again2.empty() && std::chrono::steady_clock::now() < settle) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        again1 = Holds(bed.hosts[0], kOrder);
+        again2 = Holds(bed.hosts[1], kOrder);
+      }
       EXPECT_TRUE(again1 == again2 || again1.empty() || again2.empty())
-          << "the jobs hold one host each:\n" << again1 << "\n" << again2;
+          << "the jobs held one host each for 1.5 s:\n" << again1 << "\n" << again2;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -200,7 +219,7 @@ TEST_F(ReservationTest, TwoJobsNamingTwoHostsInOppositeOrdersNeverHoldHalfWhileW
   EXPECT_EQ(ob.code, 0) << ob.err;
   // One of them waited for the other.
   EXPECT_NE((oa.err + ob.err).find("waiting for"), std::string::npos) << oa.err << ob.err;
-  EXPECT_EQ(Holds(bed.hosts[0]) + Holds(bed.hosts[1]), "");
+  EXPECT_EQ(Holds(bed.hosts[0], kOrder) + Holds(bed.hosts[1], kOrder), "");
 }
 
 TEST_F(ReservationTest, ABusyHostFailsTheJobWithTheHolderNamedAndWaitStartsItWhenFree) {
@@ -234,7 +253,7 @@ TEST_F(ReservationTest, ABusyHostFailsTheJobWithTheHolderNamedAndWaitStartsItWhe
       << waited.err;
   EXPECT_NE(waited.err.find("every host is free"), std::string::npos) << waited.err;
   std::printf("wait:\n%s\n", waited.err.c_str());
-  EXPECT_EQ(Holds(GetBed().hosts[2]), "");
+  EXPECT_EQ(Holds(GetBed().hosts[2], {"busy-holder", "busy-second"}), "");
 }
 
 TEST_F(ReservationTest, AHoldWhoseLeaseLapsedIsTakenOverAfterTheGrace) {
@@ -250,7 +269,7 @@ TEST_F(ReservationTest, AHoldWhoseLeaseLapsedIsTakenOverAfterTheGrace) {
   kill(dead, SIGKILL);
   for (int pid : WatchdogPids(dead_id)) kill(pid, SIGKILL);
   dd.Wait(dead, std::chrono::seconds(10));
-  ASSERT_NE(Holds(GetBed().hosts[0]).find("barge-hold-host " + dead_id), std::string::npos);
+  ASSERT_NE(Holds(GetBed().hosts[0], {"stale-dead"}).find("barge-hold-host " + dead_id), std::string::npos);
   const auto t0 = std::chrono::steady_clock::now();
   CliOutcome next = dir.Barge("run next.yaml");
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -269,6 +288,7 @@ TEST_F(ReservationTest, AHoldWhoseLeaseLapsedIsTakenOverAfterTheGrace) {
 }
 
 TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExclusiveJobIsRefused) {
+  const std::set<std::string> kGpuJobs = {"gpu-a", "gpu-b", "gpu-whole"};
   // No GPU on the bed: the host's docker_command is a shim that drops
   // --gpus and answers the GPU probe with 8 GPUs, so the reservation (GPU
   // counts from the inventory, `hosts[i].gpus: 8`) is what is tested.
@@ -300,7 +320,7 @@ TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExcl
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::string holds;
   while (std::chrono::steady_clock::now() < end) {
-    holds = Holds(GetBed().hosts[1]);
+    holds = Holds(GetBed().hosts[1], kGpuJobs);
     if (std::count(holds.begin(), holds.end(), '\n') >= 4) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -371,7 +391,7 @@ TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExcl
   nlohmann::json j = nlohmann::json::parse(json.out, nullptr, false);
   ASSERT_TRUE(j.is_array() && j.size() == 1u) << json.out;
   EXPECT_GE(j[0]["holds"].size(), 4u) << json.out;
-  EXPECT_EQ(Holds(GetBed().hosts[1]), "");
+  EXPECT_EQ(Holds(GetBed().hosts[1], kGpuJobs), "");
   fs::remove(shim);
   fs::remove(gpu_log);
 }
@@ -425,14 +445,14 @@ TEST_F(ReservationTest, ACtrlCDuringPreflightOnAFrozenEngineLeavesNoHoldThereAnd
   // within the engine timeout (20 s) of the thaw. Sampled until it ends.
   int seen = 0;
   while (HoldScriptRunning(id) && std::chrono::steady_clock::now() < thawed + std::chrono::seconds(25)) {
-    if (Holds(bed.hosts[1]).find(" " + id) != std::string::npos) ++seen;
+    if (Holds(bed.hosts[1], {name}).find(" " + id) != std::string::npos) ++seen;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - thawed).count();
   EXPECT_FALSE(HoldScriptRunning(id)) << "the hold script on h2 still runs 25 s after the thaw";
-  EXPECT_EQ(Holds(bed.hosts[1]).find(" " + id), std::string::npos)
-      << "the gone job holds h2:\n" << Holds(bed.hosts[1]);
-  EXPECT_EQ(Holds(bed.hosts[0]).find(" " + id), std::string::npos) << "the gone job holds h1";
+  EXPECT_EQ(Holds(bed.hosts[1], {name}).find(" " + id), std::string::npos)
+      << "the gone job holds h2:\n" << Holds(bed.hosts[1], {name});
+  EXPECT_EQ(Holds(bed.hosts[0], {name}).find(" " + id), std::string::npos) << "the gone job holds h1";
   std::printf("the script on h2 ended %.1f s after the thaw; a hold of the gone job was seen in %d sample(s)\n",
               took, seen);
   // The next job on h2 starts; it never waits for the gone job (other
