@@ -1,8 +1,10 @@
 #include "runner/docker_commands.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "container/docker_args.h"
+#include "runner/shared_lists.h"
 #include "runner/watchdog.h"
 #include "ssh/quote.h"
 
@@ -29,7 +31,11 @@ std::string DockerCommands::GpuProbe(const container::ContainerSpec& spec) const
 }
 
 std::string DockerCommands::Run(const container::ContainerSpec& spec) const {
-  return Line(container::RunArgs(spec));
+  // A large job's env names every node several times: spell each list once.
+  std::vector<std::string> argv = docker_;
+  std::vector<std::string> args = container::RunArgs(spec);
+  argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  return ShellJoinSharingLists(argv);
 }
 
 std::string DockerCommands::Logs(const std::string& name) const {
@@ -38,6 +44,10 @@ std::string DockerCommands::Logs(const std::string& name) const {
 
 std::string DockerCommands::LogsSince(const std::string& name, const std::string& since) const {
   return Line(container::LogsArgs(name, /*follow=*/true, since));
+}
+
+std::string DockerCommands::LogsRest(const std::string& name, const std::optional<std::string>& since) const {
+  return Line(container::LogsArgs(name, /*follow=*/false, since));
 }
 
 std::string DockerCommands::Wait(const std::string& name) const {

@@ -27,6 +27,9 @@ class DockerCommands {
   std::string Logs(const std::string& name) const;
   // Follows the logs from `since` (Docker's RFC 3339 time) on, inclusive.
   std::string LogsSince(const std::string& name, const std::string& since) const;
+  // The logs from `since` (inclusive; all with nullopt) to their end, not
+  // following: what a follow that ended early missed.
+  std::string LogsRest(const std::string& name, const std::optional<std::string>& since) const;
   std::string Wait(const std::string& name) const;
   // Follows the logs (from `since` when given) until the container stops,
   // then reports how it ended, in one command (one Docker CLI process fewer

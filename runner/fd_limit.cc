@@ -43,7 +43,7 @@ Result<OpenFileLimit> RaiseOpenFileLimit() {
 }
 
 uint64_t OpenFilesNeeded(int ssh_hosts, int nodes) {
-  const uint64_t per_job = static_cast<uint64_t>(ssh_hosts > 0 ? ssh_hosts : 0) +
+  const uint64_t per_job = 2 * static_cast<uint64_t>(ssh_hosts > 0 ? ssh_hosts : 0) +
                            static_cast<uint64_t>(nodes > 0 ? nodes : 0);
   return kBaseFiles + per_job + (per_job + 3) / 4;
 }

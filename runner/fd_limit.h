@@ -1,4 +1,5 @@
-// barge's open-file budget: one TCP socket per SSH host and one log file per
+// barge's open-file budget: one TCP socket per SSH host (and the event loop's
+// duplicate of it, ssh_executor.cc) and one log file per
 // node stay open for the whole job, so a large job needs more descriptors
 // than the usual soft limit of 1024. barge raises its soft RLIMIT_NOFILE to
 // the hard limit at start and, when even that is too low for the job, says
@@ -23,8 +24,9 @@ struct OpenFileLimit {
 [[nodiscard]] Result<OpenFileLimit> RaiseOpenFileLimit();
 
 // Descriptors a job needs: a fixed base (stdio, the job store, the event
-// loop, the local executor's pipes) plus, with a quarter for margin, one
-// session socket per SSH host and one log file per node. Channels on a
+// loop, the local executor's pipes) plus, with a quarter for margin, two
+// descriptors per SSH host (its socket and the loop's duplicate) and one log
+// file per node. Channels on a
 // session share its socket.
 uint64_t OpenFilesNeeded(int ssh_hosts, int nodes);
 

@@ -12,12 +12,12 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(FdLimit, NeedGrowsByAtLeastTwoPerHostWithOneNodeEach) {
+TEST(FdLimit, NeedGrowsByAtLeastThreePerHostWithOneNodeEach) {
   const uint64_t base = OpenFilesNeeded(0, 0);
   EXPECT_GE(base, 32u);
-  EXPECT_GE(OpenFilesNeeded(1000, 1000), base + 2000);
+  EXPECT_GE(OpenFilesNeeded(1000, 1000), base + 3000);
   // The margin is a quarter, not a multiple.
-  EXPECT_LE(OpenFilesNeeded(1000, 1000), base + 2500);
+  EXPECT_LE(OpenFilesNeeded(1000, 1000), base + 3750);
 }
 
 TEST(FdLimit, AThousandHostsFitInAHardLimitOf4096ButNotInTheDefaultSoft1024) {

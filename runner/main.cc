@@ -375,9 +375,11 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
 }
 
 // `barge down JOB`: the same teardown as completion. A live controller is
-// asked (SIGTERM, like a first Ctrl-C) and waited for; for a job whose
-// controller is gone, barge connects to its hosts itself.
-int Down(const std::string& job_text) {
+// asked (SIGTERM, like a first Ctrl-C) and waited for, until `deadline`;
+// for a job whose controller is gone (or goes while it is waited for
+// without recording how the job ended), barge connects to its hosts itself.
+int Down(const std::string& job_text,
+         std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10)) {
   const std::string state_dir = StateDir();
   Result<FoundJob> found = FindJob(state_dir, job_text);
   if (!found.ok()) {
@@ -393,18 +395,38 @@ int Down(const std::string& job_text) {
   }
   if (!IsFinal(job->status) && ControllerAlive(job->controller_pid)) {
     std::printf("stopping job %s (controller pid %d)\n", id->c_str(), *job->controller_pid);
+    std::fflush(stdout);
+    const auto asked = std::chrono::steady_clock::now();
     kill(*job->controller_pid, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
-    while (std::chrono::steady_clock::now() < deadline) {
+    bool gone = false;
+    while (!gone && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Result<JobRecord> now = store->GetJob(*id);
       if (now.ok() && IsFinal(now->status)) {
         std::printf("job %s: %s\n", id->c_str(), ToString(now->status));
         return 0;
       }
+      gone = !ControllerAlive(job->controller_pid);
     }
-    std::fprintf(stderr, "barge: job %s did not stop within 10 minutes\n", id->c_str());
-    return kExitBargeFailure;
+    if (!gone) {
+      const long waited = static_cast<long>(
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - asked).count());
+      std::fprintf(stderr,
+                   "barge: job %s did not stop within %ld s of SIGTERM: its controller (pid %d) still runs; "
+                   "`kill -9 %d`, then `barge down %s` removes its containers from here\n",
+                   id->c_str(), waited, *job->controller_pid, *job->controller_pid, id->c_str());
+      return kExitBargeFailure;
+    }
+    // The controller went without recording an end: the job is lost, and
+    // its hosts are cleaned from here, as below.
+    if (Status s = MarkLostIfControllerGone(*store, job); !s.ok()) {
+      std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+      return kExitBargeFailure;
+    }
+    if (IsFinal(job->status) && job->status != JobStatus::kLost) {
+      std::printf("job %s: %s\n", id->c_str(), ToString(job->status));
+      return 0;
+    }
   }
   // The controller is gone: tear down from the recorded job file.
   std::optional<JobSpec> spec = RecordedSpec(*job);
@@ -915,8 +937,11 @@ int main(int argc, char** argv) {
   if (*rm && array_id) return barge::runner::fleet::RemoveArrayCommand(state_dir, *array_id, stdout);
   if (*rm) return barge::runner::RemoveJobCommand(state_dir, job, stdout);
   if (*down && array_id) {
-    return barge::runner::fleet::DownArray(state_dir, *array_id,
-                                           [](const std::string& id) { return barge::runner::Down(id); });
+    return barge::runner::fleet::DownArray(
+        state_dir, *array_id,
+        [](const std::string& id, std::chrono::steady_clock::time_point deadline) {
+          return barge::runner::Down(id, deadline);
+        });
   }
   if (*down) return barge::runner::Down(job);
   if (*attach) return barge::runner::Attach(job);

@@ -25,6 +25,7 @@ struct EventLoop::FdWatch {
   EventLoop* loop = nullptr;
   int caller_fd = -1;
   int polled_fd = -1;
+  EventLoop::WatchId id = 0;
   bool active = true;
   std::function<void(short)> fn;
 
@@ -140,10 +141,12 @@ void EventLoop::RunDueTimers() {
   }
 }
 
-void EventLoop::WatchFd(int fd, short events, std::function<void(short revents)> fn) {
+EventLoop::WatchId EventLoop::WatchFd(int fd, short events, std::function<void(short revents)> fn) {
   UnwatchFd(fd);
   auto watch = std::make_unique<FdWatch>();
   watch->loop = this;
+  watch->id = next_watch_++;
+  const WatchId id = watch->id;
   watch->caller_fd = fd;
   watch->fn = std::move(fn);
   watch->polled_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -163,6 +166,12 @@ void EventLoop::WatchFd(int fd, short events, std::function<void(short revents)>
     });
   }
   fds_[fd] = std::move(watch);
+  return id;
+}
+
+void EventLoop::UnwatchFd(int fd, WatchId id) {
+  auto it = fds_.find(fd);
+  if (it != fds_.end() && it->second->id == id) UnwatchFd(fd);
 }
 
 void EventLoop::UnwatchFd(int fd) {

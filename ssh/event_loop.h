@@ -48,8 +48,14 @@ class EventLoop {
   // caller may close the fd at once (even from inside `fn`). If the watch
   // cannot be set up (out of file descriptors), `fn` is called once from Poll
   // with POLLERR|POLLNVAL.
-  void WatchFd(int fd, short events, std::function<void(short revents)> fn);
+  // Returns an id for the form of UnwatchFd below.
+  using WatchId = std::uint64_t;
+  WatchId WatchFd(int fd, short events, std::function<void(short revents)> fn);
   void UnwatchFd(int fd);
+  // Unwatches `fd` only if its watch is still the one `id` names: for a
+  // caller whose fd another party may have closed (its number then free for
+  // someone else's watch).
+  void UnwatchFd(int fd, WatchId id);
 
   // For transports that drive state machines outside libssh's callbacks
   // (ssh_executor.cc): `fn` runs at the start and at the end of every Poll,
@@ -62,7 +68,8 @@ class EventLoop {
   // method that may be called from any thread or from a signal handler.
   void Wakeup();
 
-  // For ssh/ internals: the libssh event every session is added to.
+  // The libssh event the watched fds are in. Sessions are not added to it
+  // (ssh_executor.cc says why).
   ssh_event raw() const { return event_; }
 
  private:
@@ -87,6 +94,7 @@ class EventLoop {
   std::multimap<Clock::time_point, std::pair<TimerId, std::function<void()>>> timers_;
   std::map<TimerId, decltype(timers_)::iterator> timer_index_;
   std::map<int, std::unique_ptr<FdWatch>> fds_;      // by the caller's fd
+  WatchId next_watch_ = 1;
   std::vector<std::unique_ptr<FdWatch>> retired_;  // unwatched, still in event_
   HookId next_hook_ = 1;
   std::list<Hook> hooks_;  // a list: hooks may be added while others run

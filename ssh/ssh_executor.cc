@@ -2,7 +2,10 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -256,10 +259,19 @@ SshExecutor::SshExecutor(std::unique_ptr<Session> session, EventLoop* loop)
     : session_(std::move(session)), loop_(loop) {
   ssh_session raw = session_->raw();
   ssh_set_blocking(raw, 0);
-  if (ssh_event_add_session(loop_->raw(), raw) == SSH_OK) {
+  // Each session in a libssh event of its own, never in the loop's shared
+  // one: libssh reads a session's socket inside channel calls by polling the
+  // poll context that socket is in, and when that poll reports an error for
+  // any socket in it (another host's EOF), it marks the session it was
+  // called for as failed (libssh 0.10, ssh_handle_packets). With one shared
+  // context a host whose connection died took down whichever healthy host
+  // read the context next. The loop watches a duplicate of the socket and
+  // Dispatch polls this session alone.
+  own_event_ = ssh_event_new();
+  if (own_event_ != nullptr && ssh_event_add_session(own_event_, raw) == SSH_OK) {
     in_event_ = true;
   } else {
-    health_ = Status::Error(label() + ": cannot add the session to the event loop");
+    health_ = Status::Error(label() + ": cannot add the session to an event");
   }
   ssh_set_counters(raw, &socket_counter_, nullptr);
   bytes_seen_ = socket_counter_.in_bytes;
@@ -275,9 +287,9 @@ SshExecutor::~SshExecutor() {
   if (hold_timer_ != 0) loop_->CancelTimer(hold_timer_);
   if (liveness_timer_ != 0) loop_->CancelTimer(liveness_timer_);
   ssh_set_counters(session_->raw(), nullptr, nullptr);
-  // Out of the shared event first, so that the libssh calls below can only
-  // poll this session, never dispatch other hosts' callbacks.
-  if (in_event_) ssh_event_remove_session(loop_->raw(), session_->raw());
+  UnwatchSocket();
+  if (in_event_) ssh_event_remove_session(own_event_, session_->raw());
+  if (own_event_ != nullptr) ssh_event_free(own_event_);
   for (auto& c : channels_) {
     if (c->channel) {
       ssh_remove_channel_callbacks(c->channel, &c->libssh_callbacks);
@@ -365,7 +377,47 @@ void SshExecutor::Service() {
     CheckConnection();
     if (!progressed || !health_.ok()) break;
   }
+  WatchSocket();
   in_service_ = false;
+}
+
+void SshExecutor::WatchSocket() {
+  ssh_session raw = session_->raw();
+  short want = 0;
+  if (health_.ok() && in_event_) {
+    want = POLLIN;
+    if (ssh_get_poll_flags(raw) & SSH_WRITE_PENDING) want |= POLLOUT;
+  }
+  if (want == watched_events_) return;
+  if (want == 0) {
+    UnwatchSocket();
+    return;
+  }
+  // A socket libssh closed reads as -1 (CheckConnection then finds the
+  // session closed); its number may be someone else's by now.
+  const int fd = ssh_get_fd(raw);
+  if (fd != watched_fd_) UnwatchSocket();
+  if (fd < 0) return;
+  watched_fd_ = fd;
+  // The loop polls its own duplicate, so the watch stays valid when libssh
+  // closes the socket; UnwatchSocket then removes only our watch, even if
+  // the number was reused (and watched) by another host since.
+  watch_id_ = loop_->WatchFd(watched_fd_, want, [this](short) { Dispatch(); });
+  watched_events_ = want;
+}
+
+void SshExecutor::UnwatchSocket() {
+  if (watched_fd_ < 0) return;
+  loop_->UnwatchFd(watched_fd_, watch_id_);
+  watched_fd_ = -1;
+  watch_id_ = 0;
+  watched_events_ = 0;
+}
+
+void SshExecutor::Dispatch() {
+  // Timeout 0: the loop's poll already said the socket is ready. An error
+  // here is this session's own; Service (right after) finds it closed.
+  if (in_event_) ssh_event_dopoll(own_event_, 0);
 }
 
 void SshExecutor::CheckConnection() {
@@ -488,6 +540,7 @@ void SshExecutor::ConfigureSocket() {
 void SshExecutor::LoseConnection(Status why) {
   if (!health_.ok()) return;
   health_ = std::move(why);
+  UnwatchSocket();
   if (liveness_timer_ != 0) loop_->CancelTimer(liveness_timer_);
   liveness_timer_ = 0;
   ExitStatus lost;
@@ -585,6 +638,8 @@ bool SshExecutor::Advance(Channel& c) {
         return true;
       }
       progressed = true;
+      // libssh has the line now; a large job's lines are long (tens of KiB).
+      std::string().swap(c.command_line);
       spdlog::debug("SSH channel: running. [host: {}, channel: {}]", label(), c.id);
       c.state = Channel::State::kRunning;
       [[fallthrough]];

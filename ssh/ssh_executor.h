@@ -1,5 +1,5 @@
 // Runs command lines on one host over one open SSH session: one exec channel
-// per command, all driven by the EventLoop's one libssh event.
+// per command, all driven by the one EventLoop.
 #pragma once
 
 #include <chrono>
@@ -17,8 +17,9 @@
 
 namespace barge::ssh {
 
-// Owns one connected Session, switched to non-blocking mode and added to the
-// loop's libssh event. Start never touches the network: it queues the
+// Owns one connected Session, switched to non-blocking mode, in a libssh
+// event of its own whose socket the loop watches (one host's errors are
+// never charged to another host). Start never touches the network: it queues the
 // command, and the loop's poll hook drives every channel's open → exec →
 // running state machine, the stdin queues (within each channel's window) and
 // the closing of finished channels, so that one loop drives many hosts at
@@ -132,6 +133,14 @@ class SshExecutor : public Executor {
   void SendKeepalive();
   // SO_KEEPALIVE, TCP_KEEP* and TCP_USER_TIMEOUT per dead_after_.
   void ConfigureSocket();
+  // Keeps the loop's watch of the session's socket in step with what libssh
+  // waits for: readable while the connection is alive, writable too while
+  // libssh holds output the socket did not take. No watch once it is dead.
+  void WatchSocket();
+  void UnwatchSocket();
+  // From the watch: lets libssh read (and write) this session's socket and
+  // run its callbacks, polling this session alone.
+  void Dispatch();
   // The common end of a dead connection: health_ = `why`, every open
   // command's on_exit, then on_connection_lost.
   void LoseConnection(Status why);
@@ -154,7 +163,12 @@ class SshExecutor : public Executor {
   std::unique_ptr<Session> session_;
   EventLoop* loop_;
   EventLoop::HookId hook_ = 0;
+  // This session's own libssh event (see the .cc for why not the loop's).
+  ssh_event own_event_ = nullptr;
   bool in_event_ = false;
+  int watched_fd_ = -1;        // the session's socket as watched in loop_
+  EventLoop::WatchId watch_id_ = 0;
+  short watched_events_ = 0;   // what watched_fd_ is watched for
   bool in_service_ = false;
   std::list<std::shared_ptr<Channel>> channels_;  // in start order
   static constexpr int kUnlimited = 1 << 30;

@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -709,6 +710,54 @@ TEST(SshExecutor, WhenTheConnectionIsCutEveryCommandFailsAndTheExecutorSaysSo) {
   for (int pid : {sleep_a, sleep_b}) {
     if (Cmdline(pid).rfind("sleep ", 0) == 0) kill(pid, SIGKILL);
   }
+}
+
+// One host's dead connection must never be charged to another host. libssh
+// reads a session's socket inside channel calls (open, read, write) by
+// polling the poll context that socket is in, and marks the session it was
+// called for as failed whenever that poll reports an error for ANY socket in
+// it: with every session in one shared context, B's EOF found while A opens a
+// channel failed A. Here B's sshd is killed while the loop is not polling, so
+// the first thing that reads B's socket is A's channel open.
+TEST(SshExecutor, AConnectionThatDiesIsChargedToItsOwnSessionNotToTheOneThatReadItFirst) {
+  EventLoop loop;
+  TempDir dir;
+  auto a = ConnectToBed(loop, dir);
+  auto b = ConnectToBed(loop, dir);
+  ASSERT_TRUE(a && b);
+  int a_lost = 0, b_lost = 0;
+  a->set_on_connection_lost([&](const Status&) { ++a_lost; });
+  b->set_on_connection_lost([&](const Status&) { ++b_lost; });
+  auto on_b = std::make_shared<Collected>();
+  auto cb = b->Start("echo $PPID $$; exec sleep 30", CollectInto(on_b));
+  ASSERT_TRUE(cb.ok());
+  ASSERT_TRUE(PollUntil(loop, [&] { return on_b->out.find('\n') != std::string::npos; }));
+  std::istringstream pids(on_b->out);
+  int sshd_pid = 0, sleep_pid = 0;
+  pids >> sshd_pid >> sleep_pid;
+  KillSshdServing(sshd_pid);
+  // Let B's EOF reach the socket before anything reads it.
+  std::this_thread::sleep_for(milliseconds(300));
+
+  auto on_a = std::make_shared<Collected>();
+  auto ca = a->Start("echo still here", CollectInto(on_a));
+  ASSERT_TRUE(ca.ok());
+  ASSERT_TRUE(PollUntil(loop, [&] { return on_a->finished() && on_b->finished(); },
+                        std::chrono::seconds(10)));
+  EXPECT_TRUE(on_a->exit.known()) << on_a->exit.error;
+  EXPECT_EQ(on_a->exit.code, 0) << on_a->exit.error;
+  EXPECT_EQ(on_a->out, "still here\n");
+  EXPECT_TRUE(a->health().ok()) << a->health().message();
+  EXPECT_EQ(a_lost, 0);
+  EXPECT_FALSE(b->health().ok());
+  EXPECT_EQ(b_lost, 1);
+  // A keeps working afterwards.
+  auto again = std::make_shared<Collected>();
+  auto cagain = a->Start("echo again", CollectInto(again));
+  ASSERT_TRUE(cagain.ok());
+  ASSERT_TRUE(PollUntil(loop, [&] { return again->finished(); }));
+  EXPECT_EQ(again->out, "again\n");
+  if (Cmdline(sleep_pid).rfind("sleep ", 0) == 0) kill(sleep_pid, SIGKILL);
 }
 
 // --- Dead-connection detection (dead_after) ---------------------------------

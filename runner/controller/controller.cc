@@ -202,6 +202,14 @@ int Controller::Execute() {
 Status Controller::Launch() {
   // Plan this attempt (the restart count and replaced hosts change it).
   input_.restart_count = restart_count_;
+  // Before the first attempt no node points into the plan Prepare made:
+  // its envs go now, and the plan itself below, rather than stay for the
+  // whole job (every node's env names all N nodes: O(N^2) bytes). The rest
+  // of it stays valid until the new plan replaces it.
+  const bool first = nodes_.empty() && old_nodes_.empty();
+  if (first) {
+    for (cluster::NodePlan& n : plan_.nodes) container::KeyValues().swap(n.container.env);
+  }
   Result<cluster::Plan> plan = cluster::MakePlan(input_);
   if (!plan.ok()) return plan.status();
   // The previous attempt is over: its streams and watches go, and its state
@@ -212,7 +220,7 @@ Status Controller::Launch() {
   for (auto& n : nodes_) old_nodes_.push_back(std::move(n));
   nodes_.clear();
   if (sink_) old_sinks_.push_back(std::move(sink_));
-  old_plans_.push_back(std::move(plan_));
+  if (!first) old_plans_.push_back(std::move(plan_));
   plan_ = std::move(plan).value();
   fault_.reset();
   tearing_down_ = false;

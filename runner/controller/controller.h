@@ -25,6 +25,7 @@
 // Threading: the loop's thread only.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -151,6 +152,21 @@ struct NodeState {
   // the report, collected in exit_report.
   std::string exit_marker;
   std::optional<std::string> exit_report;
+  // The latest Docker timestamp its log stream gave, and how many lines
+  // carried exactly that stamp, per stream: `docker logs -f` (Docker 20.10) can end
+  // before the last lines of a container that just exited, so once it ends
+  // the rest is read without -f from that stamp on (Controller::CatchUp),
+  // skipping what the follow already gave.
+  // Per stream (stdout, stderr): Docker gives each on its own channel.
+  struct Seen {
+    std::optional<int64_t> last_ns;
+    int at_last = 0;
+  };
+  std::array<Seen, 2> seen;
+  // While the catch-up read runs, per stream: lines stamped before
+  // last_ns, and the first at_last stamped exactly at it, are dropped.
+  bool catching_up = false;
+  bool caught_up = false;  // the catch-up ran (once per stream)
   std::unique_ptr<container::LineSplitter> out_lines;
   std::unique_ptr<container::LineSplitter> err_lines;
 
@@ -375,6 +391,14 @@ class Controller {
   // Streams the node's logs into the sink; with `report_exit`, the same
   // command then reports how the container ended, and NodeEnded runs.
   void StreamLogs(NodeState& node, bool report_exit);
+  // Once a follow has ended on a container that has stopped: reads its logs
+  // from node.last_ns on without -f, feeding lines the follow missed to the
+  // sink, then runs `then` (also when the read fails: the container may be
+  // gone).
+  void CatchUp(NodeState& node, std::function<void()> then);
+  // The rest of a log stream's end: reports how the container ended
+  // (report_exit), or that the stream was lost.
+  void LogsEnded(NodeState& node, bool report_exit, const ssh::ExitStatus& st);
   // The container of `node` ended (o: inspect's output, or why not known).
   void NodeEnded(NodeState& node, const Outcome& o);
 

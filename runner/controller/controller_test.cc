@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -532,6 +533,38 @@ TEST_F(ControllerTest, AnMpiWorkerWhoseSshdDiesIsANodeFailure) {
   EXPECT_EQ(Run(Job("container: {network: host}\nmpi: {}\n")), 125);
   EXPECT_TRUE(rec_.Said("node 2 (worker) on h3 ended: exit code 255")) << rec_.AllMessages();
   EXPECT_TRUE(NothingLeft());
+}
+
+// The text of every stdout line in the head's kept log file, in order.
+std::vector<std::string> KeptHeadLines(const std::filesystem::path& state) {
+  std::vector<std::string> out;
+  std::ifstream in(state / "runs" / "abcd1234" / "0-h1.log");
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find(" stdout ");
+    if (at != std::string::npos) out.push_back(line.substr(at + 8));
+  }
+  return out;
+}
+
+TEST_F(ControllerTest, LinesAFollowMissedAtTheContainersExitAreReadBackOnceInOrder) {
+  FakeNode head{milliseconds(300), 0};
+  for (int i = 0; i < 10; ++i) head.lines.push_back("line " + std::to_string(i));
+  head.follow_drops_last = 4;
+  fake_.SetNode(0, head);
+  EXPECT_EQ(Run(Job("")), 0);
+  EXPECT_EQ(KeptHeadLines(state_), head.lines);
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, ACatchUpFromAStampSharedByLinesTheFollowGaveAndMissedKeepsEachOnce) {
+  // Lines 3, 4 and 5 share a stamp; the follow gave 3 and 4, not 5.
+  FakeNode head{milliseconds(300), 0};
+  for (int i = 0; i < 9; ++i) head.lines.push_back("line " + std::to_string(i));
+  head.lines_per_stamp = 3;
+  head.follow_drops_last = 4;
+  fake_.SetNode(0, head);
+  EXPECT_EQ(Run(Job("")), 0);
+  EXPECT_EQ(KeptHeadLines(state_), head.lines);
 }
 
 }  // namespace

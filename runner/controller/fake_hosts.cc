@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <regex>
 #include <utility>
 
@@ -226,8 +228,22 @@ Result<std::unique_ptr<ssh::Command>> FakeExecutor::Start(const std::string& lin
       }
       Reply(cmd, r, bound);
     } else {
+      // Honours -f (and the node's follow_drops_last) and --since.
+      const FakeNode& script = owner_->node(it->second->rank);
+      const bool follow = line.find("docker logs -f ") != std::string::npos;
+      static const std::regex kSince(R"(--since ([0-9TZ:.-]+))");
+      std::smatch since;
+      const bool has_since = std::regex_search(line, since, kSince);
       std::string out;
-      for (const auto& l : owner_->node(it->second->rank).lines) out += "2026-11-24T10:00:00.000000000Z " + l + "\n";
+      const size_t n = script.lines.size() -
+                       (follow ? std::min<size_t>(script.lines.size(), script.follow_drops_last) : 0);
+      for (size_t i = 0; i < n; ++i) {
+        char stamp[40];
+        std::snprintf(stamp, sizeof stamp, "2026-11-24T10:00:00.%09dZ",
+                      static_cast<int>(i) / std::max(1, script.lines_per_stamp));
+        if (has_since && std::string(stamp) < since[1].str()) continue;
+        out += std::string(stamp) + " " + script.lines[i] + "\n";
+      }
       if (!out.empty()) {
         At(cmd, milliseconds(0), [cmd, out] {
           if (!cmd->ended && !cmd->abandoned && cmd->cb.on_stdout) cmd->cb.on_stdout(out);

@@ -43,6 +43,11 @@ struct FakeNode {
   int exit_code = 0;
   bool oom_killed = false;
   std::vector<std::string> lines = {};  // printed at start, one per line
+  // Line i is stamped 2026-11-24T10:00:00 + i / lines_per_stamp ns.
+  int lines_per_stamp = 1;
+  // A follow (`docker logs -f`) leaves out this many last lines, as Docker
+  // 20.10's can when the container exits; a read without -f has them all.
+  int follow_drops_last = 0;
 };
 
 class FakeConnector;

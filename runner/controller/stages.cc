@@ -225,6 +225,23 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
       }
       Result<container::TimestampedLine> parsed = container::ParseTimestampedLine(line);
       if (parsed.ok() && self->skip_through_ns && parsed->ns <= *self->skip_through_ns) return;
+      if (parsed.ok()) {
+        NodeState::Seen& seen = self->seen[stream == Stream::kStdout ? 0 : 1];
+        if (self->catching_up && seen.last_ns) {
+          if (parsed->ns < *seen.last_ns) return;
+          if (parsed->ns == *seen.last_ns && seen.at_last > 0) {
+            --seen.at_last;
+            return;
+          }
+        }
+        if (!self->catching_up) {
+          if (!seen.last_ns || parsed->ns > *seen.last_ns) {
+            seen.last_ns = parsed->ns;
+            seen.at_last = 0;
+          }
+          if (parsed->ns == *seen.last_ns) ++seen.at_last;
+        }
+      }
       std::string_view text = parsed.ok() ? parsed->text : line;
       sink->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
       if (self->retired) return;
@@ -249,27 +266,14 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
   cb.on_exit = [this, n, report_exit](const ssh::ExitStatus& st) {
     n->out_lines->Flush();
     n->err_lines->Flush();
-    n->logs_open = false;
-    if (!st.known() && !n->retired && !n->host->lost) {
-      Say(n->host->name + ": log stream of node " + std::to_string(n->plan->rank) + " lost: " + st.error);
+    if (st.known() && !n->caught_up && !n->retired && !n->host->lost) {
+      // The stream ended because the container stopped: fetch what the
+      // follow may have missed before anything (teardown) removes it.
+      n->caught_up = true;
+      CatchUp(*n, [this, n, report_exit, st] { LogsEnded(*n, report_exit, st); });
+      return;
     }
-    if (!report_exit) return;
-    // The report: " CODE\n" then inspect's output (its error when CODE != 0).
-    Outcome o;
-    o.exit = st;
-    o.redact = &redact_;
-    if (st.known() && n->exit_report) {
-      const std::string& r = *n->exit_report;
-      const size_t eol = r.find('\n');
-      int code = -1;
-      if (std::sscanf(r.c_str(), " %d", &code) != 1) code = -1;
-      o.exit.code = code;
-      (code == 0 ? o.out : o.err) = r.substr(eol == std::string::npos ? r.size() : eol + 1);
-    } else if (st.known()) {
-      o.exit.code = -1;
-      o.err = "its log stream ended without saying how it ended";
-    }
-    NodeEnded(*n, o);
+    LogsEnded(*n, report_exit, st);
   };
   const std::optional<std::string> since =
       node.skip_through_ns ? std::optional<std::string>(container::FormatTimestamp(*node.skip_through_ns))
@@ -284,6 +288,56 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
     // then marks the node lost.)
     Say(node.host->name + ": cannot stream logs of node " + std::to_string(rank));
   }
+}
+
+void Controller::LogsEnded(NodeState& node, bool report_exit, const ssh::ExitStatus& st) {
+  NodeState* n = &node;
+  n->logs_open = false;
+  if (!st.known() && !n->retired && !n->host->lost) {
+    Say(n->host->name + ": log stream of node " + std::to_string(n->plan->rank) + " lost: " + st.error);
+  }
+  if (!report_exit) return;
+  // The report: " CODE\n" then inspect's output (its error when CODE != 0).
+  Outcome o;
+  o.exit = st;
+  o.redact = &redact_;
+  if (st.known() && n->exit_report) {
+    const std::string& r = *n->exit_report;
+    const size_t eol = r.find('\n');
+    int code = -1;
+    if (std::sscanf(r.c_str(), " %d", &code) != 1) code = -1;
+    o.exit.code = code;
+    (code == 0 ? o.out : o.err) = r.substr(eol == std::string::npos ? r.size() : eol + 1);
+  } else if (st.known()) {
+    o.exit.code = -1;
+    o.err = "its log stream ended without saying how it ended";
+  }
+  NodeEnded(*n, o);
+}
+
+void Controller::CatchUp(NodeState& node, std::function<void()> then) {
+  NodeState* n = &node;
+  n->exit_marker.clear();  // the report is in; what comes now is log lines
+  n->catching_up = true;
+  // From the earlier of the streams' last stamps (a stream that gave no
+  // line has nothing to skip); Docker's --since is inclusive.
+  std::optional<int64_t> from;
+  for (const NodeState::Seen& seen : n->seen) {
+    if (seen.last_ns && (!from || *seen.last_ns < *from)) from = seen.last_ns;
+  }
+  if (!from) from = n->skip_through_ns;  // attach: what the kept file holds
+  const std::optional<std::string> since =
+      from ? std::optional<std::string>(container::FormatTimestamp(*from)) : std::nullopt;
+  ssh::CommandCallbacks cb;
+  cb.on_stdout = [n](std::string_view d) { n->out_lines->Feed(d); };
+  cb.on_stderr = [n](std::string_view d) { n->err_lines->Feed(d); };
+  cb.on_exit = [n, then = std::move(then)](const ssh::ExitStatus&) {
+    n->out_lines->Flush();
+    n->err_lines->Flush();
+    n->catching_up = false;
+    then();
+  };
+  attempt_.Stream(*n->host->exec, n->host->docker->LogsRest(n->plan->container.name, since), std::move(cb));
 }
 
 void Controller::NodeEnded(NodeState& node, const Outcome& o) {

@@ -359,7 +359,9 @@ Result<std::string> MemberJobId(const std::string& state_dir, const std::string&
 }
 
 int DownArray(const std::string& state_dir, const std::string& array_id,
-              const std::function<int(const std::string&)>& down_job) {
+              const std::function<int(const std::string&, std::chrono::steady_clock::time_point)>& down_job) {
+  const auto deadline = std::chrono::steady_clock::now() + kDownArrayLimit;
+  const long limit_s = static_cast<long>(kDownArrayLimit.count());
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
   if (!store.ok()) return Fail(store.status().message());
   Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
@@ -368,7 +370,6 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
     std::printf("stopping array %s (controller pid %d)\n", array_id.c_str(), *a->controller_pid);
     std::fflush(stdout);
     kill(*a->controller_pid, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
     while (std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Result<ArrayRecord> now = LiveArray(**store, state_dir, array_id);
@@ -381,7 +382,9 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
       }
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Fail("array " + array_id + " did not stop within 10 minutes");
+      return Fail("array " + array_id + " did not stop within " + std::to_string(limit_s) +
+                  " s of SIGTERM: its controller (pid " + std::to_string(*a->controller_pid) +
+                  ") still runs; `kill -9` it, then `barge down " + array_id + "` stops its members");
     }
   }
   // No controller: each member job that has not ended is brought down on its
@@ -391,7 +394,19 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
   int code = 0;
   for (MemberRecord& m : *members) {
     if (m.status == MemberStatus::kRunning && !m.job_ids.empty()) {
-      if (down_job(m.job_ids.back()) != 0) code = kExitBargeFailure;
+      const std::string& job = m.job_ids.back();
+      if (std::chrono::steady_clock::now() >= deadline) {
+        std::fprintf(stderr, "barge: member %d (job %s) was not stopped: `barge down ARRAY` spends at most %ld s; "
+                     "run `barge down %s` again\n", m.index, job.c_str(), limit_s, array_id.c_str());
+        code = kExitBargeFailure;
+        continue;  // still running: its record stays so
+      }
+      if (down_job(job, deadline) != 0) {
+        std::fprintf(stderr, "barge: member %d (job %s) could not be stopped (see above); `barge down %s` tries again\n",
+                     m.index, job.c_str(), array_id.c_str());
+        code = kExitBargeFailure;
+        continue;
+      }
     }
     if (m.status == MemberStatus::kRunning || m.status == MemberStatus::kWaiting) {
       m.status = MemberStatus::kCancelled;

@@ -67,9 +67,13 @@ int ShowArray(const std::string& state_dir, const std::string& array_id, std::FI
                                               int index);
 // `barge down ARRAY`: a live array controller gets SIGTERM (it cancels the
 // waiting members and stops the running ones) and is waited for; when it
-// is gone, `down_job` is called for each member job that has not ended.
+// is gone, `down_job(job, deadline)` is called for each member job that has
+// not ended. The whole of it is bounded (kDownArrayLimit): a member that
+// cannot be stopped in time is named, with its job and what to do, and the
+// exit code is 125.
+inline constexpr std::chrono::seconds kDownArrayLimit{240};
 int DownArray(const std::string& state_dir, const std::string& array_id,
-              const std::function<int(const std::string&)>& down_job);
+              const std::function<int(const std::string&, std::chrono::steady_clock::time_point)>& down_job);
 // `barge rerun ARRAY --failed` (`failed_only`): members that failed, were
 // cancelled or never started run again (the others keep their outcome),
 // under the same array id, with the job as recorded (`load` parses the

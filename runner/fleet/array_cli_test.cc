@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "runner/fleet/array_store.h"
@@ -245,6 +246,38 @@ TEST_F(ArrayCliTest, AMemberLeftRunningByAKilledControllerTakesItsJobsOutcomeOnc
   EXPECT_EQ(a["members"][1]["status"], "running");  // its job still runs
   Captured members = Capture([&](std::FILE* out, std::FILE*) { return ListArrayMembers(state_, "killed", out); });
   EXPECT_NE(members.out.find("k1"), std::string::npos) << members.out;
+}
+
+TEST_F(ArrayCliTest, DownOfALostArrayGivesEveryMemberOneDeadlineWithinTheLimitAndNamesAMemberItCouldNotStop) {
+  const TimePoint t0 = WallNow() - hours(1);
+  AddJob("k0", JobStatus::kRunning, t0, /*live=*/true);
+  AddJob("k1", JobStatus::kRunning, t0, /*live=*/true);
+  AddArray("stuck", "running", t0, std::nullopt, /*live_controller=*/false, {"k0"}, {"k1"}, MemberStatus::kRunning,
+           MemberStatus::kRunning);
+  std::vector<std::string> asked;
+  std::vector<std::chrono::steady_clock::time_point> deadlines;
+  const auto before = std::chrono::steady_clock::now();
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int code = DownArray(state_, "stuck", [&](const std::string& job, std::chrono::steady_clock::time_point d) {
+    asked.push_back(job);
+    deadlines.push_back(d);
+    return job == "k0" ? 125 : 0;  // k0's controller will not stop
+  });
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 125);
+  EXPECT_EQ(asked, (std::vector<std::string>{"k0", "k1"}));
+  ASSERT_EQ(deadlines.size(), 2u);
+  EXPECT_EQ(deadlines[0], deadlines[1]);
+  EXPECT_LE(deadlines[0], std::chrono::steady_clock::now() + kDownArrayLimit);
+  EXPECT_GE(deadlines[0], before + kDownArrayLimit);
+  EXPECT_NE(err.find("member 0 (job k0) could not be stopped"), std::string::npos) << err;
+  EXPECT_EQ(err.find("member 1"), std::string::npos) << err;
+  // The member that stopped is cancelled; the one that did not stays running.
+  Captured members = Capture([&](std::FILE* o, std::FILE*) { return ListArrayMembers(state_, "stuck", o); });
+  EXPECT_TRUE(std::regex_search(members.out, std::regex(R"(\n0 +\| k0 +\| [^|]+\| running )"))) << members.out;
+  EXPECT_TRUE(std::regex_search(members.out, std::regex(R"(\n1 +\| k1 +\| [^|]+\| cancelled )"))) << members.out;
 }
 
 TEST_F(ArrayCliTest, PruneRemovesArraysEndedBeforeTheCutoffAndKeepsNewerOnesAndTheirMembers) {

@@ -124,22 +124,41 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     std::fprintf(stderr, "barge: %s\n", opened.status().message().c_str());
     return kExitBargeFailure;
   }
-  ArrayStore& store = **opened;
-  Result<ArrayRecord> array = store.GetArray(array_id);
-  Result<std::vector<MemberRecord>> loaded = array.ok() ? store.GetMembers(array_id) : array.status();
+  // The store's connection is closed before each fork and opened again
+  // after (see launch): SQLite's per-process state (the WAL index mapping
+  // and the lock bookkeeping it shares between a process's connections)
+  // must not cross a fork. A member that inherited it held no lock of its
+  // own on the WAL index: once the array controller died, the next `barge`
+  // to open the store took it for unused and reset it, and every later
+  // write of the member (its job's outcome) was lost.
+  std::unique_ptr<ArrayStore> store = std::move(opened).value();
+  auto reopen = [&]() -> ArrayStore* {
+    if (store) return store.get();
+    Result<std::unique_ptr<ArrayStore>> again = ArrayStore::Open(options.state_dir);
+    if (!again.ok()) {
+      std::fprintf(stderr, "barge: warning: %s\n", again.status().message().c_str());
+      return nullptr;
+    }
+    store = std::move(again).value();
+    return store.get();
+  };
+  Result<ArrayRecord> array = store->GetArray(array_id);
+  Result<std::vector<MemberRecord>> loaded = array.ok() ? store->GetMembers(array_id) : array.status();
   if (!loaded.ok()) {
     std::fprintf(stderr, "barge: %s\n", loaded.status().message().c_str());
     return kExitBargeFailure;
   }
   std::vector<MemberRecord> members = std::move(loaded).value();
   auto record = [&](const MemberRecord& m) {
-    if (Status s = store.UpdateMember(m); !s.ok()) std::fprintf(stderr, "barge: warning: %s\n", s.message().c_str());
+    ArrayStore* s = reopen();
+    if (s == nullptr) return;
+    if (Status st = s->UpdateMember(m); !st.ok()) std::fprintf(stderr, "barge: warning: %s\n", st.message().c_str());
   };
   array->status = "running";
   array->controller_pid = static_cast<int>(getpid());
   array->ended.reset();
   array->exit_code.reset();
-  (void)store.UpdateArray(*array);
+  (void)store->UpdateArray(*array);
 
   const size_t need = HostsPerMember(spec);
   const size_t at_once = MembersAtOnce(spec);
@@ -214,6 +233,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     m.status = MemberStatus::kRunning;
     record(m);
     std::fflush(nullptr);
+    store.reset();  // no SQLite connection across the fork (see above)
     pid_t pid = fork();
     if (pid == 0) {
       // The member: an ordinary job controller, in its own process group.
@@ -376,7 +396,9 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   array->status = all_ok ? "succeeded" : stopping ? "cancelled" : "failed";
   array->ended = WallNow();
   array->exit_code = code;
-  if (Status s = store.UpdateArray(*array); !s.ok()) std::fprintf(stderr, "barge: warning: %s\n", s.message().c_str());
+  if (ArrayStore* s = reopen(); s != nullptr) {
+    if (Status st = s->UpdateArray(*array); !st.ok()) std::fprintf(stderr, "barge: warning: %s\n", st.message().c_str());
+  }
   events.ArrayEnded(array->status, code, CountsText(members), *array->ended);
   return code;
 }

@@ -55,6 +55,10 @@ for line in open(sys.argv[1]):
     assert num == n, f"line {n} is number {num}"
 assert n == 300000, f"{n} lines"
 PY
+if ((failed > 0)); then  # where the lines went missing: the kept file or the terminal copy
+  for f in "$SCRATCH"/state/runs/*/*.log; do echo "kept file $(basename "$f"): $(grep -c ' stdout ' "$f") stdout lines" >&2; done
+  tail -5 "$SCRATCH/err" >&2
+fi
 (cd "$SCRATCH" && /usr/bin/time -f %M -o "$SCRATCH/rss-small" "$BARGE" run small.yaml >/dev/null 2>&1)
 big=$(tail -1 "$SCRATCH/rss-big"); small=$(tail -1 "$SCRATCH/rss-small")
 echo "peak RSS: ${big} KB with 30 MB unread on stdout, ${small} KB for 10 lines"
