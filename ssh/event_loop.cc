@@ -45,7 +45,8 @@ int OnWakeEvent(socket_t fd, int /*revents*/, void* /*userdata*/) noexcept {
 
 }  // namespace
 
-EventLoop::EventLoop() : event_(ssh_event_new()) {
+EventLoop::EventLoop(TimeSource time)
+    : virtual_(time == TimeSource::kVirtual), virtual_now_(Clock::now()), event_(ssh_event_new()) {
   // Out of memory here is not worth a Status: nothing else would work either.
   if (event_ == nullptr) {
     spdlog::critical("Cannot create the libssh event.");
@@ -78,7 +79,7 @@ void EventLoop::Poll(std::chrono::milliseconds timeout) {
 
   int wait_ms = timeout.count() < 0 ? -1 : static_cast<int>(std::min<long long>(timeout.count(), INT_MAX));
   if (!timers_.empty()) {
-    auto now = Clock::now();
+    auto now = Now();
     auto next = timers_.begin()->first;
     int until_next = 0;
     if (next > now) {
@@ -88,7 +89,20 @@ void EventLoop::Poll(std::chrono::milliseconds timeout) {
     if (wait_ms < 0 || until_next < wait_ms) wait_ms = until_next;
   }
 
-  int rc = ssh_event_dopoll(event_, wait_ms);
+  int rc;
+  if (virtual_ && wait_ms != -1) {
+    // A virtual loop never waits (see the header): it serves what is ready
+    // and, when nothing was (libssh: SSH_AGAIN), jumps to where the wait
+    // would have ended.
+    rc = ssh_event_dopoll(event_, 0);
+    if (rc == SSH_AGAIN) {
+      Clock::time_point until = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
+      if (timeout.count() >= 0) until = std::min(until, virtual_now_ + timeout);
+      virtual_now_ = std::max(virtual_now_, until);
+    }
+  } else {
+    rc = ssh_event_dopoll(event_, wait_ms);
+  }
   if (rc == SSH_ERROR && errno != EINTR) {
     // Also returned when libssh closed a session's socket during dispatch;
     // the remaining fds are served by the next Poll.
@@ -120,7 +134,7 @@ void EventLoop::RunDueTimers() {
   // Only timers that exist when the pass starts run in it, so a timer that
   // re-arms itself for "now" cannot starve the loop.
   const TimerId limit = next_timer_;
-  const auto now = Clock::now();
+  const auto now = Now();
   for (auto it = timers_.begin(); it != timers_.end() && it->first <= now;) {
     if (it->second.first >= limit) {
       ++it;
@@ -158,7 +172,7 @@ EventLoop::WatchId EventLoop::WatchFd(int fd, short events, std::function<void(s
     watch->polled_fd = -1;
     // Fail visibly, from Poll, like any other event on that fd.
     FdWatch* raw_watch = watch.get();
-    AddTimer(Clock::now(), [this, fd, raw_watch] {
+    AddTimer(Now(), [this, fd, raw_watch] {
       auto it = fds_.find(fd);
       if (it == fds_.end() || it->second.get() != raw_watch || !raw_watch->active) return;
       std::function<void(short)> callback = raw_watch->fn;

@@ -2,6 +2,14 @@
 // local child process and every timer of a barge process. Single-threaded:
 // all of its methods and all callbacks run on the thread that calls Poll
 // (Wakeup is the one exception). Poll is the only call that blocks.
+//
+// Time: every deadline and timer of code that runs on the loop is computed
+// from Now(), the loop's clock. A real loop's clock is the steady clock. A
+// virtual loop (unit tests whose every event is a timer: the controller on
+// fake hosts) has a clock that stands still while callbacks run and, when
+// nothing is due, jumps to the next timer instead of waiting for it; so
+// a scripted minute of timeouts and backoffs passes in microseconds, in the
+// same order as on a real clock.
 #pragma once
 
 #include <chrono>
@@ -21,8 +29,10 @@ class EventLoop {
   using Clock = std::chrono::steady_clock;
   using TimerId = std::uint64_t;
   using HookId = std::uint64_t;
+  // kReal: production. kVirtual: see "Time" above; only for tests.
+  enum class TimeSource { kReal, kVirtual };
 
-  EventLoop();
+  explicit EventLoop(TimeSource time = TimeSource::kReal);
   // Sessions added to raw() must have been removed (their executors
   // destroyed) before the loop is destroyed.
   ~EventLoop();
@@ -33,9 +43,21 @@ class EventLoop {
   // or watched fd, or until the next timer is due, runs the callbacks that
   // are due (including expired timers), and returns. Must not be called from
   // inside one of its own callbacks.
+  //
+  // On a virtual loop Poll never waits while it has a timer or a timeout:
+  // it serves the fds that are ready (without waiting), and if none was,
+  // moves Now() to the earlier of the next timer and Now() + `timeout`,
+  // then runs the timers due. With no timer and no limit it waits for real
+  // (like a real loop, only an fd or Wakeup ends that wait).
   void Poll(std::chrono::milliseconds timeout);
 
-  // Runs `fn` once, from Poll, at or after `when`. A timer added from a
+  // The loop's clock: Clock::now() on a real loop, the virtual time on a
+  // virtual one (which starts at Clock::now() when the loop is made).
+  Clock::time_point Now() const { return virtual_ ? virtual_now_ : Clock::now(); }
+  bool is_virtual() const { return virtual_; }
+
+  // Runs `fn` once, from Poll, at or after `when` (on the loop's clock:
+  // compute it from Now()). A timer added from a
   // timer callback runs in a later pass, never in the pass that added it.
   TimerId AddTimer(Clock::time_point when, std::function<void()> fn);
   // No-op for a timer that already ran or was cancelled.
@@ -86,6 +108,8 @@ class EventLoop {
   // Takes retired fd watches out of the libssh event; only outside dispatch.
   void DropRetiredWatches();
 
+  const bool virtual_;
+  Clock::time_point virtual_now_;  // Now() of a virtual loop
   ssh_event event_;
   int wake_fd_ = -1;  // eventfd, always in event_ so that it is never empty
   bool polling_ = false;

@@ -257,5 +257,83 @@ TEST(EventLoop, ACallbackThatThrowsDoesNotStopTheLoop) {
   EXPECT_TRUE(later);
 }
 
+// A virtual loop (the clock seam of the controller's fake-host tests).
+
+TEST(EventLoop, AVirtualLoopJumpsToTheNextTimerInsteadOfWaiting) {
+  EventLoop loop(EventLoop::TimeSource::kVirtual);
+  const auto real_start = Clock::now();
+  const auto start = loop.Now();
+  std::vector<int> order;
+  std::vector<Clock::duration> at;
+  loop.AddTimer(start + std::chrono::hours(1), [&] { order.push_back(2); at.push_back(loop.Now() - start); });
+  loop.AddTimer(start + std::chrono::minutes(10), [&] { order.push_back(1); at.push_back(loop.Now() - start); });
+  loop.Poll(milliseconds(-1));  // no limit: up to the first timer
+  ASSERT_EQ(order, std::vector<int>({1}));
+  EXPECT_EQ(at[0], std::chrono::minutes(10));
+  loop.Poll(milliseconds(-1));
+  ASSERT_EQ(order, std::vector<int>({1, 2}));
+  EXPECT_EQ(at[1], std::chrono::hours(1));
+  // An hour and ten minutes of the loop's time took no real waiting.
+  EXPECT_LT(Clock::now() - real_start, milliseconds(5000));  // bound against a wait only
+}
+
+TEST(EventLoop, AVirtualLoopMovesNoFurtherThanThePollsTimeout) {
+  EventLoop loop(EventLoop::TimeSource::kVirtual);
+  const auto start = loop.Now();
+  bool ran = false;
+  loop.AddTimer(start + milliseconds(500), [&] { ran = true; });
+  loop.Poll(milliseconds(200));
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(loop.Now() - start, milliseconds(200));
+  loop.Poll(milliseconds(200));
+  EXPECT_EQ(loop.Now() - start, milliseconds(400));
+  loop.Poll(milliseconds(200));  // cut short at the timer
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(loop.Now() - start, milliseconds(500));
+  loop.Poll(milliseconds(0));
+  EXPECT_EQ(loop.Now() - start, milliseconds(500));
+}
+
+TEST(EventLoop, AVirtualClockStandsStillWhileCallbacksRun) {
+  EventLoop loop(EventLoop::TimeSource::kVirtual);
+  const auto start = loop.Now();
+  Clock::time_point seen{};
+  loop.AddTimer(start + milliseconds(30), [&] {
+    std::this_thread::sleep_for(milliseconds(20));  // real time passes
+    seen = loop.Now();
+  });
+  loop.Poll(milliseconds(1000));
+  EXPECT_EQ(seen, start + milliseconds(30));
+  EXPECT_EQ(loop.Now(), start + milliseconds(30));
+}
+
+TEST(EventLoop, AVirtualLoopServesAReadyFdWithoutMovingItsClock) {
+  EventLoop loop(EventLoop::TimeSource::kVirtual);
+  Pipe p;
+  int calls = 0;
+  loop.WatchFd(p.r, POLLIN, [&](short) {
+    ++calls;
+    char c;
+    (void)!read(p.r, &c, 1);
+  });
+  loop.AddTimer(loop.Now() + std::chrono::hours(1), [] {});
+  const auto start = loop.Now();
+  ASSERT_EQ(write(p.w, "x", 1), 1);
+  loop.Poll(milliseconds(-1));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(loop.Now(), start) << "time moved although an fd had something";
+  loop.Poll(milliseconds(-1));  // nothing ready now: on to the timer
+  EXPECT_EQ(loop.Now() - start, std::chrono::hours(1));
+  loop.UnwatchFd(p.r);
+}
+
+TEST(EventLoop, ARealLoopsClockIsTheSteadyClock) {
+  EventLoop loop;
+  const auto before = Clock::now();
+  const auto now = loop.Now();
+  EXPECT_LE(before, now);
+  EXPECT_LE(now, Clock::now());
+}
+
 }  // namespace
 }  // namespace barge::ssh

@@ -34,7 +34,7 @@ Status Controller::SettleAddresses(const std::vector<size_t>& which) {
   // the wait ends early.
   CommandGroup group(&loop_, &redact_);
   std::map<size_t, std::string> failed;  // by host index: why
-  const auto deadline = [&] { return Clock::now() + spec_.ssh.connect_timeout + seconds(10); };
+  const auto deadline = [&] { return Now() + spec_.ssh.connect_timeout + seconds(10); };
   auto wait = [&] {
     bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; }, deadline());
     group.Cancel();

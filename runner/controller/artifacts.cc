@@ -75,10 +75,10 @@ void Controller::ScheduleArtifacts() {
         copying_.insert({n->plan->rank, i});
         CopyArtifact(attempt_, *n, art, [this, i, rank = n->plan->rank] { copying_.erase({rank, i}); });
       }
-      if (auto t = tick_weak.lock()) timers_.Add(Clock::now() + *art.every, [t] { (*t)(); });
+      if (auto t = tick_weak.lock()) timers_.Add(Now() + *art.every, [t] { (*t)(); });
     };
     monitors_.push_back(tick);
-    timers_.Add(Clock::now() + *a.every, [tick] { (*tick)(); });
+    timers_.Add(Now() + *a.every, [tick] { (*tick)(); });
   }
 }
 
@@ -93,7 +93,7 @@ void Controller::FinalArtifacts() {
       CopyArtifact(group, *n, a, [&pending] { --pending; });
     }
   }
-  if (!RunUntil([&] { return pending == 0; }, Clock::now() + seconds(600))) {
+  if (!RunUntil([&] { return pending == 0; }, Now() + seconds(600))) {
     Say("copying artifacts did not finish within 600 s");
   } else if (pending == 0) {
     Say("artifacts copied to " + options_.state_dir + "/runs/" + plan_.job_id + "/artifacts");

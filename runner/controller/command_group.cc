@@ -58,7 +58,7 @@ ssh::Command* CommandGroup::Stream(ssh::Executor& exec, const std::string& line,
     ssh::ExitStatus failed;
     failed.error = cmd.status().message();
     auto deliver = std::move(callbacks.on_exit);
-    timers_.push_back(loop_->AddTimer(ssh::EventLoop::Clock::now(),
+    timers_.push_back(loop_->AddTimer(loop_->Now(),
                                       [deliver, failed] { deliver(failed); }));
     return nullptr;
   }

@@ -184,7 +184,7 @@ int Controller::Execute() {
         std::to_string(spec_.restart->max_restarts) + ") in " +
         std::to_string(std::chrono::duration_cast<milliseconds>(spec_.restart->backoff).count() / 1000.0).substr(0, 4) +
         " s");
-    RunUntil([&] { return interrupts_ > 0; }, Clock::now() + spec_.restart->backoff);
+    RunUntil([&] { return interrupts_ > 0; }, Now() + spec_.restart->backoff);
     if (interrupts_ == 0) {
       if (Status s = ReplaceHosts(); !s.ok()) {
         tearing_down_ = true;
@@ -369,7 +369,7 @@ bool Controller::Prepare(bool with_store) {
 
 bool Controller::RunUntil(const std::function<bool()>& finished, Clock::time_point deadline) {
   while (!finished()) {
-    auto now = Clock::now();
+    auto now = Now();
     if (now >= deadline) return false;
     auto wait = std::min<milliseconds>(milliseconds(200),
                                        std::chrono::duration_cast<milliseconds>(deadline - now));
@@ -382,7 +382,7 @@ bool Controller::RunWhileProgressing(const CommandGroup& group, Clock::duration 
                                      const std::function<bool()>& stop) {
   for (;;) {
     const uint64_t before = group.finished();
-    RunUntil([&] { return group.idle() || stop() || group.finished() != before; }, Clock::now() + quiet);
+    RunUntil([&] { return group.idle() || stop() || group.finished() != before; }, Now() + quiet);
     if (group.idle() || stop()) return true;
     if (group.finished() == before) return false;
   }

@@ -251,6 +251,10 @@ class Controller {
   // Makes the plan (and opens the store when `with_store`); false after
   // printing why not.
   bool Prepare(bool with_store);
+  // The loop's clock (ssh/event_loop.h): every deadline, timer and
+  // duration of the controller is on it, so that a test's virtual loop
+  // runs the controller's timeouts and backoffs without waiting for them.
+  Clock::time_point Now() const { return loop_.Now(); }
   // Polls the loop until `finished()` or `deadline`. Returns false on deadline.
   bool RunUntil(const std::function<bool()>& finished, Clock::time_point deadline);
   // Runs the loop until `group` is idle or `stop()` is true: true then. A
@@ -508,7 +512,7 @@ class Controller {
   std::vector<std::unique_ptr<LogSink>> old_sinks_;
   std::unique_ptr<JobStore> store_;
   std::string final_detail_;
-  const Clock::time_point started_ = Clock::now();
+  const Clock::time_point started_ = loop_.Now();
   bool renewing_ = false;
   std::unique_ptr<ssh::Executor> local_;  // see Local()
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight

@@ -23,7 +23,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using Clock = std::chrono::steady_clock;
 
 // Keeps every host phase edge and job event, in order.
 class Recorder : public JobObserver {
@@ -98,13 +97,13 @@ class ControllerTest : public ::testing::Test {
   }
 
   // Runs `fn` on the loop `after` from now.
-  void At(milliseconds after, std::function<void()> fn) { loop_.AddTimer(Clock::now() + after, std::move(fn)); }
+  void At(milliseconds after, std::function<void()> fn) { loop_.AddTimer(loop_.Now() + after, std::move(fn)); }
 
-  // Polls the loop for `how_long`: whatever the controller left behind on
-  // it (a callback into a dead frame) would run now.
+  // Polls the loop for `how_long` (of its time): whatever the controller
+  // left behind on it (a callback into a dead frame) would run now.
   void Drain(milliseconds how_long) {
-    const auto until = Clock::now() + how_long;
-    while (Clock::now() < until) loop_.Poll(milliseconds(20));
+    const auto until = loop_.Now() + how_long;
+    while (loop_.Now() < until) loop_.Poll(milliseconds(20));
   }
 
   bool NothingLeft() {
@@ -129,7 +128,10 @@ class ControllerTest : public ::testing::Test {
   }
 
   std::filesystem::path state_;
-  ssh::EventLoop loop_;
+  // Virtual time (ssh/event_loop.h): the fake hosts' every event is a
+  // timer, so the scripted seconds of runs, timeouts and backoffs pass
+  // without waiting, in the order a real clock would give them.
+  ssh::EventLoop loop_{ssh::EventLoop::TimeSource::kVirtual};
   FakeConnector fake_{&loop_};
   Recorder rec_;
   std::optional<JobSpec> spec_;
@@ -263,13 +265,13 @@ TEST_F(ControllerTest, AnInterruptDuringPreflightOnAFrozenEngineExits130AndLeave
   // h2's engine never answers: its preflight check hangs (bounded by
   // dead_after, 1 s) while the interrupt comes 100 ms after it started.
   fake_.host("h2").On("docker version", FakeReply{0, "", "", milliseconds(0), /*hang=*/true});
-  const auto began = Clock::now();
+  const auto began = loop_.Now();
   EXPECT_EQ(Run(Job(""),
                 [&](internal::Controller& c) {
                   fake_.host("h2").When("docker version", [&] { At(milliseconds(100), [&c] { c.Interrupt(2); }); });
                 }),
             130);
-  EXPECT_LT(Clock::now() - began, seconds(5));
+  EXPECT_LT(loop_.Now() - began, seconds(5));
   for (const auto& line : fake_.all_lines()) EXPECT_EQ(line.find("docker run -d"), std::string::npos) << line;
   // The controller is gone: nothing of it may still be called from the loop.
   Drain(milliseconds(1500));

@@ -105,7 +105,7 @@ class FakeExecutor : public ssh::Executor {
 
  private:
   void At(const std::shared_ptr<FakeHost::Cmd>& cmd, milliseconds after, std::function<void()> fn) {
-    cmd->timers.push_back(owner_->loop()->AddTimer(Clock::now() + after, std::move(fn)));
+    cmd->timers.push_back(owner_->loop()->AddTimer(owner_->loop()->Now() + after, std::move(fn)));
   }
   void Reply(const std::shared_ptr<FakeHost::Cmd>& cmd, const FakeReply& r,
              std::optional<int> bound_s);
@@ -156,7 +156,7 @@ Result<std::unique_ptr<ssh::Command>> FakeExecutor::Start(const std::string& lin
   owner_->Note(host_->address_, line);
   for (auto& [part, fn] : host_->triggers_) {
     if (fn && line.find(part) != std::string::npos) {
-      owner_->loop()->AddTimer(Clock::now(), std::move(fn));
+      owner_->loop()->AddTimer(owner_->loop()->Now(), std::move(fn));
       fn = nullptr;
     }
   }
@@ -209,7 +209,7 @@ Result<std::unique_ptr<ssh::Command>> FakeExecutor::Start(const std::string& lin
     ssh::EventLoop* loop = owner_->loop();
     At(cmd, milliseconds(0), [loop, host, c, script] {
       // Its life begins once `docker run` has answered.
-      loop->AddTimer(Clock::now() + script.runs_for,
+      loop->AddTimer(loop->Now() + script.runs_for,
                      [host, c, code = script.exit_code] { EndContainer(host, c, code); });
     });
     ok("id-" + c->name + "\n");

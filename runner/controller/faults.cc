@@ -101,12 +101,12 @@ void Controller::StartMonitors() {
     *tick = [this, hs, gen, probe_every, weak = std::weak_ptr<std::function<void()>>(tick)] {
       if (gen != generation_ || hs->lost) return;
       auto again = [this, gen, probe_every, weak](milliseconds after) {
-        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Clock::now() + after, [t] { (*t)(); });
+        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Now() + after, [t] { (*t)(); });
       };
       if (hs->probing) return again(probe_every);
-      if (hs->engine_misses == 0 && Clock::now() - hs->engine_heard < probe_every) return again(probe_every);
+      if (hs->engine_misses == 0 && Now() - hs->engine_heard < probe_every) return again(probe_every);
       hs->probing = true;
-      const auto started = Clock::now();
+      const auto started = Now();
       attempt_.Run(*hs->exec, BoundedCommand(hs->docker->Version(), spec_.ssh.engine_timeout),
                    [this, hs, gen, started, again, probe_every](const Outcome& o) {
                      hs->probing = false;
@@ -124,7 +124,7 @@ void Controller::StartMonitors() {
                            "); asking again");
                        return again(milliseconds(0));
                      }
-                     const double took = std::chrono::duration<double>(Clock::now() - started).count();
+                     const double took = std::chrono::duration<double>(Now() - started).count();
                      char buf[32];
                      std::snprintf(buf, sizeof buf, "%.1f", took);
                      std::string why = o.timed_out()
@@ -136,7 +136,7 @@ void Controller::StartMonitors() {
                    });
     };
     monitors_.push_back(tick);
-    timers_.Add(Clock::now() + probe_every, [tick] { (*tick)(); });
+    timers_.Add(Now() + probe_every, [tick] { (*tick)(); });
   }
   if (!spec_.preemption) return;
   const PreemptionSpec& pre = *spec_.preemption;
@@ -146,7 +146,7 @@ void Controller::StartMonitors() {
     *tick = [this, hs, gen, &pre, weak = std::weak_ptr<std::function<void()>>(tick)] {
       if (gen != generation_ || hs->lost) return;
       auto again = [this, gen, &pre, weak] {
-        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Clock::now() + pre.every, [t] { (*t)(); });
+        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Now() + pre.every, [t] { (*t)(); });
       };
       if (hs->polling) return again();
       hs->polling = true;
@@ -159,7 +159,7 @@ void Controller::StartMonitors() {
                    });
     };
     monitors_.push_back(tick);
-    timers_.Add(Clock::now() + pre.every, [tick] { (*tick)(); });
+    timers_.Add(Now() + pre.every, [tick] { (*tick)(); });
   }
 }
 
@@ -237,7 +237,7 @@ Status Controller::ReplaceHosts() {
       }
       CommandGroup group(&loop_, &redact_);
       group.Run(*hs.exec, line, [&](const Outcome& o) { checked = o; });
-      RunUntil([&] { return checked.has_value(); }, Clock::now() + spec_.ssh.dead_after + seconds(60));
+      RunUntil([&] { return checked.has_value(); }, Now() + spec_.ssh.dead_after + seconds(60));
       if (!checked || !checked->ok()) {
         s = Status::Error(checked ? checked->Reason() : "no answer");
       }

@@ -44,10 +44,10 @@ void Controller::RenewLeases() {
         job_.Run(*host->exec, RenewLeaseCommand(plan_.job_id), [](const Outcome&) {});
       }
     }
-    if (auto t = weak.lock()) timers_.Add(Clock::now() + RenewEvery(), [t] { (*t)(); });
+    if (auto t = weak.lock()) timers_.Add(Now() + RenewEvery(), [t] { (*t)(); });
   };
   monitors_.push_back(tick);
-  timers_.Add(Clock::now() + RenewEvery(), [tick] { (*tick)(); });
+  timers_.Add(Now() + RenewEvery(), [tick] { (*tick)(); });
 }
 
 void Controller::DisarmWatchdogs() {

@@ -47,7 +47,7 @@ Status Controller::Login(const std::vector<HostState*>& targets) {
     }
   }
   const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
-                             Clock::now() + limit + seconds(10));
+                             Now() + limit + seconds(10));
   observer_.StepEnded(Phase::kLogin);
   if (interrupts_ > 0) return Status::Error("interrupted while logging in to " + registry.server);
   if (!done) errors.push_back("docker login did not finish in time");
@@ -75,7 +75,7 @@ void Controller::Logout() {
                 if (!o.ok()) Say(hs->name + ": docker logout failed: " + o.Reason());
               });
   }
-  if (!RunUntil([&] { return group.idle(); }, Clock::now() + seconds(40))) {
+  if (!RunUntil([&] { return group.idle(); }, Now() + seconds(40))) {
     Say("docker logout did not finish on every host; the job's directory, credential included, "
         "is removed with the watchdog");
   }

@@ -126,7 +126,7 @@ Status Controller::MpiPreflight(const std::vector<HostState*>& targets) {
     });
   }
   const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
-                             Clock::now() + spec_.ssh.connect_timeout + seconds(90));
+                             Now() + spec_.ssh.connect_timeout + seconds(90));
   if (interrupts_ > 0) return Status::Error("interrupted during preflight");
   if (!done) return Status::Error("preflight (MPI checks) did not finish in time");
   if (errors.empty()) return Status::Ok();
@@ -224,7 +224,7 @@ Status Controller::ShareMpiFiles(const std::map<HostState*, std::vector<std::str
     });
   }
   const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
-                             Clock::now() + spec_.ssh.connect_timeout + seconds(60));
+                             Now() + spec_.ssh.connect_timeout + seconds(60));
   if (interrupts_ > 0) return Status::Error("interrupted while making the MPI files readable");
   if (!done) return Status::Error("making the MPI files readable did not finish in time");
   if (!errors.empty()) {

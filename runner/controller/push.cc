@@ -25,12 +25,12 @@ void Controller::Push(const std::string& image, const std::vector<HostState*>& t
   const std::string file = dir + "/push-" + plan_.job_id + ".tar";
   Say("pushing " + image + " to " + std::to_string(targets.size()) + " host(s) (docker save | docker load)");
   SetStatus(JobStatus::kPushing, image + " to " + std::to_string(targets.size()) + " host(s)");
-  const auto started = Clock::now();
+  const auto started = Now();
   CommandGroup group(&loop_, &redact_);
   const DockerCommands local_docker({"docker"});
   std::optional<Outcome> saved;
   group.Run(Local(), local_docker.Line({"save", "-o", file, image}), [&](const Outcome& o) { saved = o; });
-  RunUntil([&] { return saved.has_value() || interrupts_ > 0; }, Clock::now() + seconds(1800));
+  RunUntil([&] { return saved.has_value() || interrupts_ > 0; }, Now() + seconds(1800));
   if (!saved || !saved->ok()) {
     std::string why = saved ? saved->Reason() : "interrupted or timed out";
     for (HostState* t : targets) {
@@ -62,8 +62,8 @@ void Controller::Push(const std::string& image, const std::vector<HostState*>& t
       }
     });
   }
-  RunUntil([&] { return group.idle(); }, Clock::now() + seconds(120));
-  double secs = std::chrono::duration<double>(Clock::now() - started).count();
+  RunUntil([&] { return group.idle(); }, Now() + seconds(120));
+  double secs = std::chrono::duration<double>(Now() - started).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", secs);
   Say("pushed " + image + " in " + took + " s");

@@ -103,7 +103,7 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::s
         return;
       }
       Ended(n->PhaseOf(Phase::kStart), true);
-      n->host->engine_heard = Clock::now();  // its engine answered: no probe due yet
+      n->host->engine_heard = Now();  // its engine answered: no probe due yet
       n->phase = NodePhase::kRunning;
       n->container_id = Trim(o.out);
       Began(n->PhaseOf(Phase::kRunning));
@@ -150,7 +150,7 @@ Status Controller::AwaitGate(NodeState& node, const cluster::ReadinessProbe& gat
       } else if (o.ok()) {
         ready = true;
       }
-      if (!ready) timers.Add(Clock::now() + milliseconds(250), [&] { probe_once(); });
+      if (!ready) timers.Add(Now() + milliseconds(250), [&] { probe_once(); });
     });
   };
   if (gate.kind != Kind::kLog) probe_once();
@@ -159,7 +159,7 @@ Status Controller::AwaitGate(NodeState& node, const cluster::ReadinessProbe& gat
         return ready || node.logged_ready || node.phase != NodePhase::kRunning ||
                interrupts_ > 0 || fault_.has_value();
       },
-      Clock::now() + gate.timeout);
+      Now() + gate.timeout);
   if (interrupts_ > 0) {
     Ended(node.PhaseOf(Phase::kReady), false, "interrupted");
     return Status::Error("interrupted while waiting for " + NodeNoun(node));
@@ -255,12 +255,12 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
   node.logs_open = true;
   ssh::CommandCallbacks cb;
   NodeState* n = &node;
-  cb.on_stdout = [n](std::string_view d) {
-    n->host->engine_heard = Clock::now();
+  cb.on_stdout = [this, n](std::string_view d) {
+    n->host->engine_heard = Now();
     n->out_lines->Feed(d);
   };
-  cb.on_stderr = [n](std::string_view d) {
-    n->host->engine_heard = Clock::now();
+  cb.on_stderr = [this, n](std::string_view d) {
+    n->host->engine_heard = Now();
     n->err_lines->Feed(d);
   };
   cb.on_exit = [this, n, report_exit](const ssh::ExitStatus& st) {

@@ -53,7 +53,7 @@ void StoreObserver::HostEnded(const HostPhase& p, TimePoint at, bool ok, std::st
 
 void StoreObserver::Schedule() {
   if (timer_ || every_.count() <= 0) return;
-  timer_ = loop_->AddTimer(ssh::EventLoop::Clock::now() + every_, [this] {
+  timer_ = loop_->AddTimer(loop_->Now() + every_, [this] {
     timer_ = 0;
     Flush();
   });

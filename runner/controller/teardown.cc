@@ -125,7 +125,7 @@ void Controller::Teardown(bool graceful, bool final) {
   };
   for (;;) {
     const size_t before = moved();
-    if (RunUntil(finished, Clock::now() + spec_.stop_grace + seconds(15))) break;
+    if (RunUntil(finished, Now() + spec_.stop_grace + seconds(15))) break;
     if (moved() == before) break;
   }
   if (!remove_step) observer_.StepEnded(Phase::kStop);
@@ -182,7 +182,7 @@ void Controller::RunTeardownHooks() {
       run(Local(), "local_command", *spec_.teardown.local_command, inventory, host->name);
     }
   }
-  if (!RunUntil([&] { return group.idle(); }, Clock::now() + seconds(300))) {
+  if (!RunUntil([&] { return group.idle(); }, Now() + seconds(300))) {
     Say("teardown hooks did not finish within 300 s");
   }
 }

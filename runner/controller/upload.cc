@@ -68,8 +68,8 @@ std::map<HostState*, Outcome> Controller::StreamFile(
       }
     }
   };
-  auto deadline = Clock::now() + seconds(3600);
-  while (Clock::now() < deadline && interrupts_ == 0 &&
+  auto deadline = Now() + seconds(3600);
+  while (Now() < deadline && interrupts_ == 0 &&
          !std::all_of(streams.begin(), streams.end(),
                       [](const Target& t) { return t.result.has_value(); })) {
     pump();
@@ -113,7 +113,7 @@ Status Controller::WriteFiles(
     }
   }
   const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
-                             Clock::now() + spec_.ssh.connect_timeout + seconds(60));
+                             Now() + spec_.ssh.connect_timeout + seconds(60));
   observer_.StepEnded(Phase::kUpload);
   if (interrupts_ > 0) return Status::Error("interrupted while writing " + what);
   if (!done) return Status::Error("writing " + what + " to the hosts did not finish in time");
@@ -170,7 +170,7 @@ Status Controller::Upload(const std::vector<HostState*>& targets) {
     CommandGroup pack(&loop_, &redact_);
     std::optional<Outcome> made;
     pack.Run(Local(), ssh::ShellJoin(argv), [&](const Outcome& o) { made = o; });
-    RunUntil([&] { return made.has_value() || interrupts_ > 0; }, Clock::now() + seconds(600));
+    RunUntil([&] { return made.has_value() || interrupts_ > 0; }, Now() + seconds(600));
     if (!made || !made->ok()) {
       std::remove(file.c_str());
       return Status::Error("cannot pack workdir " + spec_.workdir->path + ": " +

@@ -44,7 +44,7 @@ int Controller::TearDownOrphan() {
       }
     });
   }
-  const bool done = RunUntil([&] { return group.idle(); }, Clock::now() + seconds(120));
+  const bool done = RunUntil([&] { return group.idle(); }, Now() + seconds(120));
   group.Cancel();
   RunTeardownHooks();
   for (auto& [h, host] : hosts_) host->watchdog_armed = true;  // whatever is left of it
@@ -100,7 +100,7 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
            });
          });
   }
-  const bool done = RunUntil([&] { return group.idle(); }, Clock::now() + seconds(120));
+  const bool done = RunUntil([&] { return group.idle(); }, Now() + seconds(120));
   std::printf("removed %zu container(s); kept %zu of running jobs\n", removed, kept);
   return failed || !done ? kExitBargeFailure : 0;
 }

@@ -217,7 +217,7 @@ int Controller::Top(const TopOptions& top) {
   }
   const bool clear_screen = !top.once && !top.json && isatty(STDOUT_FILENO);
   for (;;) {
-    const Clock::time_point began = Clock::now();
+    const Clock::time_point began = Now();
     // One `docker stats --no-stream` and one nvidia-smi query per host, all
     // hosts at once.
     struct HostSample {
@@ -239,7 +239,7 @@ int Controller::Top(const TopOptions& top) {
       group.Run(*host->exec, Bounded(GpuStatsLine(), seconds(20)),
                 [sample](const Outcome& o) { sample->gpus = o; });
     }
-    RunUntil([&] { return group.idle() || interrupts_ > 0; }, Clock::now() + seconds(30));
+    RunUntil([&] { return group.idle() || interrupts_ > 0; }, Now() + seconds(30));
     if (interrupts_ > 0) return 0;
     group.Cancel();
 
