@@ -129,14 +129,14 @@ Status Controller::SecureHolds() {
   }
   const bool wait = options_.wait || spec_.wait.has_value();
   const milliseconds limit = spec_.wait.value_or(std::chrono::minutes(30));
-  const Clock::time_point give_up = Clock::now() + limit;
+  const Clock::time_point give_up = Now() + limit;
   std::mt19937 random(std::random_device{}());
   std::string last_said;
   for (;;) {
     // All or nothing: what this job got anywhere goes before it fails or
     // waits, so it never holds one host while waiting for another.
     ReleaseHolds();
-    if (!wait || interrupts_ > 0 || Clock::now() >= give_up) break;
+    if (!wait || interrupts_ > 0 || Now() >= give_up) break;
     // The status line says what it waits for; anew only when that changes.
     const std::string what = fleet::WaitingFor(busy);
     if (what != last_said) {
@@ -148,7 +148,7 @@ Status Controller::SecureHolds() {
     // A random pause (1-3 s): two jobs that backed off from each other do
     // not come back in step.
     const auto pause = milliseconds(1000 + std::uniform_int_distribution<int>(0, 2000)(random));
-    RunUntil([&] { return interrupts_ > 0; }, std::min(give_up, Clock::now() + pause));
+    RunUntil([&] { return interrupts_ > 0; }, std::min(give_up, Now() + pause));
     if (interrupts_ > 0) break;
     // Every host again, in one round trip each, in parallel.
     CommandGroup group(&loop_, &redact_);
