@@ -341,7 +341,7 @@ Success (every command but \fBrun\fR and \fBrerun\fR); \fBbarge\fR with no argum
 The job reached its \fBtimeout:\fR and was stopped, as \fBtimeout\fR(1) uses 124.
 .TP
 .B 125
-barge's own failure: a bad job file or override, a usage error, a host that cannot be reached or fails preflight, a container that fails to start, a failed worker \(em as \fBdocker run\fR uses 125.
+barge's own failure: a bad job file or override, a usage error, a host that cannot be reached, fails preflight or is held by another job (\fB\-\-wait\fR waits for it), a container that fails to start, a failed worker \(em as \fBdocker run\fR uses 125.
 .TP
 .B 130
 Interrupted (Ctrl\-C, SIGTERM or SIGHUP): the job was stopped and its containers removed.

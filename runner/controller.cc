@@ -181,6 +181,11 @@ int ForwardJobPorts(const JobSpec& spec, const cluster::PlanInput& input,
                         [&](Controller& c) { return c.Forward(forwards); });
 }
 
+int ShowJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+                 bool json) {
+  return WithController(spec, input, options, false, [&](Controller& c) { return c.ShowHosts(json); });
+}
+
 int TopJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
            const TopOptions& top) {
   return WithController(spec, input, options, false, [&](Controller& c) { return c.Top(top); });

@@ -48,6 +48,9 @@ struct ControllerOptions {
   // Serve the job file's `forward:` entries (an attached `barge run`; a
   // detached controller does not).
   bool serve_forwards = false;
+  // `barge run --wait`: a host held by another job is waited for (up to the
+  // job's `wait:`, 30 minutes without one) instead of failing the job.
+  bool wait = false;
 };
 
 // `input` is the job's PlanInput (with job id); the plan is made again after
@@ -92,6 +95,12 @@ struct TopOptions {
 };
 int TopJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
            const TopOptions& top);
+
+// `barge hosts`: every host of `spec`'s holds and running barge containers,
+// from the hosts themselves (runner/fleet/hosts_view.h); 125 when a host
+// could not be asked.
+int ShowJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+                 bool json);
 
 // `barge attach` to a job whose controller is gone (see Controller).
 int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,

@@ -1796,6 +1796,11 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      [](const Entry& e, JobDraft& d) {
        if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.lease = *t;
      }},
+    {"wait",
+     {.type = KeyType::kDuration, .description = "Wait this long at most for hosts held by other jobs instead of failing (default: fail at once)"},
+     [](const Entry& e, JobDraft& d) {
+       if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.wait = *t;
+     }},
     {"artifacts",
      {.type = KeyType::kBlockList, .description = "Paths copied back from containers", .keys = kArtifactKeys}, ReadArtifacts},
     {"forward",

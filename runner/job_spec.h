@@ -209,6 +209,9 @@ struct JobSpec {
   // The hosts' watchdogs tear the job down when the controller has not
   // renewed its lease for this long (see runner/watchdog.h).
   std::chrono::milliseconds lease{std::chrono::minutes(10)};
+  // `wait:` — a host held by another job (runner/fleet/reservation.h) is
+  // waited for, this long at most, instead of failing the job at once.
+  std::optional<std::chrono::milliseconds> wait;
   std::vector<ArtifactSpec> artifacts;
   std::vector<ForwardSpec> forward;
   std::optional<WorkdirSpec> workdir;

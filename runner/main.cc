@@ -166,7 +166,7 @@ struct EventsOption {
 };
 
 int Run(RunRequest request, const std::string& shown, bool detach, const EventsOption& events = {},
-        const std::string& array_file = "") {
+        const std::string& array_file = "", bool wait = false) {
   std::optional<LoadedJob> loaded = Load(request, shown);
   if (!loaded) return kExitBargeFailure;
   JobSpec* spec = &*loaded->spec;
@@ -210,6 +210,7 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
   ControllerOptions options;
   options.state_dir = StateDir();
   options.spec_text = kSpecFileComment + request.file + "\n" + request.text;
+  options.wait = wait;
   {
     // Before the controller creates the job, so that even a job that dies
     // in preflight can be shown and run again.
@@ -506,12 +507,14 @@ int Attach(const std::string& job_text) {
   return AttachToOrphan(*spec, MakePlanInput(*spec, *id), options, kept);
 }
 
-// `barge reap FILE | --hosts a,b`: removes barge containers of no running job.
-int Reap(const std::string& file, const std::string& hosts) {
+// The hosts of a job file (its other keys unchecked beyond parsing), or a
+// throwaway job over comma-separated `hosts` with the ssh defaults, every
+// host with one node: for the verbs that look at hosts (reap, hosts).
+std::optional<JobSpec> HostsSpec(const std::string& file, const std::string& hosts) {
   std::optional<JobSpec> spec;
   if (!file.empty()) {
     std::optional<RunRequest> request = ReadRequest(file, {});
-    if (!request) return kExitBargeFailure;
+    if (!request) return std::nullopt;
     std::optional<LoadedJob> loaded = Load(*request, file, SecretValues::kSkip);  // only its hosts
     if (loaded) spec = std::move(loaded->spec);
   } else {
@@ -525,6 +528,25 @@ int Reap(const std::string& file, const std::string& hosts) {
     for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
     spec = std::move(loaded.spec);
   }
+  if (!spec) return std::nullopt;
+  // Every host of the file is looked at, however many nodes the job has.
+  for (auto& h : spec->hosts) h.nodes = 1;
+  spec->roles.erase(cluster::kWorkerRole);
+  return spec;
+}
+
+// `barge hosts JOBFILE | --hosts a,b [--json]`.
+int Hosts(const std::string& file, const std::string& hosts, bool json) {
+  std::optional<JobSpec> spec = HostsSpec(file, hosts);
+  if (!spec) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = StateDir();
+  return ShowJobHosts(*spec, MakePlanInput(*spec, "hosts"), options, json);
+}
+
+// `barge reap FILE | --hosts a,b`: removes barge containers of no running job.
+int Reap(const std::string& file, const std::string& hosts) {
+  std::optional<JobSpec> spec = HostsSpec(file, hosts);
   if (!spec) return kExitBargeFailure;
   const std::string state_dir = StateDir();
   Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
@@ -537,9 +559,6 @@ int Reap(const std::string& file, const std::string& hosts) {
     if (!job.ok()) return false;  // not a job of this store: an orphan here
     return !IsFinal(job->status) && ControllerAlive(job->controller_pid);
   };
-  // Every host of the file is looked at, however many nodes the job has.
-  for (auto& h : spec->hosts) h.nodes = 1;
-  spec->roles.erase(cluster::kWorkerRole);
   ControllerOptions options;
   options.state_dir = state_dir;
   return ReapJobHosts(*spec, MakePlanInput(*spec, "reap"), options, is_live);
@@ -726,6 +745,8 @@ int main(int argc, char** argv) {
   run->add_flag("-d,--detach", detach, "run the controller in the background; print the job id once it runs");
   run->add_option("--array", array_file, "run a job array: one member job per row of this CSV or JSON-lines file, each on its own hosts from the inventory")
       ->type_name("FILE");
+  bool wait = false;
+  run->add_flag("--wait", wait, "wait for hosts held by other jobs (up to the job's wait:, else 30m) instead of failing");
   barge::runner::EventsOption events;
   run->add_option("--events", events.format,
                   "json: one JSON object per job event (per-host phases, ready, exits, faults, finished), "
@@ -806,6 +827,12 @@ int main(int argc, char** argv) {
   top->add_option("job", job, "job id, unique id prefix, or name")->required();
   top->add_flag("--once", top_options.once, "print one sample and exit");
   top->add_flag("--json", top_options.json, "with --once: the sample as JSON");
+  std::string hosts_file_arg, hosts_list;
+  bool hosts_json = false;
+  auto* hosts = app.add_subcommand("hosts", "Each host's reservations and running barge containers, asked from the hosts");
+  hosts->add_option("job_file", hosts_file_arg, "a job file whose hosts to look at");
+  hosts->add_option("--hosts", hosts_list, "comma-separated hosts (ssh defaults from ~/.ssh/config)");
+  hosts->add_flag("--json", hosts_json, "one JSON array, a host per entry");
   std::string older_than;
   auto* prune = app.add_subcommand("prune", "Remove finished jobs and job arrays older than a duration, with their files");
   prune->add_option("--older-than", older_than, "e.g. 30d, 12h")->required();
@@ -947,6 +974,13 @@ int main(int argc, char** argv) {
   if (*exec) return barge::runner::Exec(job, exec_rank, exec_argv);
   if (*forward) return barge::runner::Forward(job, forward_ports, forward_rank);
   if (*top) return barge::runner::Top(job, top_options);
+  if (*hosts) {
+    if (hosts_file_arg.empty() == hosts_list.empty()) {
+      std::fprintf(stderr, "barge: hosts needs a job file or --hosts (one of them)\n");
+      return barge::runner::kExitBargeFailure;
+    }
+    return barge::runner::Hosts(hosts_file_arg, hosts_list, hosts_json);
+  }
   if (*prune) {
     auto age = barge::runner::ParseDuration(older_than);
     if (!age.ok()) {
@@ -962,5 +996,5 @@ int main(int argc, char** argv) {
   }
   std::optional<barge::runner::RunRequest> request = barge::runner::ReadRequest(file, overrides);
   if (!request) return barge::runner::kExitBargeFailure;
-  return barge::runner::Run(std::move(*request), file, detach, events, array_file);
+  return barge::runner::Run(std::move(*request), file, detach, events, array_file, wait);
 }

@@ -36,6 +36,9 @@ std::string PreflightScript(const DockerCommands& docker, const PreflightChecks&
   // The watchdog first: it needs no engine, and it is armed before anything
   // can start.
   s += "bs watchdog; { " + c.arm_watchdog + "; } 2>&1; be watchdog $?\n";
+  // The job's holds next (runner/fleet/reservation.h): the watchdog that
+  // releases them when the lease lapses is armed.
+  if (!c.hold.empty()) s += "bs hold; (\n" + c.hold + "\n) 2>&1; be hold $?\n";
   s += "F=0; G=\n";
   if (c.pull_always) s += "F=1\n";
   for (size_t i = 0; i < c.images.size() && !c.pull_always; ++i) {

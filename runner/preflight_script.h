@@ -24,6 +24,8 @@ struct PreflightChecks {
   std::optional<std::string> gpu_probe;  // a command line (DockerCommands::GpuProbe)
   bool tcp_tables = false;               // /proc/net/tcp{,6} (the head's host)
   std::string arm_watchdog;              // a command line (ArmWatchdogCommand)
+  // The job's holds on the host (fleet::TakeHoldsScript); empty = none.
+  std::string hold;
   // Each Docker CLI call runs under `timeout -s KILL engine_timeout` (where
   // the host has `timeout`) and is tried again after a timeout, up to
   // engine_misses tries in all.
@@ -34,7 +36,8 @@ struct PreflightChecks {
 // The script: POSIX sh, run by the login shell. Its first output line is
 // the POSIX-shell probe's answer; then one section per check, each
 // "@@barge{ NAME", the check's merged stdout and stderr, and
-// "@@barge} NAME EXIT". Section names: "watchdog", "image0", "image1", ...,
+// "@@barge} NAME EXIT". Section names: "watchdog", "hold" (with a hold
+// script, run in a subshell), "image0", "image1", ...,
 // "engine" (only when an image inspect failed, or with pull_always),
 // "disk" (`df -Pk` of /tmp and of the first image's storage directory, or
 // of / when no image is there), "ports", "gpu".

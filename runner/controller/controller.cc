@@ -70,6 +70,7 @@ int Controller::Run() {
 
   const int code = Execute();
   Logout();
+  ReleaseHolds();
   DisarmWatchdogs();
 
   JobStatus final_status = JobStatus::kFailed;
@@ -111,6 +112,10 @@ int Controller::Execute() {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
   if (Status s = MpiPreflight(ConnectedHosts()); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
+  // Every host the job's, or none (runner/fleet/holds.cc).
+  if (Status s = SecureHolds(); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
   const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;

@@ -49,6 +49,7 @@
 #include "runner/controller/job_observer.h"
 #include "runner/controller/store_observer.h"
 #include "runner/docker_commands.h"
+#include "runner/fleet/reservation.h"
 #include "runner/job_spec.h"
 #include "runner/job_store.h"
 #include "runner/log_sink.h"
@@ -115,6 +116,10 @@ struct HostState {
   // engine that streams answers, so no probe is needed for a while.
   Clock::time_point engine_heard{};
   bool polling = false;     // a preemption check is in flight
+  // runner/fleet (holds.cc): what the host answered to the job's last try
+  // at its holds, and whether the job may hold something there now.
+  std::optional<fleet::HoldReply> hold;
+  bool holding = false;
 
   HostPhase PhaseOf(Phase p, std::optional<int> rank = std::nullopt) const {
     return HostPhase{p, id, name, rank};
@@ -208,6 +213,9 @@ class Controller {
   int ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty);
   int Forward(const std::vector<ForwardSpec>& forwards);
   int Top(const TopOptions& top);
+  // runner/fleet/hosts_verb.cc: `barge hosts`, every host's holds and
+  // running barge containers in one table (or JSON).
+  int ShowHosts(bool json);
 
  private:
   // --- controller.cc: the flow and the plumbing.
@@ -292,6 +300,33 @@ class Controller {
   // Engine, images, GPUs, rendezvous port, disk, shell and the watchdog on
   // `targets`, in one round of commands per host.
   Status Preflight(const std::vector<HostState*>& targets);
+
+  // --- runner/fleet/holds.cc: reservations on the hosts.
+  // What the job holds on `hs` (fleet::RequestFor its nodes there).
+  fleet::HoldRequest HoldRequestFor(const HostState& hs) const;
+  // The shell that takes them (preflight runs it in its script).
+  std::string TakeHoldsLine(const HostState& hs) const;
+  // Reads the host's answer into hs.hold; a problem for preflight's table
+  // when the engine failed (a busy host is not a problem: SecureHolds).
+  std::string NoteHolds(HostState& hs, const std::string& text, int exit);
+  // The hosts whose holds conflict with the job's, by name.
+  std::vector<fleet::BusyHost> BusyHosts();
+  // After preflight: Ok when every host is the job's; otherwise releases
+  // every hold the job got and fails with the busy table, or waits (--wait,
+  // `wait:`), trying every host again after a random 1-3 s, until all are
+  // free or the limit passes.
+  Status SecureHolds();
+  // The same for one host that preflight took holds on while the job runs
+  // (a spare, a lost host checked again): Ok when it is the job's (its GPU
+  // slices adopted); otherwise releases the job's holds there and fails
+  // naming the holder.
+  Status SecureHoldsOn(HostState& hs);
+  // The job's nodes on `hs` get the GPU devices the job holds there.
+  Status AdoptHeldGpus(HostState& hs);
+  // Removes the job's holds wherever it may hold one: every current host
+  // and every retired one (replaced by a spare) that is still reachable.
+  void ReleaseHolds();
+  void ReleaseHoldsOn(const std::vector<HostState*>& hosts);
 
   // --- login.cc
   // registry: `docker login --password-stdin` on every connected target (the

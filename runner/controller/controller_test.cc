@@ -406,6 +406,14 @@ TEST_F(ControllerTest, APreemptionNoticeSendsSigtermFirstAndRestartsOnASpare) {
   EXPECT_LT(term, rm);
   EXPECT_EQ(Count("s1", "docker run -d"), 1);
   EXPECT_TRUE(NothingLeft());
+  // The job's hold on h2 (taken by its preflight) was released once the
+  // spare took h2's place, by a command of its own (not the preflight
+  // script's clean-up): h2 is no longer the job's.
+  const int releases = static_cast<int>(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("@@barge{") == std::string::npos && l.find("label=barge.hold") != std::string::npos &&
+           l.find("label=barge.job=abcd1234") != std::string::npos;
+  }));
+  EXPECT_EQ(releases, 1);
 }
 
 TEST_F(ControllerTest, TheJobsTimeoutEndsItWith124) {

@@ -195,6 +195,7 @@ Result<std::unique_ptr<ssh::Command>> FakeExecutor::Start(const std::string& lin
       out += "@@barge{ " + name + "\n";
       if (name.rfind("image", 0) == 0) out += "sha256:0123456789abcdef0123456789abcdef /var/lib/docker/overlay2/x/diff\n";
       if (name == "gpu") out += "GPU 0: fake\n";
+      if (name == "hold") out += "took barge-hold-host\n";
       out += "\n@@barge} " + name + " 0\n";
     }
     ok(out);

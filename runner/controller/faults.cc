@@ -15,6 +15,7 @@
 #include "cluster/plan.h"
 #include "container/docker_args.h"
 #include "runner/controller/controller.h"
+#include "runner/fleet/reservation.h"
 #include "runner/job_store.h"
 #include "runner/watchdog.h"
 
@@ -190,11 +191,21 @@ Status Controller::ReplaceHosts() {
       Status s = Connect({h});
       if (s.ok()) s = Login({hosts_[h].get()});
       if (s.ok()) s = Preflight({hosts_[h].get()});
+      // A spare another job holds is not used (its preflight took a hold).
+      if (s.ok()) s = SecureHoldsOn(*hosts_[h]);
       if (s.ok()) s = Upload({hosts_[h].get()});
       if (s.ok()) {
         Event(event::kRestarting, spare.address,
               "spare host " + spare.address + " takes the place of " + old_name);
         old_state->superseded = true;
+        // The job's holds on the host it left go now (a lost one's go with
+        // its watchdog; ReleaseHolds tries again at the end).
+        if (old_state->holding && !old_state->lost && old_state->exec) {
+          job_.Run(*old_state->exec, fleet::ReleaseHoldsCommand(*old_state->docker, plan_.job_id),
+                   [old_state](const Outcome& o) {
+                     if (o.ok()) old_state->holding = false;
+                   });
+        }
         RecordHost(*hosts_[h], old_state->id);
         placed = true;
       } else {
@@ -212,6 +223,7 @@ Status Controller::ReplaceHosts() {
       s = Connect({h});
       if (s.ok()) s = Login({hosts_[h].get()});
       if (s.ok()) s = Preflight({hosts_[h].get()});
+      if (s.ok()) s = SecureHoldsOn(*hosts_[h]);
       // Its watchdog may have removed the job's directory meanwhile.
       if (s.ok()) s = Upload({hosts_[h].get()});
     }

@@ -111,6 +111,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
     if (gpu_spec) checks.gpu_probe = hs->docker->GpuProbe(*gpu_spec);
     checks.tcp_tables = head_on_host_network && h == head.host_index;
     checks.arm_watchdog = ArmWatchdogCommand(WatchdogFor(*hs));
+    checks.hold = TakeHoldsLine(*hs);
     checks.engine_timeout = spec_.ssh.engine_timeout;
     checks.engine_misses = spec_.ssh.engine_misses;
     // Armed or not, disarming removes whatever part of the watchdog was made
@@ -140,6 +141,9 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       };
       if (const PreflightSection* w = section("watchdog"); w && w->exit != 0) {
         problems.push_back("cannot arm the watchdog: " + (w->text.empty() ? "exit " + std::to_string(w->exit) : w->text));
+      }
+      if (const PreflightSection* held = section("hold")) {
+        if (std::string p = NoteHolds(*hs, held->text, held->exit); !p.empty()) problems.push_back(p);
       }
       // The engine: asked only when an image check failed (or to pull).
       const PreflightSection* engine = reply.Find("engine");

@@ -86,10 +86,18 @@ void Controller::Teardown(bool graceful, bool final) {
     Began(hs->PhaseOf(Phase::kRemove));
     std::string line = hs->docker->Remove(names);
     const bool disarm = disarm_with_remove && hs->watchdog_armed;
+    // The job's holds go with its containers on its last teardown.
+    const bool release = final && hs->holding;
+    // (No `exit` here: the disarming below must still run.)
+    if (release) {
+      line = "{ " + line + "; s=$?; " + fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id) +
+             " || s=1; [ $s -eq 0 ]; }";
+    }
     if (disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(plan_.job_id) + "; exit $s; }";
-    removals.Run(*hs->exec, line, [this, hs, disarm](const Outcome& o) {
+    removals.Run(*hs->exec, line, [this, hs, disarm, release](const Outcome& o) {
       Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
       if (disarm && o.exit.known()) hs->watchdog_armed = false;
+      if (release && o.ok()) hs->holding = false;
       if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
     });
   };
