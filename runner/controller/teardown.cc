@@ -90,8 +90,14 @@ void Controller::Teardown(bool graceful, bool final) {
     const bool release = final && hs->holding;
     // (No `exit` here: the disarming below must still run.)
     if (release) {
-      line = "{ " + line + "; s=$?; " + fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id) +
-             " || s=1; [ $s -eq 0 ]; }";
+      const std::vector<std::string> hold_ids =
+          hs->hold ? fleet::HoldIdsOf(*hs->hold, plan_.job_id) : std::vector<std::string>{};
+      if (!hold_ids.empty()) {
+        line = fleet::RemoveWithHoldsCommand(*hs->docker, names, hold_ids, plan_.job_id);
+      } else {
+        line = "{ " + line + "; s=$?; " + fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id) +
+               " || s=1; [ $s -eq 0 ]; }";
+      }
     }
     if (disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(plan_.job_id) + "; exit $s; }";
     removals.Run(*hs->exec, line, [this, hs, disarm, release](const Outcome& o) {

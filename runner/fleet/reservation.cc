@@ -362,6 +362,23 @@ std::string ReleaseHoldsCommand(const DockerCommands& docker, const std::string&
          "); [ -z \"$ids\" ] || " + docker.Line({"rm", "-f"}) + " $ids >/dev/null";
 }
 
+std::vector<std::string> HoldIdsOf(const HoldReply& reply, const std::string& job_id) {
+  std::vector<std::string> ids;
+  for (const Hold& h : reply.holds) {
+    if (h.job_id == job_id && !h.id.empty()) ids.push_back(h.id);
+  }
+  return ids;
+}
+
+std::string RemoveWithHoldsCommand(const DockerCommands& docker, const std::vector<std::string>& names,
+                                   const std::vector<std::string>& hold_ids, const std::string& job_id) {
+  std::vector<std::string> all = names;
+  all.insert(all.end(), hold_ids.begin(), hold_ids.end());
+  return "{ " + docker.Remove(all) + " >/dev/null 2>&1 || { ids=$(" +
+         docker.Line({"ps", "-aq", "--filter", "label=barge.job=" + job_id}) + ") && { [ -z \"$ids\" ] || " +
+         docker.Line({"rm", "-f"}) + " $ids >/dev/null; }; }; }";
+}
+
 std::string ShortDuration(long long s) {
   if (s < 0) s = 0;
   char buf[32];

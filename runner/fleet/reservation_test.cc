@@ -289,6 +289,24 @@ TEST_F(HoldScriptRun, AFreeHostIsTakenWithOneCreateAndOneListing) {
   EXPECT_TRUE(Conflicts(HoldRequest{}, r, a.job_id).empty());
 }
 
+TEST_F(HoldScriptRun, TheLastRemovalTakesTheJobsContainersAndHoldsInOneDockerCall) {
+  HoldOwner a = Job("a"), b = Job("b");
+  HoldReply ra = ParseHoldReply(Take(HoldRequest{.exclusive = false, .gpu_count = 0, .gpu_total = 0, .gpu_devices = {1}, .ports = {}}, a));
+  HoldReply rb = ParseHoldReply(Take(HoldRequest{.exclusive = false, .gpu_count = 0, .gpu_total = 0, .gpu_devices = {2}, .ports = {}}, b));
+  ASSERT_EQ(HoldIdsOf(ra, a.job_id).size(), 1u);
+  Run(Docker().Line({"create", "--name", "barge-x-" + a.job_id + "-0", "--label", "barge.job=" + a.job_id, "img"}));
+  ASSERT_EQ(Engine(), 3u);
+  int exit = -1;
+  Run(RemoveWithHoldsCommand(Docker(), {"barge-x-" + a.job_id + "-0"}, HoldIdsOf(ra, a.job_id), a.job_id), &exit);
+  EXPECT_EQ(exit, 0);
+  EXPECT_EQ(Calls(), "rm ");
+  // b's hold stays: the IDs are only a's (b's listing shows both jobs').
+  EXPECT_EQ(Engine(), 1u);
+  EXPECT_EQ(HoldIdsOf(rb, a.job_id), HoldIdsOf(ra, a.job_id));
+  ASSERT_EQ(HoldIdsOf(rb, b.job_id).size(), 1u);
+  EXPECT_NE(HoldIdsOf(rb, b.job_id), HoldIdsOf(ra, a.job_id));
+}
+
 TEST_F(HoldScriptRun, ASecondJobIsRefusedUntilTheFirstsDirectoryGoesThenTakesTheHostOverAsStale) {
   HoldOwner a = Job("a"), b = Job("b");
   Take(HoldRequest{}, a);
