@@ -8,18 +8,6 @@ namespace barge::runner::fleet {
 
 namespace {
 
-std::vector<std::string> Fields(std::string_view line) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  for (;;) {
-    size_t tab = line.find('\t', pos);
-    out.emplace_back(line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos));
-    if (tab == std::string_view::npos) break;
-    pos = tab + 1;
-  }
-  return out;
-}
-
 std::string Utc(long long t) {
   std::time_t tt = static_cast<std::time_t>(t);
   std::tm tm{};
@@ -44,7 +32,7 @@ std::vector<BargeContainer> ParseBargeContainers(std::string_view text) {
     std::string_view line = text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     if (line.rfind("ctr\t", 0) != 0) continue;
-    std::vector<std::string> f = Fields(line);
+    std::vector<std::string> f = SplitTabs(line);
     if (f.size() < 7) continue;
     out.push_back({f[1], f[2], f[3], f[4], f[5], f[6]});
   }

@@ -47,17 +47,6 @@ std::optional<std::vector<int>> GpuDevices(std::string v) {
   return out;
 }
 
-std::vector<std::string> SplitTabs(std::string_view line) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  for (;;) {
-    size_t tab = line.find('\t', pos);
-    out.emplace_back(line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos));
-    if (tab == std::string_view::npos) break;
-    pos = tab + 1;
-  }
-  return out;
-}
 
 long long ToLong(const std::string& s, long long fallback = 0) {
   try {
@@ -113,6 +102,18 @@ std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_ti
 }
 
 }  // namespace
+
+std::vector<std::string> SplitTabs(std::string_view line) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  for (;;) {
+    size_t tab = line.find('\t', pos);
+    out.emplace_back(line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos));
+    if (tab == std::string_view::npos) break;
+    pos = tab + 1;
+  }
+  return out;
+}
 
 HoldRequest RequestFor(const std::vector<HoldNode>& nodes, std::optional<int> gpu_total,
                        std::vector<int> ports) {

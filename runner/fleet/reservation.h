@@ -78,6 +78,10 @@ inline constexpr std::string_view kHoldPrefix = "barge-hold-";
 // "port").
 inline constexpr std::string_view kHoldLabel = "barge.hold";
 
+// The tab-separated fields of one line of a host script's listing (empty
+// fields kept).
+std::vector<std::string> SplitTabs(std::string_view line);
+
 std::string HostHoldName();
 std::string GpuHoldName(int index);
 std::string PortHoldName(int port);
