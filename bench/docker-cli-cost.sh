@@ -8,9 +8,9 @@
 #
 # Per row: the caller's CPU (user + sys of the calling processes, from
 # /usr/bin/time over RUNS calls, minus the same loop calling /bin/true) and
-# the engine's CPU (dockerd + containerd from /proc/PID/stat over the same
-# calls), per call, in milliseconds. CPU time, not wall time: other work on
-# the machine changes it little. DOCKER selects the CLI (default: the first
+# the engine's CPU (the dockerd of /var/run/docker.pid and its containerd,
+# from /proc/PID/stat over the same calls), per call, in milliseconds. CPU
+# time, not wall time: other work on the machine changes it little. DOCKER selects the CLI (default: the first
 # docker on PATH; Debian's docker.io is /usr/bin/docker).
 set -euo pipefail
 RUNS=${1:-20}
@@ -26,9 +26,13 @@ name=barge-cli-cost-$$
 trap '"$DOCKER" rm -f "$name" >/dev/null 2>&1 || true' EXIT
 api=v$("$DOCKER" version --format '{{.Server.APIVersion}}')
 
-engine() {  # CPU jiffies of dockerd and containerd
+# The engine behind $SOCK: its dockerd (the pid file's) and that dockerd's
+# own containerd (other dockerds, e.g. a test bed's, do not count).
+DPID=$(cat "${BENCH_DOCKER_PID:-/var/run/docker.pid}")
+[[ -d /proc/$DPID ]] || { echo "bench: dockerd pid $DPID (${BENCH_DOCKER_PID:-/var/run/docker.pid}) is not running" >&2; exit 1; }
+engine() {  # CPU jiffies of that dockerd and its containerd
   local t=0 p
-  for p in $(pgrep -x dockerd) $(pgrep -x containerd); do
+  for p in "$DPID" $(pgrep -P "$DPID" -x containerd); do
     t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
   done
   echo "$t"
