@@ -144,6 +144,19 @@ TEST(ArrayMember, ARowsHostGroupPicksItsPoolAndAnEmptyValueOrNoColumnIsTheJobsOw
   EXPECT_EQ(*MemberGroup(base, Params(), 0), std::nullopt);  // no host_group column
 }
 
+TEST(ArrayMember, AMatrixOrJsonLinesHostGroupColumnPicksPoolsAsACsvOneDoes) {
+  const JobSpec base = GroupedJob();
+  Result<ArrayParams> m = ExpandMatrix({{"host_group", {"b", "a"}}, {"seed", {"1", "2"}}});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(*MemberGroup(base, *m, 1), std::optional<size_t>(1));  // (b, 2)
+  EXPECT_EQ(*MemberGroup(base, *m, 2), std::optional<size_t>(0));  // (a, 1)
+  Result<ArrayParams> j = ParseJsonl("{\"host_group\": \"a\"}\n{\"host_group\": \"\"}\n", "p.jsonl");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(*MemberGroup(base, *j, 0), std::optional<size_t>(0));
+  EXPECT_EQ(*MemberGroup(base, *j, 1), std::nullopt);
+  EXPECT_TRUE(CheckArray(base, *m).ok());
+}
+
 TEST(ArrayMember, ARowNamingAnUnknownGroupIsAnErrorNamingTheRowAndTheGroup) {
   const JobSpec base = GroupedJob();
   const ArrayParams p = GroupRows({"a", "b", "c"});
