@@ -928,6 +928,8 @@ constexpr KeyRule<TeardownDraft> kTeardownRules[] = {
 };
 constexpr KeyTableFn kTeardownKeys = [] { return Describe(kTeardownRules); };
 
+struct GroupDraft;  // a `host_groups:` entry while it is read; below
+
 // The whole job while it is read: the spec plus what the checks across
 // blocks need.
 struct JobDraft {
@@ -951,6 +953,7 @@ struct JobDraft {
   const RecordedHostsCommand* recorded_command = nullptr;
   bool may_run_command = true;  // JobLayers::run_hosts_command
   std::optional<RecordedHostsCommand> command_read;
+  std::vector<GroupDraft> groups;  // `host_groups:`, in file order
 };
 
 // Host entries of `e` (a list) into `out`.
@@ -1195,6 +1198,116 @@ void ReadHostsCommand(const Entry& e, JobDraft& d) {
     return;
   }
   ReadHostList(Entry{&out_src, *root, *root, "hosts"}, d);
+}
+
+// `host_groups:` (runner/fleet/): NAME: {hosts: [...] | hosts_file: PATH,
+// ssh: {...}}. Each group is read like the job's own inventory; its `ssh:`
+// takes the job's `ssh:` keys, laid over the job's settings once the config
+// file is applied (LayGroupSsh).
+struct GroupDraft {
+  HostGroup group;
+  Entry entry;  // the NAME key
+  std::deque<Source>* sources = nullptr;  // the job's: a hosts_file's Source lives there
+  std::vector<HostDraft> hosts;
+  bool host_errors = false;
+  std::set<std::string> ssh_keys;
+};
+
+// A group's hosts_file: a YAML list of host entries, as the job's
+// hosts_file. Read from disk each time (a rerun reads it again).
+void ReadGroupHostsFile(const Entry& e, GroupDraft& g) {
+  std::optional<std::string> written = ReadNonEmpty(e, "a path");
+  std::optional<std::string> path = written ? ExpandPath(e, *written) : std::nullopt;
+  if (!path) {
+    g.host_errors = true;
+    return;
+  }
+  std::string shown =
+      (*written)[0] == '~'
+          ? *path
+          : (fs::path(e.src->name).parent_path() / *written).lexically_normal().string();
+  std::string text, error;
+  if (!ReadFileCapped(*path, &text, &error)) {
+    e.Error("cannot read hosts file " + QuoteValue(*written) + ": " + error);
+    g.host_errors = true;
+    return;
+  }
+  g.group.hosts_file = shown;
+  const Source& hosts_src = g.sources->emplace_back(
+      Source{shown, fs::path(*path).parent_path().string(), e.src->errors});
+  std::optional<YAML::Node> root = ParseDocument(hosts_src, text, "hosts file");
+  if (!root) {
+    g.host_errors = true;
+    return;
+  }
+  const Entry list{&hosts_src, *root, *root, g.entry.path + ".hosts"};
+  if (root->IsNull() || (root->IsSequence() && root->size() == 0)) {
+    list.Error("no hosts; a host group needs at least one");
+    g.host_errors = true;
+    return;
+  }
+  const size_t errors_before = e.src->errors->size();
+  ReadHostEntries(list, g.hosts);
+  if (e.src->errors->size() != errors_before) g.host_errors = true;
+}
+
+constexpr KeyRule<GroupDraft> kHostGroupRules[] = {
+    {"hosts",
+     {.type = KeyType::kBlockList, .description = "The group's hosts: addresses, or mappings with address (as the job's hosts)", .keys = kHostKeys, .scalar_too = true},
+     [](const Entry& e, GroupDraft& g) {
+       const size_t errors_before = e.src->errors->size();
+       if (e.value.IsNull() || (e.value.IsSequence() && e.value.size() == 0)) {
+         e.Error("no hosts; a host group needs at least one");
+       } else {
+         ReadHostEntries(e, g.hosts);
+       }
+       if (e.src->errors->size() != errors_before) g.host_errors = true;
+     }},
+    {"hosts_file",
+     {.type = KeyType::kString, .description = "A YAML file holding the group's list of hosts (instead of hosts)"},
+     ReadGroupHostsFile},
+    {"ssh",
+     {.type = KeyType::kBlock, .description = "SSH settings for the group's hosts, over the job's ssh: (a key set here wins; the others are the job's)", .keys = kSshKeys},
+     [](const Entry& e, GroupDraft& g) {
+       for (const auto& [key, entry] : ReadMapping(e, kSshRules, g.group.ssh)) g.ssh_keys.insert(key);
+     }},
+};
+constexpr KeyTableFn kHostGroupKeys = [] { return Describe(kHostGroupRules); };
+
+void ReadHostGroups(const Entry& e, JobDraft& d) {
+  if (!e.value.IsMap() || e.value.size() == 0) {
+    e.Error("expected a mapping of NAME: {hosts: [...] | hosts_file: PATH, ssh: {...}}, got " +
+            (e.value.IsMap() ? std::string("an empty mapping") : TypeName(e.value)));
+    return;
+  }
+  for (auto it = e.value.begin(); it != e.value.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      e.src->Error(it->first.Mark(), e.path, "a group name must be a plain word, not " + TypeName(it->first));
+      continue;
+    }
+    GroupDraft g;
+    g.entry = e.Child(it->first, it->second);
+    g.sources = &d.sources;
+    g.group.name = it->first.Scalar();
+    if (Status s = CheckJobName(g.group.name); !s.ok()) {
+      g.entry.KeyError("invalid group name " + QuoteValue(g.group.name) +
+                       " (letters, digits, '_', '.', '-'; starting with a letter or digit; at most 63)");
+      continue;
+    }
+    if (!it->second.IsMap()) {
+      g.entry.Error("expected a mapping with hosts: or hosts_file: (and ssh:), got " + TypeName(it->second));
+      continue;
+    }
+    SeenKeys seen = ReadMapping(g.entry, kHostGroupRules, g);
+    if (seen.contains("hosts") && seen.contains("hosts_file")) {
+      seen.at("hosts_file").KeyError("give either 'hosts' or 'hosts_file', not both");
+      g.host_errors = true;
+    } else if (!seen.contains("hosts") && !seen.contains("hosts_file")) {
+      g.entry.KeyError("the group has no hosts; give 'hosts:' or 'hosts_file:'");
+      g.host_errors = true;
+    }
+    d.groups.push_back(std::move(g));
+  }
 }
 
 constexpr auto kImagePull = NamesOf(kImagePullNames);
@@ -1869,6 +1982,9 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      [](const Entry& e, JobDraft& d) {
        if (auto n = ReadInteger(e, 1, 100000, "a number of hosts")) d.spec.hosts_per_member = static_cast<int>(*n);
      }},
+    {"host_groups",
+     {.type = KeyType::kBlockMap, .description = "A job array: named pools of hosts, each with its own ssh settings; a row's host_group column picks the pool its member draws from (rows without one use the job's hosts)", .keys = kHostGroupKeys},
+     ReadHostGroups},
 };
 constexpr KeyTableFn kJobKeys = [] { return Describe(kJobRules); };
 
@@ -1913,6 +2029,71 @@ void CheckHosts(JobDraft& d) {
       } else {
         head = &h;
       }
+    }
+  }
+}
+
+// Host groups: SSH hosts only, one head at most per group, no host in two
+// groups (or in a group and the job's hosts: two pools would hand it to two
+// members at once), and enough hosts in each for one member.
+void CheckHostGroups(JobDraft& d) {
+  struct Where {
+    std::string pool;  // "group 'a'" or "hosts"
+    std::string file;
+    int line = 0;
+  };
+  std::map<std::pair<std::string, int>, Where> seen;
+  auto key_of = [](const cluster::Host& h, std::optional<int> default_port) {
+    std::string address = h.address;
+    std::transform(address.begin(), address.end(), address.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    return std::make_pair(address, h.port.value_or(default_port.value_or(22)));
+  };
+  for (const HostDraft& h : d.hosts) {
+    if (h.host.is_local() || h.host.address.empty()) continue;
+    seen.emplace(key_of(h.host, d.spec.ssh.port), Where{"hosts", h.entry.src->name, h.host.line});
+  }
+  const int workers = d.worker.role.count.value_or(-1);
+  for (GroupDraft& g : d.groups) {
+    const std::string pool = "group '" + g.group.name + "'";
+    const std::optional<int> port = g.ssh_keys.contains("port") ? g.group.ssh.port : d.spec.ssh.port;
+    const HostDraft* head = nullptr;
+    int nodes = 0;
+    for (const HostDraft& h : g.hosts) {
+      nodes += h.host.nodes;
+      if (h.address && h.host.is_local()) {
+        h.address->Error("the local engine cannot be in a host group (rows without a host_group "
+                         "use the job's own hosts)");
+        g.host_errors = true;
+        continue;
+      }
+      if (h.role) {
+        if (head != nullptr) {
+          h.role->Error("a second head in " + pool + "; " + head->entry.path + " (line " +
+                        std::to_string(head->host.line) + ") is its head already");
+        } else {
+          head = &h;
+        }
+      }
+      if (!h.address || h.host.address.empty()) continue;
+      const auto key = key_of(h.host, port);
+      auto [it, inserted] = seen.emplace(key, Where{pool, h.entry.src->name, h.host.line});
+      if (!inserted) {
+        h.address->Error("host '" + h.host.address + "' port " + std::to_string(key.second) +
+                         " is in " + it->second.pool + " already (" + it->second.file + " line " +
+                         std::to_string(it->second.line) + "); a host belongs to one pool");
+      }
+    }
+    if (g.host_errors || g.hosts.empty()) continue;
+    if (d.spec.hosts_per_member &&
+        static_cast<size_t>(*d.spec.hosts_per_member) > g.hosts.size()) {
+      g.entry.KeyError(pool + " has " + std::to_string(g.hosts.size()) +
+                       " host(s), but each member takes hosts_per_member: " +
+                       std::to_string(*d.spec.hosts_per_member));
+    } else if (!d.spec.hosts_per_member && workers >= 0 && nodes < workers + 1) {
+      g.entry.KeyError(pool + " provides " + std::to_string(nodes) + " node(s), but a member's head and " +
+                       std::to_string(workers) + " worker(s) need " + std::to_string(workers + 1) +
+                       " (add hosts to the group, or raise a host's 'nodes:')");
     }
   }
 }
@@ -2053,6 +2234,7 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
     }
   }
   CheckHosts(d);
+  CheckHostGroups(d);
   CheckRolesAgainstNodes(d, top);
   CheckTeardownPlaceholders(d);
   CheckSecretsAgainstEnv(d);
@@ -2061,6 +2243,13 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
   if (d.worker.present) d.spec.roles[cluster::kWorkerRole] = d.worker.role;
   for (HostDraft& h : d.hosts) d.spec.hosts.push_back(std::move(h.host));
   for (HostDraft& h : d.spares) d.spec.spare_hosts.push_back(std::move(h.host));
+  for (GroupDraft& g : d.groups) {
+    for (HostDraft& h : g.hosts) g.group.hosts.push_back(std::move(h.host));
+    for (const KeyInfo& k : kSshKeys()) {
+      if (g.ssh_keys.contains(std::string(k.key))) g.group.ssh_keys.emplace_back(k.key);
+    }
+    d.spec.host_groups.push_back(std::move(g.group));
+  }
   d.spec.teardown = d.teardown.hooks;
 }
 
@@ -2558,6 +2747,23 @@ void NameOverrides(const std::string& file, const std::vector<Override>& overrid
   }
 }
 
+// The `ssh:` settings named in `keys` from `from` into `to`.
+void CopySshKeys(const SshSettings& from, const std::set<std::string>& keys, SshSettings& to) {
+  auto set = [&](const char* key) { return keys.contains(key); };
+  if (set("known_hosts")) to.known_hosts = from.known_hosts;
+  if (set("config_file")) to.config_file = from.config_file;
+  if (set("host_key_checking")) to.host_key_checking = from.host_key_checking;
+  if (set("connect_timeout")) to.connect_timeout = from.connect_timeout;
+  if (set("dead_after")) to.dead_after = from.dead_after;
+  if (set("engine_timeout")) to.engine_timeout = from.engine_timeout;
+  if (set("engine_misses")) to.engine_misses = from.engine_misses;
+  if (set("parallel_connects")) to.parallel_connects = from.parallel_connects;
+  if (set("user")) to.user = from.user;
+  if (set("port")) to.port = from.port;
+  if (set("identity_file")) to.identity_file = from.identity_file;
+  if (set("proxy_jump")) to.proxy_jump = from.proxy_jump;
+}
+
 // The user's config file: defaults for the job file's `ssh:` block.
 struct ConfigDraft {
   SshSettings ssh;
@@ -2594,23 +2800,20 @@ void ApplyConfigFile(const std::string& path, std::vector<JobFileError>* errors,
   }
   ConfigDraft c;
   ReadMapping(top, kConfigRules, c);
-  const SshSettings& from = c.ssh;
-  SshSettings& to = spec.ssh;
-  auto unset = [&](const char* key) {
-    return c.ssh_keys.contains(key) && !job_ssh_keys.contains(key);
-  };
-  if (unset("known_hosts")) to.known_hosts = from.known_hosts;
-  if (unset("config_file")) to.config_file = from.config_file;
-  if (unset("host_key_checking")) to.host_key_checking = from.host_key_checking;
-  if (unset("connect_timeout")) to.connect_timeout = from.connect_timeout;
-  if (unset("dead_after")) to.dead_after = from.dead_after;
-  if (unset("engine_timeout")) to.engine_timeout = from.engine_timeout;
-  if (unset("engine_misses")) to.engine_misses = from.engine_misses;
-  if (unset("parallel_connects")) to.parallel_connects = from.parallel_connects;
-  if (unset("user")) to.user = from.user;
-  if (unset("port")) to.port = from.port;
-  if (unset("identity_file")) to.identity_file = from.identity_file;
-  if (unset("proxy_jump")) to.proxy_jump = from.proxy_jump;
+  std::set<std::string> unset;
+  for (const std::string& key : c.ssh_keys) {
+    if (!job_ssh_keys.contains(key)) unset.insert(key);
+  }
+  CopySshKeys(c.ssh, unset, spec.ssh);
+}
+
+// Each host group's ssh: the job's, with the group's own keys over it.
+void LayGroupSsh(JobSpec& spec) {
+  for (HostGroup& g : spec.host_groups) {
+    SshSettings merged = spec.ssh;
+    CopySshKeys(g.ssh, std::set<std::string>(g.ssh_keys.begin(), g.ssh_keys.end()), merged);
+    g.ssh = std::move(merged);
+  }
 }
 
 }  // namespace
@@ -2639,6 +2842,7 @@ LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
         ReadJob(src, *root, *draft);
         NameOverrides(file_name, layers.overrides, &result.errors);
         ApplyConfigFile(layers.config_file, &result.errors, draft->spec, draft->ssh_keys);
+        LayGroupSsh(draft->spec);
       }
     }
   } catch (const YAML::Exception& e) {

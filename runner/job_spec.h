@@ -174,6 +174,19 @@ struct ArraySpec {
   std::vector<std::pair<std::string, std::vector<std::string>>> matrix;
 };
 
+// `host_groups:` entry (runner/fleet/): a pool of hosts that job array rows
+// naming it in their `host_group` column draw their hosts from, reached
+// with the group's own ssh settings.
+struct HostGroup {
+  std::string name;
+  std::vector<cluster::Host> hosts;  // Host::line counts in hosts_file when that is set
+  std::string hosts_file;            // as errors name it; empty = listed in the job file
+  // The job's `ssh:` (config file defaults included) with the keys the
+  // group's own `ssh:` sets laid over it: what the group's members use.
+  SshSettings ssh;
+  std::vector<std::string> ssh_keys;  // the keys the group's `ssh:` sets, in table order
+};
+
 struct JobSpec {
   std::string file;      // the job file's path as given
   std::string base_dir;  // directory of the job file; relative paths resolve here
@@ -236,6 +249,8 @@ struct JobSpec {
   std::optional<int> parallel;
   int array_retries = 0;
   std::optional<int> hosts_per_member;
+  // `host_groups:`, in the order the file lists them; empty = none.
+  std::vector<HostGroup> host_groups;
 };
 
 }  // namespace barge::runner

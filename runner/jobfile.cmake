@@ -28,6 +28,7 @@ barge_unit_tests(runner_jobfile_tests
     ${CMAKE_CURRENT_LIST_DIR}/units_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/fleet/hosts_command_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/fleet/proxy_jump_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fleet/host_groups_test.cc
   LIBS barge_jobfile
 )
 # The corpus test reads tests/bad_jobs/ and names its files relative to the

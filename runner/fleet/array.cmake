@@ -32,6 +32,7 @@ barge_unit_tests(runner_fleet_array_tests
 
 if(BUILD_TESTING)
 barge_bed_tests(runner_fleet_array_bed_tests SOURCES ${CMAKE_CURRENT_LIST_DIR}/array_bed_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/host_groups_bed_test.cc
   ${PROJECT_SOURCE_DIR}/tests/bed_job.cc LIBS barge_testbed barge_ssh)
 target_compile_definitions(runner_fleet_array_bed_tests PRIVATE BARGE_BINARY="$<TARGET_FILE:barge>")
 add_dependencies(runner_fleet_array_bed_tests barge)

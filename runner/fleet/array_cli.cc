@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -245,20 +246,34 @@ int RunArrayCommand(const JobSpec& spec, const ArrayParams& params, const std::s
 int PlanArray(const JobSpec& spec, const ArrayParams& params,
               const std::function<int(const JobSpec&)>& print_plan, size_t shown) {
   const size_t need = HostsPerMember(spec);
-  const size_t at_once = MembersAtOnce(spec);
+  const size_t at_once = MembersAtOnce(spec, params);
   std::printf("# job array: %zu member(s) from %s (columns: ", params.rows.size(), params.source.c_str());
   for (size_t c = 0; c < params.columns.size(); ++c) std::printf("%s%s", c ? ", " : "", params.columns[c].c_str());
   std::printf("); at most %zu at once, %zu host(s) each, %d retr%s\n", at_once, need, spec.array_retries,
               spec.array_retries == 1 ? "y" : "ies");
+  for (const HostGroup& g : spec.host_groups) {
+    std::string hosts;
+    for (const cluster::Host& h : g.hosts) hosts += (hosts.empty() ? "" : ", ") + h.address;
+    std::printf("# host group %s: %s; %zu host(s) per member\n", g.name.c_str(), hosts.c_str(),
+                HostsPerMember(spec, g.hosts));
+  }
+  std::map<std::optional<size_t>, size_t> seen;  // members so far, by pool
   for (size_t i = 0; i < params.rows.size() && i < shown; ++i) {
-    // The hosts the pool gives the first wave: member i of a wave takes
-    // the (i mod at_once)-th block of `need` hosts.
+    // The hosts the pool (its row's host group, or the job's hosts) gives
+    // the first wave: the k-th member of a pool takes its (k mod
+    // fits)-th block of `n` hosts.
+    Result<std::optional<size_t>> group = MemberGroup(spec, params, i);
+    if (!group.ok()) return Fail(group.status().message());
+    const std::vector<cluster::Host>& pool = *group ? spec.host_groups[**group].hosts : spec.hosts;
+    const size_t n = HostsPerMember(spec, pool);
+    const size_t fits = std::max<size_t>(pool.size() / std::max<size_t>(n, 1), 1);
+    const size_t first = (seen[*group]++ % fits) * n;
     std::vector<cluster::Host> hosts;
-    const size_t first = (i % at_once) * need;
-    for (size_t h = first; h < first + need && h < spec.hosts.size(); ++h) hosts.push_back(spec.hosts[h]);
+    for (size_t h = first; h < first + n && h < pool.size(); ++h) hosts.push_back(pool[h]);
     Result<JobSpec> member = MemberSpec(spec, params, i, "<array id>", hosts);
     if (!member.ok()) return Fail(member.status().message());
-    std::printf("\n# member %zu: %s\n", i, ParamsText(params, i).c_str());
+    std::printf("\n# member %zu: %s; %s\n", i, ParamsText(params, i).c_str(),
+                *group ? ("host group " + spec.host_groups[**group].name).c_str() : "the job's hosts");
     std::fflush(stdout);
     if (int code = print_plan(*member); code != 0) return code;
   }

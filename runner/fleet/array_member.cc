@@ -2,6 +2,7 @@
 #include "runner/fleet/array_member.h"
 
 #include <algorithm>
+#include <map>
 
 #include "base/shell_word.h"
 #include "runner/job_values.h"
@@ -79,22 +80,71 @@ Result<std::string> SubstituteArray(std::string_view text, const ArrayParams& pa
   return out;
 }
 
-size_t HostsPerMember(const JobSpec& spec) {
+size_t HostsPerMember(const JobSpec& spec) { return HostsPerMember(spec, spec.hosts); }
+
+size_t HostsPerMember(const JobSpec& spec, const std::vector<cluster::Host>& pool) {
   if (spec.hosts_per_member) return static_cast<size_t>(*spec.hosts_per_member);
   auto worker = spec.roles.find(cluster::kWorkerRole);
   if (worker == spec.roles.end() || !worker->second.count) return 1;
   int per_host = 1 << 30;
-  for (const cluster::Host& h : spec.hosts) per_host = std::min(per_host, std::max(h.nodes, 1));
-  if (spec.hosts.empty()) per_host = 1;
+  for (const cluster::Host& h : pool) per_host = std::min(per_host, std::max(h.nodes, 1));
+  if (pool.empty()) per_host = 1;
   const int needed = *worker->second.count + 1;
   return static_cast<size_t>((needed + per_host - 1) / per_host);
 }
 
-size_t MembersAtOnce(const JobSpec& spec) {
-  const size_t pool = std::max<size_t>(spec.hosts.size(), 1);
-  const size_t fits = std::max<size_t>(pool / std::max<size_t>(HostsPerMember(spec), 1), 1);
+Result<std::optional<size_t>> MemberGroup(const JobSpec& spec, const ArrayParams& params, size_t row) {
+  auto column = std::find(params.columns.begin(), params.columns.end(), kHostGroupColumn);
+  if (column == params.columns.end()) return std::optional<size_t>();
+  const std::string& name = params.rows.at(row)[column - params.columns.begin()];
+  if (name.empty()) return std::optional<size_t>();
+  for (size_t g = 0; g < spec.host_groups.size(); ++g) {
+    if (spec.host_groups[g].name == name) return std::optional<size_t>(g);
+  }
+  std::string known;
+  for (const HostGroup& g : spec.host_groups) known += (known.empty() ? "" : ", ") + g.name;
+  return Status::Error(params.source + ", row " + std::to_string(row) + " (member " + std::to_string(row) +
+                       "): host_group " + QuoteValue(name) + " is not a group of " +
+                       (known.empty() ? spec.file + " (it has no host_groups)"
+                                      : spec.file + "'s host_groups (" + known + ")"));
+}
+
+namespace {
+
+// The hosts-per-member and pool size of each pool the rows use: the job's
+// own (nullopt) and each named group.
+std::map<std::optional<size_t>, std::pair<size_t, size_t>> PoolsUsed(const JobSpec& spec,
+                                                                      const ArrayParams& params) {
+  std::map<std::optional<size_t>, std::pair<size_t, size_t>> pools;
+  for (size_t row = 0; row < params.rows.size(); ++row) {
+    Result<std::optional<size_t>> g = MemberGroup(spec, params, row);
+    if (!g.ok() || pools.contains(*g)) continue;
+    const std::vector<cluster::Host>& hosts = *g ? spec.host_groups[**g].hosts : spec.hosts;
+    pools[*g] = {HostsPerMember(spec, hosts), std::max<size_t>(hosts.size(), 1)};
+  }
+  return pools;
+}
+
+size_t CapAtOnce(const JobSpec& spec, size_t fits) {
+  fits = std::max<size_t>(fits, 1);
   if (!spec.parallel) return fits;
   return std::clamp<size_t>(static_cast<size_t>(*spec.parallel), 1, fits);
+}
+
+}  // namespace
+
+size_t MembersAtOnce(const JobSpec& spec) {
+  const size_t pool = std::max<size_t>(spec.hosts.size(), 1);
+  return CapAtOnce(spec, pool / std::max<size_t>(HostsPerMember(spec), 1));
+}
+
+size_t MembersAtOnce(const JobSpec& spec, const ArrayParams& params) {
+  size_t fits = 0;
+  for (const auto& [group, need_and_size] : PoolsUsed(spec, params)) {
+    fits += need_and_size.second / std::max<size_t>(need_and_size.first, 1);
+  }
+  if (fits == 0) return MembersAtOnce(spec);  // no rows
+  return CapAtOnce(spec, fits);
 }
 
 Result<JobSpec> MemberSpec(const JobSpec& base, const ArrayParams& params, size_t row,
@@ -106,6 +156,16 @@ Result<JobSpec> MemberSpec(const JobSpec& base, const ArrayParams& params, size_
   m.hosts_per_member.reset();
   m.spare_hosts.clear();
   m.hosts = std::move(hosts);
+  Result<std::optional<size_t>> group = MemberGroup(base, params, row);
+  if (!group.ok()) return group.status();
+  m.host_groups.clear();
+  if (*group) {
+    const HostGroup& g = base.host_groups[**group];
+    m.ssh = g.ssh;
+    m.hosts_file = g.hosts_file;
+    m.hosts_command.clear();
+    m.hosts_command_ran = false;
+  }
   const std::string suffix = "-" + std::to_string(row);
   m.name = base.name.substr(0, 63 - suffix.size()) + suffix;
 
@@ -140,21 +200,32 @@ Result<JobSpec> MemberSpec(const JobSpec& base, const ArrayParams& params, size_
   set("BARGE_ARRAY_INDEX", std::to_string(row));
   set("BARGE_ARRAY_SIZE", std::to_string(params.rows.size()));
   set("AWS_BATCH_JOB_ARRAY_INDEX", std::to_string(row));
-  for (size_t c = 0; c < params.columns.size(); ++c) set(params.columns[c], params.rows[row][c]);
+  for (size_t c = 0; c < params.columns.size(); ++c) {
+    if (params.columns[c] != kHostGroupColumn) set(params.columns[c], params.rows[row][c]);
+  }
+  if (*group) set("BARGE_HOST_GROUP", base.host_groups[**group].name);
   m.container.env = std::move(env);
   return m;
 }
 
 Status CheckArray(const JobSpec& base, const ArrayParams& params) {
-  const size_t need = HostsPerMember(base);
-  const size_t pool = std::max<size_t>(base.hosts.size(), 1);
-  if (need > pool) {
-    return Status::Error("each member of the array needs " + std::to_string(need) +
-                         " host(s), but the inventory has " + std::to_string(pool));
-  }
-  std::vector<cluster::Host> hosts(base.hosts.begin(),
-                                   base.hosts.begin() + std::min(need, base.hosts.size()));
   for (size_t row = 0; row < params.rows.size(); ++row) {
+    if (Result<std::optional<size_t>> g = MemberGroup(base, params, row); !g.ok()) return g.status();
+  }
+  for (const auto& [group, need_and_size] : PoolsUsed(base, params)) {
+    const auto [need, pool] = need_and_size;
+    if (need > pool) {
+      return Status::Error("each member of the array needs " + std::to_string(need) + " host(s), but " +
+                           (group ? "host group '" + base.host_groups[*group].name + "'"
+                                  : std::string("the inventory")) +
+                           " has " + std::to_string(pool));
+    }
+  }
+  for (size_t row = 0; row < params.rows.size(); ++row) {
+    const std::optional<size_t> group = *MemberGroup(base, params, row);
+    const std::vector<cluster::Host>& pool = group ? base.host_groups[*group].hosts : base.hosts;
+    const size_t need = HostsPerMember(base, pool);
+    std::vector<cluster::Host> hosts(pool.begin(), pool.begin() + std::min(need, pool.size()));
     Result<JobSpec> m = MemberSpec(base, params, row, "check", hosts);
     if (!m.ok()) return m.status();
   }

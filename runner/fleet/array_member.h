@@ -11,6 +11,7 @@
 // inside TEXT, so `a b; rm -rf /` arrives as one word.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,22 +29,43 @@ namespace barge::runner::fleet {
 [[nodiscard]] Result<std::string> SubstituteArray(std::string_view text, const ArrayParams& params,
                                                   size_t row, bool for_shell, const std::string& where);
 
+// The reserved column naming the host group (JobSpec::host_groups) a row's
+// member draws its hosts from, with that group's ssh settings. Not exported
+// under its own name: the member sees it as BARGE_HOST_GROUP (set only when
+// the row names a group). An empty value, or no such column: the job's own
+// hosts.
+inline constexpr std::string_view kHostGroupColumn = "host_group";
+
 // How many hosts of the pool one member takes: hosts_per_member, else
 // enough for the head and roles.worker.count workers at the pool's
-// smallest `nodes:` per host, else (workers: rest) one host.
+// smallest `nodes:` per host, else (workers: rest) one host. The pool is
+// the job's hosts, or `pool` (a host group's).
 size_t HostsPerMember(const JobSpec& spec);
+size_t HostsPerMember(const JobSpec& spec, const std::vector<cluster::Host>& pool);
 
-// How many members may run at once: `parallel:` (at most what the pool
-// fits), else as many as the pool fits; at least 1.
+// The host group row `row` names: an index into spec.host_groups, nullopt
+// for the job's own hosts. A name that is no group is an error naming the
+// row and the group.
+[[nodiscard]] Result<std::optional<size_t>> MemberGroup(const JobSpec& spec, const ArrayParams& params,
+                                                        size_t row);
+
+// How many members may run at once: `parallel:` (at most what the pools
+// fit), else as many as the pools fit; at least 1. The pools are the job's
+// hosts and, with `params`, each host group its rows name (without
+// `params`, the job's hosts only).
 size_t MembersAtOnce(const JobSpec& spec);
+size_t MembersAtOnce(const JobSpec& spec, const ArrayParams& params);
 
-// Member `row`'s spec on `hosts` (taken from the pool), named NAME-ROW.
+// Member `row`'s spec on `hosts` (taken from the pool of its row's host
+// group, or the job's), named NAME-ROW. A member of a host group gets the
+// group's ssh settings (JobSpec::ssh) and BARGE_HOST_GROUP.
 [[nodiscard]] Result<JobSpec> MemberSpec(const JobSpec& base, const ArrayParams& params, size_t row,
                                          const std::string& array_id,
                                          std::vector<cluster::Host> hosts);
 
-// Checks the whole array before anything starts: every row's substitutions
-// and image, and that the pool holds at least one member's hosts.
+// Checks the whole array before anything starts: every row's host group,
+// substitutions and image, and that each pool the rows use holds at least
+// one member's hosts.
 [[nodiscard]] Status CheckArray(const JobSpec& base, const ArrayParams& params);
 
 }  // namespace barge::runner::fleet

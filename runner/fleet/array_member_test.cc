@@ -105,5 +105,117 @@ TEST(ArrayMember, HostsPerMemberFollowTheWorkerCountAndParallelIsCappedByThePool
   EXPECT_FALSE(CheckArray(s, p).ok());
 }
 
+// host_groups (JobSpec::host_groups) and the reserved host_group column.
+JobSpec GroupedJob() {
+  JobSpec base;
+  base.name = "sweep";
+  base.file = "job.yaml";
+  base.image = "img";
+  base.hosts = {HostAt("h1")};
+  base.ssh.user = "alice";
+  HostGroup a;
+  a.name = "a";
+  a.hosts = {HostAt("a1"), HostAt("a2")};
+  a.ssh = base.ssh;
+  HostGroup b;
+  b.name = "b";
+  b.hosts = {HostAt("b1")};
+  b.hosts_file = "b.yaml";
+  b.ssh = base.ssh;
+  b.ssh.proxy_jump = {"root@jump"};
+  base.host_groups = {a, b};
+  return base;
+}
+
+ArrayParams GroupRows(std::vector<std::string> groups) {
+  ArrayParams p;
+  p.source = "params.csv";
+  p.columns = {"seed", "host_group"};
+  for (size_t i = 0; i < groups.size(); ++i) p.rows.push_back({std::to_string(i), groups[i]});
+  return p;
+}
+
+TEST(ArrayMember, ARowsHostGroupPicksItsPoolAndAnEmptyValueOrNoColumnIsTheJobsOwn) {
+  const JobSpec base = GroupedJob();
+  const ArrayParams p = GroupRows({"b", "", "a"});
+  EXPECT_EQ(*MemberGroup(base, p, 0), std::optional<size_t>(1));
+  EXPECT_EQ(*MemberGroup(base, p, 1), std::nullopt);
+  EXPECT_EQ(*MemberGroup(base, p, 2), std::optional<size_t>(0));
+  EXPECT_EQ(*MemberGroup(base, Params(), 0), std::nullopt);  // no host_group column
+}
+
+TEST(ArrayMember, AMatrixOrJsonLinesHostGroupColumnPicksPoolsAsACsvOneDoes) {
+  const JobSpec base = GroupedJob();
+  Result<ArrayParams> m = ExpandMatrix({{"host_group", {"b", "a"}}, {"seed", {"1", "2"}}});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(*MemberGroup(base, *m, 1), std::optional<size_t>(1));  // (b, 2)
+  EXPECT_EQ(*MemberGroup(base, *m, 2), std::optional<size_t>(0));  // (a, 1)
+  Result<ArrayParams> j = ParseJsonl("{\"host_group\": \"a\"}\n{\"host_group\": \"\"}\n", "p.jsonl");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(*MemberGroup(base, *j, 0), std::optional<size_t>(0));
+  EXPECT_EQ(*MemberGroup(base, *j, 1), std::nullopt);
+  EXPECT_TRUE(CheckArray(base, *m).ok());
+}
+
+TEST(ArrayMember, ARowNamingAnUnknownGroupIsAnErrorNamingTheRowAndTheGroup) {
+  const JobSpec base = GroupedJob();
+  const ArrayParams p = GroupRows({"a", "b", "c"});
+  Result<std::optional<size_t>> g = MemberGroup(base, p, 2);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().message(),
+            "params.csv, row 2 (member 2): host_group 'c' is not a group of job.yaml's host_groups (a, b)");
+  Status checked = CheckArray(base, p);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_EQ(checked.message(), g.status().message());
+  JobSpec no_groups = GroupedJob();
+  no_groups.host_groups.clear();
+  Status none = CheckArray(no_groups, GroupRows({"a"}));
+  EXPECT_EQ(none.message(),
+            "params.csv, row 0 (member 0): host_group 'a' is not a group of job.yaml (it has no host_groups)");
+}
+
+TEST(ArrayMember, AGroupsMemberHasTheGroupsSshAndBargeHostGroupButNoHostGroupVariable) {
+  const JobSpec base = GroupedJob();
+  const ArrayParams p = GroupRows({"b", ""});
+  Result<JobSpec> m = MemberSpec(base, p, 0, "arr", {HostAt("b1")});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->ssh.proxy_jump, std::vector<std::string>{"root@jump"});
+  EXPECT_EQ(m->ssh.user, "alice");
+  EXPECT_EQ(m->hosts_file, "b.yaml");
+  EXPECT_TRUE(m->host_groups.empty());
+  EXPECT_EQ(EnvOf(*m, "BARGE_HOST_GROUP"), "b");
+  EXPECT_EQ(EnvOf(*m, "host_group"), "<unset>");
+  EXPECT_EQ(EnvOf(*m, "seed"), "0");
+  // A row without a group: the job's own ssh, no BARGE_HOST_GROUP.
+  Result<JobSpec> own = MemberSpec(base, p, 1, "arr", {HostAt("h1")});
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_TRUE(own->ssh.proxy_jump.empty());
+  EXPECT_EQ(EnvOf(*own, "BARGE_HOST_GROUP"), "<unset>");
+  // {array.host_group} still substitutes.
+  Result<std::string> text = SubstituteArray("on {array.host_group}", p, 0, false, "command");
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "on b");
+}
+
+TEST(ArrayMember, MembersAtOnceAddsWhatEachPoolTheRowsUseFitsAndParallelStillCapsThem) {
+  JobSpec base = GroupedJob();
+  EXPECT_EQ(MembersAtOnce(base, GroupRows({"a", "a", "a"})), 2u);       // a's 2 hosts
+  EXPECT_EQ(MembersAtOnce(base, GroupRows({"a", "b", "a", "b"})), 3u);  // 2 + 1
+  EXPECT_EQ(MembersAtOnce(base, GroupRows({"a", "b", ""})), 4u);        // 2 + 1 + the job's 1
+  base.parallel = 2;
+  EXPECT_EQ(MembersAtOnce(base, GroupRows({"a", "b", ""})), 2u);
+}
+
+TEST(ArrayMember, APoolTooSmallForAMemberIsAnErrorOnlyWhenARowUsesIt) {
+  JobSpec base = GroupedJob();
+  base.hosts_per_member = 2;
+  // Group a has 2 hosts; the job's own pool (1 host) is used by no row.
+  EXPECT_TRUE(CheckArray(base, GroupRows({"a", "a"})).ok());
+  Status b = CheckArray(base, GroupRows({"a", "b"}));
+  EXPECT_EQ(b.message(), "each member of the array needs 2 host(s), but host group 'b' has 1");
+  Status own = CheckArray(base, GroupRows({"a", ""}));
+  EXPECT_EQ(own.message(), "each member of the array needs 2 host(s), but the inventory has 1");
+}
+
 }  // namespace
 }  // namespace barge::runner::fleet

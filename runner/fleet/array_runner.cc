@@ -62,6 +62,7 @@ class ArraySignals {
 struct Running {
   int index = 0;
   pid_t pid = -1;
+  size_t pool = 0;  // 0: the job's hosts; g + 1: host group g
   std::vector<size_t> hosts;
   std::string job_id;
   int out_fd = -1, err_fd = -1;
@@ -100,7 +101,7 @@ Status CreateArrayRecord(const std::string& state_dir, const JobSpec& spec, cons
   a.id = array_id;
   a.name = spec.name;
   a.size = static_cast<int>(params.rows.size());
-  a.parallel = static_cast<int>(MembersAtOnce(spec));
+  a.parallel = static_cast<int>(MembersAtOnce(spec, params));
   a.retries = spec.array_retries;
   a.params_json = ParamsToJson(params);
   a.created = WallNow();
@@ -160,15 +161,38 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   array->exit_code.reset();
   (void)store->UpdateArray(*array);
 
-  const size_t need = HostsPerMember(spec);
-  const size_t at_once = MembersAtOnce(spec);
-  HostPool pool(std::max<size_t>(spec.hosts.size(), 1));
+  // One pool per host group (a row's host_group column), after the job's
+  // own: pool 0 is the job's hosts, pool g + 1 host group g.
+  const size_t at_once = MembersAtOnce(spec, params);
+  std::vector<const std::vector<cluster::Host>*> pool_hosts = {&spec.hosts};
+  for (const HostGroup& g : spec.host_groups) pool_hosts.push_back(&g.hosts);
+  std::vector<HostPool> pools;
+  std::vector<size_t> needs;
+  for (const auto* hosts : pool_hosts) {
+    pools.emplace_back(std::max<size_t>(hosts->size(), 1));
+    needs.push_back(HostsPerMember(spec, *hosts));
+  }
+  std::vector<size_t> pool_of(members.size(), 0);
+  for (size_t i = 0; i < members.size() && i < params.rows.size(); ++i) {
+    Result<std::optional<size_t>> g = MemberGroup(spec, params, i);
+    if (g.ok() && *g) pool_of[i] = **g + 1;
+  }
+  // "2 host(s) each", or with host groups "host(s) each: 1 of the job's
+  // hosts, 1 of group a's 2, 1 of group b's 1".
+  std::string each = std::to_string(needs[0]) + " host(s) each";
+  if (!spec.host_groups.empty()) {
+    each = "host(s) each: " + std::to_string(needs[0]) + " of the job's hosts";
+    for (size_t g = 0; g < spec.host_groups.size(); ++g) {
+      each += ", " + std::to_string(needs[g + 1]) + " of group " + spec.host_groups[g].name + "'s " +
+              std::to_string(spec.host_groups[g].hosts.size());
+    }
+  }
   std::deque<int> waiting;
   for (const MemberRecord& m : members) {
     if (m.status == MemberStatus::kWaiting) waiting.push_back(m.index);
   }
-  std::fprintf(stderr, "barge: array %s (%s): %zu member(s), %zu to run, at most %zu at once, %zu host(s) each; logs in %s\n",
-               array_id.c_str(), spec.name.c_str(), members.size(), waiting.size(), at_once, need,
+  std::fprintf(stderr, "barge: array %s (%s): %zu member(s), %zu to run, at most %zu at once, %s; logs in %s\n",
+               array_id.c_str(), spec.name.c_str(), members.size(), waiting.size(), at_once, each.c_str(),
                (options.state_dir + "/runs/<member job id>").c_str());
   ArrayEventStream events(options.events, array_id);
   events.ArrayStarted(static_cast<int>(members.size()), static_cast<int>(waiting.size()), static_cast<int>(at_once),
@@ -190,18 +214,22 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   std::map<pid_t, Running> running;
   std::map<int, int> tries;  // attempts in this run, by index (a rerun starts again at 0)
 
-  auto launch = [&](int index, std::vector<size_t> hosts) {
+  auto launch = [&](int index, size_t pool_index, std::vector<size_t> hosts) {
     MemberRecord& m = members[static_cast<size_t>(index)];
+    HostPool& pool = pools[pool_index];
+    const std::vector<cluster::Host>& inventory = *pool_hosts[pool_index];
     std::vector<cluster::Host> member_hosts;
     std::string names;
     for (size_t h : hosts) {
-      if (h >= spec.hosts.size()) continue;  // the local engine
-      member_hosts.push_back(spec.hosts[h]);
-      names += (names.empty() ? "" : ",") + spec.hosts[h].address;
+      if (h >= inventory.size()) continue;  // the local engine
+      member_hosts.push_back(inventory[h]);
+      names += (names.empty() ? "" : ",") + inventory[h].address;
     }
+    if (pool_index > 0) names += " (group " + spec.host_groups[pool_index - 1].name + ")";
     Result<JobSpec> member = MemberSpec(spec, params, static_cast<size_t>(index), array_id, member_hosts);
     Running r;
     r.index = index;
+    r.pool = pool_index;
     r.hosts = hosts;
     r.job_id = NewJobId();
     ++m.attempts;
@@ -282,7 +310,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
 
   auto finish = [&](Running& r, int code) {
     MemberRecord& m = members[static_cast<size_t>(r.index)];
-    pool.Release(r.hosts);
+    pools[r.pool].Release(r.hosts);
     m.exit_code = code;
     m.ended = WallNow();
     bool succeeded = false;
@@ -324,17 +352,23 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       waiting.clear();
       for (auto& [pid, r] : running) kill(pid, signo);
     }
-    while (!stopping && running.size() < at_once && !waiting.empty()) {
-      std::optional<std::vector<size_t>> hosts = pool.TakeFreeHosts(need);
-      if (!hosts) break;
-      const int index = waiting.front();
-      waiting.pop_front();
-      launch(index, std::move(*hosts));
+    // The first waiting member whose pool has free hosts starts: a member
+    // waiting for a busy group does not hold back the members of another.
+    for (auto it = waiting.begin(); !stopping && running.size() < at_once && it != waiting.end();) {
+      const size_t p = pool_of[static_cast<size_t>(*it)];
+      std::optional<std::vector<size_t>> hosts = pools[p].TakeFreeHosts(needs[p]);
+      if (!hosts) {
+        ++it;
+        continue;
+      }
+      const int index = *it;
+      it = waiting.erase(it);
+      launch(index, p, std::move(*hosts));
     }
     status_line();
     if (running.empty() && (waiting.empty() || stopping)) break;
     if (running.empty()) {  // nothing runs and nothing can start: cannot happen with a checked pool
-      std::fprintf(stderr, "barge: no member can get %zu host(s) from a pool of %zu\n", need, pool.size());
+      std::fprintf(stderr, "barge: no waiting member can get its host(s) from its pool\n");
       break;
     }
 

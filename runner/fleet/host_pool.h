@@ -1,6 +1,8 @@
 // The job's inventory as a pool that a job array's members draw their
 // hosts from: a member holds its hosts alone until it ends, so no two
-// members of one array ever share a host.
+// members of one array ever share a host. The array controller keeps one
+// pool for the job's hosts and one per host group (JobSpec::host_groups);
+// a host is in one pool only (the job file's validation sees to it).
 //
 // TakeFreeHosts is the one place a member gets hosts. Today it knows only
 // this array's own members; the seam for the hosts' reservations (other
