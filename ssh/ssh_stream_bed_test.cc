@@ -1,10 +1,12 @@
 // SshExecutor::OpenUnixStream against a real bed host: a direct-streamlocal
 // channel through the host's sshd to that host's own dockerd socket, a
-// socket that does not exist, streams beside commands, and a connection
-// that is cut under an open stream.
+// socket that does not exist, streams beside commands, an sshd that forbids
+// streams, and a connection that is cut under an open stream.
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "ssh/bed_test_util.h"
+#include "ssh/quote.h"
 #include "ssh/ssh_executor.h"
 
 namespace barge::ssh {
@@ -22,6 +25,7 @@ using testing::BedOptions;
 using testing::Collected;
 using testing::CollectInto;
 using testing::PollUntil;
+using testing::ReadFile;
 using testing::RunToEnd;
 using testing::TempDir;
 
@@ -152,6 +156,64 @@ TEST(SshStream, ManyStreamsAndCommandsRunSideBySideOnOneSession) {
     EXPECT_EQ(pings[i]->out.rfind("HTTP/1.1 200 OK", 0), 0u) << pings[i]->out;
     EXPECT_EQ(commands[i]->out, std::to_string(i) + "\n");
   }
+}
+
+TEST(SshStream, AHostWhoseSshdForbidsStreamsIsReportedNamingTheHostAndTheSetting) {
+  TempDir dir;
+  const auto& bed = barge::testing::GetBed();
+  ASSERT_FALSE(bed.hosts.empty());
+  const auto& h = bed.hosts[0];
+  // A second sshd of that host, on port 2232, with AllowStreamLocalForwarding
+  // no; its files in the bed's directory, which the host's private /tmp shows.
+  const std::string sshd_dir = bed.dir + "/stream-test-sshd";
+  std::filesystem::create_directories(sshd_dir);
+  const std::string pidfile = sshd_dir + "/sshd.pid";
+  std::filesystem::remove(pidfile);
+  std::istringstream base(ReadFile(bed.dir + "/" + h.name + "/sshd_config"));
+  std::string conf;
+  for (std::string l; std::getline(base, l);) {
+    if (l.rfind("ListenAddress", 0) == 0) l = "ListenAddress " + h.address + ":2232";
+    if (l.rfind("PidFile", 0) == 0) l = "PidFile " + pidfile;
+    conf += l + "\n";
+  }
+  conf += "AllowStreamLocalForwarding no\n";
+  testing::WriteFile(sshd_dir + "/sshd_config", conf);
+  barge::testing::RunShell(bed.raw.at("BED_SCRIPT") + " exec " + h.name + " sh -c " +
+                           ShellQuote("/usr/sbin/sshd -f " + sshd_dir + "/sshd_config -E " +
+                                      sshd_dir + "/sshd.log") +
+                           " 2>&1");
+  for (int i = 0; i < 50 && !testing::Exists(pidfile); ++i) usleep(100 * 1000);
+  ASSERT_TRUE(testing::Exists(pidfile)) << ReadFile(sshd_dir + "/sshd.log");
+  const int sshd_pid = std::atoi(ReadFile(pidfile).c_str());
+
+  SessionOptions o = BedOptions(dir);
+  o.host = h.address;
+  o.port = 2232;
+  o.known_hosts_file = dir.File("known_hosts");
+  testing::WriteFile(o.known_hosts_file,
+                     "[" + h.address + "]:2232 " +
+                         ReadFile(bed.dir + "/" + h.name + "/ssh_host_ed25519_key.pub"));
+  {
+    EventLoop loop;
+    auto exec = Connect(loop, o);
+    if (exec) {
+      auto r = std::make_shared<Collected>();
+      auto stream = exec->OpenUnixStream(h.docker_host.substr(7), CollectInto(r));
+      ASSERT_TRUE(stream.ok());
+      ASSERT_TRUE(PollUntil(loop, [&] { return r->finished(); }, std::chrono::seconds(20)));
+      EXPECT_FALSE(r->exit.known());
+      EXPECT_EQ(r->exit.error.rfind(exec->label() + ": its sshd refuses streams to unix sockets "
+                                                    "(AllowStreamLocalForwarding no",
+                                    0),
+                0u)
+          << r->exit.error;
+      EXPECT_NE(r->exit.error.find(h.docker_host.substr(7)), std::string::npos) << r->exit.error;
+      // Commands on that session are unaffected.
+      EXPECT_EQ(RunToEnd(loop, *exec, "echo fine").out, "fine\n");
+    }
+  }
+  if (sshd_pid > 0) kill(sshd_pid, SIGTERM);
+  std::filesystem::remove_all(sshd_dir);
 }
 
 int ParentOf(int pid) {
