@@ -367,7 +367,7 @@ class CannedEngine {
         const std::string out = reply(request);
         for (size_t off = 0; off < out.size(); off += piece) {
           std::string_view p = std::string_view(out).substr(off, piece);
-          if (write(c, p.data(), p.size()) < 0) break;
+          if (send(c, p.data(), p.size(), MSG_NOSIGNAL) < 0) break;
           usleep(200);
         }
         close(c);

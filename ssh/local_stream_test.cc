@@ -67,7 +67,7 @@ std::string ReadToEof(int fd) {
 void WriteAllTo(int fd, const std::string& data) {
   size_t off = 0;
   while (off < data.size()) {
-    ssize_t n = write(fd, data.data() + off, data.size() - off);
+    ssize_t n = send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
     if (n <= 0) return;
     off += static_cast<size_t>(n);
   }
