@@ -434,6 +434,19 @@ class Controller {
   void CatchUpWithApi(NodeState& node, std::optional<int64_t> from, std::function<void()> then);
   // Every node's API call goes (an attempt's end, the controller's).
   void DropApiCalls();
+  // Teardown's `docker stop -t GRACE NAMES` through the API: one call per
+  // container in `group`; `done` once all have answered (the first
+  // failure, or success).
+  void StopWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names,
+                   int grace_seconds, CommandGroup::Done done);
+  // Teardown's removal through the API: every name or ID in `names` goes
+  // (one already gone is fine); when one would not and `sweep`, everything
+  // labelled with the job goes by a listing instead; then `then_line` (a
+  // shell command line, e.g. the watchdog's disarming) runs when not
+  // empty. `done` gets the removal's outcome, its exit unknown when
+  // `then_line` could not run.
+  void RemoveWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names, bool sweep,
+                     const std::string& then_line, CommandGroup::Done done);
 
   // --- faults.cc
   // Faults. The first one of an attempt ends it (fault_); later ones are

@@ -184,3 +184,102 @@ void Controller::DropApiCalls() {
 }
 
 }  // namespace barge::runner::internal
+
+namespace barge::runner::internal {
+
+void Controller::StopWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names,
+                             int grace_seconds, CommandGroup::Done done) {
+  struct State {
+    size_t left = 0;
+    std::optional<Outcome> failed;  // the first failure
+  };
+  auto st = std::make_shared<State>();
+  st->left = names.size();
+  for (const std::string& name : names) {
+    group.Api(
+        [&hs, name, grace_seconds](CommandGroup::Finish finish) {
+          return hs.api->Stop(name, grace_seconds,
+                              [finish](container::Reply<container::NoContent> r) { finish(ApiOutcome(r)); });
+        },
+        [st, done](const Outcome& o) {
+          if (!o.ok() && !st->failed) st->failed = o;
+          if (--st->left == 0) done(st->failed ? *st->failed : o);
+        });
+  }
+}
+
+void Controller::RemoveWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names,
+                               bool sweep, const std::string& then_line, CommandGroup::Done done) {
+  HostState* h = &hs;
+  struct State {
+    size_t left = 0;
+    std::optional<Outcome> failed;  // the first failure that is not "no such container"
+  };
+  // Removes `targets` (names or IDs; one already gone is fine), then `next`.
+  auto remove_all = std::make_shared<std::function<void(std::vector<std::string>, std::function<void(std::optional<Outcome>)>)>>();
+  *remove_all = [&group, h](std::vector<std::string> targets, std::function<void(std::optional<Outcome>)> next) {
+    if (targets.empty()) return next(std::nullopt);
+    auto st = std::make_shared<State>();
+    st->left = targets.size();
+    for (const std::string& t : targets) {
+      group.Api(
+          [h, t](CommandGroup::Finish finish) {
+            return h->api->Remove(t, /*force=*/true, [finish](container::Reply<container::NoContent> r) {
+              if (r.not_found()) {
+                Outcome gone;
+                gone.exit.code = 0;
+                return finish(gone);
+              }
+              finish(ApiOutcome(r));
+            });
+          },
+          [st, next](const Outcome& o) {
+            if (!o.ok() && !st->failed) st->failed = o;
+            if (--st->left == 0) next(st->failed);
+          });
+    }
+  };
+  // The last step: the shell line (disarming the watchdog), if any; the
+  // outcome is the removal's, known once that line has run.
+  auto finish = [this, &group, h, then_line, done](std::optional<Outcome> failed) {
+    Outcome removal;
+    removal.exit.code = 0;
+    if (failed) removal = *failed;
+    if (then_line.empty()) return done(removal);
+    group.Run(*h->exec, then_line, [removal, done](const Outcome& o) {
+      Outcome out = removal;
+      if (!o.exit.known()) out.exit = o.exit;
+      done(out);
+    });
+  };
+  const std::string job = plan_.job_id;
+  (*remove_all)(names, [&group, h, sweep, job, remove_all, finish](std::optional<Outcome> failed) {
+    if (!failed || !sweep) return finish(failed);
+    // Something would not go: everything labelled with the job goes by a
+    // listing instead (as the CLI path's fallback).
+    group.Api(
+        [h, job](CommandGroup::Finish list_finish) {
+          return h->api->ListContainers({"barge.job=" + job},
+                                        [list_finish](container::Reply<std::vector<container::PsEntry>> r) {
+                                          Outcome o = ApiOutcome(r);
+                                          if (r.ok()) {
+                                            for (const container::PsEntry& e : *r.value) o.out += e.id + "\n";
+                                          }
+                                          list_finish(o);
+                                        });
+        },
+        [remove_all, finish](const Outcome& listed) {
+          if (!listed.ok()) return finish(listed);
+          std::vector<std::string> ids;
+          size_t pos = 0;
+          while (pos < listed.out.size()) {
+            const size_t nl = listed.out.find('\n', pos);
+            ids.push_back(listed.out.substr(pos, nl - pos));
+            pos = nl + 1;
+          }
+          (*remove_all)(ids, finish);
+        });
+  });
+}
+
+}  // namespace barge::runner::internal
