@@ -812,8 +812,12 @@ std::string SshExecutor::StreamOpenError(const std::string& socket_path,
            "DisableForwarding yes in its sshd_config, or a no-port-forwarding key): cannot open "
            "a stream to " + socket_path + " (" + why + ")";
   }
+  // OpenSSH (9.2) answers a forbidden stream with the same "open failed" as
+  // a missing socket, and logs the difference only on the host.
   return label() + ": cannot open a stream to unix socket " + socket_path +
-         " (no such socket, no permission to connect to it, or nothing listening there): " + why;
+         " (no such socket, no permission to connect to it, nothing listening there, or its "
+         "sshd forbids streams: AllowStreamLocalForwarding no or DisableForwarding yes in its "
+         "sshd_config, or a no-port-forwarding key): " + why;
 }
 
 void SshExecutor::Finish(Channel& c, const ExitStatus& exit) {

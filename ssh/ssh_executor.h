@@ -86,11 +86,13 @@ class SshExecutor : public Executor {
   [[nodiscard]] Result<std::unique_ptr<Command>> Start(const std::string& command_line,
                                                        CommandCallbacks callbacks) override;
   // A direct-streamlocal channel on the session (executor.h). sshd's reasons
-  // for a refused open are coarse: "administratively prohibited" (streams
-  // forbidden) is told apart, a missing socket and a denied connect both
-  // read "open failed". Streams are driven by the same poll hook as
-  // commands, within their channel's window, and are not counted against
-  // the host's channel limit.
+  // for a refused open are coarse: OpenSSH (9.2) answers "open failed" alike
+  // for a missing socket, a denied connect and streams forbidden by its
+  // configuration (only its log tells them apart), so the error names all
+  // of them; a server that says "administratively prohibited" gets the
+  // message about the setting alone. Streams are driven by the same poll
+  // hook as commands, within their channel's window, and are not counted
+  // against the host's channel limit.
   [[nodiscard]] Result<std::unique_ptr<Command>> OpenUnixStream(
       const std::string& socket_path, CommandCallbacks callbacks) override;
   // The session's label, e.g. "root@127.0.0.2:2222".
