@@ -122,8 +122,8 @@ class FieldReader {
   Status status_;
 };
 
-Result<ContainerState> ParseOneContainer(const json& object, size_t index) {
-  std::string where = "docker inspect: container " + std::to_string(index);
+// `where` prefixes messages, e.g. "docker inspect: container 0".
+Result<ContainerState> ParseOneContainer(const json& object, std::string where) {
   if (!object.is_object()) return Status::Error(where + " is not a JSON object");
   // Name the container in messages when its name is readable.
   if (auto name = object.find("Name"); name != object.end() && name->is_string()) {
@@ -176,11 +176,20 @@ Result<std::vector<ContainerState>> ParseContainerInspect(std::string_view text)
   std::vector<ContainerState> containers;
   containers.reserve(doc->size());
   for (size_t i = 0; i < doc->size(); ++i) {
-    Result<ContainerState> c = ParseOneContainer((*doc)[i], i);
+    Result<ContainerState> c =
+        ParseOneContainer((*doc)[i], "docker inspect: container " + std::to_string(i));
     if (!c.ok()) return c.status();
     containers.push_back(std::move(c).value());
   }
   return containers;
+}
+
+Result<ContainerState> ParseContainerObject(std::string_view text) {
+  constexpr std::string_view kWhat = "engine API: container";
+  if (IsBlank(text)) return Status::Error(std::string(kWhat) + ": empty response");
+  Result<json> doc = ParseJson(text, kWhat);
+  if (!doc.ok()) return doc.status();
+  return ParseOneContainer(*doc, std::string(kWhat));
 }
 
 Result<ServerVersion> ParseVersion(std::string_view text) {

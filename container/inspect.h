@@ -49,6 +49,12 @@ struct ContainerState {
 // has a field of the wrong type, or an unparseable time.
 [[nodiscard]] Result<std::vector<ContainerState>> ParseContainerInspect(std::string_view json);
 
+// Parses the Engine API's answer to GET /containers/{name}/json
+// (docker_api.h): one such object, not an array; the same fields and
+// failures as ParseContainerInspect, messages prefixed "engine API:
+// container".
+[[nodiscard]] Result<ContainerState> ParseContainerObject(std::string_view json);
+
 // The Docker client and daemon versions, from `docker version --format
 // {{json .}}`.
 struct ServerVersion {

@@ -16,6 +16,10 @@ class DockerCommands {
  public:
   // `docker` is the split docker_command, e.g. {"docker"} or {"sudo","-n","docker"}.
   explicit DockerCommands(std::vector<std::string> docker) : docker_(std::move(docker)) {}
+  // Whether the command is the plain Docker CLI (`docker`, no wrapper such
+  // as sudo or a stand-in engine): then its engine may be reached through
+  // the Engine API instead (container/docker_api.h).
+  bool plain() const { return docker_.size() == 1 && docker_[0] == "docker"; }
 
   std::string Version() const;
   std::string ImageId(const std::string& image) const;

@@ -52,7 +52,22 @@ std::string PreflightScript(const DockerCommands& docker, const PreflightChecks&
   s += "bs disk; df -Pk /tmp \"${G:-/}\" 2>&1; be disk $?\n";
   if (c.tcp_tables) s += "bs ports; " + HostTcpTables() + " 2>&1; be ports $?\n";
   if (c.gpu_probe) s += "bs gpu; " + *c.gpu_probe + " 2>&1; be gpu $?\n";
+  // The CLI's engine: DOCKER_HOST's socket, or the default one; a context
+  // (DOCKER_CONTEXT, or a currentContext in the CLI's config) is not read.
+  if (c.engine_socket) {
+    s += "bs socket; C=${DOCKER_CONFIG:-$HOME/.docker}/config.json; "
+         "if [ -n \"${DOCKER_CONTEXT:-}\" ]; then echo context; "
+         "elif [ -f \"$C\" ] && grep -q currentContext \"$C\" 2>/dev/null; then echo context; "
+         "else case ${DOCKER_HOST:-} in '') echo /var/run/docker.sock;; unix://*) echo \"${DOCKER_HOST#unix://}\";; "
+         "*) echo \"other $DOCKER_HOST\";; esac; fi; be socket 0\n";
+  }
   return s;
+}
+
+std::optional<std::string> EngineSocketOf(std::string_view text) {
+  std::string path = TrimNewlines(std::string(text.substr(text.rfind('\n') + 1)));
+  if (path.empty() || path[0] != '/') return std::nullopt;
+  return path;
 }
 
 const PreflightSection* PreflightReply::Find(std::string_view name) const {

@@ -31,7 +31,16 @@ struct PreflightChecks {
   // engine_misses tries in all.
   std::chrono::milliseconds engine_timeout{std::chrono::seconds(20)};
   int engine_misses = 3;
+  // Where the Docker CLI's engine listens, for the Engine API (section
+  // "socket"): only meaningful when the job's docker command is plain
+  // `docker`.
+  bool engine_socket = false;
 };
+
+// The engine's unix socket path from a "socket" section's text; nullopt
+// when the CLI's engine is not a plain unix socket (a tcp:// or ssh://
+// DOCKER_HOST, a Docker context), so the CLI must be used.
+std::optional<std::string> EngineSocketOf(std::string_view section_text);
 
 // The script: POSIX sh, run by the login shell. Its first output line is
 // the POSIX-shell probe's answer; then one section per check, each
@@ -40,7 +49,7 @@ struct PreflightChecks {
 // script, run in a subshell), "image0", "image1", ...,
 // "engine" (only when an image inspect failed, or with pull_always),
 // "disk" (`df -Pk` of /tmp and of the first image's storage directory, or
-// of / when no image is there), "ports", "gpu".
+// of / when no image is there), "ports", "gpu", "socket".
 std::string PreflightScript(const DockerCommands& docker, const PreflightChecks& checks);
 
 struct PreflightSection {

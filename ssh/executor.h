@@ -61,6 +61,28 @@ class Executor {
   // cannot even be attempted (e.g. the connection is already known dead).
   [[nodiscard]] virtual Result<std::unique_ptr<Command>> Start(
       const std::string& command_line, CommandCallbacks callbacks) = 0;
+  // Opens a byte stream to the unix socket `socket_path` on the host (e.g.
+  // its Docker engine's /var/run/docker.sock) without running any process
+  // there: SshExecutor opens a direct-streamlocal channel on its session
+  // (sshd's AllowStreamLocalForwarding, default yes), LocalExecutor connects
+  // to the socket itself. The returned Command is the stream: bytes from the
+  // socket arrive through on_stdout (on_stderr is never called), WriteStdin
+  // sends bytes, CloseStdin sends EOF once they are written. on_exit runs
+  // exactly once: with code 0 when the far side has ended the stream (its
+  // EOF or close; a stream is over once the socket reads no more), or with
+  // `error` set, naming the host and the socket, when the stream could not
+  // be opened (forwarding prohibited, no such socket, permission denied) or
+  // the connection was lost. Like Start, it returns at once, fails only when
+  // nothing can be attempted, and delivers every outcome from Poll.
+  // Streams are not commands: they do not count against, nor wait for, a
+  // limit of commands per connection.
+  // The default says the transport has no streams (fakes of tests).
+  [[nodiscard]] virtual Result<std::unique_ptr<Command>> OpenUnixStream(
+      const std::string& socket_path, CommandCallbacks callbacks) {
+    (void)callbacks;
+    return Status::Error(label() + ": cannot open a stream to " + socket_path +
+                         ": this transport has no streams");
+  }
   // What to call this host in messages, e.g. "root@127.0.0.2:2222" or "local".
   virtual std::string label() const = 0;
   // The numeric IP address the transport's connection reached (the peer of

@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -316,7 +318,221 @@ class LocalExecutor::LocalCommand : public Command {
   std::chrono::milliseconds reap_delay_ = kFirstReapDelay;
 };
 
+// One connection to a unix socket (OpenUnixStream). Connects from a timer of
+// the loop (so that every outcome arrives from Poll), then watches its
+// socket: POLLIN always, POLLOUT while queued bytes wait. Owns its fd, its
+// watch and its timer; the destructor releases them.
+class LocalExecutor::LocalStream : public Command {
+ public:
+  LocalStream(EventLoop* loop, std::string path, CommandCallbacks callbacks)
+      : loop_(loop),
+        path_(std::move(path)),
+        callbacks_(std::move(callbacks)),
+        alive_(std::make_shared<bool>(true)) {
+    deadline_ = loop_->Now() + kConnectRetryFor;
+    timer_ = loop_->AddTimer(loop_->Now(), [this] { Connect(); });
+  }
+
+  ~LocalStream() override {
+    *alive_ = false;
+    if (timer_ != 0) loop_->CancelTimer(timer_);
+    Release();
+  }
+
+  LocalStream(const LocalStream&) = delete;
+  LocalStream& operator=(const LocalStream&) = delete;
+
+  void WriteStdin(std::string_view data) override {
+    if (done_ || close_requested_ || write_shut_) return;
+    queue_.append(data);
+    if (connected_) Flush();
+  }
+
+  void CloseStdin() override {
+    if (done_ || close_requested_) return;
+    close_requested_ = true;
+    if (connected_) Flush();
+  }
+
+  bool done() const override { return done_; }
+  size_t stdin_pending() const override { return done_ ? 0 : queue_.size() - offset_; }
+
+ private:
+  void Connect() {
+    timer_ = 0;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path_.size() >= sizeof addr.sun_path) {
+      return Fail("the path is longer than a unix socket path may be (" +
+                  std::to_string(sizeof addr.sun_path - 1) + " bytes)");
+    }
+    std::memcpy(addr.sun_path, path_.data(), path_.size());
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) return Fail(std::string("cannot create a socket: ") + std::strerror(errno));
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return Connected();
+    const int e = errno;
+    if (e == EINPROGRESS) {
+      // Not done by Linux for unix sockets; handled like TCP to be safe.
+      connecting_ = true;
+      loop_->WatchFd(fd_, POLLOUT, [this](short revents) { OnEvent(revents); });
+      return;
+    }
+    if (e == EAGAIN && loop_->Now() < deadline_) {
+      // The listener's backlog is full: try again shortly.
+      CloseFd(&fd_);
+      timer_ = loop_->AddTimer(loop_->Now() + std::chrono::milliseconds(10), [this] { Connect(); });
+      return;
+    }
+    Fail(std::string("cannot connect: ") + std::strerror(e));
+  }
+
+  void Connected() {
+    connecting_ = false;
+    connected_ = true;
+    spdlog::debug("Local stream: connected. [socket: {}]", path_);
+    Flush();
+    if (!done_) Watch();
+  }
+
+  void Watch() {
+    if (fd_ < 0) return;
+    const short want =
+        static_cast<short>(POLLIN | (offset_ < queue_.size() && !write_shut_ ? POLLOUT : 0));
+    if (want == watched_) return;
+    loop_->WatchFd(fd_, want, [this](short revents) { OnEvent(revents); });
+    watched_ = want;
+  }
+
+  void OnEvent(short revents) {
+    (void)revents;
+    if (connecting_) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) return Fail(std::string("cannot connect: ") + std::strerror(err));
+      loop_->UnwatchFd(fd_);
+      watched_ = 0;
+      return Connected();
+    }
+    Flush();
+    char buffer[kReadChunk];
+    for (int i = 0; i < kReadsPerEvent && !done_; ++i) {
+      ssize_t n = recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT);
+      if (n > 0) {
+        std::shared_ptr<bool> alive = alive_;
+        if (callbacks_.on_stdout) {
+          try {
+            callbacks_.on_stdout(std::string_view(buffer, static_cast<size_t>(n)));
+          } catch (const std::exception& e) {
+            spdlog::error("A stream's output callback threw: {} [socket: {}]", e.what(), path_);
+          } catch (...) {
+            spdlog::error("A stream's output callback threw. [socket: {}]", path_);
+          }
+        }
+        if (!*alive) return;  // the callback destroyed this stream
+        continue;
+      }
+      if (n == 0) {
+        ExitStatus closed;
+        closed.code = 0;
+        return Finish(closed);  // last statement: may destroy this
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return Fail(std::string("connection lost: ") + std::strerror(errno));
+    }
+    if (!done_) Watch();
+  }
+
+  // Sends what the socket takes now; EOF (SHUT_WR) once all is sent and
+  // CloseStdin was called.
+  void Flush() {
+    while (offset_ < queue_.size() && !write_shut_) {
+      ssize_t n = send(fd_, queue_.data() + offset_, queue_.size() - offset_,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        offset_ += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      // The peer stopped reading (EPIPE, a reset): what is queued cannot
+      // arrive; the read side tells how the stream ended.
+      spdlog::debug("Local stream: write failed, {} bytes dropped. [socket: {}, error: {}]",
+                    queue_.size() - offset_, path_, std::strerror(errno));
+      write_shut_ = true;
+    }
+    if (offset_ == queue_.size() || write_shut_) {
+      queue_.clear();
+      offset_ = 0;
+    }
+    if (queue_.empty() && close_requested_ && !write_shut_) {
+      shutdown(fd_, SHUT_WR);
+      write_shut_ = true;
+    }
+    if (connected_ && !done_) Watch();
+  }
+
+  void Release() {
+    if (watched_ != 0 || connecting_) loop_->UnwatchFd(fd_);
+    watched_ = 0;
+    connecting_ = false;
+    CloseFd(&fd_);
+  }
+
+  void Fail(const std::string& why) {
+    ExitStatus failed;
+    failed.error = "local: unix socket " + path_ + ": " + why;
+    Finish(failed);  // last statement: may destroy this
+  }
+
+  // Delivers on_exit once; the callback may destroy this stream.
+  void Finish(const ExitStatus& exit) {
+    if (done_) return;
+    done_ = true;
+    Release();
+    queue_.clear();
+    offset_ = 0;
+    spdlog::debug("Local stream: closed. [socket: {}, error: {}]", path_, exit.error);
+    std::function<void(const ExitStatus&)> on_exit = std::move(callbacks_.on_exit);
+    callbacks_ = {};
+    if (!on_exit) return;
+    try {
+      on_exit(exit);
+    } catch (const std::exception& e) {
+      spdlog::error("A stream's exit callback threw: {}", e.what());
+    } catch (...) {
+      spdlog::error("A stream's exit callback threw.");
+    }
+  }
+
+  EventLoop* loop_;
+  std::string path_;
+  CommandCallbacks callbacks_;
+  std::shared_ptr<bool> alive_;  // false once destroyed; checked after callbacks
+  EventLoop::Clock::time_point deadline_;  // of connect retries
+  EventLoop::TimerId timer_ = 0;
+  int fd_ = -1;
+  short watched_ = 0;
+  bool connecting_ = false;
+  bool connected_ = false;
+  std::string queue_;
+  size_t offset_ = 0;
+  bool close_requested_ = false;
+  bool write_shut_ = false;
+  bool done_ = false;
+};
+
 LocalExecutor::LocalExecutor(EventLoop* loop) : loop_(loop) {}
+
+Result<std::unique_ptr<Command>> LocalExecutor::OpenUnixStream(const std::string& socket_path,
+                                                               CommandCallbacks callbacks) {
+  if (socket_path.empty() || socket_path.find('\0') != std::string::npos) {
+    return Status::Error("local: \"" + socket_path + "\" is not a unix socket path");
+  }
+  return std::unique_ptr<Command>(
+      std::make_unique<LocalStream>(loop_, socket_path, std::move(callbacks)));
+}
 
 LocalExecutor::~LocalExecutor() = default;
 

@@ -2,6 +2,7 @@
 // contract as SshExecutor, driven by the same EventLoop.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -38,13 +39,24 @@ class LocalExecutor : public Executor {
   // Fails when the pipes or the process cannot be created.
   [[nodiscard]] Result<std::unique_ptr<Command>> Start(const std::string& command_line,
                                                        CommandCallbacks callbacks) override;
+  // A non-blocking AF_UNIX connection to `socket_path` on this machine,
+  // watched by the loop (executor.h). A connect refused at once (no such
+  // socket, no permission, nothing listening) is reported through on_exit
+  // from Poll, like every outcome; a full listen backlog is retried for up
+  // to kConnectRetryFor. A read error after the connect (a reset) is on_exit
+  // with `error`.
+  [[nodiscard]] Result<std::unique_ptr<Command>> OpenUnixStream(
+      const std::string& socket_path, CommandCallbacks callbacks) override;
   std::string label() const override { return "local"; }
+
+  static constexpr std::chrono::milliseconds kConnectRetryFor{2000};
 
   // Longer command lines run through a script (see the class comment).
   static constexpr size_t kMaxArgvCommandLine = 64 * 1024;
 
  private:
   class LocalCommand;
+  class LocalStream;
   EventLoop* loop_;
 };
 

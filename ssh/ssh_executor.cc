@@ -23,6 +23,8 @@
 #include <libssh/server.h>
 #include <spdlog/spdlog.h>
 
+#include "ssh/port_forward.h"
+
 namespace barge::ssh {
 namespace {
 
@@ -108,6 +110,11 @@ struct SshExecutor::Channel {
   SshExecutor* executor = nullptr;  // null once the executor is gone
   int id = 0;
   std::string command_line;
+  // A stream (OpenUnixStream) instead of a command: a direct-streamlocal
+  // channel to socket_path, running as soon as it is open; it does not
+  // count against max_channels_ (sshd's MaxSessions counts sessions only).
+  bool stream = false;
+  std::string socket_path;
   CommandCallbacks callbacks;
   ssh_channel channel = nullptr;
   struct ssh_channel_callbacks_struct libssh_callbacks = {};
@@ -188,6 +195,13 @@ struct SshExecutor::Channel {
     if (c->executor) {
       spdlog::debug("SSH channel: remote EOF. [host: {}, channel: {}]", c->executor->label(), c->id);
     }
+    // A stream is over once the socket reads no more (executor.h); sshd
+    // would close the channel only after our EOF.
+    if (c->stream && c->executor != nullptr && !c->finished) {
+      ExitStatus closed;
+      closed.code = 0;
+      c->executor->Finish(*c, closed);
+    }
   }
 
   static void OnClose(ssh_session, ssh_channel, void* userdata) noexcept {
@@ -202,7 +216,9 @@ struct SshExecutor::Channel {
       if (c->executor == nullptr || c->finished) return;
     }
     ExitStatus exit;
-    if (!c->exit_signal.empty()) {
+    if (c->stream) {
+      exit.code = 0;  // a stream's close is its clean end
+    } else if (!c->exit_signal.empty()) {
       exit.signal = c->exit_signal;
       int number = SignalNumber(c->exit_signal);
       if (number > 0) {
@@ -345,6 +361,34 @@ Result<std::unique_ptr<Command>> SshExecutor::Start(const std::string& command_l
                 "command: {}]",
                 label(), c->id, command_line.size(), !c->script.empty(), command_line);
   return std::unique_ptr<Command>(std::make_unique<Handle>(std::move(c)));
+}
+
+Result<std::unique_ptr<Command>> SshExecutor::OpenUnixStream(const std::string& socket_path,
+                                                             CommandCallbacks callbacks) {
+  if (!health_.ok()) return health_;
+  if (socket_path.empty() || socket_path.find('\0') != std::string::npos) {
+    return Status::Error(label() + ": \"" + socket_path + "\" is not a unix socket path");
+  }
+  auto c = std::make_shared<Channel>();
+  c->executor = this;
+  c->id = next_id_++;
+  c->stream = true;
+  c->socket_path = socket_path;
+  c->callbacks = std::move(callbacks);
+  channels_.push_back(c);
+  loop_->Wakeup();
+  spdlog::debug("SSH channel: stream queued. [host: {}, channel: {}, socket: {}]", label(), c->id,
+                socket_path);
+  return std::unique_ptr<Command>(std::make_unique<Handle>(std::move(c)));
+}
+
+int SshExecutor::OpenStep(Channel& c) {
+  // Called again while the host has not answered: libssh then only waits
+  // for the answer to the open it already sent, whichever kind it was.
+  if (c.stream) {
+    return ssh_channel_open_forward_unix(c.channel, c.socket_path.c_str(), "127.0.0.1", 0);
+  }
+  return ssh_channel_open_session(c.channel);
 }
 
 void SshExecutor::Service() {
@@ -543,13 +587,15 @@ void SshExecutor::LoseConnection(Status why) {
   UnwatchSocket();
   if (liveness_timer_ != 0) loop_->CancelTimer(liveness_timer_);
   liveness_timer_ = 0;
-  ExitStatus lost;
-  lost.error = health_.message();
   // Finish may run callbacks that start commands (Start then fails) or drop
   // them; iterate over a snapshot.
   std::vector<std::shared_ptr<Channel>> snapshot(channels_.begin(), channels_.end());
   for (auto& c : snapshot) {
-    if (!c->finished) Finish(*c, lost);
+    if (c->finished) continue;
+    ExitStatus lost;
+    lost.error = health_.message();
+    if (c->stream) lost.error += " (stream to unix socket " + c->socket_path + ")";
+    Finish(*c, lost);
   }
   for (auto& c : snapshot) ReleaseChannel(*c);
   if (on_lost_) {
@@ -567,7 +613,7 @@ bool SshExecutor::Advance(Channel& c) {
   if (c.abandoned) {
     // A channel whose open is under way is freed once the host answered, so
     // that an open channel is never left behind.
-    if (c.state == Channel::State::kOpening && ssh_channel_open_session(c.channel) == SSH_AGAIN) {
+    if (c.state == Channel::State::kOpening && OpenStep(c) == SSH_AGAIN) {
       return false;
     }
     spdlog::debug("SSH channel: dropped by its owner. [host: {}, channel: {}]", label(), c.id);
@@ -579,7 +625,7 @@ bool SshExecutor::Advance(Channel& c) {
   bool progressed = false;
   switch (c.state) {
     case Channel::State::kQueued: {
-      if (open_channels_ >= max_channels_ || hold_timer_ != 0) return false;
+      if (!c.stream && (open_channels_ >= max_channels_ || hold_timer_ != 0)) return false;
       c.channel = ssh_channel_new(raw);
       if (c.channel == nullptr) {
         ExitStatus failed;
@@ -587,7 +633,7 @@ bool SshExecutor::Advance(Channel& c) {
         Finish(c, failed);
         return true;
       }
-      ++open_channels_;
+      if (!c.stream) ++open_channels_;
       ssh_callbacks_init(&c.libssh_callbacks);
       c.libssh_callbacks.userdata = &c;
       c.libssh_callbacks.channel_data_function = &Channel::OnData;
@@ -602,12 +648,18 @@ bool SshExecutor::Advance(Channel& c) {
     }
 
     case Channel::State::kOpening: {
-      int rc = ssh_channel_open_session(c.channel);
+      int rc = OpenStep(c);
       if (c.finished) return true;
       if (rc == SSH_AGAIN) return progressed;
       if (rc != SSH_OK) {
         std::string why = ssh_get_error(raw);
         ReleaseChannel(c);
+        if (c.stream) {
+          ExitStatus failed;
+          failed.error = StreamOpenError(c.socket_path, why);
+          Finish(c, failed);
+          return true;
+        }
         if (ssh_is_connected(raw) && OpenRefusalIsTransient()) {
           c.state = Channel::State::kQueued;
           spdlog::debug(
@@ -622,6 +674,13 @@ bool SshExecutor::Advance(Channel& c) {
         return true;
       }
       progressed = true;
+      if (c.stream) {
+        spdlog::debug("SSH channel: stream open. [host: {}, channel: {}, socket: {}]", label(),
+                      c.id, c.socket_path);
+        c.state = Channel::State::kRunning;
+        FlushStdin(c);
+        return true;
+      }
       c.state = Channel::State::kExecRequested;
       [[fallthrough]];
     }
@@ -713,7 +772,7 @@ void SshExecutor::AckNow() {
 bool SshExecutor::OpenRefusalIsTransient() {
   int open_on_host = 0;
   for (const auto& other : channels_) {
-    if (other->channel && ssh_channel_is_open(other->channel)) ++open_on_host;
+    if (!other->stream && other->channel && ssh_channel_is_open(other->channel)) ++open_on_host;
   }
   auto now = EventLoop::Clock::now();
   bool recently_closed = now - last_close_ < kRecentClose;
@@ -732,12 +791,33 @@ void SshExecutor::ReleaseChannel(Channel& c) {
   if (c.channel == nullptr) return;
   ssh_channel channel = c.channel;
   c.channel = nullptr;
+  if (c.stream) {
+    ssh_remove_channel_callbacks(channel, &c.libssh_callbacks);
+    ssh_channel_free(channel);
+    return;
+  }
   --open_channels_;
   if (c.state == Channel::State::kExecRequested || c.state == Channel::State::kRunning) {
     last_close_ = EventLoop::Clock::now();
   }
   ssh_remove_channel_callbacks(channel, &c.libssh_callbacks);
   ssh_channel_free(channel);
+}
+
+std::string SshExecutor::StreamOpenError(const std::string& socket_path,
+                                         const std::string& why) const {
+  if (ForwardingProhibited(why)) {
+    return label() +
+           ": its sshd refuses streams to unix sockets (AllowStreamLocalForwarding no or "
+           "DisableForwarding yes in its sshd_config, or a no-port-forwarding key): cannot open "
+           "a stream to " + socket_path + " (" + why + ")";
+  }
+  // OpenSSH (9.2) answers a forbidden stream with the same "open failed" as
+  // a missing socket, and logs the difference only on the host.
+  return label() + ": cannot open a stream to unix socket " + socket_path +
+         " (no such socket, no permission to connect to it, nothing listening there, or its "
+         "sshd forbids streams: AllowStreamLocalForwarding no or DisableForwarding yes in its "
+         "sshd_config, or a no-port-forwarding key): " + why;
 }
 
 void SshExecutor::Finish(Channel& c, const ExitStatus& exit) {

@@ -85,6 +85,16 @@ class SshExecutor : public Executor {
   // Fails only once the connection is known dead (with health()).
   [[nodiscard]] Result<std::unique_ptr<Command>> Start(const std::string& command_line,
                                                        CommandCallbacks callbacks) override;
+  // A direct-streamlocal channel on the session (executor.h). sshd's reasons
+  // for a refused open are coarse: OpenSSH (9.2) answers "open failed" alike
+  // for a missing socket, a denied connect and streams forbidden by its
+  // configuration (only its log tells them apart), so the error names all
+  // of them; a server that says "administratively prohibited" gets the
+  // message about the setting alone. Streams are driven by the same poll
+  // hook as commands, within their channel's window, and are not counted
+  // against the host's channel limit.
+  [[nodiscard]] Result<std::unique_ptr<Command>> OpenUnixStream(
+      const std::string& socket_path, CommandCallbacks callbacks) override;
   // The session's label, e.g. "root@127.0.0.2:2222".
   std::string label() const override;
   std::string reached_address() const override { return session_->peer_address(); }
@@ -144,6 +154,11 @@ class SshExecutor : public Executor {
   // The common end of a dead connection: health_ = `why`, every open
   // command's on_exit, then on_connection_lost.
   void LoseConnection(Status why);
+  // Sends (or waits for the answer to) a channel's open request: a session
+  // for a command, direct-streamlocal for a stream.
+  int OpenStep(Channel& c);
+  // on_exit's error for a stream whose open the host refused with `why`.
+  std::string StreamOpenError(const std::string& socket_path, const std::string& why) const;
   // Drives one channel as far as it can go now; true if its state changed.
   bool Advance(Channel& c);
   void FlushStdin(Channel& c);

@@ -68,8 +68,37 @@ ssh::Command* CommandGroup::Stream(ssh::Executor& exec, const std::string& line,
   return raw;
 }
 
+void CommandGroup::Api(const std::function<Result<ApiCall>(Finish)>& start, Done done) {
+  Reap();
+  const uint64_t id = next_id_++;
+  ++pending_;
+  std::weak_ptr<bool> alive = alive_;
+  const Redactor* redact = redact_;
+  auto finish = [this, alive, id, redact, done](const Outcome& o) {
+    auto a = alive.lock();
+    if (!a || !*a) return;
+    --pending_;
+    ++finished_;
+    ended_.push_back(id);
+    Outcome out = o;
+    out.redact = redact;
+    done(out);
+  };
+  Result<ApiCall> call = start(finish);
+  if (!call.ok()) {
+    Outcome failed;
+    failed.exit.error = call.status().message();
+    timers_.push_back(loop_->AddTimer(loop_->Now(), [finish, failed] { finish(failed); }));
+    return;
+  }
+  calls_.emplace(id, std::move(call).value());
+}
+
 void CommandGroup::Reap() {
-  for (uint64_t id : ended_) commands_.erase(id);
+  for (uint64_t id : ended_) {
+    commands_.erase(id);
+    calls_.erase(id);
+  }
   ended_.clear();
 }
 
@@ -79,6 +108,7 @@ void CommandGroup::Cancel() {
   for (ssh::EventLoop::TimerId t : timers_) loop_->CancelTimer(t);
   timers_.clear();
   commands_.clear();
+  calls_.clear();
   ended_.clear();
   pending_ = 0;
 }

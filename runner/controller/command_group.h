@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
+#include "container/docker_api.h"
 #include "ssh/event_loop.h"
 #include "ssh/executor.h"
 
@@ -33,6 +35,23 @@ struct Outcome {
   // The most useful one-line reason for a failure.
   std::string Reason() const;
 };
+
+// An Engine API reply as a command's outcome: exit 0 on success; exit 1
+// with the engine's error in `err` when it answered with one; an unknown
+// exit (exit.error) when the transport failed.
+template <typename T>
+Outcome ApiOutcome(const container::Reply<T>& r) {
+  Outcome o;
+  if (r.ok()) {
+    o.exit.code = 0;
+  } else if (r.http_status == 0) {
+    o.exit.error = r.value.status().message();
+  } else {
+    o.exit.code = 1;
+    o.err = r.value.status().message();
+  }
+  return o;
+}
 
 // Owns every command started through it. Destroying the group (or Cancel)
 // destroys its commands, which closes their channels (a remote process is
@@ -69,6 +88,14 @@ class CommandGroup {
   ssh::Command* Stream(ssh::Executor& exec, const std::string& line, ssh::CommandCallbacks callbacks,
                        bool keep_stdin = false);
 
+  // An Engine API call (container/docker_api.h) owned, counted and dropped
+  // like a command: `start` begins it, handing it `finish` to call once
+  // with its outcome (see ApiOutcome), and returns the call; or an error
+  // when nothing could be attempted, delivered to `done` from the loop.
+  using ApiCall = container::DockerApi::CallPtr;
+  using Finish = std::function<void(const Outcome&)>;
+  void Api(const std::function<Result<ApiCall>(Finish)>& start, Done done);
+
   // Commands started and not yet ended.
   int pending() const { return pending_; }
   bool idle() const { return pending_ == 0; }
@@ -91,6 +118,7 @@ class CommandGroup {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   uint64_t next_id_ = 1;
   std::map<uint64_t, std::unique_ptr<ssh::Command>> commands_;
+  std::map<uint64_t, ApiCall> calls_;
   std::vector<uint64_t> ended_;  // ids whose on_exit ran: destroyed by Reap
   std::vector<ssh::EventLoop::TimerId> timers_;  // failures still to deliver
   int pending_ = 0;

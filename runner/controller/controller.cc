@@ -44,6 +44,7 @@ Controller::~Controller() {
   // their callbacks go with the groups, timers are cancelled, buffered
   // phase spans are written.
   timers_.CancelAll();
+  DropApiCalls();
   attempt_.Cancel();
   job_.Cancel();
   observer_.Flush();
@@ -215,6 +216,7 @@ Status Controller::Launch() {
   // The previous attempt is over: its streams and watches go, and its state
   // stays valid for anything that still points at it.
   attempt_.Cancel();
+  DropApiCalls();
   copying_.clear();
   for (auto& n : nodes_) n->retired = true;
   for (auto& n : nodes_) old_nodes_.push_back(std::move(n));

@@ -42,6 +42,7 @@
 
 #include "base/status.h"
 #include "cluster/plan.h"
+#include "container/docker_api.h"
 #include "container/log_line.h"
 #include "runner/controller.h"
 #include "runner/controller/command_group.h"
@@ -99,6 +100,11 @@ struct HostState {
   bool superseded = false;
   std::unique_ptr<ssh::Executor> exec;
   std::unique_ptr<DockerCommands> docker;
+  // runner/controller/engine_api.cc: the host's Docker engine through the
+  // Engine API over the host's session (no process on the host per call),
+  // when preflight found its unix socket and a ping through it answered;
+  // null: every Docker call there is a CLI command line.
+  std::unique_ptr<container::DockerApi> api;
   std::map<std::string, std::string> image_ids;  // image reference → ID
   bool watchdog_armed = false;
   // registry: a login was tried, so the job's Docker client config there
@@ -169,6 +175,9 @@ struct NodeState {
   bool caught_up = false;  // the catch-up ran (once per stream)
   std::unique_ptr<container::LineSplitter> out_lines;
   std::unique_ptr<container::LineSplitter> err_lines;
+  // engine_api.cc: the node's Engine API call in flight (its log follow,
+  // then the inspect, wait and catch-up that end it; one at a time).
+  container::DockerApi::CallPtr api_call;
 
   HostPhase PhaseOf(Phase p) const { return host->PhaseOf(p, plan->rank); }
 };
@@ -405,6 +414,39 @@ class Controller {
   void LogsEnded(NodeState& node, bool report_exit, const ssh::ExitStatus& st);
   // The container of `node` ended (o: inspect's output, or why not known).
   void NodeEnded(NodeState& node, const Outcome& o);
+  // The same once the node's host is known to have answered: `state` is how
+  // the engine says the container ended, or why that is not known.
+  void NodeExited(NodeState& node, const Result<container::ContainerState>& state);
+
+  // --- engine_api.cc: the per-node log follow and exit report through the
+  // Engine API (HostState::api), with the CLI's semantics: follow, then
+  // inspect (wait and inspect again while it still runs), then the
+  // catch-up read, then NodeExited.
+  // After preflight's replies: a DockerApi for each host in `sockets` whose
+  // ping answers within the engine timeout; the others keep the CLI.
+  void OpenEngineApis(const std::map<HostState*, std::string>& sockets);
+  void FollowWithApi(NodeState& node, bool report_exit);
+  // Its steps: inspect (`waited`: a wait has run), the end (catch-up, then
+  // the report), and a lost transport (what a lost CLI stream says).
+  void InspectWithApi(NodeState& node, bool waited);
+  void EndWithApi(NodeState& node, bool report_exit, const Result<container::ContainerState>& state);
+  void LostWithApi(NodeState& node, bool report_exit, const std::string& why);
+  void CatchUpWithApi(NodeState& node, std::optional<int64_t> from, std::function<void()> then);
+  // Every node's API call goes (an attempt's end, the controller's).
+  void DropApiCalls();
+  // Teardown's `docker stop -t GRACE NAMES` through the API: one call per
+  // container in `group`; `done` once all have answered (the first
+  // failure, or success).
+  void StopWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names,
+                   int grace_seconds, CommandGroup::Done done);
+  // Teardown's removal through the API: every name or ID in `names` goes
+  // (one already gone is fine); when one would not and `sweep`, everything
+  // labelled with the job goes by a listing instead; then `then_line` (a
+  // shell command line, e.g. the watchdog's disarming) runs when not
+  // empty. `done` gets the removal's outcome, its exit unknown when
+  // `then_line` could not run.
+  void RemoveWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names, bool sweep,
+                     const std::string& then_line, CommandGroup::Done done);
 
   // --- faults.cc
   // Faults. The first one of an attempt ends it (fault_); later ones are

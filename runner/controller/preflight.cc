@@ -6,6 +6,7 @@
 #include "runner/controller/preflight.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -52,11 +53,23 @@ std::string ProblemTable(
 
 namespace internal {
 
+namespace {
+
+// BARGE_ENGINE_API=0 keeps every Docker call a CLI command line (to compare
+// the two, or to rule the API out when diagnosing).
+bool EngineApiWanted() {
+  const char* v = std::getenv("BARGE_ENGINE_API");
+  return v == nullptr || std::string(v) != "0";
+}
+
+}  // namespace
+
 Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // Every callback captures this frame: the group on it drops them all if
   // the wait ends early (an interrupt, the deadline).
   CommandGroup group(&loop_, &redact_);
   std::map<size_t, std::vector<std::string>> errors;  // by host
+  std::map<HostState*, std::string> sockets;  // each engine's unix socket, for the Engine API
   // Hosts whose login shell is not POSIX, with that problem: every other
   // check there failed because of it, so it is the only one reported.
   std::map<size_t, std::string> shell_problems;
@@ -114,6 +127,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
     checks.hold = TakeHoldsLine(*hs);
     checks.engine_timeout = spec_.ssh.engine_timeout;
     checks.engine_misses = spec_.ssh.engine_misses;
+    checks.engine_socket = hs->docker->plain() && EngineApiWanted();
     // Armed or not, disarming removes whatever part of the watchdog was made
     // (a full disk can leave the directory without it).
     hs->watchdog_armed = true;
@@ -221,6 +235,9 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
           }
         }
       }
+      if (const PreflightSection* so = checks.engine_socket ? reply.Find("socket") : nullptr) {
+        if (std::optional<std::string> path = EngineSocketOf(so->text)) sockets[hs] = *path;
+      }
       if (problems.empty()) errors.erase(hs->index);
     });
   }
@@ -287,7 +304,10 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
           std::to_string(by_id.begin()->second.size()) + " host(s)");
     }
   }
-  if (errors.empty()) return Status::Ok();
+  if (errors.empty()) {
+    OpenEngineApis(sockets);
+    return Status::Ok();
+  }
   std::vector<std::pair<std::string, std::vector<std::string>>> table;
   for (const auto& [h, list] : errors) table.emplace_back(hosts_[h]->name, list);
   return Status::Error(ProblemTable(table, hosts_.size()));

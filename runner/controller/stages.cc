@@ -253,6 +253,10 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
   node.out_lines = std::make_unique<container::LineSplitter>(on_line(Stream::kStdout));
   node.err_lines = std::make_unique<container::LineSplitter>(on_line(Stream::kStderr));
   node.logs_open = true;
+  if (node.host->api) {
+    FollowWithApi(node, report_exit);
+    return;
+  }
   ssh::CommandCallbacks cb;
   NodeState* n = &node;
   cb.on_stdout = [this, n](std::string_view d) {
@@ -326,6 +330,10 @@ void Controller::CatchUp(NodeState& node, std::function<void()> then) {
     if (seen.last_ns && (!from || *seen.last_ns < *from)) from = seen.last_ns;
   }
   if (!from) from = n->skip_through_ns;  // attach: what the kept file holds
+  if (n->host->api) {
+    CatchUpWithApi(*n, from, std::move(then));
+    return;
+  }
   const std::optional<std::string> since =
       from ? std::optional<std::string>(container::FormatTimestamp(*from)) : std::nullopt;
   ssh::CommandCallbacks cb;
@@ -351,14 +359,26 @@ void Controller::NodeEnded(NodeState& node, const Outcome& o) {
       Ended(n->PhaseOf(Phase::kRunning), false, "its host was lost");
       return;
     }
-    n->phase = NodePhase::kExited;
     Result<std::vector<container::ContainerState>> st = container::ParseContainerInspect(o.out);
     if (o.ok() && st.ok() && st->size() == 1) {
-      n->exit_code = (*st)[0].exit_code;
-      n->end_reason = EndReason((*st)[0]);
+      NodeExited(*n, (*st)[0]);
+    } else {
+      NodeExited(*n, Status::Error(o.ok() ? st.status().message() : o.Reason()));
+    }
+  }
+}
+
+void Controller::NodeExited(NodeState& node, const Result<container::ContainerState>& state) {
+  NodeState* n = &node;
+  {
+    if (n->retired) return;
+    n->phase = NodePhase::kExited;
+    if (state.ok()) {
+      n->exit_code = state->exit_code;
+      n->end_reason = EndReason(*state);
     } else {
       n->exit_code.reset();
-      n->end_reason = "unknown: " + (o.ok() ? st.status().message() : o.Reason());
+      n->end_reason = "unknown: " + state.status().message();
       Say(n->host->name + ": cannot learn how node " + std::to_string(n->plan->rank) +
           " ended: " + n->end_reason);
     }

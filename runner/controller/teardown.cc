@@ -40,11 +40,15 @@ void Controller::Teardown(bool graceful, bool final) {
     for (auto& [host, names] : running) {
       HostState* hs = host;
       Began(hs->PhaseOf(Phase::kStop));
-      group.Run(*hs->exec, graceful ? hs->docker->Stop(names, grace) : hs->docker->Kill(names),
-                [this, hs, &stopped](const Outcome& o) {
-                  stopped.insert(hs);
-                  Ended(hs->PhaseOf(Phase::kStop), o.ok(), o.ok() ? "" : o.Reason());
-                });
+      auto on_stopped = [this, hs, &stopped](const Outcome& o) {
+        stopped.insert(hs);
+        Ended(hs->PhaseOf(Phase::kStop), o.ok(), o.ok() ? "" : o.Reason());
+      };
+      if (graceful && hs->api) {
+        StopWithApi(group, *hs, names, grace, on_stopped);
+      } else {
+        group.Run(*hs->exec, graceful ? hs->docker->Stop(names, grace) : hs->docker->Kill(names), on_stopped);
+      }
     }
   }
   // A host's containers are removed as soon as that host has stopped them
@@ -88,10 +92,23 @@ void Controller::Teardown(bool graceful, bool final) {
     const bool disarm = disarm_with_remove && hs->watchdog_armed;
     // The job's holds go with its containers on its last teardown.
     const bool release = final && hs->holding;
+    auto on_removed = [this, hs, disarm, release](const Outcome& o) {
+      Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
+      if (disarm && o.exit.known()) hs->watchdog_armed = false;
+      if (release && o.ok()) hs->holding = false;
+      if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
+    };
+    const std::vector<std::string> hold_ids =
+        release && hs->hold ? fleet::HoldIdsOf(*hs->hold, plan_.job_id) : std::vector<std::string>{};
+    if (hs->api && (!release || !hold_ids.empty())) {
+      std::vector<std::string> targets = names;
+      targets.insert(targets.end(), hold_ids.begin(), hold_ids.end());
+      RemoveWithApi(removals, *hs, targets, /*sweep=*/release, disarm ? DisarmWatchdogCommand(plan_.job_id) : "",
+                    on_removed);
+      return;
+    }
     // (No `exit` here: the disarming below must still run.)
     if (release) {
-      const std::vector<std::string> hold_ids =
-          hs->hold ? fleet::HoldIdsOf(*hs->hold, plan_.job_id) : std::vector<std::string>{};
       if (!hold_ids.empty()) {
         line = fleet::RemoveWithHoldsCommand(*hs->docker, names, hold_ids, plan_.job_id);
       } else {
@@ -100,12 +117,7 @@ void Controller::Teardown(bool graceful, bool final) {
       }
     }
     if (disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(plan_.job_id) + "; exit $s; }";
-    removals.Run(*hs->exec, line, [this, hs, disarm, release](const Outcome& o) {
-      Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
-      if (disarm && o.exit.known()) hs->watchdog_armed = false;
-      if (release && o.ok()) hs->holding = false;
-      if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
-    });
+    removals.Run(*hs->exec, line, on_removed);
   };
   auto start_ready_removals = [&] {
     if (!pipelined) return;
