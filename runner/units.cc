@@ -6,19 +6,19 @@
 namespace barge::runner {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 // Consumes digits ["." digits] at `*pos`; false if there is no digit first or
 // nothing after the dot.
 bool ConsumeNumber(std::string_view s, size_t* pos) {
   size_t i = *pos;
-  if (i >= s.size() || !IsDigit(s[i])) return false;
-  while (i < s.size() && IsDigit(s[i])) ++i;
+  if (i >= s.size() || !IsAsciiDigit(s[i])) return false;
+  while (i < s.size() && IsAsciiDigit(s[i])) ++i;
   if (i < s.size() && s[i] == '.') {
     ++i;
-    if (i >= s.size() || !IsDigit(s[i])) return false;
-    while (i < s.size() && IsDigit(s[i])) ++i;
+    if (i >= s.size() || !IsAsciiDigit(s[i])) return false;
+    while (i < s.size() && IsAsciiDigit(s[i])) ++i;
   }
   *pos = i;
   return true;
@@ -61,7 +61,7 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view s) {
   const std::string kExpected = " (expected e.g. 500ms, 10s, 5m, 1h30m, 1d)";
   if (s.empty()) return Status::Error("invalid duration ''" + kExpected);
   bool all_digits = true;
-  for (char c : s) all_digits = all_digits && IsDigit(c);
+  for (char c : s) all_digits = all_digits && IsAsciiDigit(c);
   if (all_digits) {
     return Status::Error("invalid duration " + shown +
                          ": a unit is required (ms, s, m, h or d, e.g. " + std::string(s) + "s)");

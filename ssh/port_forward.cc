@@ -23,7 +23,7 @@
 namespace barge::ssh {
 namespace {
 
-constexpr size_t kChunk = 64 * 1024;
+constexpr size_t kForwardChunk = 64 * 1024;
 // More connections than this at once are closed as soon as accepted.
 constexpr size_t kMaxConnections = 512;
 
@@ -197,7 +197,7 @@ void PortForward::Close(Conn& c) {
 }
 
 bool PortForward::Pump(Conn& c) {
-  char buf[kChunk];
+  char buf[kForwardChunk];
   // --- Opening the way to the target.
   if (via_ssh_) {
     ssh_session session = static_cast<SshExecutor*>(via_)->raw_session();
@@ -304,7 +304,7 @@ bool PortForward::Pump(Conn& c) {
       moved = true;
     }
     // Client → target.
-    size_t room = kChunk;
+    size_t room = kForwardChunk;
     if (c.channel) room = std::min<size_t>(room, ssh_channel_window_size(c.channel));
     if (c.up_off == c.up.size() && !c.client_eof && room > 0) {
       c.up.clear();

@@ -51,7 +51,7 @@ std::string LocalUserName() {
   return "";
 }
 
-bool FileExists(const std::string& path) {
+bool PathExists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
 }
@@ -136,7 +136,7 @@ Status VerifyHostKey(ssh_session session, const SessionOptions& options, const s
       }
       return Status::Error(
           label + ": unknown host key: the host presents " + presented + ", and " + known_hosts +
-          (FileExists(known_hosts) ? " has no key for " + host_name
+          (PathExists(known_hosts) ? " has no key for " + host_name
                                    : std::string(" does not exist")) +
           ". Check the fingerprint with the host's administrator and add it (" +
           (through_jump
@@ -300,7 +300,7 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
   // 1. The ssh config file: read it now, before our own options, because
   // libssh lets the config overwrite options set earlier.
   const std::string config = ConfigFileFor(options);
-  if (!config.empty() && !FileExists(config)) {
+  if (!config.empty() && !PathExists(config)) {
     return Status::Error(label + ": ssh config file " + config + " does not exist");
   }
   if (!config.empty() && ssh_options_parse_config(raw, config.c_str()) != SSH_OK) {

@@ -31,7 +31,7 @@ int Controller::ShowHosts(bool json) {
     group.Run(*hs->exec,
               fleet::ListHoldsScript(*hs->docker, /*containers=*/true,
                                      std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout)),
-              [&, h, hs](const Outcome& o) {
+              [&, h = h, hs](const Outcome& o) {
                 fleet::HostView v = fleet::ParseHostView(hs->name, o.out);
                 if (!o.ok() && v.error.empty()) v.error = o.Reason();
                 views[row[h]] = std::move(v);
