@@ -264,7 +264,9 @@ TEST_F(SecretsTest, SecretsReachTheContainerAndNoCommandLinePlanStoreLogOrHostDi
   for (size_t i = 0; i < 2; ++i) {
     const BedHost& h = bed.hosts[i];
     std::string procs = OnHost(h, "ps -eo args; for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < \"$f\"; echo; done 2>/dev/null");
-    EXPECT_TRUE(Contains(procs, "docker logs -f")) << "the process table was not read on " << h.name;
+    // (The job's watchdog runs on every host for the whole job; its log
+    // follower is an Engine API stream, no process.)
+    EXPECT_TRUE(Contains(procs, "barge-watchdog-" + job_id_)) << "the process table was not read on " << h.name;
     for (const std::string& v : {file_bare, env_value}) {
       EXPECT_FALSE(Contains(procs, v)) << "a secret value is on a command line on " << h.name;
     }
@@ -325,11 +327,11 @@ TEST_F(SecretsTest, SecretsReachTheContainerAndNoCommandLinePlanStoreLogOrHostDi
   }
 
   // Start-up (the secret files written through `cat >` on each host), the
-  // run (the log followers) and teardown: no command line held a value.
+  // run (the watchdogs) and teardown: no command line held a value.
   watch.Stop();
   std::printf("watched %d scans, %zu distinct command lines\n", watch.scans(), watch.seen());
   EXPECT_TRUE(watch.Saw(" run job.yaml")) << "the watch never saw barge";
-  EXPECT_TRUE(watch.Saw(" logs -f ")) << "the watch never saw a host's log follower";
+  EXPECT_TRUE(watch.Saw("barge-watchdog-" + job_id_)) << "the watch never saw a host's watchdog";
   EXPECT_GE(watch.scans(), 20);
   for (const std::string& leak : watch.leaks()) ADD_FAILURE() << "a secret on a command line: " << leak;
 }

@@ -58,6 +58,14 @@ CMAKE_ARGS="-DBUILD_TESTING=ON ${CMAKE_ARGS:-}" scripts/build.sh
 asan_build=(env BUILD_DIR=build-asan BUILD_TYPE=Debug BUILD_TARGETS=barge
   "CMAKE_ARGS=-DCMAKE_CXX_COMPILER=clang++ -DBARGE_SANITIZE=ON -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DBUILD_TESTING=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16"
   scripts/build.sh)
+# A build-asan left by an older checkout (configured with g++, or without the
+# unity build): switching its compiler makes CMake drop the cache and
+# configure again without the arguments above, so it is started afresh.
+if [[ -f build-asan/CMakeCache.txt ]] &&
+   ! { grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++$' build-asan/CMakeCache.txt &&
+       grep -q '^CMAKE_UNITY_BUILD:[A-Z]*=ON$' build-asan/CMakeCache.txt; }; then
+  rm -rf build-asan
+fi
 # The bed comes up here, where its progress is printed as it goes (under
 # ctest, -j, a fixture's output shows only when it fails); ctest's bed_up
 # fixture then reuses it (BARGE_BED_REUSE=1) and bed_down removes it at the
