@@ -1102,6 +1102,40 @@ std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text
                                         std::string_view what);
 bool ReadFileCapped(const std::string& path, std::string* out, std::string* error);
 
+// A hosts_file named `written` at `e`, read (or taken from `recorded` when
+// that names the same file) and parsed as a Source kept in `sources`;
+// nullopt after an error reported at `e`.
+struct LoadedHostsFile {
+  std::string path;   // expanded
+  std::string shown;  // as messages and the job record name it
+  std::string text;
+  const Source* src = nullptr;
+  YAML::Node root;
+};
+std::optional<LoadedHostsFile> LoadHostsFile(const Entry& e, const std::string& written,
+                                             const RecordedHostsFile* recorded, std::deque<Source>& sources) {
+  std::optional<std::string> path = ExpandPath(e, written);
+  if (!path) return std::nullopt;
+  LoadedHostsFile f;
+  f.path = *path;
+  // Shown joined to the job file's directory as given, so that the name
+  // means the same file from where the user stands.
+  f.shown = written[0] == '~' ? *path
+                              : (fs::path(e.src->name).parent_path() / written).lexically_normal().string();
+  std::string error;
+  if (recorded != nullptr && recorded->path == *path) {
+    f.text = recorded->text;
+  } else if (!ReadFileCapped(*path, &f.text, &error)) {
+    e.Error("cannot read hosts file " + QuoteValue(written) + ": " + error);
+    return std::nullopt;
+  }
+  f.src = &sources.emplace_back(Source{f.shown, fs::path(*path).parent_path().string(), e.src->errors});
+  std::optional<YAML::Node> root = ParseDocument(*f.src, f.text, "hosts file");
+  if (!root) return std::nullopt;
+  f.root = *root;
+  return f;
+}
+
 void ReadHostsFile(const Entry& e, JobDraft& d) {
   if (d.hosts_given) return;  // `hosts:` came first: an error, reported once both are seen
   d.hosts_given = true;
@@ -1110,35 +1144,14 @@ void ReadHostsFile(const Entry& e, JobDraft& d) {
     d.host_errors = true;
     return;
   }
-  std::optional<std::string> path = ExpandPath(e, *written);
-  if (!path) {
+  std::optional<LoadedHostsFile> file = LoadHostsFile(e, *written, d.recorded_hosts, d.sources);
+  if (!file) {
     d.host_errors = true;
     return;
   }
-  // Shown joined to the job file's directory as given, so that the name
-  // means the same file from where the user stands.
-  std::string shown =
-      (*written)[0] == '~'
-          ? *path
-          : (fs::path(e.src->name).parent_path() / *written).lexically_normal().string();
-  std::string text, error;
-  if (d.recorded_hosts != nullptr && d.recorded_hosts->path == *path) {
-    text = d.recorded_hosts->text;
-  } else if (!ReadFileCapped(*path, &text, &error)) {
-    e.Error("cannot read hosts file " + QuoteValue(*written) + ": " + error);
-    d.host_errors = true;
-    return;
-  }
-  d.hosts_read = RecordedHostsFile{*path, text};
-  d.spec.hosts_file = shown;
-  const Source& hosts_src =
-      d.sources.emplace_back(Source{shown, fs::path(*path).parent_path().string(), e.src->errors});
-  std::optional<YAML::Node> root = ParseDocument(hosts_src, text, "hosts file");
-  if (!root) {
-    d.host_errors = true;
-    return;
-  }
-  ReadHostList(Entry{&hosts_src, *root, *root, "hosts"}, d);
+  d.hosts_read = RecordedHostsFile{file->path, file->text};
+  d.spec.hosts_file = file->shown;
+  ReadHostList(Entry{file->src, file->root, file->root, "hosts"}, d);
 }
 
 // `hosts_command:` — the inventory as a command on this machine prints it
@@ -1217,31 +1230,16 @@ struct GroupDraft {
 // hosts_file. Read from disk each time (a rerun reads it again).
 void ReadGroupHostsFile(const Entry& e, GroupDraft& g) {
   std::optional<std::string> written = ReadNonEmpty(e, "a path");
-  std::optional<std::string> path = written ? ExpandPath(e, *written) : std::nullopt;
-  if (!path) {
+  std::optional<LoadedHostsFile> file =
+      written ? LoadHostsFile(e, *written, /*recorded=*/nullptr, *g.sources) : std::nullopt;
+  if (!file) {
     g.host_errors = true;
     return;
   }
-  std::string shown =
-      (*written)[0] == '~'
-          ? *path
-          : (fs::path(e.src->name).parent_path() / *written).lexically_normal().string();
-  std::string text, error;
-  if (!ReadFileCapped(*path, &text, &error)) {
-    e.Error("cannot read hosts file " + QuoteValue(*written) + ": " + error);
-    g.host_errors = true;
-    return;
-  }
-  g.group.hosts_file = shown;
-  const Source& hosts_src = g.sources->emplace_back(
-      Source{shown, fs::path(*path).parent_path().string(), e.src->errors});
-  std::optional<YAML::Node> root = ParseDocument(hosts_src, text, "hosts file");
-  if (!root) {
-    g.host_errors = true;
-    return;
-  }
-  const Entry list{&hosts_src, *root, *root, g.entry.path + ".hosts"};
-  if (root->IsNull() || (root->IsSequence() && root->size() == 0)) {
+  g.group.hosts_file = file->shown;
+  const YAML::Node& root = file->root;
+  const Entry list{file->src, root, root, g.entry.path + ".hosts"};
+  if (root.IsNull() || (root.IsSequence() && root.size() == 0)) {
     list.Error("no hosts; a host group needs at least one");
     g.host_errors = true;
     return;
