@@ -127,3 +127,33 @@ TEST(PreflightReply, ANonPosixFirstLineAndACutOffSectionAreToldApart) {
 
 }  // namespace
 }  // namespace barge::runner
+
+namespace barge::runner {
+namespace {
+
+// The "socket" section, run by sh with the environment a login gives.
+std::optional<std::string> SocketWith(const std::string& env) {
+  StandIn docker("echo 24.0");
+  PreflightChecks c = Checks(docker.dir());
+  c.engine_socket = true;
+  const std::string script = "export HOME=" + docker.dir() + "; " + env + "\n" + PreflightScript(DockerCommands({"docker"}), c);
+  PreflightReply r = ParsePreflightReply(docker.Run(script));
+  const PreflightSection* s = r.Find("socket");
+  EXPECT_NE(s, nullptr);
+  return s ? EngineSocketOf(s->text) : std::nullopt;
+}
+
+TEST(PreflightScript, TheEngineSocketIsDockerHostsUnixPathOrTheDefaultAndNoneForAContextOrTcp) {
+  EXPECT_EQ(SocketWith("unset DOCKER_HOST DOCKER_CONTEXT"), "/var/run/docker.sock");
+  EXPECT_EQ(SocketWith("export DOCKER_HOST=unix:///run/x/docker.sock"), "/run/x/docker.sock");
+  EXPECT_EQ(SocketWith("export DOCKER_HOST=tcp://10.0.0.1:2375"), std::nullopt);
+  EXPECT_EQ(SocketWith("unset DOCKER_HOST; export DOCKER_CONTEXT=remote"), std::nullopt);
+  EXPECT_EQ(SocketWith("unset DOCKER_HOST DOCKER_CONTEXT; mkdir -p $HOME/.docker; "
+                       "echo '{\"currentContext\": \"remote\"}' > $HOME/.docker/config.json"),
+            std::nullopt);
+  EXPECT_FALSE(DockerCommands({"sudo", "docker"}).plain());
+  EXPECT_TRUE(DockerCommands({"docker"}).plain());
+}
+
+}  // namespace
+}  // namespace barge::runner
