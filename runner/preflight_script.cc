@@ -33,28 +33,33 @@ std::string PreflightScript(const DockerCommands& docker, const PreflightChecks&
        std::to_string(tries) + " ]; then return $r; fi; done; }\n";
   s += "bs() { echo \"@@barge{ $1\"; }\n";
   s += "be() { echo; echo \"@@barge} $1 $2\"; }\n";
+  const bool host = c.part != PreflightPart::kEngine;
+  const bool engine = c.part != PreflightPart::kHost;
   // The watchdog first: it needs no engine, and it is armed before anything
   // can start.
-  s += "bs watchdog; { " + c.arm_watchdog + "; } 2>&1; be watchdog $?\n";
+  if (host) s += "bs watchdog; { " + c.arm_watchdog + "; } 2>&1; be watchdog $?\n";
   // The job's holds next (runner/fleet/reservation.h): the watchdog that
   // releases them when the lease lapses is armed.
-  if (!c.hold.empty()) s += "bs hold; (\n" + c.hold + "\n) 2>&1; be hold $?\n";
+  if (engine && !c.hold.empty()) s += "bs hold; (\n" + c.hold + "\n) 2>&1; be hold $?\n";
   s += "F=0; G=\n";
-  if (c.pull_always) s += "F=1\n";
-  for (size_t i = 0; i < c.images.size() && !c.pull_always; ++i) {
+  if (engine && c.pull_always) s += "F=1\n";
+  for (size_t i = 0; engine && i < c.images.size() && !c.pull_always; ++i) {
     const std::string name = "image" + std::to_string(i);
     s += "bs " + name + "; o=$(bd " + docker.Line(container::ImageStorageInspectArgs(c.images[i])) +
          " 2>&1); r=$?; printf '%s\\n' \"$o\"; be " + name + " $r\n";
     s += "[ $r -eq 0 ] || F=1; [ -n \"$G\" ] || case \"$o\" in *' /'*) G=${o#* } ;; esac\n";
   }
-  s += "if [ $F -ne 0 ]; then bs engine; bd " + docker.Version() + " 2>&1; be engine $?; fi\n";
+  if (engine) s += "if [ $F -ne 0 ]; then bs engine; bd " + docker.Version() + " 2>&1; be engine $?; fi\n";
   // The job's directory (/tmp) and the engine's storage: room for both.
-  s += "bs disk; df -Pk /tmp \"${G:-/}\" 2>&1; be disk $?\n";
-  if (c.tcp_tables) s += "bs ports; " + HostTcpTables() + " 2>&1; be ports $?\n";
-  if (c.gpu_probe) s += "bs gpu; " + *c.gpu_probe + " 2>&1; be gpu $?\n";
+  const std::string disk = c.part == PreflightPart::kAll    ? "/tmp \"${G:-/}\""
+                           : c.part == PreflightPart::kHost ? "/tmp"
+                                                            : "\"${G:-/}\"";
+  s += "bs disk; df -Pk " + disk + " 2>&1; be disk $?\n";
+  if (host && c.tcp_tables) s += "bs ports; " + HostTcpTables() + " 2>&1; be ports $?\n";
+  if (host && c.gpu_probe) s += "bs gpu; " + *c.gpu_probe + " 2>&1; be gpu $?\n";
   // The CLI's engine: DOCKER_HOST's socket, or the default one; a context
   // (DOCKER_CONTEXT, or a currentContext in the CLI's config) is not read.
-  if (c.engine_socket) {
+  if (host && c.engine_socket) {
     s += "bs socket; C=${DOCKER_CONFIG:-$HOME/.docker}/config.json; "
          "if [ -n \"${DOCKER_CONTEXT:-}\" ]; then echo context; "
          "elif [ -f \"$C\" ] && grep -q currentContext \"$C\" 2>/dev/null; then echo context; "

@@ -15,8 +15,18 @@
 
 namespace barge::runner {
 
+// Which of a host's checks one script runs. kAll: every check in one round
+// trip (the Docker CLI's way). Where the Engine API may answer instead, the
+// host's own checks come first (kHost: the watchdog, the disk the job's
+// directory is on, ports, GPUs, the socket) and the engine's afterwards,
+// through the API; kEngine is the script for the engine's part where the
+// API cannot be reached (the hold, the images, the engine, the disk of the
+// engine's storage).
+enum class PreflightPart { kAll, kHost, kEngine };
+
 // What one host's preflight checks.
 struct PreflightChecks {
+  PreflightPart part = PreflightPart::kAll;
   std::vector<std::string> images;  // `image inspect`ed, in this order
   // image_pull: always: the images are pulled afterwards, one command each;
   // the script then only checks that the engine answers.
@@ -49,7 +59,9 @@ std::optional<std::string> EngineSocketOf(std::string_view section_text);
 // script, run in a subshell), "image0", "image1", ...,
 // "engine" (only when an image inspect failed, or with pull_always),
 // "disk" (`df -Pk` of /tmp and of the first image's storage directory, or
-// of / when no image is there), "ports", "gpu", "socket".
+// of / when no image is there), "ports", "gpu", "socket". kHost leaves out
+// the hold, the images and the engine, and its disk is /tmp's alone; kEngine
+// has only those, and its disk is the storage directory's alone.
 std::string PreflightScript(const DockerCommands& docker, const PreflightChecks& checks);
 
 struct PreflightSection {

@@ -76,6 +76,50 @@ case "$*" in "image inspect"*) echo "sha256:1111 $(dirname "$0")";; *) echo 24.0
   EXPECT_TRUE(std::ifstream(docker.dir() + "/armed").good());
 }
 
+TEST(PreflightScript, TheHostPartRunsNoDockerCallAndTheEnginePartOnlyTheHoldImagesAndStorageDisk) {
+  StandIn docker(R"sh(echo "$*" >> "$(dirname "$0")/calls"
+case "$*" in "image inspect"*) echo "sha256:1111 $(dirname "$0")";; *) echo 24.0;; esac)sh");
+  DockerCommands cmds({"docker"});
+  PreflightChecks c = Checks(docker.dir());
+  c.hold = "echo held";
+  c.engine_socket = true;
+  c.part = PreflightPart::kHost;
+  PreflightReply host = ParsePreflightReply(docker.Run(PreflightScript(cmds, c)));
+  EXPECT_TRUE(host.posix_shell);
+  ASSERT_NE(host.Find("watchdog"), nullptr);
+  EXPECT_EQ(host.Find("watchdog")->exit, 0);
+  EXPECT_NE(host.Find("ports"), nullptr);
+  ASSERT_NE(host.Find("socket"), nullptr);
+  EXPECT_EQ(host.Find("hold"), nullptr);
+  EXPECT_EQ(host.Find("image0"), nullptr);
+  EXPECT_EQ(host.Find("engine"), nullptr);
+  ASSERT_NE(host.Find("disk"), nullptr);
+  // /tmp alone: a header and one line.
+  const std::string& hd = host.Find("disk")->text;
+  EXPECT_EQ(std::count(hd.begin(), hd.end(), '\n'), 1) << hd;
+  EXPECT_FALSE(std::ifstream(docker.dir() + "/calls").good()) << "the host part called docker";
+
+  c.part = PreflightPart::kEngine;
+  std::remove((docker.dir() + "/armed").c_str());
+  PreflightReply engine = ParsePreflightReply(docker.Run(PreflightScript(cmds, c)));
+  EXPECT_TRUE(engine.posix_shell);
+  EXPECT_EQ(engine.Find("watchdog"), nullptr);
+  EXPECT_FALSE(std::ifstream(docker.dir() + "/armed").good()) << "the engine part armed the watchdog again";
+  EXPECT_EQ(engine.Find("ports"), nullptr);
+  EXPECT_EQ(engine.Find("socket"), nullptr);
+  ASSERT_NE(engine.Find("hold"), nullptr);
+  EXPECT_EQ(engine.Find("hold")->text, "held");
+  ASSERT_NE(engine.Find("image1"), nullptr);
+  EXPECT_EQ(ImageIdOf(engine.Find("image0")->text), "sha256:1111");
+  ASSERT_NE(engine.Find("disk"), nullptr);
+  // The first image's storage directory alone (the stand-in's directory).
+  const std::string& ed = engine.Find("disk")->text;
+  EXPECT_EQ(std::count(ed.begin(), ed.end(), '\n'), 1) << ed;
+  std::ifstream calls(docker.dir() + "/calls");
+  std::string all((std::istreambuf_iterator<char>(calls)), {});
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 2) << all;
+}
+
 TEST(PreflightScript, AMissingImageAsksTheEngineOnceAndSaysWhatTheInspectSaid) {
   StandIn docker(R"sh(case "$*" in "image inspect"*img:b*) echo "Error: No such image: img:b" >&2; exit 1;;
 "image inspect"*) echo "sha256:1111 <no value>";; *) echo 24.0;; esac)sh");

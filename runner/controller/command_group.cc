@@ -68,15 +68,19 @@ ssh::Command* CommandGroup::Stream(ssh::Executor& exec, const std::string& line,
   return raw;
 }
 
-void CommandGroup::Api(const std::function<Result<ApiCall>(Finish)>& start, Done done) {
+void CommandGroup::Api(const std::function<Result<ApiCall>(Finish)>& start, Done done,
+                       std::chrono::milliseconds limit) {
   Reap();
   const uint64_t id = next_id_++;
   ++pending_;
   std::weak_ptr<bool> alive = alive_;
   const Redactor* redact = redact_;
-  auto finish = [this, alive, id, redact, done](const Outcome& o) {
+  // Once: the call's own end or its limit, whichever comes first.
+  auto ended = std::make_shared<bool>(false);
+  auto finish = [this, alive, id, redact, done, ended](const Outcome& o) {
     auto a = alive.lock();
-    if (!a || !*a) return;
+    if (!a || !*a || *ended) return;
+    *ended = true;
     --pending_;
     ++finished_;
     ended_.push_back(id);
@@ -92,6 +96,18 @@ void CommandGroup::Api(const std::function<Result<ApiCall>(Finish)>& start, Done
     return;
   }
   calls_.emplace(id, std::move(call).value());
+  if (limit.count() > 0) {
+    timers_.push_back(loop_->AddTimer(loop_->Now() + limit, [this, alive, id, ended, finish] {
+      auto a = alive.lock();
+      if (!a || !*a || *ended) return;
+      // Abandoned: destroying the call closes its stream, and no callback
+      // of it runs after that.
+      calls_.erase(id);
+      Outcome timed_out;
+      timed_out.exit.code = 137;
+      finish(timed_out);
+    }));
+  }
 }
 
 void CommandGroup::Reap() {

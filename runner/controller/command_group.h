@@ -3,6 +3,7 @@
 // attempt), owned together, like ninja's SubprocessSet.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -92,9 +93,13 @@ class CommandGroup {
   // like a command: `start` begins it, handing it `finish` to call once
   // with its outcome (see ApiOutcome), and returns the call; or an error
   // when nothing could be attempted, delivered to `done` from the loop.
+  // With a `limit`, a call still running then is abandoned (destroyed) and
+  // ends as a command killed by `timeout` would: exit 137, nothing said
+  // (Outcome::timed_out()).
   using ApiCall = container::DockerApi::CallPtr;
   using Finish = std::function<void(const Outcome&)>;
-  void Api(const std::function<Result<ApiCall>(Finish)>& start, Done done);
+  void Api(const std::function<Result<ApiCall>(Finish)>& start, Done done,
+           std::chrono::milliseconds limit = std::chrono::milliseconds(0));
 
   // Commands started and not yet ended.
   int pending() const { return pending_; }

@@ -50,6 +50,7 @@
 #include "runner/controller/job_observer.h"
 #include "runner/controller/store_observer.h"
 #include "runner/docker_commands.h"
+#include "runner/fleet/holds_api.h"
 #include "runner/fleet/reservation.h"
 #include "runner/job_spec.h"
 #include "runner/job_store.h"
@@ -318,6 +319,10 @@ class Controller {
   // Reads the host's answer into hs.hold; a problem for preflight's table
   // when the engine failed (a busy host is not a problem: SecureHolds).
   std::string NoteHolds(HostState& hs, const std::string& text, int exit);
+  std::string NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed);
+  // The same holds taken through the host's Engine API `api`
+  // (runner/fleet/holds_api.h), `now` being the host's clock.
+  fleet::ApiHoldJob ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const;
   // The hosts whose holds conflict with the job's, by name.
   std::vector<fleet::BusyHost> BusyHosts();
   // After preflight: Ok when every host is the job's; otherwise releases
@@ -422,9 +427,6 @@ class Controller {
   // Engine API (HostState::api), with the CLI's semantics: follow, then
   // inspect (wait and inspect again while it still runs), then the
   // catch-up read, then NodeExited.
-  // After preflight's replies: a DockerApi for each host in `sockets` whose
-  // ping answers within the engine timeout; the others keep the CLI.
-  void OpenEngineApis(const std::map<HostState*, std::string>& sockets);
   void FollowWithApi(NodeState& node, bool report_exit);
   // Its steps: inspect (`waited`: a wait has run), the end (catch-up, then
   // the report), and a lost transport (what a lost CLI stream says).

@@ -19,62 +19,6 @@ namespace barge::runner::internal {
 
 using container::DockerApi;
 
-void Controller::OpenEngineApis(const std::map<HostState*, std::string>& sockets) {
-  struct Probe {
-    HostState* host = nullptr;
-    std::unique_ptr<DockerApi> api;
-    DockerApi::CallPtr call;
-    bool done = false;
-    std::string why;  // empty: it answered
-  };
-  std::vector<std::unique_ptr<Probe>> probes;
-  for (const auto& [host, path] : sockets) {
-    if (host->lost || !host->exec) continue;
-    auto p = std::make_unique<Probe>();
-    p->host = host;
-    p->api = std::make_unique<DockerApi>(host->exec.get(), path);
-    Probe* raw = p.get();
-    Result<DockerApi::CallPtr> call = p->api->Ping([raw](container::Reply<std::string> r) {
-      raw->done = true;
-      if (!r.ok()) {
-        raw->why = r.value.status().message();
-      } else if (*r.value != "OK") {
-        raw->why = "its ping answered '" + r.value->substr(0, 40) + "'";
-      }
-    });
-    if (call.ok()) {
-      p->call = std::move(*call);
-    } else {
-      p->done = true;
-      p->why = call.status().message();
-    }
-    probes.push_back(std::move(p));
-  }
-  auto all_done = [&] {
-    for (const auto& p : probes) {
-      if (!p->done) return false;
-    }
-    return true;
-  };
-  RunUntil([&] { return all_done() || interrupts_ > 0; }, Now() + spec_.ssh.engine_timeout);
-  int without = 0;
-  std::string first;
-  for (auto& p : probes) {
-    p->call.reset();
-    if (p->done && p->why.empty()) {
-      p->host->api = std::move(p->api);
-      continue;
-    }
-    if (without++ == 0) {
-      first = p->host->name + ": " + (p->done ? p->why : "no answer within ssh.engine_timeout");
-    }
-  }
-  if (without > 0) {
-    Say("the Docker Engine API cannot be reached over SSH on " + std::to_string(without) +
-        " host(s) (" + first + "); the docker CLI is used there");
-  }
-}
-
 void Controller::FollowWithApi(NodeState& node, bool report_exit) {
   NodeState* n = &node;
   container::LogOptions options;

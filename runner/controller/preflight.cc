@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <set>
 #include <sstream>
 
 #include "container/proc_net.h"
 #include "runner/controller/controller.h"
 #include "runner/preflight_script.h"
+#include "ssh/quote.h"
 
 namespace barge::runner {
 
@@ -65,36 +67,56 @@ bool EngineApiWanted() {
 }  // namespace
 
 Status Controller::Preflight(const std::vector<HostState*>& targets) {
+  // Each engine's API client, while preflight tries it; handed to its host
+  // at the end. Declared before the group: its calls refer to them.
+  std::map<HostState*, std::unique_ptr<container::DockerApi>> apis;
+  std::map<HostState*, std::string> without_api;  // why not, where a socket was found
   // Every callback captures this frame: the group on it drops them all if
   // the wait ends early (an interrupt, the deadline).
   CommandGroup group(&loop_, &redact_);
   std::map<size_t, std::vector<std::string>> errors;  // by host
-  std::map<HostState*, std::string> sockets;  // each engine's unix socket, for the Engine API
   // Hosts whose login shell is not POSIX, with that problem: every other
   // check there failed because of it, so it is the only one reported.
   std::map<size_t, std::string> shell_problems;
   std::map<std::string, std::vector<HostState*>> to_push;  // image → hosts lacking it
-  std::map<HostState*, int> open;  // commands in flight, by host
+  std::map<HostState*, int> open;  // commands and calls in flight, by host
+  std::map<HostState*, std::string> disks;  // `df -Pk` output, judged at the host's end
   // A run whose hosts all failed to connect has no preflight to show.
   if (!targets.empty()) {
     observer_.StepBegan(Phase::kPreflight, "preflight", static_cast<int>(targets.size()));
   }
   for (HostState* hs : targets) Began(hs->PhaseOf(Phase::kPreflight));
-  // Runs one command; the host's preflight has ended when its last one has.
-  std::function<void(HostState*, const std::string&, std::function<void(const Outcome&)>)> check =
-      [&](HostState* hs, const std::string& line, std::function<void(const Outcome&)> cb) {
-        ++open[hs];
-        group.Run(*hs->exec, line, [&, hs, cb = std::move(cb)](const Outcome& o) {
+  // The host's preflight has ended when its last command or call has.
+  auto end = [&](HostState* hs) {
+    if (--open[hs] > 0) return;
+    std::vector<std::string>& problems = errors[hs->index];
+    for (const std::string& problem : LowDiskSpace(disks[hs])) problems.push_back(problem);
+    if (problems.empty()) {
+      Ended(hs->PhaseOf(Phase::kPreflight), true);
+    } else {
+      Ended(hs->PhaseOf(Phase::kPreflight), false, problems.front());
+    }
+  };
+  // Runs one command.
+  auto check = [&](HostState* hs, const std::string& line, std::function<void(const Outcome&)> cb) {
+    ++open[hs];
+    group.Run(*hs->exec, line, [&, hs, cb = std::move(cb)](const Outcome& o) {
+      cb(o);
+      end(hs);
+    });
+  };
+  // Runs one Engine API call, bounded by the engine timeout (one try).
+  auto call = [&](HostState* hs, const std::function<Result<CommandGroup::ApiCall>(CommandGroup::Finish)>& start,
+                  std::function<void(const Outcome&)> cb) {
+    ++open[hs];
+    group.Api(
+        start,
+        [&, hs, cb = std::move(cb)](const Outcome& o) {
           cb(o);
-          if (--open[hs] > 0) return;
-          auto it = errors.find(hs->index);
-          if (it == errors.end()) {
-            Ended(hs->PhaseOf(Phase::kPreflight), true);
-          } else {
-            Ended(hs->PhaseOf(Phase::kPreflight), false, it->second.front());
-          }
-        });
-      };
+          end(hs);
+        },
+        spec_.ssh.engine_timeout);
+  };
   // What a check printed, as a problem says it (secrets redacted, bounded).
   auto said = [this](const std::string& text) {
     std::string t = redact_(text);
@@ -109,7 +131,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // shares the host's network (otherwise it lives in the container's own).
   const cluster::NodePlan& head = plan_.nodes[0];
   const bool head_on_host_network = head.container.options.network && *head.container.options.network == "host";
-  for (HostState* hs : targets) {
+  auto checks_for = [&](HostState* hs) {
     const size_t h = hs->index;
     PreflightChecks checks;
     std::set<std::string> images;
@@ -128,6 +150,200 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
     checks.engine_timeout = spec_.ssh.engine_timeout;
     checks.engine_misses = spec_.ssh.engine_misses;
     checks.engine_socket = hs->docker->plain() && EngineApiWanted();
+    // The host's part first where the API may take the engine's.
+    checks.part = checks.engine_socket ? PreflightPart::kHost : PreflightPart::kAll;
+    return checks;
+  };
+  // An image that is not there: pushed, pulled, or a problem, as image_pull
+  // says.
+  auto missing_image = [&](HostState* hs, const std::string& image, const std::string& why) {
+    if (spec_.image_pull == ImagePull::kPush) {
+      to_push[image].push_back(hs);
+    } else if (spec_.image_pull == ImagePull::kNever) {
+      errors[hs->index].push_back("image " + image + " is not present (image_pull: never): " + said(why));
+    } else {
+      Say(hs->name + ": pulling " + image);
+      check(hs, hs->docker->Pull(image), [&, hs, image](const Outcome& pulled) {
+        if (!pulled.ok()) {
+          errors[hs->index].push_back("image " + image + " is missing and cannot be pulled: " + pulled.Reason());
+          return;
+        }
+        check(hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& again) {
+          if (again.ok()) {
+            hs->image_ids[image] = Trim(again.out);
+          } else {
+            errors[hs->index].push_back("image " + image + ": " + again.Reason());
+          }
+        });
+      });
+    }
+  };
+  auto pull_always = [&](HostState* hs, const std::vector<std::string>& images) {
+    for (const std::string& image : images) {
+      check(hs, hs->docker->Pull(image) + " >/dev/null && " + hs->docker->ImageId(image),
+            [&, hs, image](const Outcome& pulled) {
+              if (pulled.ok()) {
+                hs->image_ids[image] = Trim(pulled.out);
+              } else {
+                errors[hs->index].push_back("cannot pull " + image + " (image_pull: always): " + pulled.Reason());
+              }
+            });
+    }
+  };
+  // The engine's sections of a script's reply (kAll or kEngine): the hold,
+  // the engine, the images, the storage's disk.
+  auto engine_sections = [&](HostState* hs, const PreflightChecks& checks, const PreflightReply& reply,
+                             const Outcome& o) {
+    std::vector<std::string>& problems = errors[hs->index];
+    auto section = [&](const std::string& name) -> const PreflightSection* {
+      const PreflightSection* s = reply.Find(name);
+      if (!s) problems.push_back("preflight's " + name + " check did not report: " + o.Reason());
+      return s;
+    };
+    if (const PreflightSection* held = section("hold")) {
+      if (std::string p = NoteHolds(*hs, held->text, held->exit); !p.empty()) problems.push_back(p);
+    }
+    // The engine: asked only when an image check failed (or to pull).
+    const PreflightSection* engine = reply.Find("engine");
+    bool engine_down = false;
+    if (engine && engine->exit != 0) {
+      engine_down = true;
+      problems.push_back(engine->timed_out() ? engine_bound : "docker is not reachable: " + said(engine->text));
+    }
+    for (size_t i = 0; i < checks.images.size() && !checks.pull_always; ++i) {
+      const std::string& image = checks.images[i];
+      const PreflightSection* s = section("image" + std::to_string(i));
+      if (!s) continue;
+      if (s->exit == 0) {
+        hs->image_ids[image] = ImageIdOf(s->text);
+      } else if (s->timed_out()) {
+        if (!engine_down) problems.push_back(engine_bound + " (image inspect " + image + ")");
+      } else if (!engine_down) {  // (an engine that is down is said once, above)
+        missing_image(hs, image, s->text);
+      }
+    }
+    if (checks.pull_always && !engine_down) pull_always(hs, checks.images);
+    if (const PreflightSection* d = section("disk")) disks[hs] += d->text + "\n";
+  };
+  // Where the API cannot be reached: the engine's part as a second script.
+  auto engine_script = [&](HostState* hs, PreflightChecks checks) {
+    checks.part = PreflightPart::kEngine;
+    check(hs, PreflightScript(*hs->docker, checks), [&, hs, checks](const Outcome& o) {
+      if (!o.exit.known()) {
+        errors[hs->index].push_back("preflight did not finish: " + o.Reason());
+        return;
+      }
+      engine_sections(hs, checks, ParsePreflightReply(o.out), o);
+    });
+  };
+  // The engine's part through the API: the holds, each image's inspect,
+  // then the disk of the first image's storage (one shell command).
+  auto engine_api = [&](HostState* hs, container::DockerApi* api, const PreflightChecks& checks, long long now) {
+    ++open[hs];
+    fleet::TakeHoldsWithApi(group, ApiHoldJobFor(*hs, api, now), [&, hs](fleet::HoldReply reply, bool failed) {
+      if (std::string p = NoteHolds(*hs, std::move(reply), failed); !p.empty()) errors[hs->index].push_back(p);
+      end(hs);
+    });
+    if (checks.pull_always) {
+      pull_always(hs, checks.images);
+      check(hs, "df -Pk / 2>&1", [&, hs](const Outcome& o) { disks[hs] += o.out; });
+      return;
+    }
+    auto storage_disk = [&, hs](const std::string& dir) {
+      check(hs, "df -Pk " + ssh::ShellQuote(dir.empty() ? "/" : dir) + " 2>&1",
+            [&, hs](const Outcome& o) { disks[hs] += o.out; });
+    };
+    if (checks.images.empty()) storage_disk("");
+    for (size_t i = 0; i < checks.images.size(); ++i) {
+      const std::string image = checks.images[i];
+      // The inspect, tried again after a timeout: `tries` in all.
+      auto inspect = std::make_shared<std::function<void(int)>>();
+      *inspect = [&, hs, api, image, i, inspect, storage_disk](int tries) {
+        auto reply = std::make_shared<std::optional<container::Reply<container::ImageInfo>>>();
+        call(
+            hs,
+            [api, image, reply](CommandGroup::Finish finish) {
+              return api->InspectImage(image, [reply, finish](container::Reply<container::ImageInfo> r) {
+                reply->emplace(std::move(r));
+                Outcome o;
+                o.exit.code = 0;
+                finish(o);
+              });
+            },
+            [&, hs, image, i, inspect, storage_disk, reply, tries](const Outcome& o) {
+              if (o.timed_out()) {
+                if (tries > 1) return (*inspect)(tries - 1);
+                errors[hs->index].push_back(engine_bound + " (image inspect " + image + ")");
+                if (i == 0) storage_disk("");
+                return;
+              }
+              if (!*reply) {  // the call could not even start
+                if (i == 0) storage_disk("");
+                errors[hs->index].push_back("docker is not reachable: " + said(o.Reason()));
+                return;
+              }
+              const container::Reply<container::ImageInfo>& r = **reply;
+              if (r.ok()) {
+                hs->image_ids[image] = r.value->id;
+                if (i == 0) storage_disk(r.value->upper_dir);
+                return;
+              }
+              if (i == 0) storage_disk("");
+              if (r.not_found()) return missing_image(hs, image, r.value.status().message());
+              errors[hs->index].push_back("docker is not reachable: " + said(r.value.status().message()));
+            });
+      };
+      (*inspect)(spec_.ssh.engine_misses);
+    }
+  };
+  // A ping through the engine's socket: the API takes the engine's part, or
+  // the second script does.
+  auto ping = [&](HostState* hs, const std::string& path, const PreflightChecks& checks) {
+    auto api = std::make_unique<container::DockerApi>(hs->exec.get(), path);
+    container::DockerApi* raw = api.get();
+    apis[hs] = std::move(api);
+    auto answer = std::make_shared<std::optional<container::Reply<container::DockerApi::Response>>>();
+    call(
+        hs,
+        [raw, answer](CommandGroup::Finish finish) {
+          container::HttpRequest req;
+          req.target = "/_ping";
+          return raw->Request(req, nullptr, [answer, finish](container::Reply<container::DockerApi::Response> r) {
+            answer->emplace(std::move(r));
+            Outcome o;
+            o.exit.code = 0;
+            finish(o);
+          });
+        },
+        [&, hs, raw, answer, checks](const Outcome& o) {
+          std::string why;
+          if (o.timed_out()) {
+            why = "no answer within ssh.engine_timeout";
+          } else if (!o.exit.known()) {
+            why = o.exit.error;
+          } else if (!*answer) {
+            why = o.Reason();
+          } else if (!(*answer)->ok()) {
+            why = (*answer)->value.status().message();
+          } else if ((*answer)->value->status != 200 || (*answer)->value->body != "OK") {
+            why = "its ping answered HTTP " + std::to_string((*answer)->value->status) + " '" +
+                  (*answer)->value->body.substr(0, 40) + "'";
+          }
+          if (!why.empty()) {
+            without_api[hs] = why;
+            return engine_script(hs, checks);
+          }
+          // The host's clock, for the holds' labels: the engine's Date.
+          long long now = static_cast<long long>(std::time(nullptr));
+          const auto& headers = (*answer)->value->headers;
+          if (auto d = headers.find("date"); d != headers.end()) {
+            now = fleet::ParseHttpDate(d->second).value_or(now);
+          }
+          engine_api(hs, raw, checks, now);
+        });
+  };
+  for (HostState* hs : targets) {
+    const PreflightChecks checks = checks_for(hs);
     // Armed or not, disarming removes whatever part of the watchdog was made
     // (a full disk can leave the directory without it).
     hs->watchdog_armed = true;
@@ -153,67 +369,18 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
         if (!s) problems.push_back("preflight's " + name + " check did not report: " + o.Reason());
         return s;
       };
-      if (const PreflightSection* w = section("watchdog"); w && w->exit != 0) {
-        problems.push_back("cannot arm the watchdog: " + (w->text.empty() ? "exit " + std::to_string(w->exit) : w->text));
-      }
-      if (const PreflightSection* held = section("hold")) {
-        if (std::string p = NoteHolds(*hs, held->text, held->exit); !p.empty()) problems.push_back(p);
-      }
-      // The engine: asked only when an image check failed (or to pull).
-      const PreflightSection* engine = reply.Find("engine");
-      bool engine_down = false;
-      if (engine && engine->exit != 0) {
-        engine_down = true;
-        problems.push_back(engine->timed_out() ? engine_bound
-                                               : "docker is not reachable: " + said(engine->text));
-      }
-      for (size_t i = 0; i < checks.images.size() && !checks.pull_always; ++i) {
-        const std::string& image = checks.images[i];
-        const PreflightSection* s = section("image" + std::to_string(i));
-        if (!s) continue;
-        if (s->exit == 0) {
-          hs->image_ids[image] = ImageIdOf(s->text);
-        } else if (s->timed_out()) {
-          if (!engine_down) problems.push_back(engine_bound + " (image inspect " + image + ")");
-        } else if (engine_down) {
-          // Said once, above.
-        } else if (spec_.image_pull == ImagePull::kPush) {
-          to_push[image].push_back(hs);
-        } else if (spec_.image_pull == ImagePull::kNever) {
-          problems.push_back("image " + image + " is not present (image_pull: never): " + said(s->text));
-        } else {
-          Say(hs->name + ": pulling " + image);
-          check(hs, hs->docker->Pull(image), [&, hs, image](const Outcome& pulled) {
-            if (!pulled.ok()) {
-              errors[hs->index].push_back("image " + image + " is missing and cannot be pulled: " +
-                                          pulled.Reason());
-              return;
-            }
-            check(hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& again) {
-              if (again.ok()) {
-                hs->image_ids[image] = Trim(again.out);
-              } else {
-                errors[hs->index].push_back("image " + image + ": " + again.Reason());
-              }
-            });
-          });
+      bool armed = false;
+      if (const PreflightSection* w = section("watchdog")) {
+        armed = w->exit == 0;
+        if (!armed) {
+          problems.push_back("cannot arm the watchdog: " +
+                             (w->text.empty() ? "exit " + std::to_string(w->exit) : w->text));
         }
       }
-      if (checks.pull_always && !engine_down) {
-        for (const std::string& image : checks.images) {
-          check(hs, hs->docker->Pull(image) + " >/dev/null && " + hs->docker->ImageId(image),
-                [&, hs, image](const Outcome& pulled) {
-                  if (pulled.ok()) {
-                    hs->image_ids[image] = Trim(pulled.out);
-                  } else {
-                    errors[hs->index].push_back("cannot pull " + image + " (image_pull: always): " +
-                                                pulled.Reason());
-                  }
-                });
-        }
-      }
-      if (const PreflightSection* d = section("disk")) {
-        for (const std::string& problem : LowDiskSpace(d->text)) problems.push_back(problem);
+      if (checks.part == PreflightPart::kAll) {
+        engine_sections(hs, checks, reply, o);
+      } else if (const PreflightSection* d = section("disk")) {
+        disks[hs] += d->text + "\n";
       }
       if (checks.tcp_tables) {
         if (const PreflightSection* p = section("ports");
@@ -222,7 +389,8 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
                              " is already in use on the head's host (rendezvous.port)");
         }
       }
-      if (checks.gpu_probe && !engine_down) {
+      const PreflightSection* engine = reply.Find("engine");
+      if (checks.gpu_probe && !(engine && engine->exit != 0)) {
         if (const PreflightSection* g = section("gpu")) {
           if (g->timed_out() || g->exit != 0) {
             problems.push_back("GPUs requested but unavailable: " + said(g->text));
@@ -235,10 +403,13 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
           }
         }
       }
-      if (const PreflightSection* so = checks.engine_socket ? reply.Find("socket") : nullptr) {
-        if (std::optional<std::string> path = EngineSocketOf(so->text)) sockets[hs] = *path;
-      }
-      if (problems.empty()) errors.erase(hs->index);
+      if (checks.part != PreflightPart::kHost) return;
+      // Holds are taken only under an armed watchdog (it releases them).
+      if (!armed) return;
+      const PreflightSection* so = reply.Find("socket");
+      std::optional<std::string> path = so ? EngineSocketOf(so->text) : std::nullopt;
+      if (path) return ping(hs, *path, checks);
+      engine_script(hs, checks);
     });
   }
   // The leases are renewed from now on: a host whose preflight is slow (a
@@ -273,6 +444,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
                          std::to_string(n) + " host(s) still at it (" + stuck + (n > 5 ? ", ..." : "") + ")");
   }
   group.Cancel();
+  std::erase_if(errors, [](const auto& e) { return e.second.empty(); });
   for (const auto& [h, why] : connect_errors_) {
     errors[h].insert(errors[h].begin(), why);
   }
@@ -304,10 +476,16 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
           std::to_string(by_id.begin()->second.size()) + " host(s)");
     }
   }
-  if (errors.empty()) {
-    OpenEngineApis(sockets);
-    return Status::Ok();
+  // Where a ping answered, the host's engine is the API's from now on.
+  for (auto& [hs, api] : apis) {
+    if (!without_api.count(hs)) hs->api = std::move(api);
   }
+  if (!without_api.empty()) {
+    const auto& [first, why] = *without_api.begin();
+    Say("the Docker Engine API cannot be reached over SSH on " + std::to_string(without_api.size()) +
+        " host(s) (" + first->name + ": " + why + "); the docker CLI is used there");
+  }
+  if (errors.empty()) return Status::Ok();
   std::vector<std::pair<std::string, std::vector<std::string>>> table;
   for (const auto& [h, list] : errors) table.emplace_back(hosts_[h]->name, list);
   return Status::Error(ProblemTable(table, hosts_.size()));

@@ -57,14 +57,30 @@ std::string Controller::TakeHoldsLine(const HostState& hs) const {
                                 std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
 }
 
+fleet::ApiHoldJob Controller::ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const {
+  fleet::ApiHoldJob job;
+  job.api = api;
+  job.exec = hs.exec.get();
+  job.request = HoldRequestFor(hs);
+  job.owner = OwnerOf(plan_, spec_);
+  job.now = now;
+  job.engine_timeout = spec_.ssh.engine_timeout;
+  job.engine_misses = spec_.ssh.engine_misses;
+  return job;
+}
+
 std::string Controller::NoteHolds(HostState& hs, const std::string& text, int exit) {
-  hs.hold = fleet::ParseHoldReply(text);
+  return NoteHolds(hs, fleet::ParseHoldReply(text), exit != 0);
+}
+
+std::string Controller::NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed) {
+  hs.hold = std::move(reply);
   hs.holding = !hs.hold->taken.empty() || fleet::HoldsAny(*hs.hold, plan_.job_id);
   for (const std::string& s : hs.hold->removed_stale) Say(hs.name + ": removed a stale hold: " + s);
   if (!fleet::Conflicts(HoldRequestFor(hs), *hs.hold, plan_.job_id).empty()) return "";
-  if (exit != 0 || hs.hold->taken.empty()) {
+  if (failed || hs.hold->taken.empty()) {
     return "cannot reserve the host (a hold container on its engine): " +
-           (hs.hold->errors.empty() ? "exit " + std::to_string(exit) : hs.hold->errors);
+           (hs.hold->errors.empty() ? std::string(failed ? "it failed" : "nothing was taken") : hs.hold->errors);
   }
   return "";
 }

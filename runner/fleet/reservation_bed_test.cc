@@ -108,6 +108,7 @@ std::string HostsYaml(const std::vector<size_t>& indices, const std::string& hos
 class ReservationTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_GE(GetBed().hosts.size(), 3u) << "the reservation tests need 3 namespace hosts"; }
+  void CtrlCOnAFrozenEngine(bool through_cli);
   // Nothing of this test's jobs may be left: every job id seen is removed
   // from every host (a failed assertion must not block the next test).
   void TearDown() override {
@@ -396,14 +397,25 @@ TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExcl
   fs::remove(gpu_log);
 }
 
-TEST_F(ReservationTest, ACtrlCDuringPreflightOnAFrozenEngineLeavesNoHoldThereAndTheNextJobThereStarts) {
-  // CI's failure: barge interrupted while h2's preflight script waits on its
-  // frozen dockerd, then gone; the engine thaws and the script, which the
-  // interrupt does not stop, goes on. It must create nothing for the gone
-  // controller (or remove it at once), and a following job on h2 must not
-  // be held up by the gone job.
+// Ctrl-C while h2's engine is frozen in preflight. Through the CLI (CI's
+// failure): h2's preflight script waits on its frozen dockerd, the
+// controller goes; the engine thaws and the script, which the interrupt does
+// not stop, goes on. It must create nothing for the gone controller (or
+// remove it at once). Through the Engine API, the controller's own call
+// waits there and goes with it. Either way a following job on h2 must not
+// be held up by the gone job.
+void ReservationTest::CtrlCOnAFrozenEngine(bool through_cli) {
+  struct Env {
+    bool set;
+    explicit Env(bool s) : set(s) {
+      if (set) setenv("BARGE_ENGINE_API", "0", 1);
+    }
+    ~Env() {
+      if (set) unsetenv("BARGE_ENGINE_API");
+    }
+  } env(through_cli);
   const auto& bed = GetBed();
-  const std::string name = "resv-ctrlc-" + std::to_string(getpid());
+  const std::string name = "resv-ctrlc-" + std::string(through_cli ? "cli-" : "api-") + std::to_string(getpid());
   JobDir dir("resv-ctrlc"), nd("resv-ctrlc-next");
   dir.Write(Job(name, "[\"sleep\", \"30\"]", HostsYaml({0, 1}), "lease: 20s\n"), "job.yaml");
   nd.Write(Job("resv-ctrlc-next", "[\"true\"]", HostsYaml({1}), "wait: 60s\n"), "next.yaml");
@@ -425,7 +437,7 @@ TEST_F(ReservationTest, ACtrlCDuringPreflightOnAFrozenEngineLeavesNoHoldThereAnd
   }
   ASSERT_FALSE(id.empty()) << "h1 never held for the job\n" << barge::testing::ReadWholeFile(dir.path() / "err.txt");
   jobs_.insert(id);
-  ASSERT_TRUE(HoldScriptRunning(id)) << "no hold script of the job waits on h2's frozen engine";
+  if (through_cli) ASSERT_TRUE(HoldScriptRunning(id)) << "no hold script of the job waits on h2's frozen engine";
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   kill(pid, SIGINT);
   // barge ends while h2 is still frozen (nothing it does then needs h2's
@@ -435,7 +447,9 @@ TEST_F(ReservationTest, ACtrlCDuringPreflightOnAFrozenEngineLeavesNoHoldThereAnd
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(Exited(pid)) << "barge did not end within 30 s of the interrupt while h2 was frozen";
-  ASSERT_TRUE(HoldScriptRunning(id)) << "the script on h2 ended before the engine thawed: nothing reproduced";
+  if (through_cli) {
+    ASSERT_TRUE(HoldScriptRunning(id)) << "the script on h2 ended before the engine thawed: nothing reproduced";
+  }
   SignalDockerd(bed.hosts[1], SIGCONT);
   const auto thawed = std::chrono::steady_clock::now();
   CliOutcome o = dir.Wait(pid, std::chrono::seconds(60));
@@ -461,6 +475,14 @@ TEST_F(ReservationTest, ACtrlCDuringPreflightOnAFrozenEngineLeavesNoHoldThereAnd
   Seen(next);
   EXPECT_EQ(next.code, 0) << next.err;
   EXPECT_EQ(next.err.find(id), std::string::npos) << "the next job met the gone job:\n" << next.err;
+}
+
+TEST_F(ReservationTest, ACtrlCDuringPreflightOnAFrozenEngineLeavesNoHoldThereAndTheNextJobThereStartsThroughTheCli) {
+  CtrlCOnAFrozenEngine(/*through_cli=*/true);
+}
+
+TEST_F(ReservationTest, ACtrlCDuringPreflightOnAFrozenEngineLeavesNoHoldThereAndTheNextJobThereStartsThroughTheApi) {
+  CtrlCOnAFrozenEngine(/*through_cli=*/false);
 }
 
 }  // namespace
