@@ -66,7 +66,7 @@ void Controller::ServeForwards(CommandGroup& group, std::function<void(const Sta
       continue;
     }
     group.Run(*host->exec, host->docker->ContainerAddress(node.container.name),
-              [this, serve, network, on_fatal, f](const Outcome& o) {
+              [serve, network, on_fatal, f](const Outcome& o) {
                 Result<std::string> target =
                     o.ok() ? window::ForwardTarget(network, o.out) : Result<std::string>(Status::Error(o.Reason()));
                 if (!target.ok()) {
