@@ -232,7 +232,13 @@ class Controller {
   // (`kept_through_ns` by rank; none = from the start), appending to the
   // files, until every node's stream ends or an interrupt. No line is
   // repeated: Docker's timestamps at or before the kept one are dropped.
-  int AttachOrphan(const std::map<int, int64_t>& kept_through_ns);
+  // The kept files' lines since `restarted_at_ns` (the job's last restart,
+  // from its store; all when nullopt) are counted and exactly that many
+  // skipped per stream of the engine's whole log (engine_api.cc's gap
+  // design); `kept_through_ns` (lines stamped after it) only where a
+  // node's file cannot be read.
+  int AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
+                   std::optional<int64_t> restarted_at_ns = std::nullopt);
   // window.cc: `barge exec -i/-it`, `barge forward`, `barge top` (see
   // runner/controller.h's entry points).
   int ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty);
