@@ -102,4 +102,35 @@ TEST(AttachLogsTest, ARotatingLogDriverLosesNoneOfTwoHundredThousandLinesInTheKe
               seconds);
 }
 
+// Issue #10: `barge logs` of a node printing alternately to stdout and
+// stderr every 20 ms showed "1 3 5 2 4 6" (each stream's Docker stamps,
+// and two pipes). Through the attach, stamped on receipt, the kept file and
+// `barge logs` keep the order the lines arrived in.
+TEST(AttachLogsTest, LogsKeepsStdoutAndStderrLinesWrittenTwentyMsApartInTheirOrder) {
+  const auto& bed = GetBed();
+  JobDir job("attach-order");
+  job.Write("name: alternate\nimage: " + bed.image + "\n" + BedHostsYaml(1, 1) +
+            "timeout: 60s\n"
+            "command: [\"sh\", \"-c\", \"i=1; while [ $i -le 12 ]; do if [ $((i % 2)) = 1 ]; "
+            "then echo $i; else echo $i >&2; fi; sleep 0.02; i=$((i+1)); done\"]\n");
+  CliOutcome o = job.Barge("run job.yaml");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string id = JobIdIn(o.err);
+  ASSERT_FALSE(id.empty()) << o.err;
+  CliOutcome logs = job.Barge("logs " + id);
+  ASSERT_EQ(logs.code, 0) << logs.err;
+  std::string order;
+  size_t pos = 0;
+  while (pos < logs.out.size()) {
+    const size_t nl = logs.out.find('\n', pos);
+    const std::string line = logs.out.substr(pos, nl - pos);
+    pos = nl == std::string::npos ? logs.out.size() : nl + 1;
+    const size_t close = line.find("] ");
+    if (close == std::string::npos) continue;
+    const bool err = line.substr(0, close).find(" stderr") != std::string::npos;
+    order += line.substr(close + 2) + (err ? "e " : "o ");
+  }
+  EXPECT_EQ(order, "1o 2e 3o 4e 5o 6e 7o 8e 9o 10e 11o 12e ") << logs.out;
+}
+
 }  // namespace
