@@ -108,7 +108,8 @@ std::string BuildRequest(const HttpRequest& request, std::string_view api_versio
   out += " /v";
   out += api_version;
   out += request.target;
-  out += " HTTP/1.1\r\nHost: docker\r\nUser-Agent: barge\r\nConnection: close\r\n";
+  out += " HTTP/1.1\r\nHost: docker\r\nUser-Agent: barge\r\n";
+  out += request.upgrade ? "Connection: Upgrade\r\nUpgrade: tcp\r\n" : "Connection: close\r\n";
   if (!request.body.empty() || request.method == "POST" || request.method == "PUT") {
     if (!request.content_type.empty()) out += "Content-Type: " + request.content_type + "\r\n";
     out += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";
@@ -183,6 +184,11 @@ Status HttpResponseParser::OnHeaderLine(const std::string& line) {
 Status HttpResponseParser::StartBody() {
   if (status_code_ >= 100 && status_code_ < 200 && status_code_ != 101) {
     state_ = State::kStatusLine;  // an interim response: the real one follows
+    return Status::Ok();
+  }
+  if (status_code_ == 101) {
+    // The connection was taken over: the rest is the upgraded stream's.
+    state_ = State::kBodyUntilClose;
     return Status::Ok();
   }
   if (status_code_ == 204 || status_code_ == 304) {
@@ -461,6 +467,10 @@ class DockerApi::HttpCall : public DockerApi::Call {
         [this](LogStream s, std::string_view b) { frames_.emplace_back(s, std::string(b)); });
   }
 
+  // `on_headers` runs once, when a 101/2xx answer's headers are in, before
+  // any of its body is delivered.
+  void OnHeaders(std::function<void()> on_headers) { on_headers_ = std::move(on_headers); }
+
   Status Open(ssh::Executor* executor, const std::string& socket_path, std::string bytes) {
     ssh::CommandCallbacks cb;
     cb.on_stdout = [this](std::string_view b) { OnBytes(b); };
@@ -476,13 +486,23 @@ class DockerApi::HttpCall : public DockerApi::Call {
   }
 
  private:
-  bool Success() const { return parser_.status_code() >= 200 && parser_.status_code() < 300; }
+  // A body worth streaming: a 2xx answer's, or the stream after a 101.
+  bool Success() const {
+    return parser_.status_code() == 101 ||
+           (parser_.status_code() >= 200 && parser_.status_code() < 300);
+  }
 
   void OnBytes(std::string_view bytes) {
     if (finished_) return;
     std::shared_ptr<bool> alive = alive_;
     piece_.clear();
     Status parsed = parser_.Feed(bytes);
+    if (on_headers_ && parser_.headers_done() && Success()) {
+      auto fn = std::move(on_headers_);
+      on_headers_ = nullptr;
+      fn();
+      if (!*alive || finished_) return;
+    }
     if (!piece_.empty()) {
       std::string piece = std::move(piece_);
       piece_.clear();
@@ -566,6 +586,7 @@ class DockerApi::HttpCall : public DockerApi::Call {
   std::string piece_;  // body bytes of the current Feed
   std::string response_body_;
   std::function<void(std::string_view)> on_body_;
+  std::function<void()> on_headers_;
   LogDemuxer::Sink log_sink_;
   bool tty_ = false;
   std::unique_ptr<LogDemuxer> demuxer_;
@@ -660,6 +681,12 @@ Result<DockerApi::CallPtr> DockerApi::Logs(const std::string& name, const LogOpt
     std::snprintf(buf, sizeof buf, "&since=%" PRId64 ".%09" PRId64, s, frac);
     request.target += buf;
   }
+  return Streamed(std::move(request), options.tty, nullptr, std::move(on_output), std::move(done));
+}
+
+Result<DockerApi::CallPtr> DockerApi::Streamed(HttpRequest request, bool tty,
+                                               std::function<void()> on_attached,
+                                               LogDemuxer::Sink on_output, Done<NoContent> done) {
   const std::string context = executor_->label() + ": " + Describe(request);
   auto call = std::make_unique<HttpCall>(
       executor_->label(), Describe(request),
@@ -673,10 +700,27 @@ Result<DockerApi::CallPtr> DockerApi::Logs(const std::string& name, const LogOpt
         }
         done(Reply<NoContent>{NoContent{}, r.status});
       });
-  call->DemuxBody(std::move(on_output), options.tty);
+  call->DemuxBody(std::move(on_output), tty);
+  if (on_attached) call->OnHeaders(std::move(on_attached));
   Status opened = call->Open(executor_, socket_path_, BuildRequest(request, api_version_));
   if (!opened.ok()) return opened;
   return CallPtr(std::move(call));
+}
+
+Result<DockerApi::CallPtr> DockerApi::Attach(const std::string& name, bool tty,
+                                             std::function<void()> on_attached,
+                                             LogDemuxer::Sink on_output, Done<NoContent> done) {
+  HttpRequest request =
+      Req("POST", "/containers/" + UrlEncode(name) + "/attach?stream=1&stdout=1&stderr=1");
+  request.upgrade = true;
+  return Streamed(std::move(request), tty, std::move(on_attached), std::move(on_output),
+                  std::move(done));
+}
+
+Result<DockerApi::CallPtr> DockerApi::Start(const std::string& name, Done<NoContent> done) {
+  return Typed<NoContent>(Req("POST", "/containers/" + UrlEncode(name) + "/start"),
+                          [](const Response&) -> Result<NoContent> { return NoContent{}; },
+                          std::move(done));
 }
 
 Result<DockerApi::CallPtr> DockerApi::Wait(const std::string& name, Done<int> done) {

@@ -42,11 +42,16 @@ struct HttpRequest {
   std::string target;
   std::string body;          // sent with Content-Length (POST gets one even when empty)
   std::string content_type;  // of the body, e.g. "application/json"
+  // Asks to take the connection over ("Connection: Upgrade", "Upgrade:
+  // tcp" instead of "Connection: close"), as the engine's attach wants in
+  // order to answer 101 and then stream raw bytes.
+  bool upgrade = false;
 };
 
 // The bytes of `request` to API version `api_version` ("1.41"):
-// "METHOD /v1.41TARGET HTTP/1.1", then Host, Connection: close, and
-// Content-Type/Content-Length when there is a body or the method is POST.
+// "METHOD /v1.41TARGET HTTP/1.1", then Host, Connection: close (or the
+// upgrade's two headers), and Content-Type/Content-Length when there is a
+// body or the method is POST.
 std::string BuildRequest(const HttpRequest& request, std::string_view api_version);
 
 // Percent-encodes every byte but the unreserved ones (A-Z a-z 0-9 - . _ ~)
@@ -55,8 +60,10 @@ std::string UrlEncode(std::string_view text, std::string_view keep = "");
 
 // An incremental HTTP/1.1 response parser. Feed it bytes as they arrive, in
 // any chunking; body bytes (de-chunked) go to `on_body` as they arrive.
-// 1xx responses are skipped; 204, 304 and HEAD-less empty bodies are
-// handled. A malformed response is an error that stays (later Feeds return
+// Interim 1xx responses are skipped, except 101 (Switching Protocols, the
+// engine's "UPGRADED" answer to an attach): after its headers every byte
+// is the taken-over stream's, delivered as a body until close, whatever
+// the headers say. 204, 304 and HEAD-less empty bodies are handled. A malformed response is an error that stays (later Feeds return
 // it). Bytes after a complete response are ignored.
 class HttpResponseParser {
  public:
@@ -234,6 +241,26 @@ class DockerApi {
   // a space); `done` when the log ended (follow: the container stopped).
   [[nodiscard]] Result<CallPtr> Logs(const std::string& name, const LogOptions& options,
                                      LogDemuxer::Sink on_output, Done<NoContent> done);
+  // POST /containers/{name}/attach?stream=1&stdout=1&stderr=1, asking for
+  // the upgrade: the engine answers 101 UPGRADED (200 from one that ignores
+  // the upgrade) and then streams what the container writes, live, as it
+  // writes it (multiplexed frames; raw bytes, all stdout, for a TTY
+  // container: `tty`), until the container's stdio closes (it stopped).
+  // Nothing goes through the log driver: a driver that rotates or drops
+  // lines does not lose them here, and nothing is replayed (what was
+  // written before the attach is not sent).
+  // `on_attached` runs once, when the answer's headers arrived, before any
+  // output: from then on the container's output reaches this call, so a
+  // created container may be started (the engine connects the stream to
+  // the container right after writing its answer, as for `docker start
+  // -a`, which starts at the same moment). `on_output` as Logs'. `done`
+  // when the stream ended: success when the engine closed it at a frame
+  // boundary after a 101/2xx answer.
+  [[nodiscard]] Result<CallPtr> Attach(const std::string& name, bool tty,
+                                       std::function<void()> on_attached,
+                                       LogDemuxer::Sink on_output, Done<NoContent> done);
+  // POST /containers/{name}/start; one already running (304) is success.
+  [[nodiscard]] Result<CallPtr> Start(const std::string& name, Done<NoContent> done);
   // POST /containers/{name}/wait: the exit code once the container stopped.
   [[nodiscard]] Result<CallPtr> Wait(const std::string& name, Done<int> done);
   // POST /containers/{name}/stop?t=N; an already stopped container (304) is
@@ -254,6 +281,9 @@ class DockerApi {
   class HttpCall;
   // Runs `request`; `finish` turns a complete 2xx/3xx response's body into
   // the reply's value.
+  // A call whose 101/2xx body is a container's output (Logs, Attach).
+  Result<CallPtr> Streamed(HttpRequest request, bool tty, std::function<void()> on_attached,
+                           LogDemuxer::Sink on_output, Done<NoContent> done);
   template <typename T>
   Result<CallPtr> Typed(HttpRequest request, std::function<Result<T>(const Response&)> finish,
                         Done<T> done);

@@ -1,6 +1,7 @@
 // DockerApi against this machine's real dockerd (/var/run/docker.sock, the
 // bed's "lo" engine) through LocalExecutor's streams and the event loop:
-// ping, inspect, logs (timestamps, both streams, follow, since), wait,
+// ping, inspect, logs (timestamps, both streams, follow, since), attach
+// and start of a created container (also one whose log rotates), wait,
 // stop, remove, image inspect and a label-filtered list. The containers are
 // made with the docker CLI from the bed's image barge/test:local, carry a
 // label unique to this run, and are removed by the test (only those).
@@ -78,6 +79,55 @@ class DockerApiOnTheLocalEngine : public ::testing::Test {
                                " " + kImage + " sh -c " + ssh::ShellQuote(script));
     EXPECT_EQ(r.exit.code, 0) << r.err;
     return name;
+  }
+
+  // `docker create` of kImage running `script` (with `options` before the
+  // image); returns its name.
+  std::string CreateContainer(const std::string& suffix, const std::string& script,
+                              const std::string& options = "") {
+    const std::string name = "barge-apitest-" + run_id_ + "-" + suffix;
+    Collected r = RunToEnd(loop_, local_,
+                           "docker create --name " + name + " --label barge.apitest=" + run_id_ +
+                               " " + options + " " + kImage + " sh -c " + ssh::ShellQuote(script));
+    EXPECT_EQ(r.exit.code, 0) << r.err;
+    return name;
+  }
+
+  // What Attach then Start (once attached) of a created container gave.
+  struct AttachRun {
+    std::string out, err;
+    std::string order;  // 'o' / 'e' per piece delivered, in arrival order
+    std::vector<std::pair<char, std::string>> pieces;
+    bool started_before_attached = false;
+    std::optional<Reply<NoContent>> start;
+    std::optional<Reply<NoContent>> attach;
+  };
+  AttachRun AttachAndStart(const std::string& name, std::chrono::seconds limit) {
+    AttachRun run;
+    DockerApi::CallPtr start_call;
+    bool attached = false;
+    Result<DockerApi::CallPtr> attach = api_.Attach(
+        name, /*tty=*/false,
+        [&] {
+          attached = true;
+          Result<DockerApi::CallPtr> s =
+              api_.Start(name, [&](Reply<NoContent> r) { run.start = std::move(r); });
+          EXPECT_TRUE(s.ok()) << s.status().message();
+          if (s.ok()) start_call = std::move(*s);
+        },
+        [&](LogStream s, std::string_view b) {
+          if (!attached) run.started_before_attached = true;
+          const char c = s == LogStream::kStdout ? 'o' : 'e';
+          (c == 'o' ? run.out : run.err).append(b);
+          run.pieces.emplace_back(c, std::string(b));
+        },
+        [&](Reply<NoContent> r) { run.attach = std::move(r); });
+    EXPECT_TRUE(attach.ok()) << attach.status().message();
+    if (!attach.ok()) return run;
+    EXPECT_TRUE(PollUntil(loop_, [&] { return run.attach.has_value() && run.start.has_value(); },
+                          limit))
+        << "the attach did not end within the test's limit";
+    return run;
   }
 
   ssh::EventLoop loop_;
@@ -211,6 +261,107 @@ TEST_F(DockerApiOnTheLocalEngine, FollowsTheLogOfARunningContainerUntilItStops) 
   }
   Reply<int> waited = Await<int>(loop_, [&](auto d) { return api_.Wait(name, std::move(d)); });
   EXPECT_EQ(waited.ok() ? *waited.value : -1, 0);
+}
+
+// Lines of `data` (each ending in "\n"), in order.
+std::vector<std::string> Lines(const std::string& data) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < data.size()) {
+    const size_t nl = data.find('\n', start);
+    if (nl == std::string::npos) {
+      lines.push_back(data.substr(start) + "<no newline>");
+      break;
+    }
+    lines.push_back(data.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+TEST_F(DockerApiOnTheLocalEngine, AnAttachThenStartGivesEveryLineOfBothStreamsOnceInOrder) {
+  constexpr int kLines = 20000;
+  const std::string name = CreateContainer(
+      "attach", "i=0; while [ $i -lt " + std::to_string(kLines) +
+                    " ]; do echo o$i; echo e$i >&2; i=$((i+1)); done; exit 4");
+  AttachRun run = AttachAndStart(name, std::chrono::seconds(60));
+  ASSERT_TRUE(run.attach.has_value() && run.start.has_value());
+  ASSERT_TRUE(run.start->ok()) << run.start->value.status().message();
+  EXPECT_EQ(run.start->http_status, 204);
+  ASSERT_TRUE(run.attach->ok()) << run.attach->value.status().message();
+  EXPECT_EQ(run.attach->http_status, 101);
+  EXPECT_FALSE(run.started_before_attached);
+  const std::vector<std::string> out = Lines(run.out), err = Lines(run.err);
+  ASSERT_EQ(out.size(), size_t{kLines});
+  ASSERT_EQ(err.size(), size_t{kLines});
+  for (int i = 0; i < kLines; ++i) {
+    ASSERT_EQ(out[i], "o" + std::to_string(i));
+    ASSERT_EQ(err[i], "e" + std::to_string(i));
+  }
+  // The attach ends once the container's stdio closed: it has stopped.
+  Reply<ContainerState> state =
+      Await<ContainerState>(loop_, [&](auto d) { return api_.InspectContainer(name, std::move(d)); });
+  ASSERT_TRUE(state.ok()) << state.value.status().message();
+  Reply<int> waited = Await<int>(loop_, [&](auto d) { return api_.Wait(name, std::move(d)); });
+  EXPECT_EQ(waited.ok() ? *waited.value : -1, 4);
+}
+
+TEST_F(DockerApiOnTheLocalEngine, StartingARunningContainerAgainIsA304Success) {
+  const std::string name = CreateContainer("started", "trap 'exit 0' TERM; sleep 30 & wait");
+  Reply<NoContent> first = Await<NoContent>(loop_, [&](auto d) { return api_.Start(name, std::move(d)); });
+  ASSERT_TRUE(first.ok()) << first.value.status().message();
+  EXPECT_EQ(first.http_status, 204);
+  Reply<NoContent> again = Await<NoContent>(loop_, [&](auto d) { return api_.Start(name, std::move(d)); });
+  EXPECT_TRUE(again.ok()) << again.value.status().message();
+  EXPECT_EQ(again.http_status, 304);
+  Reply<NoContent> missing = Await<NoContent>(
+      loop_, [&](auto d) { return api_.Start(name + "-missing", std::move(d)); });
+  EXPECT_TRUE(missing.not_found()) << missing.value.status().message();
+  Reply<NoContent> stopped = Await<NoContent>(loop_, [&](auto d) { return api_.Stop(name, 5, std::move(d)); });
+  EXPECT_TRUE(stopped.ok()) << stopped.value.status().message();
+}
+
+TEST_F(DockerApiOnTheLocalEngine, AnAttachKeepsTheOrderOfStdoutAndStderrWrittenTwentyMsApart) {
+  const std::string name = CreateContainer(
+      "alternate", "i=0; while [ $i -lt 10 ]; do echo o$i; sleep 0.02; echo e$i >&2; "
+                   "sleep 0.02; i=$((i+1)); done");
+  AttachRun run = AttachAndStart(name, std::chrono::seconds(30));
+  ASSERT_TRUE(run.attach.has_value() && run.attach->ok());
+  std::string got;
+  for (const auto& [c, b] : run.pieces) got += std::string(1, c) + ":" + b;
+  std::string want;
+  for (int i = 0; i < 10; ++i) want += "o:o" + std::to_string(i) + "\ne:e" + std::to_string(i) + "\n";
+  EXPECT_EQ(got, want);
+}
+
+TEST_F(DockerApiOnTheLocalEngine, AnAttachLosesNoLineOfALogThatRotatesWhileDockerLogsLosesMost) {
+  constexpr int kLines = 200000;
+  const std::string name = CreateContainer("rotate", "seq 1 " + std::to_string(kLines),
+                                           "--log-opt max-size=100k --log-opt max-file=2");
+  AttachRun run = AttachAndStart(name, std::chrono::seconds(120));
+  ASSERT_TRUE(run.attach.has_value() && run.start.has_value());
+  ASSERT_TRUE(run.start->ok()) << run.start->value.status().message();
+  ASSERT_TRUE(run.attach->ok()) << run.attach->value.status().message();
+  EXPECT_EQ(run.err, "");
+  std::string want;
+  for (int i = 1; i <= kLines; ++i) want += std::to_string(i) + "\n";
+  EXPECT_EQ(run.out.size(), want.size());
+  EXPECT_TRUE(run.out == want) << "the attach's stdout differs from seq's output";
+
+  // The log driver kept two files of at most 100 kB: most lines are gone.
+  std::string logged;
+  Reply<NoContent> logs = Await<NoContent>(loop_, [&](auto d) {
+    LogOptions plain;
+    plain.timestamps = false;
+    return api_.Logs(
+        name, plain, [&](LogStream, std::string_view b) { logged.append(b); }, std::move(d));
+  });
+  ASSERT_TRUE(logs.ok()) << logs.value.status().message();
+  const size_t kept = Lines(logged).size();
+  EXPECT_GT(kept, 0u);
+  EXPECT_LT(kept, size_t{kLines} / 10) << "docker logs kept " << kept << " of " << kLines << " lines";
+  // What it kept is the end of the output.
+  EXPECT_EQ(logged.substr(logged.size() - 7), "200000\n");
 }
 
 TEST_F(DockerApiOnTheLocalEngine, WaitReturnsWhenARunningContainerIsStopped) {

@@ -50,6 +50,15 @@ TEST(DockerApiRequest, APostAlwaysSaysItsContentLengthAndTheVersionIsAParameter)
             "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
 }
 
+TEST(DockerApiRequest, AnUpgradeAsksToTakeTheConnectionOverInsteadOfClosingIt) {
+  HttpRequest attach = Post("/containers/x/attach?stream=1&stdout=1&stderr=1");
+  attach.upgrade = true;
+  EXPECT_EQ(BuildRequest(attach, "1.41"),
+            "POST /v1.41/containers/x/attach?stream=1&stdout=1&stderr=1 HTTP/1.1\r\n"
+            "Host: docker\r\nUser-Agent: barge\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+            "Content-Length: 0\r\n\r\n");
+}
+
 TEST(DockerApiRequest, UrlEncodeKeepsUnreservedBytesAndWhatItIsToldToKeep) {
   EXPECT_EQ(UrlEncode("a-b_c.d~9"), "a-b_c.d~9");
   EXPECT_EQ(UrlEncode("{\"label\":[\"barge.job=1\"]}"),
@@ -166,6 +175,29 @@ TEST(HttpResponseParser, NoContentAndNotModifiedHaveNoBodyAndInterimResponsesAre
   EXPECT_TRUE(interim.complete);
   EXPECT_EQ(interim.code, 201);
   EXPECT_EQ(interim.body, "abc");
+}
+
+TEST(HttpResponseParser, AfterA101EveryByteIsTheUpgradedStreamUntilCloseAtEverySplit) {
+  // As dockerd writes it for an attach; what follows is not HTTP (here a
+  // frame header whose bytes would be a bad chunk size or status line),
+  // and a Content-Length, were there one, would not bound it.
+  const std::string stream = "\x01\0\0\0\0\0\0\x06hello\nHTTP/1.1 200 OK\r\n\r\n";
+  const std::string bytes =
+      "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+      "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 3\r\n\r\n" + stream;
+  Parsed want;
+  want.complete = true;
+  want.code = 101;
+  want.reason = "UPGRADED";
+  want.headers = {{"content-type", "application/vnd.docker.raw-stream"},
+                  {"connection", "Upgrade"},
+                  {"upgrade", "tcp"},
+                  {"content-length", "3"}};
+  want.body = stream;
+  ExpectSameAtEverySplit(bytes, /*close=*/true, want);
+  Parsed open = ParsePieces({bytes}, /*close=*/false);
+  EXPECT_FALSE(open.complete);  // only the close ends it
+  EXPECT_EQ(open.body, stream);
 }
 
 TEST(HttpResponseParser, ATruncatedResponseIsAnErrorAtClose) {
@@ -523,6 +555,163 @@ TEST(DockerApi, SendsTheRequestLineOfEachHelper) {
                        "GET /v1.41/containers/json?all=1&filters="
                        "%7B%22label%22%3A%5B%22barge.job%3D7%22%5D%7D HTTP/1.1",
                    }));
+}
+
+// What an attach gave: the pieces in arrival order ("o:" / "e:" per piece,
+// merged while the stream does not change), whether on_attached ran before
+// any of them, and the reply.
+struct Attached {
+  std::string out, err;
+  std::vector<std::pair<char, std::string>> runs;  // stream runs, in order
+  int attached_calls = 0;
+  bool output_before_attached = false;
+  std::optional<Reply<NoContent>> reply;
+  std::string request;
+};
+
+Attached AttachTo(const std::string& response, size_t piece, bool tty) {
+  ssh::EventLoop loop;
+  ssh::LocalExecutor local(&loop);
+  Attached a;
+  {
+    CannedEngine engine([&](const std::string&) { return response; }, piece, 1);
+    DockerApi api(&local, engine.path());
+    auto call = api.Attach(
+        "barge-x", tty, [&] { ++a.attached_calls; },
+        [&](LogStream s, std::string_view b) {
+          if (a.attached_calls == 0) a.output_before_attached = true;
+          const char c = s == LogStream::kStdout ? 'o' : 'e';
+          (c == 'o' ? a.out : a.err).append(b);
+          if (a.runs.empty() || a.runs.back().first != c) a.runs.emplace_back(c, "");
+          a.runs.back().second.append(b);
+        },
+        [&](Reply<NoContent> r) { a.reply = std::move(r); });
+    EXPECT_TRUE(call.ok()) << call.status().message();
+    if (!call.ok()) return a;
+    EXPECT_TRUE(ssh::testing::PollUntil(loop, [&] { return a.reply.has_value(); }));
+    call->reset();
+  }
+  return a;
+}
+
+const char kUpgraded[] =
+    "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+    "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+
+TEST(DockerApi, AnAttachDeliversInterleavedStreamsInOrderAfterSayingItIsAttachedAtAnyPieceSize) {
+  std::string body;
+  std::vector<std::pair<char, std::string>> want_runs;
+  std::string want_out, want_err;
+  for (int i = 0; i < 40; ++i) {
+    // Runs of one to three lines per stream; one payload with two lines.
+    const char c = (i / 3 + i % 2) % 2 == 0 ? 'o' : 'e';
+    const std::string line = std::string(c == 'o' ? "out " : "err ") + std::to_string(i) +
+                             (i % 7 == 0 ? "\nmore\n" : "\n");
+    body += Frame(c == 'o' ? 1 : 2, line);
+    (c == 'o' ? want_out : want_err) += line;
+    if (want_runs.empty() || want_runs.back().first != c) want_runs.emplace_back(c, "");
+    want_runs.back().second += line;
+  }
+  const std::string response = kUpgraded + body;
+  for (size_t piece : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{8}, size_t{13},
+                       size_t{89}, response.size()}) {
+    Attached a = AttachTo(response, piece, /*tty=*/false);
+    ASSERT_TRUE(a.reply.has_value()) << piece;
+    EXPECT_TRUE(a.reply->ok()) << piece << ": " << a.reply->value.status().message();
+    EXPECT_EQ(a.reply->http_status, 101) << piece;
+    EXPECT_EQ(a.attached_calls, 1) << piece;
+    EXPECT_FALSE(a.output_before_attached) << piece;
+    EXPECT_EQ(a.out, want_out) << piece;
+    EXPECT_EQ(a.err, want_err) << piece;
+    EXPECT_EQ(a.runs, want_runs) << piece;
+  }
+}
+
+TEST(DockerApi, AnAttachSendsTheUpgradeAndATtyContainersBytesAreStdoutAsTheyAre) {
+  ssh::EventLoop loop;
+  ssh::LocalExecutor local(&loop);
+  std::string request;
+  const std::string response = std::string(kUpgraded) + "raw \x01\0\0 tty\r\nbytes";
+  {
+    CannedEngine engine([&](const std::string& r) { request = r; return response; }, 4, 1);
+    DockerApi api(&local, engine.path());
+    std::string out;
+    int attached = 0;
+    std::optional<Reply<NoContent>> reply;
+    auto call = api.Attach(
+        "barge x", /*tty=*/true, [&] { ++attached; },
+        [&](LogStream s, std::string_view b) {
+          EXPECT_EQ(s, LogStream::kStdout);
+          out.append(b);
+        },
+        [&](Reply<NoContent> r) { reply = std::move(r); });
+    ASSERT_TRUE(call.ok());
+    ASSERT_TRUE(ssh::testing::PollUntil(loop, [&] { return reply.has_value(); }));
+    EXPECT_TRUE(reply->ok()) << reply->value.status().message();
+    EXPECT_EQ(attached, 1);
+    EXPECT_EQ(out, "raw \x01\0\0 tty\r\nbytes");
+  }
+  EXPECT_EQ(request.substr(0, request.find("\r\n\r\n") + 4),
+            "POST /v1.41/containers/barge%20x/attach?stream=1&stdout=1&stderr=1 HTTP/1.1\r\n"
+            "Host: docker\r\nUser-Agent: barge\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+            "Content-Length: 0\r\n\r\n");
+}
+
+TEST(DockerApi, AnAttachRefusedOrCutInsideAFrameIsAnErrorAndNeverSaysAttached) {
+  Attached missing = AttachTo(
+      "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 41\r\n\r\n"
+      "{\"message\":\"No such container: barge-x\"}\n",
+      7, false);
+  ASSERT_TRUE(missing.reply.has_value());
+  EXPECT_TRUE(missing.reply->not_found());
+  EXPECT_EQ(missing.attached_calls, 0);
+  EXPECT_EQ(missing.reply->value.status().message(),
+            "local: POST /containers/barge-x/attach: No such container: barge-x (HTTP 404)");
+  Attached cut = AttachTo(kUpgraded + Frame(1, "whole\n") + Frame(2, "cut short\n").substr(0, 12),
+                          5, false);
+  ASSERT_TRUE(cut.reply.has_value());
+  EXPECT_FALSE(cut.reply->ok());
+  EXPECT_EQ(cut.attached_calls, 1);
+  EXPECT_EQ(cut.out, "whole\n");
+  EXPECT_NE(cut.reply->value.status().message().find("ended inside a frame"), std::string::npos)
+      << cut.reply->value.status().message();
+}
+
+TEST(DockerApi, StartIsSuccessWhenStartedOrAlreadyRunningAndAnErrorOtherwise) {
+  ssh::EventLoop loop;
+  ssh::LocalExecutor local(&loop);
+  std::vector<std::string> lines;
+  const std::vector<std::string> answers = {
+      "HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 304 Not Modified\r\n\r\n",
+      "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 30\r\n\r\n"
+      "{\"message\":\"no such image x\"}\n"};
+  std::vector<Reply<NoContent>> replies;
+  {
+    size_t next = 0;
+    CannedEngine engine(
+        [&](const std::string& request) {
+          lines.push_back(request.substr(0, request.find("\r\n")));
+          return answers[next++];
+        },
+        3, static_cast<int>(answers.size()));
+    DockerApi api(&local, engine.path());
+    for (size_t i = 0; i < answers.size(); ++i) {
+      std::optional<Reply<NoContent>> got;
+      auto call = api.Start("c", [&](Reply<NoContent> r) { got = std::move(r); });
+      ASSERT_TRUE(call.ok());
+      ASSERT_TRUE(ssh::testing::PollUntil(loop, [&] { return got.has_value(); }));
+      replies.push_back(std::move(*got));
+    }
+  }
+  ASSERT_EQ(replies.size(), 3u);
+  EXPECT_TRUE(replies[0].ok());
+  EXPECT_EQ(replies[0].http_status, 204);
+  EXPECT_TRUE(replies[1].ok());
+  EXPECT_EQ(replies[1].http_status, 304);
+  EXPECT_FALSE(replies[2].ok());
+  EXPECT_EQ(replies[2].value.status().message(),
+            "local: POST /containers/c/start: no such image x (HTTP 500)");
+  EXPECT_EQ(lines, std::vector<std::string>(3, "POST /v1.41/containers/c/start HTTP/1.1"));
 }
 
 TEST(DockerApi, AnEngineThatIsNotThereIsAnErrorWithNoHttpStatus) {

@@ -45,6 +45,14 @@ class LineSplitter {
   // then empty and may be fed a new stream.
   void Flush();
 
+  // Drops the unfinished line without emitting it (its stream broke off:
+  // the whole line will be read again from elsewhere). The splitter is
+  // then empty and may be fed a new stream.
+  void Discard() {
+    pending_.clear();
+    continuing_ = false;
+  }
+
   // Bytes of the unfinished line held back; 0 right after a "\n" or Flush.
   size_t pending_bytes() const { return pending_.size(); }
 

@@ -66,6 +66,21 @@ TEST(LineSplitter, FlushEmitsAFinalLineWithoutNewlineAndNothingElse) {
   EXPECT_EQ(c.lines, (Lines{"x", "next stream"}));
 }
 
+TEST(LineSplitter, DiscardDropsTheUnfinishedLineAndAnOverlongLinesRestStartsAfresh) {
+  Collector c;
+  c.splitter.Feed("whole\nbroken of");
+  c.splitter.Discard();
+  EXPECT_EQ(c.splitter.pending_bytes(), 0u);
+  c.splitter.Flush();  // nothing left to emit
+  c.splitter.Feed("next\n");
+  EXPECT_EQ(c.lines, (Lines{"whole", "next"}));
+  Collector capped(4);
+  capped.splitter.Feed("abcdefg");  // "abcd" out, "efg" held as a continuation
+  capped.splitter.Discard();
+  capped.splitter.Feed("xy\n");
+  EXPECT_EQ(capped.lines, (Lines{"abcd", "xy"}));  // not "+xy"
+}
+
 TEST(LineSplitter, EmptyLinesAreKept) {
   EXPECT_EQ(SplitWhole("\n\na\n\n"), (Lines{"", "", "a", ""}));
 }

@@ -151,9 +151,10 @@ int WithController(const JobSpec& spec, const cluster::PlanInput& input,
 }  // namespace
 
 int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,
-                   const ControllerOptions& options, const std::map<int, int64_t>& kept_through_ns) {
+                   const ControllerOptions& options, const std::map<int, int64_t>& kept_through_ns,
+                   std::optional<int64_t> restarted_at_ns) {
   return WithController(spec, input, options, false,
-                        [&](Controller& c) { return c.AttachOrphan(kept_through_ns); });
+                        [&](Controller& c) { return c.AttachOrphan(kept_through_ns, restarted_at_ns); });
 }
 
 int ReapJobHosts(const JobSpec& spec, const cluster::PlanInput& input,

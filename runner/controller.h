@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <vector>
 #include <string>
@@ -104,7 +105,8 @@ int ShowJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const Con
 
 // `barge attach` to a job whose controller is gone (see Controller).
 int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,
-                   const ControllerOptions& options, const std::map<int, int64_t>& kept_through_ns);
+                   const ControllerOptions& options, const std::map<int, int64_t>& kept_through_ns,
+                   std::optional<int64_t> restarted_at_ns = std::nullopt);
 
 // Helpers shared with `barge plan`.
 cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id);

@@ -38,6 +38,16 @@ std::string DockerCommands::Run(const container::ContainerSpec& spec) const {
   return ShellJoinSharingLists(argv);
 }
 
+std::string DockerCommands::Create(const container::ContainerSpec& spec) const {
+  std::vector<std::string> argv = docker_;
+  std::vector<std::string> args = container::RunArgs(spec);
+  // RunArgs begins {"run", "-d", ...}: the same container, made only.
+  args.erase(args.begin(), args.begin() + 2);
+  argv.push_back("create");
+  argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  return ShellJoinSharingLists(argv);
+}
+
 std::string DockerCommands::Logs(const std::string& name) const {
   return Line(container::LogsArgs(name, /*follow=*/true, std::nullopt));
 }

@@ -28,6 +28,12 @@ class DockerCommands {
   // prints one line per GPU where it has one.
   std::string GpuProbe(const container::ContainerSpec& spec) const;
   std::string Run(const container::ContainerSpec& spec) const;
+  // `docker create` with Run's arguments but -d: the container made, not
+  // started (its ID on stdout). On an Engine API host the controller then
+  // attaches to it and starts it through the API (engine_api.cc), so that
+  // its output is streamed live from its first byte, not read back from
+  // the log driver.
+  std::string Create(const container::ContainerSpec& spec) const;
   std::string Logs(const std::string& name) const;
   // Follows the logs from `since` (Docker's RFC 3339 time) on, inclusive.
   std::string LogsSince(const std::string& name, const std::string& since) const;

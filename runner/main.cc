@@ -503,12 +503,22 @@ int Attach(const std::string& job_text) {
       if (auto ns = LastKeptStamp(n.log_path)) kept[n.rank] = *ns;
     }
   }
+  // The latest restart: the kept files' lines before it are an earlier
+  // container's (AttachOrphan counts only the later ones).
+  std::optional<int64_t> restarted_at_ns;
+  if (Result<std::vector<EventRecord>> events = store->GetEvents(*id); events.ok()) {
+    for (const EventRecord& e : *events) {
+      if (e.kind == event::kRestarting) {
+        restarted_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(e.at.time_since_epoch()).count();
+      }
+    }
+  }
   std::fprintf(stderr, "barge: job %s: its controller is gone; streaming from the hosts\n",
                id->c_str());
   if (LogsCommand(state_dir, *id, LogsOptions{}, stdout) != 0) return kExitBargeFailure;
   ControllerOptions options;
   options.state_dir = state_dir;
-  return AttachToOrphan(*spec, MakePlanInput(*spec, *id), options, kept);
+  return AttachToOrphan(*spec, MakePlanInput(*spec, *id), options, kept, restarted_at_ns);
 }
 
 // The hosts of a job file (its other keys unchecked beyond parsing), or a

@@ -264,13 +264,17 @@ TEST_F(OfflineCliTest, PlanSendsNoPacketAndOpensNoConnectionWhereRunDoes) {
   long long before = PacketsSent();
   Outcome remote = Barge("plan remote.yaml", dir_);
   EXPECT_EQ(remote.code, 0) << remote.err;
+  // A registry's `docker --config DIR` is not the plain CLI: no Engine API.
+  EXPECT_NE(remote.out.find("docker --config /tmp/barge-"), std::string::npos) << remote.out;
   EXPECT_NE(remote.out.find("docker run -d --name barge-planned-"), std::string::npos) << remote.out;
   EXPECT_EQ(Contacts(before), "");
 
   before = PacketsSent();
   Outcome local = Barge("plan local.yaml", dir_);
   EXPECT_EQ(local.code, 0) << local.err;
-  EXPECT_NE(local.out.find("docker run -d --name barge-planned-local-"), std::string::npos) << local.out;
+  // The plain CLI: created, then attached and started through the Engine API.
+  EXPECT_NE(local.out.find("docker create --name barge-planned-local-"), std::string::npos) << local.out;
+  EXPECT_NE(local.out.find("/attach?stream=1&stdout=1&stderr=1"), std::string::npos) << local.out;
   EXPECT_EQ(Contacts(before), "");
 
   // The controls: `barge run` of the same files reaches each counter.

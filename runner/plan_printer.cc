@@ -1,14 +1,25 @@
 #include "runner/plan_printer.h"
 
+#include <cstdlib>
 #include <set>
 #include <sstream>
+#include <string>
 
 #include "runner/controller.h"
+#include "container/docker_api.h"
 #include "container/docker_args.h"
 #include "runner/docker_commands.h"
 
 namespace barge::runner {
 namespace {
+
+// Where `barge run` may start nodes through the Engine API: the plain
+// docker CLI (preflight then looks for the engine's socket), unless
+// BARGE_ENGINE_API=0 (as runner/controller/preflight.cc decides).
+bool EngineApiCandidate(const DockerCommands& docker) {
+  const char* v = std::getenv("BARGE_ENGINE_API");
+  return docker.plain() && (v == nullptr || std::string(v) != "0");
+}
 
 std::string Transport(const JobSpec& spec, const cluster::Host& host) {
   if (host.is_local()) return "the local Docker engine, no SSH (commands run with /bin/sh -c)";
@@ -164,9 +175,24 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
         out << "# GPUs " << ids << " of the host's " << host.gpus.value_or(0)
             << ", chosen by barge (as if no other job held any; at run time it skips those held)\n";
       }
-      out << docker.Run(n->container) << "\n";
-      out << docker.Logs(n->container.name) << "\n";
-      out << docker.Wait(n->container.name) << "\n";
+      if (EngineApiCandidate(docker)) {
+        // engine_api.cc: create, then attach and start through the Engine API.
+        const std::string path = "/v" + std::string(container::kDefaultApiVersion) + "/containers/" +
+                                 container::UrlEncode(n->container.name);
+        out << docker.Create(n->container) << "\n";
+        out << "# then through the Engine API over the session: POST " << path
+            << "/attach?stream=1&stdout=1&stderr=1 (its live output), POST " << path
+            << "/start once attached, GET " << path << "/json (and POST " << path
+            << "/wait while it still runs) once the output ends\n";
+        out << "# where the engine's socket does not answer (or BARGE_ENGINE_API=0): `docker run -d` "
+               "with the same arguments, then:\n";
+        out << "#   " << docker.Logs(n->container.name) << "\n";
+        out << "#   " << docker.Wait(n->container.name) << "\n";
+      } else {
+        out << docker.Run(n->container) << "\n";
+        out << docker.Logs(n->container.name) << "\n";
+        out << docker.Wait(n->container.name) << "\n";
+      }
     }
     std::vector<std::string> workers, all;
     for (const auto* n : nodes) {

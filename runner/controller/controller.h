@@ -179,6 +179,22 @@ struct NodeState {
   // engine_api.cc: the node's Engine API call in flight (its log follow,
   // then the inspect, wait and catch-up that end it; one at a time).
   container::DockerApi::CallPtr api_call;
+  // engine_api.cc, on an Engine API host: the node's live log is its attach
+  // stream (AttachAndStartWithApi), each line stamped on receipt with the
+  // controller's clock, strictly increasing per node (its sequence), and
+  // counted per stream so that a gap is filled from `docker logs` by
+  // skipping exactly the lines already kept (see the design there).
+  struct Live {
+    bool on = false;        // lines are stamped on receipt
+    bool attached = false;  // they come from the attach (false: a logs read fills a gap)
+    int64_t last_stamp_ns = 0;
+    std::array<uint64_t, 2> lines{};    // kept, per stream (stdout, stderr)
+    std::array<uint64_t, 2> skip{};     // a gap fill's lines still to drop, per stream
+    std::array<bool, 2> skipping{};     // a dropped line's continuation pieces follow
+    std::array<size_t, 2> last_hash{};  // of the last line kept per stream
+    std::function<void()> ended;        // the attach ended before the start's answer
+  };
+  Live live;
 
   HostPhase PhaseOf(Phase p) const { return host->PhaseOf(p, plan->rank); }
 };
@@ -217,7 +233,13 @@ class Controller {
   // (`kept_through_ns` by rank; none = from the start), appending to the
   // files, until every node's stream ends or an interrupt. No line is
   // repeated: Docker's timestamps at or before the kept one are dropped.
-  int AttachOrphan(const std::map<int, int64_t>& kept_through_ns);
+  // The kept files' lines since `restarted_at_ns` (the job's last restart,
+  // from its store; all when nullopt) are counted and exactly that many
+  // skipped per stream of the engine's whole log (engine_api.cc's gap
+  // design); `kept_through_ns` (lines stamped after it) only where a
+  // node's file cannot be read.
+  int AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
+                   std::optional<int64_t> restarted_at_ns = std::nullopt);
   // window.cc: `barge exec -i/-it`, `barge forward`, `barge top` (see
   // runner/controller.h's entry points).
   int ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty);
@@ -409,6 +431,10 @@ class Controller {
   // Streams the node's logs into the sink; with `report_exit`, the same
   // command then reports how the container ended, and NodeEnded runs.
   void StreamLogs(NodeState& node, bool report_exit);
+  // StreamLogs' halves: the node's line splitters, into the sink; the
+  // CLI's log stream (where the host has no Engine API).
+  void OpenLogLines(NodeState& node, bool report_exit);
+  void StreamLogsWithCli(NodeState& node, bool report_exit);
   // Once a follow has ended on a container that has stopped: reads its logs
   // from node.last_ns on without -f, feeding lines the follow missed to the
   // sink, then runs `then` (also when the read fails: the container may be
@@ -428,6 +454,13 @@ class Controller {
   // inspect (wait and inspect again while it still runs), then the
   // catch-up read, then NodeExited.
   void FollowWithApi(NodeState& node, bool report_exit);
+  // The start on an API host, once `docker create` made the node's
+  // container: attach, then start once attached, in `group`; `started`
+  // gets the start's outcome. The attach is then the node's live log.
+  void AttachAndStartWithApi(CommandGroup& group, NodeState& node, CommandGroup::Done started);
+  // The attach stream ended: the exit report when the container's stdio
+  // closed, a gap fill from the engine's log when the stream broke off.
+  void AttachEndedWithApi(NodeState& node, const container::Reply<container::NoContent>& r);
   // Its steps: inspect (`waited`: a wait has run), the end (catch-up, then
   // the report), and a lost transport (what a lost CLI stream says).
   void InspectWithApi(NodeState& node, bool waited);

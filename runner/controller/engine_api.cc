@@ -9,6 +9,43 @@
 // Each step's callback ends by starting the next step, which replaces the
 // node's api_call (destroying the call whose callback runs: DockerApi
 // allows it); nothing is touched after that.
+//
+// The live log on an API host is the container's attach stream, not its
+// followed log. `docker logs -f` reads back what the log driver wrote to
+// disk and decodes it (Docker's json-file round trip: at volume barge
+// reached 0.44 of an attached `docker run`), and a driver that rotates
+// (log-opts max-size, the `local` driver) drops lines a follower has not
+// read yet. So a node starts as `docker create` (DockerCommands::Create),
+// then POST attach, then POST start once the attach is answered: the
+// stream carries every byte the container writes, live, from its first,
+// until its stdio closes (it stopped), and nothing in it depends on the
+// log driver. The stream carries no stamps: each line is stamped on
+// receipt by the controller's clock, strictly increasing per node (1 ns
+// after the previous when the clock has not moved on: NodeState::Live),
+// in the format the kept files always had, so the stamps are the node's
+// sequence: its files keep stdout and stderr interleaved as they arrived,
+// and `barge logs` merges nodes by those stamps (across nodes: by when the
+// controller received them).
+//
+// Gaps. Receipt stamps say nothing about Docker's own stamps (the host's
+// clock, taken before the line crossed the network), so a gap is not
+// filled by `since=` a kept stamp: lines are counted instead. The
+// controller counts the lines it kept per stream; when the attach breaks
+// off while the container may still run (its session still up), it
+// follows GET /logs?follow=1&timestamps=1 from the start of the engine's
+// log and drops exactly that many lines per stream before keeping any
+// (then the usual follow end: inspect, wait, the catch-up read by Docker
+// stamps). A line the attach delivered only in part is dropped and read
+// whole from the log. This is exact while the log driver holds the
+// container's whole output; the last dropped line of each stream is
+// checked against the last kept one, and a mismatch (the driver rotated
+// or dropped lines) is said as a warning: lines may then be missing or
+// repeated. Limit: what a rotating driver drops while NO controller reads
+// (the attach broke off, or the controller died and `barge attach` reads
+// later) is lost for good; only a driver that keeps everything (json-file
+// without max-size, the default) can fill such a gap.
+#include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +82,153 @@ void Controller::FollowWithApi(NodeState& node, bool report_exit) {
     return;
   }
   n->api_call = std::move(*call);
+}
+
+namespace {
+
+// Whether the container gets a TTY (-t, --tty, or a group of short flags
+// such as -it among its run options): its attach stream is then raw
+// bytes, not frames.
+bool HasTty(const container::ContainerSpec& spec) {
+  if (!spec.options.run_options) return false;
+  for (const std::string& a : *spec.options.run_options) {
+    if (a == "-t" || a == "--tty" || a == "--tty=true") return true;
+    if (a.size() > 2 && a[0] == '-' && a[1] != '-' && a.find('t') != std::string::npos &&
+        a.find_first_not_of("itd", 1) == std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A start in progress, shared by the group's entry (which owns the start
+// call through it) and the node's attach callbacks.
+struct StartState {
+  CommandGroup::Finish finish;
+  DockerApi::CallPtr start;
+  bool attached = false;
+  bool finished = false;  // or abandoned: its group dropped it
+  void Finish(const Outcome& o) {
+    if (finished) return;
+    finished = true;
+    CommandGroup::Finish f = std::move(finish);
+    finish = nullptr;
+    f(o);
+  }
+};
+
+// The group's handle on it: destroying it abandons the start.
+class StartHandle : public DockerApi::Call {
+ public:
+  explicit StartHandle(std::shared_ptr<StartState> state) : state_(std::move(state)) {}
+  ~StartHandle() override {
+    state_->finished = true;
+    state_->finish = nullptr;
+    state_->start.reset();
+  }
+
+ private:
+  std::shared_ptr<StartState> state_;
+};
+
+}  // namespace
+
+void Controller::AttachAndStartWithApi(CommandGroup& group, NodeState& node, CommandGroup::Done started) {
+  NodeState* n = &node;
+  OpenLogLines(node, /*report_exit=*/true);
+  node.exit_marker.clear();  // no report in the stream here
+  node.live = NodeState::Live{};
+  node.live.on = true;
+  node.live.attached = true;
+  node.caught_up = true;  // the attach misses nothing at the end
+  group.Api(
+      [this, n](CommandGroup::Finish finish) -> Result<DockerApi::CallPtr> {
+        auto st = std::make_shared<StartState>();
+        st->finish = std::move(finish);
+        const std::string& name = n->plan->container.name;
+        auto on_attached = [this, n, st] {
+          st->attached = true;
+          if (st->finished) return;
+          Result<DockerApi::CallPtr> start =
+              n->host->api->Start(n->plan->container.name, [this, n, st](container::Reply<container::NoContent> r) {
+                if (!r.ok()) {
+                  // Never started: nothing will come on the attach.
+                  n->api_call.reset();
+                  n->logs_open = false;
+                }
+                st->Finish(ApiOutcome(r));
+              });
+          if (!start.ok()) {
+            Outcome o;
+            o.exit.error = start.status().message();
+            n->api_call.reset();
+            n->logs_open = false;
+            // From the loop, as a failed call's end would be.
+            timers_.Add(Now(), [st, o] { st->Finish(o); });
+            return;
+          }
+          st->start = std::move(*start);
+        };
+        auto sink = [this, n](container::LogStream stream, std::string_view bytes) {
+          n->host->engine_heard = Now();
+          (stream == container::LogStream::kStderr ? n->err_lines : n->out_lines)->Feed(bytes);
+        };
+        Result<DockerApi::CallPtr> attach = n->host->api->Attach(
+            name, HasTty(n->plan->container), on_attached, sink,
+            [this, n, st](container::Reply<container::NoContent> r) {
+              if (!st->attached) {
+                // Refused or lost before the engine answered: not started.
+                n->logs_open = false;
+                Outcome o = ApiOutcome(r);
+                if (o.ok()) {
+                  o.exit.code = 1;
+                  o.err = "the engine closed the attach stream without answering";
+                }
+                st->Finish(o);
+                return;
+              }
+              AttachEndedWithApi(*n, r);
+            });
+        if (!attach.ok()) {
+          n->logs_open = false;
+          return attach.status();
+        }
+        n->api_call = std::move(*attach);
+        return DockerApi::CallPtr(std::make_unique<StartHandle>(st));
+      },
+      std::move(started));
+}
+
+void Controller::AttachEndedWithApi(NodeState& node, const container::Reply<container::NoContent>& r) {
+  NodeState* n = &node;
+  if (r.ok()) {
+    // The container's stdio closed: it has stopped (or is stopping). A last
+    // line without its newline is a line.
+    n->out_lines->Flush();
+    n->err_lines->Flush();
+    auto end = [this, n] { InspectWithApi(*n, /*waited=*/false); };
+    if (n->phase == NodePhase::kStarting) {
+      n->live.ended = end;  // once the start's answer is in (StartNodes)
+      return;
+    }
+    end();
+    return;
+  }
+  const std::string why = r.value.status().message();
+  if (n->retired || n->host->lost) return LostWithApi(*n, true, why);
+  // Broke off while the container may still run: fill from the engine's
+  // log, dropping the lines already kept (see the design above).
+  n->out_lines->Discard();
+  n->err_lines->Discard();
+  NodeState::Live& live = n->live;
+  live.attached = false;
+  live.skip = live.lines;
+  live.skipping = {false, false};
+  n->seen = {};
+  n->caught_up = false;
+  Say(n->host->name + ": the attach stream of node " + std::to_string(n->plan->rank) + " broke off (" + why +
+      "); reading the rest from the engine's log");
+  FollowWithApi(*n, /*report_exit=*/true);
 }
 
 void Controller::InspectWithApi(NodeState& node, bool waited) {

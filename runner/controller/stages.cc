@@ -2,6 +2,7 @@
 // head, its readiness, then every worker): each stage's containers started
 // in parallel, then its gate awaited on each node; and what every started
 // node gets for the rest of the attempt: its log stream and its exit watch.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -94,22 +95,43 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::s
     n->phase = NodePhase::kStarting;
     n->run_attempted = true;
     Began(n->PhaseOf(Phase::kStart));
-    group.Run(*n->host->exec, n->host->docker->Run(n->plan->container), [&, n](const Outcome& o) {
-      if (!o.ok()) {
-        errors.push_back("node " + std::to_string(n->plan->rank) + " (" + n->plan->role + ") on " +
-                         n->host->name + " did not start: " + o.Reason());
-        n->phase = NodePhase::kExited;
-        Ended(n->PhaseOf(Phase::kStart), false, o.Reason());
-        return;
-      }
+    auto failed = [&, n](const Outcome& o) {
+      errors.push_back("node " + std::to_string(n->plan->rank) + " (" + n->plan->role + ") on " +
+                       n->host->name + " did not start: " + o.Reason());
+      n->phase = NodePhase::kExited;
+      Ended(n->PhaseOf(Phase::kStart), false, o.Reason());
+    };
+    auto running = [&, n] {
       Ended(n->PhaseOf(Phase::kStart), true);
       n->host->engine_heard = Now();  // its engine answered: no probe due yet
       n->phase = NodePhase::kRunning;
-      n->container_id = Trim(o.out);
       Began(n->PhaseOf(Phase::kRunning));
       RecordNode(*n);
-      StreamLogs(*n, /*report_exit=*/true);
-    });
+    };
+    // An Engine API host: `docker create`, then attach and start through
+    // the API (the attach is the node's live log: engine_api.cc). Else
+    // `docker run -d`, then the log stream.
+    const bool via_api = n->host->api != nullptr;
+    const DockerCommands& docker = *n->host->docker;
+    group.Run(*n->host->exec, via_api ? docker.Create(n->plan->container) : docker.Run(n->plan->container),
+              [&, n, via_api, failed, running](const Outcome& o) {
+                if (!o.ok()) return failed(o);
+                n->container_id = Trim(o.out);
+                if (!via_api) {
+                  running();
+                  StreamLogs(*n, /*report_exit=*/true);
+                  return;
+                }
+                AttachAndStartWithApi(group, *n, [this, n, failed, running](const Outcome& started) {
+                  if (!started.ok()) return failed(started);
+                  running();
+                  // The attach ended before the start's answer came.
+                  if (auto ended = std::move(n->live.ended)) {
+                    n->live.ended = nullptr;
+                    ended();
+                  }
+                });
+              });
   }
   bool done = RunWhileProgressing(group, seconds(300));
   for (NodeState* n : nodes) {
@@ -197,14 +219,40 @@ std::string NewExitMarker() {
 
 }  // namespace
 
+namespace {
+
+// The next receipt stamp of a node's live log: the controller's clock, and
+// 1 ns after the previous stamp when that is not later (lines arrive
+// faster than the clock ticks, or the clock stepped back): strictly
+// increasing, so a node's stamps are its lines' sequence and every reader
+// that orders by stamp (NodeLog, `barge logs`' merge) keeps its order.
+std::string NextReceiptStamp(NodeState::Live& live) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  live.last_stamp_ns = std::max(now, live.last_stamp_ns + 1);
+  return container::FormatTimestamp(live.last_stamp_ns);
+}
+
+}  // namespace
+
 void Controller::StreamLogs(NodeState& node, bool report_exit) {
+  OpenLogLines(node, report_exit);
+  if (node.host->api) {
+    FollowWithApi(node, report_exit);
+    return;
+  }
+  StreamLogsWithCli(node, report_exit);
+}
+
+void Controller::OpenLogLines(NodeState& node, bool report_exit) {
   const int rank = node.plan->rank;
   NodeState* self = &node;
   LogSink* sink = sink_.get();  // this attempt's (kept alive after it)
   node.exit_marker = report_exit ? NewExitMarker() : "";
   node.exit_report.reset();
-  auto on_line = [rank, self, sink](Stream stream) {
-    return [rank, self, sink, stream](std::string_view line, bool continuation) {
+  auto on_line = [this, rank, self, sink](Stream stream) {
+    return [this, rank, self, sink, stream](std::string_view line, bool continuation) {
       if (stream == Stream::kStdout && !self->exit_marker.empty()) {
         if (self->exit_report) {
           *self->exit_report += line;
@@ -219,8 +267,22 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
           line = line.substr(0, at);
         }
       }
+      NodeState::Live& live = self->live;
+      const size_t s = stream == Stream::kStdout ? 0 : 1;
       if (continuation) {
+        if (live.on && live.skipping[s]) return;  // of a line a gap fill drops
         sink->Line(rank, stream, "", line);
+        return;
+      }
+      if (live.on && live.attached) {
+        // The attach stream: the container's own bytes, no stamp.
+        ++live.lines[s];
+        live.last_hash[s] = std::hash<std::string_view>{}(line);
+        sink->Line(rank, stream, NextReceiptStamp(live), line);
+        if (self->retired) return;
+        if (self->ready_regex && !self->logged_ready && ReadyLineMatches(*self->ready_regex, line)) {
+          self->logged_ready = true;
+        }
         return;
       }
       Result<container::TimestampedLine> parsed = container::ParseTimestampedLine(line);
@@ -243,7 +305,26 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
         }
       }
       std::string_view text = parsed.ok() ? parsed->text : line;
-      sink->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
+      if (live.on) {
+        // A gap fill from the engine's log (engine_api.cc): its first
+        // lines, as many per stream as were kept, are dropped; the rest
+        // are stamped on receipt like the attach's.
+        if (live.skip[s] > 0) {
+          live.skipping[s] = true;
+          if (--live.skip[s] == 0 && std::hash<std::string_view>{}(text) != live.last_hash[s]) {
+            Say(self->host->name + ": the engine's log of node " + std::to_string(rank) +
+                " no longer starts where the container's output did (its log driver rotated or "
+                "dropped lines): lines written while the stream was broken may be missing or repeated");
+          }
+          return;
+        }
+        live.skipping[s] = false;
+        ++live.lines[s];
+        live.last_hash[s] = std::hash<std::string_view>{}(text);
+        sink->Line(rank, stream, NextReceiptStamp(live), text);
+      } else {
+        sink->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
+      }
       if (self->retired) return;
       if (self->ready_regex && !self->logged_ready && ReadyLineMatches(*self->ready_regex, text)) {
         self->logged_ready = true;
@@ -253,10 +334,10 @@ void Controller::StreamLogs(NodeState& node, bool report_exit) {
   node.out_lines = std::make_unique<container::LineSplitter>(on_line(Stream::kStdout));
   node.err_lines = std::make_unique<container::LineSplitter>(on_line(Stream::kStderr));
   node.logs_open = true;
-  if (node.host->api) {
-    FollowWithApi(node, report_exit);
-    return;
-  }
+}
+
+void Controller::StreamLogsWithCli(NodeState& node, bool report_exit) {
+  const int rank = node.plan->rank;
   ssh::CommandCallbacks cb;
   NodeState* n = &node;
   cb.on_stdout = [this, n](std::string_view d) {

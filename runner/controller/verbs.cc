@@ -17,6 +17,7 @@
 #include "container/docker_args.h"
 #include "container/inspect.h"
 #include "runner/controller/controller.h"
+#include "runner/controller/kept_lines.h"
 #include "runner/job_store.h"
 #include "runner/log_sink.h"
 #include "runner/signals.h"
@@ -141,7 +142,8 @@ int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
   return result->code;
 }
 
-int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns) {
+int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
+                             std::optional<int64_t> restarted_at_ns) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   if (Status s = Connect(); !s.ok()) {
     Say(s.message());
@@ -164,6 +166,18 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns) {
     return kExitBargeFailure;
   }
   sink_ = std::move(sink).value();
+  for (auto& n : nodes_) {
+    // What the file kept of this container, by count: the engine's log is
+    // read from its start and that many lines per stream dropped; the rest
+    // are stamped on receipt (engine_api.cc's gap design).
+    const KeptLines kept = CountKeptLines(sink_->path(n->plan->rank), restarted_at_ns);
+    if (!kept.found) continue;
+    n->skip_through_ns.reset();
+    n->live.on = true;
+    n->live.attached = false;
+    n->live.lines = n->live.skip = kept.lines;
+    n->live.last_hash = kept.last_hash;
+  }
   for (auto& n : nodes_) StreamLogs(*n, /*report_exit=*/false);
   RunUntil(
       [&] {
