@@ -73,8 +73,13 @@ TEST(AttachLogsTest, ARotatingLogDriverLosesNoneOfTwoHundredThousandLinesInTheKe
     const std::string stream = line.substr(a + 1, b - a - 1);
     const std::string text = line.substr(b + 1);
     if (stream == "stderr") {
+      // Where it lands among stdout's last lines is not asserted: the
+      // engine copies a container's stdout and stderr in two goroutines,
+      // so a stderr line written right after a 1.2 MB stdout burst can
+      // overtake the burst's tail (seen on the bed: after line 179,127).
+      // Order across the streams is tested at 20 ms spacing below.
       EXPECT_EQ(text, "done");
-      EXPECT_EQ(next, kLines + 1) << "stderr's line came before stdout's last";
+      EXPECT_FALSE(saw_done) << "stderr's line twice";
       saw_done = true;
       continue;
     }

@@ -214,8 +214,14 @@ TEST(SshStream, AHostWhoseSshdForbidsStreamsIsReportedNamingTheHostTheSocketAndT
       EXPECT_EQ(RunToEnd(loop, *exec, "echo fine").out, "fine\n");
     }
   }
-  if (sshd_pid > 0) kill(sshd_pid, SIGTERM);
-  std::filesystem::remove_all(sshd_dir);
+  // The sshd removes its pid file as it exits: wait for that before
+  // removing the directory (a removal racing it failed once).
+  if (sshd_pid > 0 && kill(sshd_pid, SIGTERM) == 0) {
+    for (int i = 0; i < 50 && testing::Exists(pidfile); ++i) usleep(100 * 1000);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(sshd_dir, ec);
+  EXPECT_FALSE(ec) << "cannot remove " << sshd_dir << ": " << ec.message();
 }
 
 int ParentOf(int pid) {
