@@ -150,7 +150,7 @@ void Controller::AttachAndStartWithApi(CommandGroup& group, NodeState& node, Com
           st->attached = true;
           if (st->finished) return;
           Result<DockerApi::CallPtr> start =
-              n->host->api->Start(n->plan->container.name, [this, n, st](container::Reply<container::NoContent> r) {
+              n->host->api->Start(n->plan->container.name, [n, st](container::Reply<container::NoContent> r) {
                 if (!r.ok()) {
                   // Never started: nothing will come on the attach.
                   n->api_call.reset();
@@ -369,7 +369,7 @@ void Controller::RemoveWithApi(CommandGroup& group, HostState& hs, const std::ve
   };
   // The last step: the shell line (disarming the watchdog), if any; the
   // outcome is the removal's, known once that line has run.
-  auto finish = [this, &group, h, then_line, done](std::optional<Outcome> failed) {
+  auto finish = [&group, h, then_line, done](std::optional<Outcome> failed) {
     Outcome removal;
     removal.exit.code = 0;
     if (failed) removal = *failed;

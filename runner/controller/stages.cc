@@ -122,7 +122,7 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::s
                   StreamLogs(*n, /*report_exit=*/true);
                   return;
                 }
-                AttachAndStartWithApi(group, *n, [this, n, failed, running](const Outcome& started) {
+                AttachAndStartWithApi(group, *n, [n, failed, running](const Outcome& started) {
                   if (!started.ok()) return failed(started);
                   running();
                   // The attach ended before the start's answer came.

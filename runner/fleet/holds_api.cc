@@ -15,9 +15,9 @@ namespace barge::runner::fleet {
 
 namespace {
 
-std::string Secs(std::chrono::seconds s) { return std::to_string(std::max<long long>(1, s.count())); }
+std::string LeaseSeconds(std::chrono::seconds s) { return std::to_string(std::max<long long>(1, s.count())); }
 
-long long ToLong(const std::string& s) {
+long long LabelNumber(const std::string& s) {
   try {
     size_t used = 0;
     const long long v = std::stoll(s, &used);
@@ -44,7 +44,7 @@ std::string HoldCreateBody(const HoldOwner& owner, const std::string& name, long
     kind = "gpu";
     gpus = name.substr(name.rfind('-') + 1);
   }
-  const std::string lease = Secs(owner.lease);
+  const std::string lease = LeaseSeconds(owner.lease);
   nlohmann::json body;
   body["Image"] = std::string(kHoldImageRepo) + ":" + std::string(kHoldImageTag);
   body["Cmd"] = {"hold"};
@@ -56,7 +56,7 @@ std::string HoldCreateBody(const HoldOwner& owner, const std::string& name, long
       {"barge.hold.machine", owner.machine},
       {"barge.hold.gpus", gpus},
       {"barge.hold.since", std::to_string(now)},
-      {"barge.hold.expires", std::to_string(now + ToLong(lease))},
+      {"barge.hold.expires", std::to_string(now + LabelNumber(lease))},
       {"barge.hold.lease", lease},
   };
   body["HostConfig"] = {{"NetworkMode", "none"}};
@@ -74,9 +74,9 @@ std::vector<Hold> HoldsOf(const std::vector<container::PsEntry>& listed, const s
     h.user = LabelOf(e, "barge.hold.user");
     h.machine = LabelOf(e, "barge.hold.machine");
     h.gpus = LabelOf(e, "barge.hold.gpus");
-    h.since = ToLong(LabelOf(e, "barge.hold.since"));
-    h.expires = ToLong(LabelOf(e, "barge.hold.expires"));
-    h.lease = ToLong(LabelOf(e, "barge.hold.lease"));
+    h.since = LabelNumber(LabelOf(e, "barge.hold.since"));
+    h.expires = LabelNumber(LabelOf(e, "barge.hold.expires"));
+    h.lease = LabelNumber(LabelOf(e, "barge.hold.lease"));
     h.job_dir = h.job_id == job_id;
     out.push_back(std::move(h));
   }
@@ -111,7 +111,7 @@ void ApplyHoldFacts(std::string_view out, std::vector<Hold>* holds) {
       if (h.job_id != f[0]) continue;
       h.job_dir = f[1] == "1";
       h.lease_renewed.reset();
-      if (h.job_dir && !f[2].empty()) h.lease_renewed = ToLong(f[2]);
+      if (h.job_dir && !f[2].empty()) h.lease_renewed = LabelNumber(f[2]);
     }
   }
 }

@@ -437,7 +437,9 @@ void ReservationTest::CtrlCOnAFrozenEngine(bool through_cli) {
   }
   ASSERT_FALSE(id.empty()) << "h1 never held for the job\n" << barge::testing::ReadWholeFile(dir.path() / "err.txt");
   jobs_.insert(id);
-  if (through_cli) ASSERT_TRUE(HoldScriptRunning(id)) << "no hold script of the job waits on h2's frozen engine";
+  if (through_cli) {
+    ASSERT_TRUE(HoldScriptRunning(id)) << "no hold script of the job waits on h2's frozen engine";
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   kill(pid, SIGINT);
   // barge ends while h2 is still frozen (nothing it does then needs h2's
