@@ -407,6 +407,25 @@ class Taker : public std::enable_shared_from_this<Taker> {
     auto self = shared_from_this();
     List([self](bool ok) {
       if (!ok) return self->Finish(true);
+      // A name in use that the listing does not show yet: the engine
+      // reserves a name before the container it names is listed, so a
+      // racing job's create can be refused here and still missing there.
+      // Created again (refused again, or ours now that it went) and listed
+      // again, a bounded number of times.
+      std::vector<std::string> unlisted;
+      for (const std::string& n : self->conflicts_) {
+        if (std::none_of(self->reply_.holds.begin(), self->reply_.holds.end(),
+                         [&](const Hold& h) { return h.name == n; })) {
+          unlisted.push_back(n);
+        }
+      }
+      if (!unlisted.empty() && self->relists_ < kMaxRelists) {
+        ++self->relists_;
+        std::erase_if(self->conflicts_, [&](const std::string& n) {
+          return std::find(unlisted.begin(), unlisted.end(), n) != unlisted.end();
+        });
+        return self->MakeAll(std::move(unlisted), 0, [self] { self->ListAndSettle(); });
+      }
       self->RemoveStale([self](bool removed) {
         if (!removed || self->conflicts_.empty()) return self->Settle();
         std::vector<std::string> again = std::move(self->conflicts_);
@@ -437,6 +456,8 @@ class Taker : public std::enable_shared_from_this<Taker> {
   std::vector<std::string> conflicts_;  // names in use when created
   bool failed_ = false;
   bool finished_ = false;
+  static constexpr int kMaxRelists = 20;
+  int relists_ = 0;  // listings taken again for an unlisted name in use
 };
 
 }  // namespace
