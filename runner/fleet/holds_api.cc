@@ -15,18 +15,6 @@ namespace barge::runner::fleet {
 
 namespace {
 
-std::string LeaseSeconds(std::chrono::seconds s) { return std::to_string(std::max<long long>(1, s.count())); }
-
-long long LabelNumber(const std::string& s) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    return used == s.size() ? v : 0;
-  } catch (...) {
-    return 0;
-  }
-}
-
 std::string LabelOf(const container::PsEntry& e, const std::string& key) {
   auto it = e.labels.find(key);
   return it == e.labels.end() ? std::string() : it->second;
@@ -44,7 +32,7 @@ std::string HoldCreateBody(const HoldOwner& owner, const std::string& name, long
     kind = "gpu";
     gpus = name.substr(name.rfind('-') + 1);
   }
-  const std::string lease = LeaseSeconds(owner.lease);
+  const long long lease = LeaseSeconds(owner.lease);
   nlohmann::json body;
   body["Image"] = std::string(kHoldImageRepo) + ":" + std::string(kHoldImageTag);
   body["Cmd"] = {"hold"};
@@ -56,8 +44,8 @@ std::string HoldCreateBody(const HoldOwner& owner, const std::string& name, long
       {"barge.hold.machine", owner.machine},
       {"barge.hold.gpus", gpus},
       {"barge.hold.since", std::to_string(now)},
-      {"barge.hold.expires", std::to_string(now + LabelNumber(lease))},
-      {"barge.hold.lease", lease},
+      {"barge.hold.expires", std::to_string(now + lease)},
+      {"barge.hold.lease", std::to_string(lease)},
   };
   body["HostConfig"] = {{"NetworkMode", "none"}};
   return body.dump();
@@ -74,9 +62,9 @@ std::vector<Hold> HoldsOf(const std::vector<container::PsEntry>& listed, const s
     h.user = LabelOf(e, "barge.hold.user");
     h.machine = LabelOf(e, "barge.hold.machine");
     h.gpus = LabelOf(e, "barge.hold.gpus");
-    h.since = LabelNumber(LabelOf(e, "barge.hold.since"));
-    h.expires = LabelNumber(LabelOf(e, "barge.hold.expires"));
-    h.lease = LabelNumber(LabelOf(e, "barge.hold.lease"));
+    h.since = NumberOr(LabelOf(e, "barge.hold.since"), 0);
+    h.expires = NumberOr(LabelOf(e, "barge.hold.expires"), 0);
+    h.lease = NumberOr(LabelOf(e, "barge.hold.lease"), 0);
     h.job_dir = h.job_id == job_id;
     out.push_back(std::move(h));
   }
@@ -111,7 +99,7 @@ void ApplyHoldFacts(std::string_view out, std::vector<Hold>* holds) {
       if (h.job_id != f[0]) continue;
       h.job_dir = f[1] == "1";
       h.lease_renewed.reset();
-      if (h.job_dir && !f[2].empty()) h.lease_renewed = LabelNumber(f[2]);
+      if (h.job_dir && !f[2].empty()) h.lease_renewed = NumberOr(f[2], 0);
     }
   }
 }

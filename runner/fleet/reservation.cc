@@ -48,17 +48,8 @@ std::optional<std::vector<int>> GpuDevices(std::string v) {
 }
 
 
-long long ToLong(const std::string& s, long long fallback = 0) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(s, &used);
-    return used == s.size() ? v : fallback;
-  } catch (...) {
-    return fallback;
-  }
-}
 
-std::string Secs(std::chrono::seconds s) { return std::to_string(std::max<long long>(1, s.count())); }
+std::string Secs(std::chrono::seconds s) { return std::to_string(LeaseSeconds(s)); }
 
 // The shell helpers every host script starts with. h_dk: a docker call
 // bounded by the engine timeout. h_ls: ONE `docker ps` of the holds, read by
@@ -102,6 +93,18 @@ std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_ti
 }
 
 }  // namespace
+
+long long NumberOr(const std::string& s, long long fallback) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    return used == s.size() ? v : fallback;
+  } catch (...) {
+    return fallback;
+  }
+}
+
+long long LeaseSeconds(std::chrono::seconds lease) { return std::max<long long>(1, lease.count()); }
 
 std::vector<std::string> SplitTabs(std::string_view line) {
   std::vector<std::string> out;
@@ -179,7 +182,7 @@ HoldReply ParseHoldReply(std::string_view text) {
     std::string_view line = text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     if (line.rfind("now ", 0) == 0) {
-      reply.now = ToLong(std::string(line.substr(4)));
+      reply.now = NumberOr(std::string(line.substr(4)), 0);
     } else if (line.rfind("took ", 0) == 0) {
       reply.taken.emplace_back(line.substr(5));
     } else if (line.rfind("stale ", 0) == 0) {
@@ -195,10 +198,10 @@ HoldReply ParseHoldReply(std::string_view text) {
       h.user = f[5];
       h.machine = f[6];
       h.gpus = f[7];
-      h.since = ToLong(f[8]);
-      h.expires = ToLong(f[9]);
-      h.lease = ToLong(f[10]);
-      if (!f[11].empty()) h.lease_renewed = ToLong(f[11]);
+      h.since = NumberOr(f[8], 0);
+      h.expires = NumberOr(f[9], 0);
+      h.lease = NumberOr(f[10], 0);
+      if (!f[11].empty()) h.lease_renewed = NumberOr(f[11], 0);
       h.job_dir = f[12] == "1";
       reply.holds.push_back(std::move(h));
     } else if (!line.empty()) {
@@ -244,7 +247,7 @@ std::vector<int> HeldGpus(const HoldReply& reply, const std::string& job_id) {
   const std::string prefix = std::string(kHoldPrefix) + "gpu-";
   for (const Hold& h : reply.holds) {
     if (h.job_id != job_id || h.name.rfind(prefix, 0) != 0) continue;
-    const long long i = ToLong(h.name.substr(prefix.size()), -1);
+    const long long i = NumberOr(h.name.substr(prefix.size()), -1);
     if (i >= 0) out.push_back(static_cast<int>(i));
   }
   std::sort(out.begin(), out.end());

@@ -82,6 +82,13 @@ inline constexpr std::string_view kHoldLabel = "barge.hold";
 // fields kept).
 std::vector<std::string> SplitTabs(std::string_view line);
 
+// A whole decimal number (a label's or a listing's field), or `fallback`
+// when `s` is anything else.
+long long NumberOr(const std::string& s, long long fallback);
+// A lease as the hold labels and host scripts write it: whole seconds, at
+// least 1.
+long long LeaseSeconds(std::chrono::seconds lease);
+
 std::string HostHoldName();
 std::string GpuHoldName(int index);
 std::string PortHoldName(int port);
