@@ -717,6 +717,23 @@ Result<DockerApi::CallPtr> DockerApi::Attach(const std::string& name, bool tty,
                   std::move(done));
 }
 
+Result<DockerApi::CallPtr> DockerApi::Create(const std::string& name, std::string body,
+                                             Done<std::string> done) {
+  HttpRequest r = Req("POST", "/containers/create?name=" + UrlEncode(name));
+  r.body = std::move(body);
+  r.content_type = "application/json";
+  return Typed<std::string>(
+      std::move(r),
+      [](const Response& resp) -> Result<std::string> {
+        const json j = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
+        if (!j.is_object() || !j.contains("Id") || !j["Id"].is_string()) {
+          return Status::Error("the engine's answer names no container ID");
+        }
+        return j["Id"].get<std::string>();
+      },
+      std::move(done));
+}
+
 Result<DockerApi::CallPtr> DockerApi::Start(const std::string& name, Done<NoContent> done) {
   return Typed<NoContent>(Req("POST", "/containers/" + UrlEncode(name) + "/start"),
                           [](const Response&) -> Result<NoContent> { return NoContent{}; },

@@ -259,6 +259,9 @@ class DockerApi {
   [[nodiscard]] Result<CallPtr> Attach(const std::string& name, bool tty,
                                        std::function<void()> on_attached,
                                        LogDemuxer::Sink on_output, Done<NoContent> done);
+  // POST /containers/create?name={name} with `body` (create_body.h): the new
+  // container's ID. A name in use is HTTP 409, a missing image 404.
+  [[nodiscard]] Result<CallPtr> Create(const std::string& name, std::string body, Done<std::string> done);
   // POST /containers/{name}/start; one already running (304) is success.
   [[nodiscard]] Result<CallPtr> Start(const std::string& name, Done<NoContent> done);
   // POST /containers/{name}/wait: the exit code once the container stopped.

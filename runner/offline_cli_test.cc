@@ -274,6 +274,9 @@ TEST_F(OfflineCliTest, PlanSendsNoPacketAndOpensNoConnectionWhereRunDoes) {
   EXPECT_EQ(local.code, 0) << local.err;
   // The plain CLI: created, then attached and started through the Engine API.
   EXPECT_NE(local.out.find("docker create --name barge-planned-local-"), std::string::npos) << local.out;
+  EXPECT_NE(local.out.find("# made through the Engine API over the session: POST /v"), std::string::npos)
+      << local.out;
+  EXPECT_NE(local.out.find("/containers/create?name=barge-planned-local-"), std::string::npos) << local.out;
   EXPECT_NE(local.out.find("/attach?stream=1&stdout=1&stderr=1"), std::string::npos) << local.out;
   EXPECT_EQ(Contacts(before), "");
 

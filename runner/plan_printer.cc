@@ -7,6 +7,7 @@
 
 #include "runner/controller.h"
 #include "container/docker_api.h"
+#include "container/create_body.h"
 #include "container/docker_args.h"
 #include "runner/docker_commands.h"
 
@@ -95,8 +96,17 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
                           spec.registry->username)
           << "\n";
     }
-    out << "# preflight: one remote script (POSIX-shell probe, watchdog, disk, these engine\n"
-           "# calls each under timeout -s KILL ssh.engine_timeout, tried ssh.engine_misses times)\n";
+    if (EngineApiCandidate(docker)) {
+      // preflight.cc: the host's part as a script, the engine's part over the API.
+      out << "# preflight: one remote script (POSIX-shell probe, watchdog, disk, ports, the engine's\n"
+             "# socket); where the socket answers, the holds and the image checks then go through the\n"
+             "# Engine API (GET /images/NAME/json per image, each call bounded by ssh.engine_timeout,\n"
+             "# tried ssh.engine_misses times); where it does not (or BARGE_ENGINE_API=0), a second\n"
+             "# script makes these engine calls, each under timeout -s KILL ssh.engine_timeout:\n";
+    } else {
+      out << "# preflight: one remote script (POSIX-shell probe, watchdog, disk, these engine\n"
+             "# calls each under timeout -s KILL ssh.engine_timeout, tried ssh.engine_misses times)\n";
+    }
     std::set<std::string> images;
     for (const auto* n : nodes) images.insert(n->container.image);
     for (const auto& image : images) {
@@ -179,7 +189,16 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
         // engine_api.cc: create, then attach and start through the Engine API.
         const std::string path = "/v" + std::string(container::kDefaultApiVersion) + "/containers/" +
                                  container::UrlEncode(n->container.name);
-        out << docker.Create(n->container) << "\n";
+        if (Result<std::string> body = container::CreateBody(n->container); body.ok()) {
+          out << "# made through the Engine API over the session: POST /v"
+              << container::kDefaultApiVersion << "/containers/create?name="
+              << container::UrlEncode(n->container.name)
+              << " with this line's settings as JSON (the same container: container/create_body.h)\n";
+          out << "#   " << docker.Create(n->container) << "\n";
+        } else {
+          out << "# made with the CLI (" << body.status().message() << "):\n";
+          out << docker.Create(n->container) << "\n";
+        }
         out << "# then through the Engine API over the session: POST " << path
             << "/attach?stream=1&stdout=1&stderr=1 (its live output), POST " << path
             << "/start once attached, GET " << path << "/json (and POST " << path

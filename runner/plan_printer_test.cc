@@ -132,6 +132,38 @@ hosts:
   EXPECT_EQ(*(it + 1), "\"device=2,3\"");
 }
 
+// Plain `docker` hosts: each node made through the Engine API's create,
+// except one whose free-form run_options only the CLI can say.
+TEST(PlanEngineApiCreate, RunOptionsKeepTheCliCreateAndEveryOtherNodeIsMadeThroughTheApi) {
+  unsetenv("BARGE_ENGINE_API");
+  LoadedJob job = ParseJobText(R"(name: ap
+image: img
+hosts: [10.0.0.5, 10.0.0.6]
+roles:
+  head: {container: {run_options: [--init]}}
+  worker: {container: {shm_size: 1g}}
+)",
+                               "job.yaml", "/tmp");
+  for (const auto& e : job.errors) ADD_FAILURE() << e.ToString();
+  ASSERT_TRUE(job.spec);
+  Result<cluster::Plan> plan = cluster::MakePlan(MakePlanInput(*job.spec, "a1b2c3d4"));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const std::string text = FormatPlan(*job.spec, *plan);
+  const size_t head = text.find("# node 0 (head)");
+  const size_t worker = text.find("# node 1 (worker)");
+  ASSERT_NE(head, std::string::npos) << text;
+  ASSERT_NE(worker, std::string::npos) << text;
+  const std::string head_part = text.substr(head, worker - head);
+  const std::string worker_part = text.substr(worker);
+  EXPECT_TRUE(Contains(head_part, "# made with the CLI (free-form run_options are given only on the docker "
+                                  "command line):\ndocker create --name barge-ap-a1b2c3d4-0"))
+      << head_part;
+  EXPECT_TRUE(Contains(worker_part, "# made through the Engine API over the session: POST /v")) << worker_part;
+  EXPECT_TRUE(Contains(worker_part, "/containers/create?name=barge-ap-a1b2c3d4-1 with this line's settings"))
+      << worker_part;
+  EXPECT_TRUE(Contains(worker_part, "#   docker create --name barge-ap-a1b2c3d4-1 ")) << worker_part;
+  EXPECT_TRUE(Contains(worker_part, " --shm-size 1g ")) << worker_part;
+}
 
 TEST(PlanHostsCommand, ThePlanSaysItsHostsComeFromTheCommandItRanJustNow) {
   LoadedJob job = ParseJobText("name: hc\nimage: img\nhosts_command: echo 10.0.0.8\n", "job.yaml", "/tmp");

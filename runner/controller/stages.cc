@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "container/create_body.h"
 #include "container/docker_args.h"
 #include "container/inspect.h"
 #include "container/log_line.h"
@@ -108,30 +109,48 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::s
       Began(n->PhaseOf(Phase::kRunning));
       RecordNode(*n);
     };
-    // An Engine API host: `docker create`, then attach and start through
-    // the API (the attach is the node's live log: engine_api.cc). Else
-    // `docker run -d`, then the log stream.
+    // An Engine API host: the container made through the API (or with
+    // `docker create` where only the CLI can say what the job file asks:
+    // run_options), then attached and started through the API (the attach
+    // is the node's live log: engine_api.cc). Else `docker run -d`, then the
+    // log stream.
     const bool via_api = n->host->api != nullptr;
+    auto made = [&, n, via_api, failed, running](const Outcome& o) {
+      if (!o.ok()) return failed(o);
+      n->container_id = Trim(o.out);
+      if (!via_api) {
+        running();
+        StreamLogs(*n, /*report_exit=*/true);
+        return;
+      }
+      AttachAndStartWithApi(group, *n, [n, failed, running](const Outcome& started) {
+        if (!started.ok()) return failed(started);
+        running();
+        // The attach ended before the start's answer came.
+        if (auto ended = std::move(n->live.ended)) {
+          n->live.ended = nullptr;
+          ended();
+        }
+      });
+    };
+    Result<std::string> body = via_api ? container::CreateBody(n->plan->container)
+                                       : Result<std::string>(Status::Error("no API"));
+    if (body.ok()) {
+      group.Api(
+          [n, b = std::move(*body)](CommandGroup::Finish finish) {
+            return n->host->api->Create(n->plan->container.name, b,
+                                        [finish](const container::Reply<std::string>& r) {
+                                          Outcome o = ApiOutcome(r);
+                                          if (r.ok()) o.out = *r.value;
+                                          finish(o);
+                                        });
+          },
+          made);
+      continue;
+    }
     const DockerCommands& docker = *n->host->docker;
     group.Run(*n->host->exec, via_api ? docker.Create(n->plan->container) : docker.Run(n->plan->container),
-              [&, n, via_api, failed, running](const Outcome& o) {
-                if (!o.ok()) return failed(o);
-                n->container_id = Trim(o.out);
-                if (!via_api) {
-                  running();
-                  StreamLogs(*n, /*report_exit=*/true);
-                  return;
-                }
-                AttachAndStartWithApi(group, *n, [n, failed, running](const Outcome& started) {
-                  if (!started.ok()) return failed(started);
-                  running();
-                  // The attach ended before the start's answer came.
-                  if (auto ended = std::move(n->live.ended)) {
-                    n->live.ended = nullptr;
-                    ended();
-                  }
-                });
-              });
+              made);
   }
   bool done = RunWhileProgressing(group, seconds(300));
   for (NodeState* n : nodes) {

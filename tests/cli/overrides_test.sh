@@ -17,7 +17,7 @@ check "a flow list replaces the list" contains "$out" "--cap-add SYS_ADMIN --cap
 check "the plan lists the overrides" contains "$out" "# overrides: --set container.shm_size=8g --env EPOCHS=5"
 
 out=$("$BARGE" plan "$SRC/samples/local-cluster.yaml" --set hosts.0.nodes=4 --set roles.worker.count=3 2>&1)
-n=$(grep -cE '^docker (run|create) ' <<<"$out")
+n=$(grep -cE '^(#   )?docker (run|create) ' <<<"$out")  # a create made through the Engine API is shown as a comment
 check "--set hosts.0.nodes=4 with 3 workers plans 4 containers (got $n)" test "$n" = 4
 
 out=$("$BARGE" plan "$SRC/samples/hello.yaml" --set container.shm_sise=8g 2>&1)
