@@ -142,7 +142,13 @@ class FaultTest : public ::testing::Test {
 
 const char kCommon[] = "stop_grace: 2s\nlease: 5s\n";
 
-TEST_F(FaultTest, AWorkerHostsCutLinkIsHostLostAndTheJobCompletesOnASpare) {
+// The slack every detection bound below is asserted with: the bed's hosts
+// and the controller share 2 cores, so a timer may fire, and a remote
+// command return, late by this much. The fault's instant is taken just
+// before the injection is started, so the figure is never too small.
+constexpr double kSlack = 1.0;
+
+TEST_F(FaultTest, AWorkerHostsCutLinkIsHostLostWithinDeadAfterPlusOneSecondAndTheJobCompletesOnASpare) {
   const auto& bed = GetBed();
   const std::string yaml =
       "name: cut\nimage: " + bed.image + "\n" + BedHostsYaml(0, 2, "  dead_after: 3s\n") + kCommon +
@@ -168,7 +174,7 @@ TEST_F(FaultTest, AWorkerHostsCutLinkIsHostLostAndTheJobCompletesOnASpare) {
       << o.err;
   nlohmann::json show = Show("cut");
   auto [lost_at, detail] = Event(show, "host_lost");
-  EXPECT_LT(lost_at - cut, 3 + 3) << "dead_after 3 s";
+  EXPECT_LT(lost_at - cut, 3 + kSlack) << "dead_after 3 s, + 1 s";
   EXPECT_EQ(show["job"]["status"], "succeeded");
   EXPECT_EQ(show["job"]["restart_count"], 1);
   // The worker on the cut host: the host's own watchdog removes it once the
@@ -211,7 +217,7 @@ TEST_F(FaultTest, ALostHostThatComesBackIsCheckedAgainAndReusedWhenNoSpareIsLeft
   EXPECT_EQ(Show("back")["job"]["restart_count"], 1);
 }
 
-TEST_F(FaultTest, AKilledWorkerIsNodeFailedAndTheRestartSeesRestartCountOne) {
+TEST_F(FaultTest, AKilledWorkerIsNodeFailedWithinTwoSecondsAndTheRestartSeesRestartCountOne) {
   const auto& bed = GetBed();
   const std::string yaml =
       "name: killed\nimage: " + bed.image + "\n" + BedHostsYaml(0, 2) + kCommon +
@@ -261,7 +267,7 @@ TEST_F(FaultTest, AnOomKilledContainerIsReportedAsOOMKilledWithinTwoSeconds) {
            "OOMKilled in barge show; the head's code 137 is barge's");
 }
 
-TEST_F(FaultTest, AFrozenDockerdIsHostLostWithinOneEngineTimeoutPlusMissesTimesEngineTimeout) {
+TEST_F(FaultTest, AFrozenDockerdIsHostLostWithinOneEngineTimeoutPlusMissesTimesEngineTimeoutPlusOneSecond) {
   const auto& bed = GetBed();
   const std::string yaml =
       "name: frozen\nimage: " + bed.image + "\n" +
@@ -282,8 +288,8 @@ TEST_F(FaultTest, AFrozenDockerdIsHostLostWithinOneEngineTimeoutPlusMissesTimesE
       << o.err;
   nlohmann::json show = Show("frozen");
   auto [lost_at, detail] = Event(show, "host_lost");
-  EXPECT_LT(lost_at - frozen, 2 + 2 * 2 + 2)
-      << "probe period (engine_timeout, 2 s) + engine_misses 2 x engine_timeout 2 s, + 2 s";
+  EXPECT_LT(lost_at - frozen, 2 + 2 * 2 + kSlack)
+      << "probe period (engine_timeout, 2 s) + engine_misses 2 x engine_timeout 2 s, + 1 s";
   EXPECT_EQ(JobContainers(bed.hosts[0]), "") << "the reachable host was not torn down";
   FaultRow("host's dockerd frozen (SIGSTOP)", lost_at - frozen,
            "probe period 2 s + engine_misses 2 x engine_timeout 2 s",
@@ -322,7 +328,7 @@ TEST_F(FaultTest, AJobOnAHostWhoseDockerdStallsFiveSecondsOutOfSixCompletes) {
   EXPECT_EQ(o.err.find("is lost"), std::string::npos) << o.err;
 }
 
-TEST_F(FaultTest, AKilledSshdIsHostLost) {
+TEST_F(FaultTest, AKilledSshdIsHostLostWithinDeadAfterPlusOneSecond) {
   const auto& bed = GetBed();
   const std::string yaml =
       "name: sshd\nimage: " + bed.image + "\n" + BedHostsYaml(0, 2, "  dead_after: 3s\n") + kCommon +
@@ -342,7 +348,7 @@ TEST_F(FaultTest, AKilledSshdIsHostLost) {
   EXPECT_NE(o.err.find("job failed: " + bed.hosts[1].address + " is lost"), std::string::npos) << o.err;
   nlohmann::json show = Show("sshd");
   auto [lost_at, detail] = Event(show, "host_lost");
-  EXPECT_LT(lost_at - killed, 3 + 2);
+  EXPECT_LT(lost_at - killed, 3 + kSlack) << "dead_after 3 s, + 1 s (a closed session is lost at once)";
   FaultRow("host's sshd killed (SIGKILL)", lost_at - killed, "dead_after 3 s",
            "host_lost; job failed (125), reachable hosts torn down");
 }
@@ -369,7 +375,7 @@ TEST_F(FaultTest, AHeadThatCrashesFailsTheJobWithinTwoSecondsWithItsCodeAndTheWo
            "job failed with the head's code 3; workers removed");
 }
 
-TEST_F(FaultTest, APreemptionNoticeSendsSigtermFirstThenTheJobRestartsOnASpare) {
+TEST_F(FaultTest, APreemptionNoticeIsSeenWithinItsPeriodPlusOneSecondSendsSigtermFirstAndTheJobRestartsOnASpare) {
   const auto& bed = GetBed();
   const std::string yaml =
       "name: preempt\nimage: " + bed.image + "\n" + BedHostsYaml(0, 2) + kCommon +
@@ -394,12 +400,12 @@ TEST_F(FaultTest, APreemptionNoticeSendsSigtermFirstThenTheJobRestartsOnASpare) 
   nlohmann::json show = Show("preempt");
   auto [preempted_at, detail] = Event(show, "preempted");
   EXPECT_NE(detail.find("spot termination at 12:00"), std::string::npos) << detail;
-  EXPECT_LT(preempted_at - noticed, 1 + 2);
+  EXPECT_LT(preempted_at - noticed, 1 + kSlack) << "every 1 s, + 1 s";
   FaultRow("preemption notice on a worker's host", preempted_at - noticed, "every 1 s",
            "SIGTERM to its container, preempted; restarted on the spare, succeeded");
 }
 
-TEST_F(FaultTest, AHostCutOffDuringStartUpLeavesNoPartialLaunch) {
+TEST_F(FaultTest, AHostCutOffDuringStartUpIsLostWithinDeadAfterPlusOneSecondAndLeavesNoPartialLaunch) {
   const auto& bed = GetBed();
   const std::string yaml =
       "name: startcut\nimage: " + bed.image + "\n" + BedHostsYaml(0, 2, "  dead_after: 3s\n") + kCommon +
@@ -419,7 +425,7 @@ TEST_F(FaultTest, AHostCutOffDuringStartUpLeavesNoPartialLaunch) {
   EXPECT_EQ(JobContainers(bed.hosts[0]), "") << "the head was left running";
   nlohmann::json show = Show("startcut");
   auto [lost_at, detail] = Event(show, "host_lost");
-  EXPECT_LT(lost_at - cut, 3 + 3) << "dead_after 3 s, + 3 s";
+  EXPECT_LT(lost_at - cut, 3 + kSlack) << "dead_after 3 s, + 1 s";
   FaultRow("worker host cut off during start-up", lost_at - cut, "dead_after 3 s",
            "host_lost; nothing left started (head removed), failed (125)");
 }

@@ -901,7 +901,14 @@ long long Millis(EventLoop::Clock::duration d) {
   return std::chrono::duration_cast<milliseconds>(d).count();
 }
 
-TEST(SshExecutor, AConnectionWhoseServerStopsAnsweringIsDeclaredDeadWithinDeadAfter) {
+// The slack the two detection tests below assert dead_after with: the bed
+// shares 2 cores, so the loop's timer may fire late by this much. The
+// design bound is dead_after itself: a connection is lost once nothing has
+// come back for dead_after (ssh_executor.h), and nothing comes back after
+// the fault.
+constexpr milliseconds kDetectionSlack(1000);
+
+TEST(SshExecutor, AConnectionWhoseServerStopsAnsweringIsDeclaredDeadWithinDeadAfterPlusOneSecond) {
   const milliseconds dead_after(2000);
   EventLoop loop;
   TempDir dir;
@@ -937,10 +944,10 @@ TEST(SshExecutor, AConnectionWhoseServerStopsAnsweringIsDeclaredDeadWithinDeadAf
   ASSERT_TRUE(exec->health().ok()) << exec->health().message();
 
   {
+    const auto stopped_at = EventLoop::Clock::now();  // just before the fault
     StoppedProcesses stopped(sshds);
-    const auto stopped_at = EventLoop::Clock::now();
     bool dead = PollUntil(
-        loop, [&] { return r->finished(); }, dead_after + std::chrono::seconds(3));
+        loop, [&] { return r->finished(); }, dead_after + kDetectionSlack);
     const long long detected_ms = Millis(EventLoop::Clock::now() - stopped_at);
     EXPECT_TRUE(stopped.AllStopped()) << "an sshd was not stopped: the test proves nothing";
     std::printf(
@@ -948,11 +955,11 @@ TEST(SshExecutor, AConnectionWhoseServerStopsAnsweringIsDeclaredDeadWithinDeadAf
         "(dead_after %lld ms)\n",
         sshds.size(), detected_ms, static_cast<long long>(dead_after.count()));
     RecordProperty("detection_ms", std::to_string(detected_ms));
-    ASSERT_TRUE(dead) << "not declared dead within dead_after + 3 s";
+    ASSERT_TRUE(dead) << "not declared dead within dead_after + 1 s";
     // Not before the host was silent for most of dead_after (it answered
     // every dead_after/4 until it was stopped).
     EXPECT_GE(detected_ms, dead_after.count() / 2);
-    EXPECT_LE(detected_ms, dead_after.count() + 3000);
+    EXPECT_LE(detected_ms, (dead_after + kDetectionSlack).count());
 
     const std::string expected =
         BedLabel() + ": no answer for 2 s (ssh.dead_after): connection lost";
@@ -1021,7 +1028,7 @@ TEST(SshExecutor, AHealthyIdleConnectionSurvivesManyDeadAfterPeriods) {
   EXPECT_EQ(lost_calls, 0);
 }
 
-TEST(SshExecutor, AHostWhoseLinkIsCutIsDeclaredDeadWithinDeadAfter) {
+TEST(SshExecutor, AHostWhoseLinkIsCutIsDeclaredDeadWithinDeadAfterPlusOneSecond) {
   const milliseconds dead_after(2000);
   const auto& bed = barge::testing::GetBed();
   const barge::testing::BedHost* h3 = nullptr;
@@ -1047,19 +1054,21 @@ TEST(SshExecutor, AHostWhoseLinkIsCutIsDeclaredDeadWithinDeadAfter) {
   const std::string sleep_pid = r->out.substr(0, r->out.find('\n'));
 
   {
+    // The fault's instant: just before it is made, so the figure is never
+    // too small.
+    const auto cut_at = EventLoop::Clock::now();
     LinkDown down("h3", "eth0");
     ASSERT_TRUE(down.ok()) << "cannot take h3's eth0 down";
-    const auto cut_at = EventLoop::Clock::now();
     bool dead = PollUntil(
-        loop, [&] { return r->finished(); }, dead_after + std::chrono::seconds(3));
+        loop, [&] { return r->finished(); }, dead_after + kDetectionSlack);
     const long long detected_ms = Millis(EventLoop::Clock::now() - cut_at);
     std::printf(
         "[ detection ] link cut (h3 eth0 down) -> declared dead after %lld ms (dead_after "
         "%lld ms): %s\n",
         detected_ms, static_cast<long long>(dead_after.count()), r->exit.error.c_str());
     RecordProperty("detection_ms", std::to_string(detected_ms));
-    ASSERT_TRUE(dead) << "not declared dead within dead_after + 3 s";
-    EXPECT_LE(detected_ms, dead_after.count() + 3000);
+    ASSERT_TRUE(dead) << "not declared dead within dead_after + 1 s";
+    EXPECT_LE(detected_ms, (dead_after + kDetectionSlack).count());
     EXPECT_EQ(r->exit_calls, 1);
     EXPECT_FALSE(r->exit.known());
     // Ours, or the kernel's TCP_USER_TIMEOUT if it came first.

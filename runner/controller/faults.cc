@@ -85,7 +85,8 @@ void Controller::StartMonitors() {
   // probe that fails or gets no answer within ssh.engine_timeout is a miss;
   // ssh.engine_misses in a row (the next probe starts at once after a miss)
   // make the host lost: a frozen engine is lost within probe_every +
-  // engine_misses x engine_timeout, a slow one is not. The period is
+  // engine_misses x engine_timeout of when it was last heard (each probe's
+  // own start on the host aside), a slow one is not. The period is
   // engine_timeout itself (1 to 60 s): a probe is a Docker CLI process on
   // the host, and probing a silent host every few seconds cost more CPU
   // than the rest of barge's work there (bench/launch.sh). Probes and their
@@ -100,11 +101,17 @@ void Controller::StartMonitors() {
     auto tick = std::make_shared<std::function<void()>>();
     *tick = [this, hs, gen, probe_every, weak = std::weak_ptr<std::function<void()>>(tick)] {
       if (gen != generation_ || hs->lost) return;
-      auto again = [this, gen, probe_every, weak](milliseconds after) {
+      auto again = [this, gen, weak](milliseconds after) {
         if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Now() + after, [t] { (*t)(); });
       };
       if (hs->probing) return again(probe_every);
-      if (hs->engine_misses == 0 && Now() - hs->engine_heard < probe_every) return again(probe_every);
+      // Heard lately: the next probe is due once it has been silent for
+      // probe_every (not a whole period from now: a frozen engine's probe
+      // then starts at most probe_every after it was last heard).
+      if (const auto quiet = std::chrono::duration_cast<milliseconds>(Now() - hs->engine_heard);
+          hs->engine_misses == 0 && quiet < probe_every) {
+        return again(probe_every - quiet);
+      }
       hs->probing = true;
       const auto started = Now();
       attempt_.Run(*hs->exec, BoundedCommand(hs->docker->Version(), spec_.ssh.engine_timeout),
