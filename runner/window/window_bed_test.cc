@@ -288,8 +288,14 @@ TEST_F(WindowBedTest, AHostWhoseSshdRefusesForwardingIsReportedOnceNamingTheHost
   EXPECT_NE(err.find("AllowTcpForwarding no"), std::string::npos) << err;
   std::string down;
   EXPECT_EQ(Barge("down " + job_id, &down), 0) << down;
-  RunShell("kill " + sshd_pid);
-  fs::remove_all(sshd_dir);
+  // The second sshd removes its pid file as it exits: wait for its exit
+  // (5 s at most) before the directory goes, or the two race.
+  const std::string pid = std::to_string(std::stoi(sshd_pid));
+  RunShell("kill " + pid + "; for i in $(seq 100); do kill -0 " + pid +
+           " 2>/dev/null || break; sleep 0.05; done");
+  std::error_code ec;
+  fs::remove_all(sshd_dir, ec);
+  EXPECT_FALSE(ec) << sshd_dir << ": " << ec.message();
 }
 
 TEST_F(WindowBedTest, ExecItGivesARealTerminalPassesTypedInputResizesAndCtrlCAndReturnsTheExitCode) {
