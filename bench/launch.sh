@@ -17,7 +17,9 @@
 # and the median machine CPU seconds of each (busy time of all CPUs from
 # /proc/stat over the run: the controller, every host's sshd, dockerd and
 # containers; all bed hosts share this machine's cores) and their ratio,
-# and barge's peak RSS (the largest of the runs, /usr/bin/time).
+# and barge's peak RSS (the largest of the runs, /usr/bin/time); then the
+# teardown of each: barge's from its first stop to its last removal (job
+# store), the script's stop-and-rm step (median seconds).
 # Then barge's per-phase profile for the last run at each size: each phase's
 # span from its first host's start to its last host's end, from the job
 # store (sqlite3 CLI).
@@ -92,7 +94,17 @@ run_barge() {  # $1 = hosts; prints "WALL CPU RSS_MB"
   local t0 c0; t0=$(now); c0=$(busy)
   /usr/bin/time -f %M -o "$WORK/rss" "$BARGE" run "$f" >/dev/null 2>"$WORK/barge.err" ||
     { cat "$WORK/barge.err" >&2; return 1; }
-  echo "$(spent "$t0" "$c0") $(awk '{printf "%.1f", $1 / 1024}' "$WORK/rss")"
+  echo "$(spent "$t0" "$c0") $(awk '{printf "%.1f", $1 / 1024}' "$WORK/rss") $(teardown)"
+}
+
+# barge's teardown in its last job: from the first stop (or removal) to the
+# last removal, i.e. from the head's exit to every container gone.
+teardown() {
+  sqlite3 "$BARGE_HOME/barge.db" "
+    WITH j AS (SELECT id FROM jobs ORDER BY created_ms DESC LIMIT 1)
+    SELECT printf('%.2f', (MAX(CASE WHEN p.phase = 'remove' THEN p.ended_ms END) -
+                           MIN(CASE WHEN p.phase IN ('stop', 'remove') THEN p.began_ms END)) / 1000.0)
+    FROM phases p JOIN j ON p.job_id = j.id"
 }
 
 # The phases of barge's last job: "phase first-start..last-end span".
@@ -118,15 +130,16 @@ run_pdsh() {  # $1 = hosts
     pdsh -l "$BED_SSH_USER" -w "$workers" "docker run -d --name pdsh-$id --label barge.job=pdsh-$id --network host $BED_IMAGE sh -c \"$(worker_cmd)\"" >/dev/null
   fi
   pdsh -l "$BED_SSH_USER" -w "$head" "docker wait pdsh-$id" >/dev/null
+  local t1; t1=$(now)
   pdsh -l "$BED_SSH_USER" -w "$all" "docker stop -t 2 pdsh-$id >/dev/null; docker rm -f pdsh-$id" >/dev/null
-  spent "$t0" "$c0"
+  echo "$(spent "$t0" "$c0") $(awk -v a="$(now)" -v b="$t1" 'BEGIN {printf "%.2f", a - b}')"
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f", m}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 echo "# $(date -u +%Y-%m-%d) $(nproc) cores, $RUNS runs per tool and size, medians"
-printf "%-6s %-10s %-10s %-11s %-10s %-10s %-10s %s\n" hosts "barge s" "pdsh s" "wall ratio" "barge cpu" "pdsh cpu" "cpu ratio" "barge rss MB"
+printf "%-6s %-10s %-10s %-11s %-10s %-10s %-10s %-13s %-16s %s\n" hosts "barge s" "pdsh s" "wall ratio" "barge cpu" "pdsh cpu" "cpu ratio" "barge rss MB" "barge teardown" "pdsh stop+rm s"
 profiles=""
 for n in $SIZES; do
   : >"$WORK/b" ; : >"$WORK/p"
@@ -139,6 +152,7 @@ for n in $SIZES; do
   bw=$(cut -d' ' -f1 "$WORK/b" | median); pw=$(cut -d' ' -f1 "$WORK/p" | median)
   bc=$(cut -d' ' -f2 "$WORK/b" | median); pc=$(cut -d' ' -f2 "$WORK/p" | median)
   br=$(cut -d' ' -f3 "$WORK/b" | sort -n | tail -1)
-  printf "%-6s %-10s %-10s %-11s %-10s %-10s %-10s %s\n" "$n" "$bw" "$pw" "$(ratio "$bw" "$pw")" "$bc" "$pc" "$(ratio "$bc" "$pc")" "$br"
+  bt=$(cut -d' ' -f4 "$WORK/b" | median); pt=$(cut -d' ' -f3 "$WORK/p" | median)
+  printf "%-6s %-10s %-10s %-11s %-10s %-10s %-10s %-13s %-16s %s\n" "$n" "$bw" "$pw" "$(ratio "$bw" "$pw")" "$bc" "$pc" "$(ratio "$bc" "$pc")" "$br" "$bt" "$pt"
 done
 printf "%s" "$profiles"
