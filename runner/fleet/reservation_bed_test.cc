@@ -295,8 +295,10 @@ TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExcl
   // counts from the inventory, `hosts[i].gpus: 8`) is what is tested.
   // The shim logs each --gpus value it drops with the job's id ("JOB
   // VALUE" lines): the devices barge passed are checked against the holds.
-  const fs::path shim = fs::current_path() / "resv-gpu-docker.sh";
-  const fs::path gpu_log = fs::current_path() / "resv-gpu-docker.log";
+  // In the bed's directory, which every bed host sees (their /tmp is their
+  // own: a build tree under /tmp is not visible there).
+  const fs::path shim = fs::path(GetBed().dir) / "resv-gpu-docker.sh";
+  const fs::path gpu_log = fs::path(GetBed().dir) / "resv-gpu-docker.log";
   fs::remove(gpu_log);
   std::ofstream(shim) << "#!/bin/sh\n"
                          "case \" $* \" in *' nvidia-smi '*) for i in 0 1 2 3 4 5 6 7; do echo \"GPU $i: shim\"; done; exit 0;; esac\n"
