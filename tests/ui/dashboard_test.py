@@ -118,6 +118,7 @@ def main():
         from selenium.webdriver.chrome.service import Service
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support.ui import WebDriverWait
+        from selenium.common.exceptions import StaleElementReferenceException
     except ImportError as e:
         die(f"python3-selenium is missing ({e}): apt-get install python3-selenium")
     if subprocess.run(["docker", "version"], stdout=subprocess.DEVNULL,
@@ -175,7 +176,10 @@ def main():
             opts.add_argument("--no-sandbox")
         driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
         driver.set_page_load_timeout(30)
-        wait = WebDriverWait(driver, 30, poll_frequency=0.2)
+        # The page re-renders what it shows as the job changes: an element
+        # read just as it is replaced is stale, and the wait looks again.
+        stale = (StaleElementReferenceException,)
+        wait = WebDriverWait(driver, 30, poll_frequency=0.2, ignored_exceptions=stale)
 
         driver.get(url)  # sets the cookie, redirects to /
         rows = {r.get_attribute("data-id"): r.get_attribute("data-status")
@@ -210,11 +214,11 @@ def main():
 
         t_stop = time.time()
         driver.find_element(By.ID, "stop").click()
-        WebDriverWait(driver, 90, poll_frequency=0.5).until(
-            lambda d: d.find_elements(By.ID, "job-status") and
-            d.find_element(By.ID, "job-status").get_attribute("data-status") in
-            ("cancelled", "succeeded", "failed"))
-        final = driver.find_element(By.ID, "job-status").get_attribute("data-status")
+        def job_status(d):
+            found = d.find_elements(By.ID, "job-status")
+            return found[0].get_attribute("data-status") if found else None
+        final = WebDriverWait(driver, 90, poll_frequency=0.5, ignored_exceptions=stale).until(
+            lambda d: (s := job_status(d)) in ("cancelled", "succeeded", "failed") and s)
         check(final == "cancelled", f"the stop button ends the job: {final} after {time.time() - t_stop:.1f}s")
         check(not driver.find_elements(By.ID, "stop"), "a finished job has no stop button")
         kept = driver.find_elements(By.CSS_SELECTOR, "#kept-log div")
