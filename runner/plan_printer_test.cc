@@ -99,21 +99,33 @@ TEST_F(PlanWithSecrets, WithoutSecretsOrRegistryThePlanHasNoneOfTheirLines) {
 namespace barge::runner {
 namespace {
 
+// `barge plan`'s text of a job file (job id a1b2c3d4), and its plan in
+// `plan`; "" after a reported failure.
+std::string PlanText(const std::string& yaml, cluster::Plan* plan = nullptr) {
+  LoadedJob job = ParseJobText(yaml, "job.yaml", "/tmp");
+  for (const auto& e : job.errors) ADD_FAILURE() << e.ToString();
+  if (!job.spec) return "";
+  Result<cluster::Plan> made = cluster::MakePlan(MakePlanInput(*job.spec, "a1b2c3d4"));
+  if (!made.ok()) {
+    ADD_FAILURE() << made.status().message();
+    return "";
+  }
+  if (plan) *plan = *made;
+  return FormatPlan(*job.spec, *made);
+}
+
 // GPU slicing, from the job file to the docker line `barge plan` prints.
 TEST(PlanGpuSlices, TheDockerRunLinesCarryEachNodesDeviceListQuotedForTheRemoteShell) {
-  LoadedJob job = ParseJobText(R"(name: sl
+  cluster::Plan plan;
+  const std::string text = PlanText(R"(name: sl
 image: img
 container: {gpus: 2}
 hosts:
   - {address: 10.0.0.5, gpus: 8, nodes: 4}
   - {address: 10.0.0.6}
 )",
-                               "job.yaml", "/tmp");
-  for (const auto& e : job.errors) ADD_FAILURE() << e.ToString();
-  ASSERT_TRUE(job.spec);
-  Result<cluster::Plan> plan = cluster::MakePlan(MakePlanInput(*job.spec, "a1b2c3d4"));
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
-  const std::string text = FormatPlan(*job.spec, *plan);
+                                    &plan);
+  ASSERT_FALSE(text.empty());
   for (const char* devices : {"0,1", "2,3", "4,5", "6,7"}) {
     EXPECT_NE(text.find(std::string("--gpus '\"device=") + devices + "\"' "), std::string::npos)
         << devices << "\n" << text;
@@ -126,7 +138,7 @@ hosts:
   EXPECT_NE(text.find("--gpus 2 "), std::string::npos) << text;
   EXPECT_EQ(text.find("CUDA_VISIBLE_DEVICES"), std::string::npos);
   // The exact argv, before quoting: one word, the double quotes in it.
-  std::vector<std::string> argv = container::RunArgs(plan->nodes[1].container);
+  std::vector<std::string> argv = container::RunArgs(plan.nodes[1].container);
   auto it = std::find(argv.begin(), argv.end(), "--gpus");
   ASSERT_NE(it, argv.end());
   EXPECT_EQ(*(it + 1), "\"device=2,3\"");
@@ -136,19 +148,13 @@ hosts:
 // except one whose free-form run_options only the CLI can say.
 TEST(PlanEngineApiCreate, RunOptionsKeepTheCliCreateAndEveryOtherNodeIsMadeThroughTheApi) {
   unsetenv("BARGE_ENGINE_API");
-  LoadedJob job = ParseJobText(R"(name: ap
+  const std::string text = PlanText(R"(name: ap
 image: img
 hosts: [10.0.0.5, 10.0.0.6]
 roles:
   head: {container: {run_options: [--init]}}
   worker: {container: {shm_size: 1g}}
-)",
-                               "job.yaml", "/tmp");
-  for (const auto& e : job.errors) ADD_FAILURE() << e.ToString();
-  ASSERT_TRUE(job.spec);
-  Result<cluster::Plan> plan = cluster::MakePlan(MakePlanInput(*job.spec, "a1b2c3d4"));
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
-  const std::string text = FormatPlan(*job.spec, *plan);
+)");
   const size_t head = text.find("# node 0 (head)");
   const size_t worker = text.find("# node 1 (worker)");
   ASSERT_NE(head, std::string::npos) << text;

@@ -133,9 +133,7 @@ Status Controller::StartNodes(const std::vector<NodeState*>& nodes, const std::s
         }
       });
     };
-    Result<std::string> body = via_api ? container::CreateBody(n->plan->container)
-                                       : Result<std::string>(Status::Error("no API"));
-    if (body.ok()) {
+    if (Result<std::string> body = container::CreateBody(n->plan->container); via_api && body.ok()) {
       group.Api(
           [n, b = std::move(*body)](CommandGroup::Finish finish) {
             return n->host->api->Create(n->plan->container.name, b,
