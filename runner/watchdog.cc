@@ -55,15 +55,31 @@ std::string RenewLeaseCommand(const std::string& job_id) {
 }
 
 std::string DisarmWatchdogCommand(const std::string& job_id) {
-  // The directory is renamed first: `kill` does not wait, and a watchdog
-  // still finishing its tick would otherwise write $D/now into a directory
-  // that `rm -rf` is emptying (which then stays, with that one file). After
-  // the rename nothing can be created under the old path, and the watchdog
-  // ends by itself on its next tick ($D is gone) if the signal is late.
+  // The directory is first moved into a fresh directory of our own
+  // (mktemp -d: no other user can have made it, unlike a fixed name):
+  // `kill` does not wait, and a watchdog still finishing its tick would
+  // otherwise write $D/now into a directory that `rm -rf` is emptying
+  // (which then stays, with that one file). After the move nothing can be
+  // created under the old path, and the watchdog ends by itself on its next
+  // tick ($D is gone) if the signal is late.
+  //
+  // The PID read back is signalled only when it is all digits, belongs to
+  // us, its argv ends in barge-watchdog-<job id>, and it leads its own
+  // process group (the watchdog runs under setsid); then the whole group
+  // is ended, so the loop's `sleep` (and a hook it runs) go with it. All
+  // in a subshell: callers chain this after their own variables.
   const std::string dir = ssh::ShellQuote(HostJobDir(job_id));
-  const std::string gone = ssh::ShellQuote(HostJobDir(job_id) + ".gone");
-  return "g=" + gone + "; mv " + dir + " \"$g\" 2>/dev/null || g=" + dir +
-         "; if [ -f \"$g\"/watchdog.pid ]; then kill $(cat \"$g\"/watchdog.pid) 2>/dev/null; fi; rm -rf \"$g\"";
+  const std::string tmpl = ssh::ShellQuote(HostJobDir(job_id) + ".gone.XXXXXX");
+  const std::string title = ssh::ShellQuote(" barge-watchdog-" + job_id + " ");
+  return "(g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir +
+         " \"$g/d\" 2>/dev/null && d=\"$g/d\" || d=" + dir +
+         "; p=; { read -r p < \"$d/watchdog.pid\"; } 2>/dev/null;"
+         " case \"$p\" in ''|*[!0-9]*) ;; *)"
+         " if [ -O \"/proc/$p\" ]; then"
+         " c=$(tr '\\0' ' ' < \"/proc/$p/cmdline\" 2>/dev/null); s=$(cat \"/proc/$p/stat\" 2>/dev/null);"
+         " s=${s##*) }; set -- $s;"
+         " case \"$c\" in *" + title + ") [ \"${3:-}\" = \"$p\" ] && kill -TERM \"-$p\" 2>/dev/null ;; esac;"
+         " fi ;; esac; rm -rf \"$d\" ${g:+\"$g\"}; exit 0)";
 }
 
 }  // namespace barge::runner

@@ -46,7 +46,9 @@ std::string ArmWatchdogCommand(const WatchdogParams& p);
 // Renews the lease.
 std::string RenewLeaseCommand(const std::string& job_id);
 
-// Stops the watchdog and removes the per-host directory.
+// Stops the watchdog and everything it started (its process group, once
+// the PID read back is checked to be this job's watchdog of ours) and
+// removes the per-host directory. Exits 0; runs in a subshell.
 std::string DisarmWatchdogCommand(const std::string& job_id);
 
 }  // namespace barge::runner

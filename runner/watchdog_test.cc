@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "ssh/quote.h"
 
@@ -123,6 +125,82 @@ TEST_F(WatchdogTest, DisarmingAtAnyPointOfATickLeavesNoDirectoryBehindInTenRound
     EXPECT_FALSE(fs::exists(dir)) << "round " << round;
     EXPECT_FALSE(fs::exists(dir + ".gone")) << "round " << round;
   }
+}
+
+// The PIDs of the processes in process group `pgid` that are running
+// (zombies waiting for a late reaper do not count).
+std::vector<pid_t> RunningInGroup(pid_t pgid) {
+  std::vector<pid_t> found;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = ReadAll(e.path().string() + "/stat");
+    const size_t close = stat.rfind(") ");
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string state;
+    long ppid = 0, pgrp = 0;
+    rest >> state >> ppid >> pgrp;
+    if (pgrp == pgid && state != "Z" && state != "X") found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+TEST_F(WatchdogTest, DisarmingEndsTheWatchdogAndItsSleepAtOnceWithinOneSecond) {
+  WatchdogParams p = Params(600s);
+  p.grace = 20s;  // a 10 s tick: the loop sits in `sleep 10`
+  ASSERT_EQ(Sh(ArmWatchdogCommand(p)), 0);
+  const pid_t pid = std::stoi(ReadAll(HostJobDir(job_) + "/watchdog.pid"));
+  ASSERT_TRUE(Within(2000ms, [&] { return RunningInGroup(pid).size() >= 2; }))
+      << "the watchdog and its sleep should both run in group " << pid;
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+  EXPECT_TRUE(Within(1000ms, [&] { return RunningInGroup(pid).empty(); }))
+      << RunningInGroup(pid).size() << " processes of the watchdog's group still run";
+}
+
+// A watchdog.pid that is not this job's watchdog is never signalled: not a
+// number, a negative one (kill -1 would end every process of ours), or the
+// PID of another process (one of ours leading its own group, but not the
+// watchdog).
+TEST_F(WatchdogTest, DisarmingSignalsNothingButThisJobsWatchdog) {
+  const std::string dir = HostJobDir(job_);
+  // A bystander leading its own group, as the watchdog does.
+  pid_t bystander = fork();
+  ASSERT_GE(bystander, 0);
+  if (bystander == 0) {
+    setsid();
+    execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (const std::string& planted :
+       {std::string("-1"), std::string("-9 -1"), "-" + std::to_string(bystander),
+        std::to_string(bystander), std::string("$(touch x)")}) {
+    fs::create_directories(dir);
+    std::ofstream(dir + "/watchdog.pid") << planted << "\n";
+    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0) << planted;
+    EXPECT_FALSE(fs::exists(dir)) << planted;
+    std::string stat = ReadAll("/proc/" + std::to_string(bystander) + "/stat");
+    EXPECT_TRUE(!stat.empty() && stat.find(") Z ") == std::string::npos)
+        << "the bystander was signalled through watchdog.pid '" << planted << "'";
+  }
+  kill(bystander, SIGKILL);
+  waitpid(bystander, nullptr, 0);
+}
+
+// A directory named like the old fixed rename target, made beforehand, does
+// not receive the job's directory, and its watchdog.pid is not read.
+TEST_F(WatchdogTest, APremadeGoneDirectoryIsNeitherUsedNorReadAtDisarm) {
+  const std::string dir = HostJobDir(job_);
+  ASSERT_EQ(Sh(ArmWatchdogCommand(Params(600s))), 0);
+  const pid_t pid = std::stoi(ReadAll(dir + "/watchdog.pid"));
+  fs::create_directories(dir + ".gone");
+  std::ofstream(dir + ".gone/watchdog.pid") << "-1\n";
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_FALSE(fs::exists(dir + ".gone/" + fs::path(dir).filename().string()));
+  EXPECT_EQ(ReadAll(dir + ".gone/watchdog.pid"), "-1\n");
+  EXPECT_TRUE(Within(1000ms, [&] { return RunningInGroup(pid).empty(); }));
+  fs::remove_all(dir + ".gone");
 }
 
 }  // namespace
