@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# bench/fresh-machine.sh: how long the README's first command
-# (scripts/quickstart.sh) takes on a fresh Debian 12 machine: a
-# `debootstrap --variant=minbase bookworm` root file system (nothing of
-# barge's installed, no compiler cache, no images, no Docker engine), run
-# as a privileged container of this machine's engine with the checked-out
-# commit copied in (`git archive HEAD`). Inside, quickstart installs with
-# apt from this machine's Debian mirror, starts its own dockerd, builds the
-# barge binary, builds the sample image and runs the sample job.
+# bench/fresh-machine.sh: how the README's two commands fare on a fresh
+# Debian 12 machine: a `debootstrap --variant=minbase bookworm` root file
+# system (nothing of barge's installed, no compiler cache, no images, no
+# test bed, no Docker engine), run as a privileged container of this
+# machine's engine with the checked-out commit copied in (`git archive
+# HEAD`, as a fresh clone has it). Inside, each command runs in turn as CI
+# runs it (root, no standard input): scripts/quickstart.sh installs with apt
+# from this machine's Debian mirror, starts its own dockerd, builds barge and
+# runs the sample job; scripts/test.sh installs the tests' packages, builds
+# everything, brings the test bed up inside the container and runs the
+# whole suite, fuzzers included.
 #
-#   bench/fresh-machine.sh      (root; needs debootstrap and a Docker engine)
+#   bench/fresh-machine.sh [quickstart] [test]   (default: both, in order;
+#                                                 root; needs debootstrap and
+#                                                 a Docker engine)
 #
-# Prints each quickstart step's start (seconds since the command began) and
-# the whole command's wall time and exit code. The root file system is
-# cached in /var/cache/barge-bed (as the package test's is); the container
-# and its image are removed at the end. The machine's load counts: run it on
-# a quiet machine, and say what else ran when quoting it.
+# Prints each step's start (seconds since its command began), each
+# command's wall time and exit code, and the suite's summary lines; the
+# whole output of the commands goes to $BARGE_FRESH_LOG (default
+# /var/tmp/barge-fresh-machine.log). The root file system is cached in
+# /var/cache/barge-bed (as the package test's is); the container, its
+# volume and its image are removed at the end. The machine's load counts:
+# run it on a quiet machine, and say what else ran when quoting it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ((EUID == 0)) || { echo "fresh-machine: needs root" >&2; exit 1; }
@@ -38,24 +45,39 @@ if [[ ! -s "$tarball" ]]; then
   tar -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
   rm -rf "$root"
 fi
+commands=("$@")
+((${#commands[@]})) || commands=(quickstart test)
+for c in "${commands[@]}"; do
+  [[ $c == quickstart || $c == test ]] || { echo "fresh-machine: unknown command '$c' (quickstart, test)" >&2; exit 2; }
+done
+log=${BARGE_FRESH_LOG:-/var/tmp/barge-fresh-machine.log}
+: >"$log"
 docker import "$tarball" "$image" >/dev/null
-cleanup() { docker rm -f "$name" >/dev/null 2>&1 || true; docker rmi "$image" >/dev/null 2>&1 || true; }
+cleanup() { docker rm -f -v "$name" >/dev/null 2>&1 || true; docker rmi "$image" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 # /var/lib/docker on a volume: the inner dockerd's overlay2 cannot sit on
-# the container's own overlay file system.
+# the container's own overlay file system (the bed's dockerds keep theirs
+# on a tmpfs).
 docker run -d --privileged --name "$name" -v /var/lib/docker "$image" sleep infinity >/dev/null
 commit=$(git -C "$ROOT" rev-parse --short HEAD)
 git -C "$ROOT" archive --prefix=barge/ HEAD | docker exec -i "$name" tar -x -C /root
 echo "# $(date -u '+%Y-%m-%d %H:%M') UTC, commit $commit, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before"
-echo "# scripts/quickstart.sh in a fresh debootstrap bookworm minbase container"
-set +e
-t0=$(date +%s.%N)
-docker exec "$name" bash -c 'cd /root/barge && exec scripts/quickstart.sh </dev/null' 2>&1 |
-  awk -v t0="$t0" '
-    function el() { cmd = "date +%s.%N"; cmd | getline now; close(cmd); return now - t0 }
-    /^=== / { printf "%7.1f s  %s\n", el(), $0; fflush(); next }
-    { print > "/dev/stderr" }'
-rc=${PIPESTATUS[0]}
-set -e
-awk -v a="$(date +%s.%N)" -v b="$t0" -v rc="$rc" 'BEGIN { printf "%7.1f s  end (exit %d)\n", a - b, rc }'
-exit "$rc"
+echo "# a fresh debootstrap bookworm minbase container; full output in $log"
+worst=0
+for c in "${commands[@]}"; do
+  echo "# scripts/$c.sh"
+  set +e
+  t0=$(date +%s.%N)
+  docker exec "$name" bash -c "cd /root/barge && exec scripts/$c.sh </dev/null" 2>&1 | tee -a "$log" |
+    awk -v t0="$t0" '
+      function el() { cmd = "date +%s.%N"; cmd | getline now; close(cmd); return now - t0 }
+      /^=== / { printf "%7.1f s  %s\n", el(), $0; fflush(); next }
+      /tests passed|tests failed|The following tests FAILED|\(Failed\)|\(Timeout\)|^fuzz|Done [0-9]+ runs|ERROR: libFuzzer|asan build:|install-deps: installed/ {
+        printf "           %s\n", $0; fflush() }'
+  rc=${PIPESTATUS[0]}
+  set -e
+  awk -v a="$(date +%s.%N)" -v b="$t0" -v rc="$rc" -v c="$c" 'BEGIN { printf "%7.1f s  end of %s (exit %d)\n", a - b, c, rc }'
+  ((rc == 0)) || worst=$rc
+  ((rc == 0)) || break
+done
+exit "$worst"

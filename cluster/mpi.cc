@@ -120,14 +120,21 @@ std::vector<std::string> MpiWorkerCommand(const MpiNode& node) {
   // secrets) goes to ~/.ssh/environment, which PermitUserEnvironment makes
   // sshd read. A value holding a line break cannot be written there and is
   // left out. The script ends by exec'ing sshd: it is the main process.
+  // Besides sshd, the script needs only a POSIX shell and the tools it
+  // names first (no grep: minimal images cut from a package closure lack
+  // it), so a missing one is named rather than blamed on something else.
   std::string script =
+      "for t in id mkdir chmod sed tr; do command -v \"$t\" >/dev/null 2>&1 || { echo \"barge: this "
+      "image has no '$t', which the MPI worker's start needs (with sshd: id, mkdir, chmod, sed, tr)\" "
+      ">&2; exit 127; }; done\n"
       "[ -x " + sshd + " ] || { echo 'barge: this image has no " + sshd +
       ", which every MPI worker runs (Debian/Ubuntu package " + kSshdPackage +
       ")' >&2; exit 127; }\n"
       // Only a root sshd separates privileges (the sshd user, /run/sshd as
       // its chroot); one running as the image's non-root USER needs neither.
       "if [ \"$(id -u)\" = 0 ]; then\n"
-      "grep -q '^sshd:' /etc/passwd || { echo \"barge: this image has no 'sshd' user in "
+      "u=; [ -r /etc/passwd ] && while IFS=: read -r n _; do [ \"$n\" = sshd ] && u=1; done < /etc/passwd\n"
+      "[ -n \"$u\" ] || { echo \"barge: this image has no 'sshd' user in "
       "/etc/passwd, which sshd needs (" + kSshdPackage +
       "'s install adds it: useradd -r -d /run/sshd -s /usr/sbin/nologin sshd)\" >&2; exit 1; }\n"
       "mkdir -p /run/sshd 2>/dev/null; chmod 0755 /run/sshd 2>/dev/null\n"
@@ -150,9 +157,10 @@ container::KeyValues MpiWorkerEnv(const MpiNode& node) {
 }
 
 std::string MpiReadyCommand() {
-  return std::string("k=$(cut -d' ' -f2 ") + kMpiHostKey + ".pub) && [ -n \"$k\" ] && " +
-         "ssh-keyscan -T 2 -t ed25519 -p \"$BARGE_MPI_SSHD_PORT\" \"$BARGE_MPI_SSHD_ADDR\" "
-         "2>/dev/null | grep -qF -- \"$k\"";
+  // Shell built-ins and ssh-keyscan only (no cut or grep in the image).
+  return std::string("read -r _ k _ < ") + kMpiHostKey + ".pub && [ -n \"$k\" ] && " +
+         "case \"$(ssh-keyscan -T 2 -t ed25519 -p \"$BARGE_MPI_SSHD_PORT\" \"$BARGE_MPI_SSHD_ADDR\" "
+         "2>/dev/null)\" in *\"$k\"*) true ;; *) false ;; esac";
 }
 
 }  // namespace barge::cluster

@@ -1,6 +1,15 @@
 #include "cluster/mpi.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "base/shell_word.h"
 
 #include <map>
 
@@ -71,7 +80,7 @@ TEST(MpiPlan, AWorkerChecksTheSshdUserAndMakesRunSshdOnlyWhenItRunsAsRoot) {
   // A non-root sshd has no privilege separation: it needs neither.
   const std::string script = MpiWorkerCommand(MpiNode{1, "10.77.0.2", 2222, "10.77.0.2", "1"})[1];
   const size_t root = script.find("if [ \"$(id -u)\" = 0 ]; then\n");
-  const size_t user = script.find("grep -q '^sshd:' /etc/passwd");
+  const size_t user = script.find("while IFS=: read -r n _; do [ \"$n\" = sshd ] && u=1; done < /etc/passwd");
   const size_t dir = script.find("mkdir -p /run/sshd");
   const size_t end = script.find("fi\n", dir);
   ASSERT_NE(root, std::string::npos) << script;
@@ -81,6 +90,51 @@ TEST(MpiPlan, AWorkerChecksTheSshdUserAndMakesRunSshdOnlyWhenItRunsAsRoot) {
   EXPECT_LT(root, user);
   EXPECT_LT(user, dir);
   EXPECT_LT(end, script.find("exec /usr/sbin/sshd")) << "sshd starts whatever the uid";
+}
+
+// A minimal image (cut from a package closure) may lack grep, cut, even
+// sed: the worker's start uses none it does not name, and names the first
+// one missing instead of blaming the sshd user.
+TEST(MpiPlan, AWorkersStartNeedsNoGrepOrCutAndNamesAMissingTool) {
+  const std::string script = MpiWorkerCommand(MpiNode{1, "10.77.0.2", 2222, "10.77.0.2", "1"})[1];
+  EXPECT_EQ(script.find("grep"), std::string::npos) << script;
+  EXPECT_EQ(script.find("cut "), std::string::npos) << script;
+  EXPECT_EQ(MpiReadyCommand().find("grep"), std::string::npos) << MpiReadyCommand();
+  EXPECT_EQ(MpiReadyCommand().find("cut "), std::string::npos) << MpiReadyCommand();
+  // Under a PATH with no tools at all (the shell's built-ins remain).
+  const std::string out = "/tmp/barge-mpi-tool-test-" + std::to_string(getpid());
+  const std::string line = "PATH=/nonexistent /bin/sh -c " + ShellWord(script) + " 2>" + out;
+  const int status = std::system(line.c_str());
+  std::ifstream in(out);
+  std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(out.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 127);
+  EXPECT_NE(said.find("barge: this image has no 'id', which the MPI worker's start needs"), std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("sshd' user"), std::string::npos) << said;
+}
+
+// The readiness gate, run by a real shell against a stand-in ssh-keyscan:
+// ready when the scan shows the node's host key, not otherwise.
+TEST(MpiPlan, TheReadinessGateMatchesTheHostKeyWithShellBuiltinsOnly) {
+  const std::string dir = "/tmp/barge-mpi-gate-test-" + std::to_string(getpid());
+  std::string cmd = MpiReadyCommand();
+  const std::string key = std::string(kMpiHostKey) + ".pub";
+  for (size_t at = cmd.find(key); at != std::string::npos; at = cmd.find(key, at + 1)) {
+    cmd.replace(at, key.size(), dir + "/key.pub");
+  }
+  ASSERT_EQ(std::system(("mkdir -p " + dir + "/bin && echo 'ssh-ed25519 AAAAKEY1 root@x' > " + dir +
+                         "/key.pub && printf '#!/bin/sh\\necho \"10.0.0.1 ssh-ed25519 $SCAN\"\\n' > " + dir +
+                         "/bin/ssh-keyscan && chmod +x " + dir + "/bin/ssh-keyscan")
+                            .c_str()),
+            0);
+  auto run = [&](const std::string& scan) {
+    const std::string line = "SCAN=" + scan + " PATH=" + dir + "/bin /bin/sh -c " + ShellWord(cmd);
+    return WEXITSTATUS(std::system(line.c_str()));
+  };
+  EXPECT_EQ(run("AAAAKEY1"), 0);
+  EXPECT_NE(run("AAAAOTHER"), 0);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(MpiPlan, EveryNodeMountsItsOwnDirectoryReadOnlyAtRunBarge) {

@@ -1852,7 +1852,10 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      {.type = KeyType::kString, .description = "Image every node runs (a role may set its own)"},
      [](const Entry& e, JobDraft& d) {
        d.image_written = true;
-       if (auto image = ReadChecked(e, CheckImageOrArrayTemplate)) d.spec.image = *image;
+       if (auto image = ReadChecked(e, CheckImageOrArrayTemplate)) {
+         d.spec.image = *image;
+         d.spec.image_written_at[*image] = e.src->name + ":" + std::to_string(e.key.Mark().line + 1) + ": " + e.path;
+       }
      }},
     {"command",
      {.type = KeyType::kCommand, .description = "Command every node runs (default: the image's CMD); a string runs with sh -c"}, [](const Entry& e, JobDraft& d) { d.spec.command = ReadCommand(e); }},
@@ -2239,6 +2242,12 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
   CheckMpi(d);
   if (d.head.present) d.spec.roles[cluster::kHeadRole] = d.head.role;
   if (d.worker.present) d.spec.roles[cluster::kWorkerRole] = d.worker.role;
+  for (const RoleDraft* r : {&d.head, &d.worker}) {
+    if (r->image && r->role.image) {
+      d.spec.image_written_at[*r->role.image] =
+          r->image->src->name + ":" + std::to_string(r->image->key.Mark().line + 1) + ": " + r->image->path;
+    }
+  }
   for (HostDraft& h : d.hosts) d.spec.hosts.push_back(std::move(h.host));
   for (HostDraft& h : d.spares) d.spec.spare_hosts.push_back(std::move(h.host));
   for (GroupDraft& g : d.groups) {

@@ -192,6 +192,9 @@ struct JobSpec {
   std::string base_dir;  // directory of the job file; relative paths resolve here
   std::string name;      // [A-Za-z0-9][A-Za-z0-9_.-]*, at most 63 chars
   std::string image;     // job-wide image; a role may override
+  // Where each image was written, "FILE:LINE: KEY" ("job.yaml:3: image",
+  // "job.yaml:9: roles.head.image"), for errors found on a host.
+  std::map<std::string, std::string> image_written_at;
   std::optional<std::vector<std::string>> command;  // nullopt = image CMD
   container::ContainerOptions container;
   // Empty = one local host (the local Docker engine). Host::line counts in

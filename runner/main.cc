@@ -778,9 +778,9 @@ int main(int argc, char** argv) {
   std::string shell;
   auto* completion = app.add_subcommand("completion", "Print a shell completion script: barge completion bash|zsh|fish");
   completion->add_option("shell", shell, "bash, zsh or fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
-  // Hidden (no group): what the completion scripts and the build call.
+  auto* manpage = app.add_subcommand("manpage", "Print barge(1) in roff: barge manpage | man -l -");
+  // Hidden (no group): what the completion scripts call.
   auto* complete_jobs = app.add_subcommand("__complete-jobs", "job ids and names, for completion")->group("");
-  auto* manpage = app.add_subcommand("manpage", "barge(1) in roff")->group("");
 
   barge::runner::ListOptions list;
   std::string status_filter, name_filter;

@@ -1,5 +1,6 @@
 // connect: one executor per host through the HostConnector, in parallel,
 // each host with a new HostState and a new host id.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,11 @@ Status Controller::Connect(const std::vector<size_t>& which) {
     Say("warning: host_key_checking is off: host keys are not verified, an impostor host would be trusted");
   }
   if (targets.empty()) return Status::Ok();
-  observer_.StepBegan(Phase::kConnect, "connecting", static_cast<int>(targets.size()));
+  // The local engine needs no connection: no status line for a step that
+  // cannot be slow (the step's host events are still reported).
+  const bool all_local =
+      std::all_of(targets.begin(), targets.end(), [](const HostTarget& t) { return t.host.is_local(); });
+  observer_.StepBegan(Phase::kConnect, all_local ? "" : "connecting", static_cast<int>(targets.size()));
   for (size_t i = 0; i < which.size(); ++i) Began(hosts_[which[i]]->PhaseOf(Phase::kConnect));
   auto executors = connector_.Connect(targets, spec_.ssh.parallel_connects);
   std::vector<std::string> errors;

@@ -33,6 +33,10 @@ void ObserverList::Flush() {
 }
 
 void ProgressObserver::StepBegan(Phase phase, std::string_view label, int count) {
+  if (label.empty()) {  // a step with no status line
+    step_.reset();
+    return;
+  }
   step_ = phase;
   progress_->Begin(label, count);
 }

@@ -75,7 +75,8 @@ class ObserverList : public JobObserver {
 };
 
 // The status line: a step is a Progress phase, a host's end is one Done,
-// a message is printed around the line.
+// a message is printed around the line. A step with an empty label has no
+// line (nothing of it is printed).
 class ProgressObserver : public JobObserver {
  public:
   explicit ProgressObserver(Progress* progress) : progress_(progress) {}

@@ -154,6 +154,16 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
     checks.part = checks.engine_socket ? PreflightPart::kHost : PreflightPart::kAll;
     return checks;
   };
+  // What to do about an image no registry gave, and where the job file
+  // names it.
+  auto cannot_pull_hint = [&](const std::string& image) {
+    std::string hint = "\n    check the image's name";
+    if (auto at = spec_.image_written_at.find(image); at != spec_.image_written_at.end()) {
+      hint += " (" + at->second + ")";
+    }
+    return hint + "; if the host cannot reach its registry, load it there (docker load) or set"
+                  " image_pull: push to copy it from this machine";
+  };
   // An image that is not there: pushed, pulled, or a problem, as image_pull
   // says.
   auto missing_image = [&](HostState* hs, const std::string& image, const std::string& why) {
@@ -165,7 +175,8 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       Say(hs->name + ": pulling " + image);
       check(hs, hs->docker->Pull(image), [&, hs, image](const Outcome& pulled) {
         if (!pulled.ok()) {
-          errors[hs->index].push_back("image " + image + " is missing and cannot be pulled: " + pulled.Reason());
+          errors[hs->index].push_back("image " + image + " is missing and cannot be pulled: " + pulled.Reason() +
+                                      cannot_pull_hint(image));
           return;
         }
         check(hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& again) {

@@ -319,12 +319,17 @@ TEST_F(WindowBedTest, ExecItGivesARealTerminalPassesTypedInputResizesAndCtrlCAnd
   // remote shell (which survives it), then its exit code comes back.
   const std::string session = "barge-window-" + job;
   const std::string rc_file = (dir_ / "rc").string();
-  RunShell("tmux kill-session -t " + session + " 2>/dev/null; " + Env() + "tmux new-session -d -s " + session +
+  // A server of the test's own on a socket of its own (short: a socket's
+  // path has at most 107 bytes), removed at the end: nothing is left in
+  // /tmp/tmux-UID.
+  const std::string sock = (fs::temp_directory_path() / ("btmux-" + std::to_string(getpid()))).string();
+  const std::string tmux = "tmux -S " + ShellQuote(sock) + " ";
+  RunShell(tmux + "kill-session -t " + session + " 2>/dev/null; " + Env() + tmux + "new-session -d -s " + session +
            " -x 100 -y 30 " +
            ShellQuote(std::string(BARGE_BINARY) + " exec -it " + job + " -- sh; echo rc=$? >" + rc_file +
                       "; sleep 5"));
-  auto pane = [&] { return RunShell("tmux capture-pane -p -t " + session); };
-  auto send = [&](const std::string& keys) { RunShell("tmux send-keys -t " + session + " " + keys); };
+  auto pane = [&] { return RunShell(tmux + "capture-pane -p -t " + session); };
+  auto send = [&](const std::string& keys) { RunShell(tmux + "send-keys -t " + session + " " + keys); };
   auto wait_pane = [&](const std::string& text) {
     for (int i = 0; i < 100; ++i) {
       if (pane().find(text) != std::string::npos) return true;
@@ -335,7 +340,7 @@ TEST_F(WindowBedTest, ExecItGivesARealTerminalPassesTypedInputResizesAndCtrlCAnd
   std::this_thread::sleep_for(seconds(2));
   send("'stty size' Enter");
   EXPECT_TRUE(wait_pane("30 100")) << pane();
-  RunShell("tmux resize-window -t " + session + " -x 120 -y 40");
+  RunShell(tmux + "resize-window -t " + session + " -x 120 -y 40");
   std::this_thread::sleep_for(milliseconds(500));
   send("'stty size' Enter");
   EXPECT_TRUE(wait_pane("40 120")) << pane();
@@ -348,7 +353,7 @@ TEST_F(WindowBedTest, ExecItGivesARealTerminalPassesTypedInputResizesAndCtrlCAnd
   send("'exit 5' Enter");
   for (int i = 0; i < 100 && ReadWholeFile(rc_file).empty(); ++i) std::this_thread::sleep_for(milliseconds(100));
   EXPECT_EQ(ReadWholeFile(rc_file), "rc=5\n") << pane();
-  RunShell("tmux kill-session -t " + session + " 2>/dev/null");
+  RunShell(tmux + "kill-server 2>/dev/null; rm -f " + ShellQuote(sock));
 
   // -i alone: stdin is passed (no terminal), and the code comes back.
   std::string piped;

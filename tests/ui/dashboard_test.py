@@ -174,6 +174,9 @@ def main():
             opts.add_argument(a)
         if os.geteuid() == 0:
             opts.add_argument("--no-sandbox")
+        # A profile of the test's own, removed with the test's home (left
+        # to itself, the driver leaves a /tmp/.org.chromium.Chromium.* one).
+        opts.add_argument("--user-data-dir=" + os.path.join(home, "chromium-profile"))
         driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
         driver.set_page_load_timeout(30)
         # The page re-renders what it shows as the job changes: an element
