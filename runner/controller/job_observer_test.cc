@@ -82,5 +82,24 @@ TEST(ProgressObserver, OnlyTheCurrentStepsHostsAreCountedOnTheStatusLine) {
   EXPECT_NE(all.find("(1 ok, 1 failed)"), std::string::npos) << all;
 }
 
+// The local engine's connect step (barge exec, top, hosts, reap on the
+// local engine): a step with no label prints nothing at all.
+TEST(ProgressObserver, AStepWithNoLabelPrintsNoStatusLine) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    Progress progress(f, /*terminal=*/false);
+    ProgressObserver status(&progress);
+    const TimePoint t{};
+    status.StepBegan(Phase::kConnect, "", 1);
+    status.HostEnded(HostPhase{Phase::kConnect, 1, "local", std::nullopt}, t, true, "");
+    status.StepEnded(Phase::kConnect);
+  }
+  std::string all;
+  for (const auto& l : Lines(f)) all += l;
+  std::fclose(f);
+  EXPECT_EQ(all, "");
+}
+
 }  // namespace
 }  // namespace barge::runner
