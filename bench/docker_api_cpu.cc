@@ -32,11 +32,12 @@
 #include <vector>
 
 #include "container/docker_api.h"
+#include "runner/remote/engine_stream.h"
 #include "ssh/event_loop.h"
 #include "ssh/local_executor.h"
 #include "ssh/session.h"
 #include "ssh/ssh_executor.h"
-#include "tests/bed_env.h"
+#include "tests/support/bed_env.h"
 
 namespace {
 
@@ -122,7 +123,8 @@ int BedMain(int calls, const std::string& cli) {
     std::fprintf(stderr, "cannot start a container on %s\n", h.name.c_str());
     return 1;
   }
-  DockerApi api(&ssh, h.docker_host.substr(std::string("unix://").size()));
+  barge::runner::EngineStreams streams(&ssh);
+  DockerApi api(&streams, h.docker_host.substr(std::string("unix://").size()));
   Run(loop, ssh, "docker inspect " + name + " >/dev/null", nullptr);  // warm up
 
   struct Row {
@@ -184,7 +186,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot start a container of barge/test:local with %s\n", cli.c_str());
     return 1;
   }
-  DockerApi api(&local, "/var/run/docker.sock");
+  barge::runner::EngineStreams streams(&local);
+  DockerApi api(&streams, "/var/run/docker.sock");
 
   // Warm up both paths once.
   std::string ignored;

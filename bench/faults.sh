@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/faults.sh: the fault table. Runs the fault-injection bed tests
-# (runner/faults_bed_test.cc: link cut, docker kill, OOM kill, frozen dockerd,
+# (tests/e2e/faults_bed_test.cc: link cut, docker kill, OOM kill, frozen dockerd,
 # killed sshd, head crash, preemption notice, cut during start-up) and prints,
 # for each fault, how long barge took to notice it (from the injection to
 # the fault's event in the job store) and what became of the job.

@@ -57,8 +57,22 @@ cleanup() { docker rm -f -v "$name" >/dev/null 2>&1 || true; docker rmi "$image"
 trap cleanup EXIT
 # /var/lib/docker on a volume: the inner dockerd's overlay2 cannot sit on
 # the container's own overlay file system (the bed's dockerds keep theirs
-# on a tmpfs).
-docker run -d --privileged --name "$name" -v /var/lib/docker "$image" sleep infinity >/dev/null
+# on a tmpfs). Not --privileged: that asks for every capability, and on a
+# machine whose root lacks one (CAP_SYS_RESOURCE here) runc refuses the
+# container ("unable to apply caps"). Instead: every capability this
+# machine has, no seccomp or AppArmor profile, every device allowed, the
+# cgroup hierarchies writable (the inner dockerds make their containers'
+# cgroups), /dev/fuse (a job test passes it through), /sys remounted
+# read-write (the bed's bridge and namespaces).
+caps=$(awk '/^CapBnd/ { print $2 }' /proc/self/status)
+cap_opts=(--cap-add ALL)
+((16#$caps & (1 << 24))) || cap_opts+=(--cap-drop SYS_RESOURCE)
+dev_opts=()
+[[ -e /dev/fuse ]] && dev_opts+=(--device /dev/fuse)
+docker run -d --name "$name" "${cap_opts[@]}" "${dev_opts[@]}" \
+  --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
+  --device-cgroup-rule 'a *:* rwm' -v /sys/fs/cgroup:/sys/fs/cgroup -v /var/lib/docker \
+  "$image" sh -c 'mount -o remount,rw /sys && exec sleep infinity' >/dev/null
 commit=$(git -C "$ROOT" rev-parse --short HEAD)
 git -C "$ROOT" archive --prefix=barge/ HEAD | docker exec -i "$name" tar -x -C /root
 echo "# $(date -u '+%Y-%m-%d %H:%M') UTC, commit $commit, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before"

@@ -36,7 +36,7 @@ struct PlanInput {
   std::optional<MpiOptions> mpi;
   // Internal addresses settled at run time from the connections (by host
   // index), for hosts named by a name and without internal_address
-  // (runner/host_address.h). MakePlan fills each such host's
+  // (runner/remote/host_address.h). MakePlan fills each such host's
   // internal_address from here.
   std::map<size_t, std::string> reached_addresses;
   // GPU indices other jobs hold, by host index (from the hosts'

@@ -1,6 +1,6 @@
 // The Docker Engine API client: HTTP/1.1 request bytes, the incremental
 // response parser, the log demuxer, JSON readers, and DockerApi's calls over
-// one executor stream each.
+// one byte stream each (byte_stream.h).
 #include "container/docker_api.h"
 
 #include <algorithm>
@@ -471,17 +471,17 @@ class DockerApi::HttpCall : public DockerApi::Call {
   // any of its body is delivered.
   void OnHeaders(std::function<void()> on_headers) { on_headers_ = std::move(on_headers); }
 
-  Status Open(ssh::Executor* executor, const std::string& socket_path, std::string bytes) {
-    ssh::CommandCallbacks cb;
-    cb.on_stdout = [this](std::string_view b) { OnBytes(b); };
-    cb.on_exit = [this](const ssh::ExitStatus& e) { OnExit(e); };
-    Result<std::unique_ptr<ssh::Command>> stream = executor->OpenUnixStream(socket_path, std::move(cb));
+  Status Open(StreamOpener* streams, const std::string& socket_path, std::string bytes) {
+    ByteStreamCallbacks cb;
+    cb.on_bytes = [this](std::string_view b) { OnBytes(b); };
+    cb.on_closed = [this](const std::string& error) { OnClosed(error); };
+    Result<std::unique_ptr<ByteStream>> stream = streams->OpenStream(socket_path, std::move(cb));
     if (!stream.ok()) return stream.status();
     stream_ = std::move(stream).value();
     // No EOF after the request: the engine (Go's net/http) takes a client's
     // EOF as the client going away and cancels a request still running
     // (a wait, logs with follow).
-    stream_->WriteStdin(bytes);
+    stream_->Write(bytes);
     return Status::Ok();
   }
 
@@ -541,10 +541,10 @@ class DockerApi::HttpCall : public DockerApi::Call {
     if (!demuxed.ok()) Fail(demuxed, parser_.status_code());
   }
 
-  void OnExit(const ssh::ExitStatus& exit) {
+  void OnClosed(const std::string& error) {
     if (finished_) return;
-    if (!exit.known()) {
-      std::string why = exit.error;
+    if (!error.empty()) {
+      std::string why = error;
       if (why.rfind(label_ + ": ", 0) == 0) why.erase(0, label_.size() + 2);
       return Fail(Status::Error(why), 0);
     }
@@ -591,13 +591,13 @@ class DockerApi::HttpCall : public DockerApi::Call {
   bool tty_ = false;
   std::unique_ptr<LogDemuxer> demuxer_;
   std::vector<std::pair<LogStream, std::string>> frames_;  // of the current piece
-  std::unique_ptr<ssh::Command> stream_;
+  std::unique_ptr<ByteStream> stream_;
   bool finished_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-DockerApi::DockerApi(ssh::Executor* executor, std::string socket_path, std::string api_version)
-    : executor_(executor),
+DockerApi::DockerApi(StreamOpener* streams, std::string socket_path, std::string api_version)
+    : streams_(streams),
       socket_path_(std::move(socket_path)),
       api_version_(std::move(api_version)) {}
 
@@ -620,9 +620,9 @@ std::string Describe(const HttpRequest& request) {
 Result<DockerApi::CallPtr> DockerApi::Request(HttpRequest request,
                                               std::function<void(std::string_view)> on_body,
                                               Done<Response> done) {
-  auto call = std::make_unique<HttpCall>(executor_->label(), Describe(request), std::move(done));
+  auto call = std::make_unique<HttpCall>(streams_->label(), Describe(request), std::move(done));
   if (on_body) call->StreamBody(std::move(on_body));
-  Status opened = call->Open(executor_, socket_path_, BuildRequest(request, api_version_));
+  Status opened = call->Open(streams_, socket_path_, BuildRequest(request, api_version_));
   if (!opened.ok()) return opened;
   return CallPtr(std::move(call));
 }
@@ -631,7 +631,7 @@ template <typename T>
 Result<DockerApi::CallPtr> DockerApi::Typed(HttpRequest request,
                                             std::function<Result<T>(const Response&)> finish,
                                             Done<T> done) {
-  const std::string context = executor_->label() + ": " + Describe(request);
+  const std::string context = streams_->label() + ": " + Describe(request);
   return Request(std::move(request), nullptr,
                  [context, finish = std::move(finish), done = std::move(done)](
                      Reply<Response> reply) {
@@ -687,9 +687,9 @@ Result<DockerApi::CallPtr> DockerApi::Logs(const std::string& name, const LogOpt
 Result<DockerApi::CallPtr> DockerApi::Streamed(HttpRequest request, bool tty,
                                                std::function<void()> on_attached,
                                                LogDemuxer::Sink on_output, Done<NoContent> done) {
-  const std::string context = executor_->label() + ": " + Describe(request);
+  const std::string context = streams_->label() + ": " + Describe(request);
   auto call = std::make_unique<HttpCall>(
-      executor_->label(), Describe(request),
+      streams_->label(), Describe(request),
       [context, done = std::move(done)](Reply<Response> reply) {
         if (!reply.ok()) return done(Reply<NoContent>{reply.value.status(), reply.http_status});
         const Response& r = *reply.value;
@@ -702,7 +702,7 @@ Result<DockerApi::CallPtr> DockerApi::Streamed(HttpRequest request, bool tty,
       });
   call->DemuxBody(std::move(on_output), tty);
   if (on_attached) call->OnHeaders(std::move(on_attached));
-  Status opened = call->Open(executor_, socket_path_, BuildRequest(request, api_version_));
+  Status opened = call->Open(streams_, socket_path_, BuildRequest(request, api_version_));
   if (!opened.ok()) return opened;
   return CallPtr(std::move(call));
 }

@@ -1,13 +1,13 @@
 // A minimal Docker Engine API client spoken over a byte stream to the
-// engine's unix socket (ssh::Executor::OpenUnixStream), so that a call runs
+// engine's unix socket (byte_stream.h: an SSH channel or a local socket), so that a call runs
 // no process on the host: no docker CLI, no shell.
 //
 // Pure parts, each testable on canned bytes: BuildRequest (HTTP/1.1),
 // HttpResponseParser (incremental: status line, headers, a body by
 // Content-Length, chunked, or until close), LogDemuxer (the 8-byte frame
 // headers of a non-TTY container's log stream) and the JSON readers. One
-// thin adapter, DockerApi, opens one stream per call through the Executor
-// seam (ssh/executor.h: interfaces only, no libssh) and feeds them.
+// thin adapter, DockerApi, opens one stream per call through the
+// StreamOpener seam (byte_stream.h) and feeds them.
 //
 // One request per stream: every request says "Connection: close" and a
 // call is over when its response is complete or the engine closes the
@@ -28,7 +28,7 @@
 
 #include "base/status.h"
 #include "container/inspect.h"
-#include "ssh/executor.h"
+#include "container/byte_stream.h"
 
 namespace barge::container {
 
@@ -190,7 +190,7 @@ struct LogOptions {
   bool tty = false;
 };
 
-// Calls on one engine through `executor`'s streams to `socket_path` (the
+// Calls on one engine through streams from `streams` to `socket_path` (the
 // path of DOCKER_HOST's unix:// URL on that host, e.g. /var/run/docker.sock).
 // Each call opens its own stream and returns at once; its `done` callback
 // runs exactly once, from the loop's Poll (never from inside the call that
@@ -199,13 +199,13 @@ struct LogOptions {
 // may destroy the Call. No call has a time limit of its own: the caller
 // bounds it with a timer of its loop and destroys the Call.
 //
-// Errors name the host (executor label), the request and the engine's text:
+// Errors name the host (the opener's label), the request and the engine's text:
 // "root@10.77.0.1:22: GET /containers/x/json: No such container: x (HTTP 404)".
 //
-// Threading: the loop's thread only. `executor` must outlive every Call.
+// Threading: the loop's thread only. `streams` must outlive every Call.
 class DockerApi {
  public:
-  DockerApi(ssh::Executor* executor, std::string socket_path,
+  DockerApi(StreamOpener* streams, std::string socket_path,
             std::string api_version = std::string(kDefaultApiVersion));
   DockerApi(const DockerApi&) = delete;
   DockerApi& operator=(const DockerApi&) = delete;
@@ -291,7 +291,7 @@ class DockerApi {
   Result<CallPtr> Typed(HttpRequest request, std::function<Result<T>(const Response&)> finish,
                         Done<T> done);
 
-  ssh::Executor* executor_;
+  StreamOpener* streams_;
   std::string socket_path_;
   std::string api_version_;
 };

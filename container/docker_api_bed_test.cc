@@ -25,8 +25,9 @@
 #include "container/timestamp.h"
 #include "ssh/event_loop.h"
 #include "ssh/local_executor.h"
+#include "runner/remote/engine_stream.h"
 #include "ssh/quote.h"
-#include "ssh/test_util.h"
+#include "tests/support/ssh_test_util.h"
 
 namespace barge::container {
 namespace {
@@ -136,7 +137,8 @@ class DockerApiOnTheLocalEngine : public ::testing::Test {
 
   ssh::EventLoop loop_;
   ssh::LocalExecutor local_{&loop_};
-  DockerApi api_{&local_, kSocket};
+  runner::EngineStreams streams_{&local_};
+  DockerApi api_{&streams_, kSocket};
   std::string run_id_;
 };
 

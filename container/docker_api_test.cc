@@ -14,7 +14,8 @@
 
 #include "ssh/event_loop.h"
 #include "ssh/local_executor.h"
-#include "ssh/test_util.h"
+#include "runner/remote/engine_stream.h"
+#include "tests/support/ssh_test_util.h"
 
 namespace barge::container {
 namespace {
@@ -425,6 +426,7 @@ class CannedEngine {
 TEST(DockerApi, ANotFoundAnswerIsDistinguishableAndCarriesTheEnginesTextAndTheHost) {
   ssh::EventLoop loop;
   ssh::LocalExecutor local(&loop);
+  runner::EngineStreams streams(&local);
   std::vector<std::string> requests;
   {
     CannedEngine engine(
@@ -434,7 +436,7 @@ TEST(DockerApi, ANotFoundAnswerIsDistinguishableAndCarriesTheEnginesTextAndTheHo
               "Content-Length: 46\r\n\r\n{\"message\":\"No such container: barge-gone\"}\n\n\n");
         },
         5, 1);
-    DockerApi api(&local, engine.path());
+    DockerApi api(&streams, engine.path());
     std::optional<Reply<ContainerState>> got;
     auto call = api.InspectContainer("barge-gone", [&](Reply<ContainerState> r) { got = std::move(r); });
     ASSERT_TRUE(call.ok()) << call.status().message();
@@ -451,6 +453,7 @@ TEST(DockerApi, ANotFoundAnswerIsDistinguishableAndCarriesTheEnginesTextAndTheHo
 TEST(DockerApi, FollowedLogsSplitAcrossChunksAndReadsArriveDemultiplexedInOrder) {
   ssh::EventLoop loop;
   ssh::LocalExecutor local(&loop);
+  runner::EngineStreams streams(&local);
   std::string body;
   std::string want_out, want_err;
   for (int i = 0; i < 50; ++i) {
@@ -474,7 +477,7 @@ TEST(DockerApi, FollowedLogsSplitAcrossChunksAndReadsArriveDemultiplexedInOrder)
   std::optional<Reply<NoContent>> got;
   {
     CannedEngine engine([&](const std::string&) { return chunked; }, 7, 1);
-    DockerApi api(&local, engine.path(), "1.40");
+    DockerApi api(&streams, engine.path(), "1.40");
     LogOptions options;
     options.follow = true;
     options.since_ns = 1704067200123456789LL;
@@ -494,6 +497,7 @@ TEST(DockerApi, FollowedLogsSplitAcrossChunksAndReadsArriveDemultiplexedInOrder)
 TEST(DockerApi, SendsTheRequestLineOfEachHelper) {
   ssh::EventLoop loop;
   ssh::LocalExecutor local(&loop);
+  runner::EngineStreams streams(&local);
   std::vector<std::string> lines;
   {
     CannedEngine engine(
@@ -517,7 +521,7 @@ TEST(DockerApi, SendsTheRequestLineOfEachHelper) {
           return std::string("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK");
         },
         64, 6);
-    DockerApi api(&local, engine.path());
+    DockerApi api(&streams, engine.path());
     int done = 0;
     std::optional<int> code;
     std::string ping, image_id;
@@ -572,10 +576,11 @@ struct Attached {
 Attached AttachTo(const std::string& response, size_t piece, bool tty) {
   ssh::EventLoop loop;
   ssh::LocalExecutor local(&loop);
+  runner::EngineStreams streams(&local);
   Attached a;
   {
     CannedEngine engine([&](const std::string&) { return response; }, piece, 1);
-    DockerApi api(&local, engine.path());
+    DockerApi api(&streams, engine.path());
     auto call = api.Attach(
         "barge-x", tty, [&] { ++a.attached_calls; },
         [&](LogStream s, std::string_view b) {
@@ -630,11 +635,12 @@ TEST(DockerApi, AnAttachDeliversInterleavedStreamsInOrderAfterSayingItIsAttached
 TEST(DockerApi, AnAttachSendsTheUpgradeAndATtyContainersBytesAreStdoutAsTheyAre) {
   ssh::EventLoop loop;
   ssh::LocalExecutor local(&loop);
+  runner::EngineStreams streams(&local);
   std::string request;
   const std::string response = std::string(kUpgraded) + "raw \x01\0\0 tty\r\nbytes";
   {
     CannedEngine engine([&](const std::string& r) { request = r; return response; }, 4, 1);
-    DockerApi api(&local, engine.path());
+    DockerApi api(&streams, engine.path());
     std::string out;
     int attached = 0;
     std::optional<Reply<NoContent>> reply;
@@ -680,6 +686,7 @@ TEST(DockerApi, AnAttachRefusedOrCutInsideAFrameIsAnErrorAndNeverSaysAttached) {
 TEST(DockerApi, StartIsSuccessWhenStartedOrAlreadyRunningAndAnErrorOtherwise) {
   ssh::EventLoop loop;
   ssh::LocalExecutor local(&loop);
+  runner::EngineStreams streams(&local);
   std::vector<std::string> lines;
   const std::vector<std::string> answers = {
       "HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 304 Not Modified\r\n\r\n",
@@ -694,7 +701,7 @@ TEST(DockerApi, StartIsSuccessWhenStartedOrAlreadyRunningAndAnErrorOtherwise) {
           return answers[next++];
         },
         3, static_cast<int>(answers.size()));
-    DockerApi api(&local, engine.path());
+    DockerApi api(&streams, engine.path());
     for (size_t i = 0; i < answers.size(); ++i) {
       std::optional<Reply<NoContent>> got;
       auto call = api.Start("c", [&](Reply<NoContent> r) { got = std::move(r); });
@@ -717,8 +724,9 @@ TEST(DockerApi, StartIsSuccessWhenStartedOrAlreadyRunningAndAnErrorOtherwise) {
 TEST(DockerApi, AnEngineThatIsNotThereIsAnErrorWithNoHttpStatus) {
   ssh::EventLoop loop;
   ssh::LocalExecutor local(&loop);
+  runner::EngineStreams streams(&local);
   ssh::testing::TempDir dir;
-  DockerApi api(&local, dir.File("no.sock"));
+  DockerApi api(&streams, dir.File("no.sock"));
   std::optional<Reply<std::string>> got;
   auto call = api.Ping([&](Reply<std::string> r) { got = std::move(r); });
   ASSERT_TRUE(call.ok());
@@ -734,12 +742,13 @@ TEST(DockerApi, AnEngineThatIsNotThereIsAnErrorWithNoHttpStatus) {
 TEST(DockerApi, ACallDestroyedFromItsOwnOutputCallbackCallsNothingMore) {
   ssh::EventLoop loop;
   ssh::LocalExecutor local(&loop);
+  runner::EngineStreams streams(&local);
   std::string body;
   for (int i = 0; i < 20; ++i) body += Frame(1, "line\n");
   const std::string response =
       "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   CannedEngine engine([&](const std::string&) { return response; }, response.size(), 1);
-  DockerApi api(&local, engine.path());
+  DockerApi api(&streams, engine.path());
   int outputs = 0, dones = 0;
   std::unique_ptr<DockerApi::Call> call;
   auto started = api.Logs(

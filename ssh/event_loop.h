@@ -22,13 +22,14 @@
 
 #include <libssh/libssh.h>
 
+#include "base/fd_reactor.h"
+
 namespace barge::ssh {
 
-class EventLoop {
+class EventLoop : public FdReactor {
  public:
   using Clock = std::chrono::steady_clock;
   using TimerId = std::uint64_t;
-  using HookId = std::uint64_t;
   // kReal: production. kVirtual: see "Time" above; only for tests.
   enum class TimeSource { kReal, kVirtual };
 
@@ -71,9 +72,8 @@ class EventLoop {
   // cannot be set up (out of file descriptors), `fn` is called once from Poll
   // with POLLERR|POLLNVAL.
   // Returns an id for the form of UnwatchFd below.
-  using WatchId = std::uint64_t;
-  WatchId WatchFd(int fd, short events, std::function<void(short revents)> fn);
-  void UnwatchFd(int fd);
+  WatchId WatchFd(int fd, short events, std::function<void(short revents)> fn) override;
+  void UnwatchFd(int fd) override;
   // Unwatches `fd` only if its watch is still the one `id` names: for a
   // caller whose fd another party may have closed (its number then free for
   // someone else's watch).
@@ -83,8 +83,8 @@ class EventLoop {
   // (ssh_executor.cc): `fn` runs at the start and at the end of every Poll,
   // never from inside libssh's dispatch, so it may call any libssh function
   // on sessions in raw(). RemovePollHook is safe from inside any callback.
-  HookId AddPollHook(std::function<void()> fn);
-  void RemovePollHook(HookId id);
+  HookId AddPollHook(std::function<void()> fn) override;
+  void RemovePollHook(HookId id) override;
 
   // Makes a Poll that is waiting (or the next one) return soon. The one
   // method that may be called from any thread or from a signal handler.

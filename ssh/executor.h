@@ -11,6 +11,8 @@
 
 #include "base/status.h"
 
+struct ssh_session_struct;  // libssh's session (libssh/libssh.h: ssh_session)
+
 namespace barge::ssh {
 
 struct ExitStatus {
@@ -90,6 +92,16 @@ class Executor {
   // none: a connection through jump hosts or a ProxyCommand, the local
   // engine.
   virtual std::string reached_address() const { return ""; }
+  // Ok while the transport is believed alive; once it was found dead, the
+  // error that says so, for good.
+  [[nodiscard]] virtual Status health() const { return Status::Ok(); }
+  // True when commands run on this machine (the local engine): a caller
+  // that needs this terminal itself (exec -it) runs the command here.
+  virtual bool runs_here() const { return false; }
+  // For ssh/'s own channels of other kinds (port_forward.cc,
+  // interactive_channel.cc): the SSH session to open them on; nullptr for a
+  // transport without one. The loop's thread only, from a poll hook.
+  virtual ssh_session_struct* channel_session() const { return nullptr; }
 };
 
 }  // namespace barge::ssh

@@ -54,9 +54,12 @@ struct InteractiveChannel::Callbacks {
 };
 
 Result<std::unique_ptr<InteractiveChannel>> InteractiveChannel::Start(
-    EventLoop* loop, SshExecutor* via, const std::string& command_line,
+    EventLoop* loop, Executor* via, const std::string& command_line,
     const std::optional<PtySize>& pty, int in_fd, int out_fd, int err_fd) {
   if (!via->health().ok()) return via->health();
+  if (via->channel_session() == nullptr) {
+    return Status::Error(via->label() + ": no SSH session to open a terminal channel on");
+  }
   std::unique_ptr<InteractiveChannel> c(new InteractiveChannel(loop, via));
   c->command_line_ = command_line;
   c->pty_ = pty;
@@ -69,7 +72,7 @@ Result<std::unique_ptr<InteractiveChannel>> InteractiveChannel::Start(
   return c;
 }
 
-InteractiveChannel::InteractiveChannel(EventLoop* loop, SshExecutor* via) : loop_(loop), via_(via) {}
+InteractiveChannel::InteractiveChannel(EventLoop* loop, Executor* via) : loop_(loop), via_(via) {}
 
 InteractiveChannel::~InteractiveChannel() {
   loop_->RemovePollHook(hook_);
@@ -105,7 +108,7 @@ void InteractiveChannel::Service() {
     Finish(lost);
     return;
   }
-  ssh_session session = via_->raw_session();
+  ssh_session session = via_->channel_session();
   auto fail = [&](const std::string& what) {
     ExitStatus failed;
     failed.error = via_->label() + ": " + what + ": " + ssh_get_error(session);

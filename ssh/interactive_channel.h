@@ -11,7 +11,6 @@
 #include "base/status.h"
 #include "ssh/event_loop.h"
 #include "ssh/executor.h"
-#include "ssh/ssh_executor.h"
 
 namespace barge::ssh {
 
@@ -34,7 +33,7 @@ struct PtySize {
 class InteractiveChannel {
  public:
   [[nodiscard]] static Result<std::unique_ptr<InteractiveChannel>> Start(
-      EventLoop* loop, SshExecutor* via, const std::string& command_line,
+      EventLoop* loop, Executor* via, const std::string& command_line,
       const std::optional<PtySize>& pty, int in_fd, int out_fd, int err_fd);
   ~InteractiveChannel();
   InteractiveChannel(const InteractiveChannel&) = delete;
@@ -50,12 +49,12 @@ class InteractiveChannel {
  private:
   enum class State { kOpening, kPty, kExec, kRunning };
   struct Callbacks;  // libssh's exit-status callbacks and what they got
-  InteractiveChannel(EventLoop* loop, SshExecutor* via);
+  InteractiveChannel(EventLoop* loop, Executor* via);
   void Service();
   void Finish(ExitStatus exit);
 
   EventLoop* loop_;
-  SshExecutor* via_;
+  Executor* via_;
   EventLoop::HookId hook_ = 0;
   ssh_channel channel_ = nullptr;
   std::unique_ptr<Callbacks> callbacks_;  // its address is libssh userdata

@@ -14,7 +14,7 @@
 #include <libssh/libssh.h>
 
 #include "ssh/known_hosts.h"
-#include "ssh/test_util.h"
+#include "tests/support/ssh_test_util.h"
 
 namespace barge::ssh {
 namespace {

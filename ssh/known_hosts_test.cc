@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "ssh/test_util.h"
+#include "tests/support/ssh_test_util.h"
 
 namespace barge::ssh {
 namespace {

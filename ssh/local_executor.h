@@ -48,6 +48,7 @@ class LocalExecutor : public Executor {
   [[nodiscard]] Result<std::unique_ptr<Command>> OpenUnixStream(
       const std::string& socket_path, CommandCallbacks callbacks) override;
   std::string label() const override { return "local"; }
+  bool runs_here() const override { return true; }
 
   static constexpr std::chrono::milliseconds kConnectRetryFor{2000};
 

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "ssh/quote.h"
-#include "ssh/test_util.h"
+#include "tests/support/ssh_test_util.h"
 #include "tests/test_seed.h"
 
 namespace barge::ssh {

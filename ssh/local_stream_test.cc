@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "ssh/local_executor.h"
-#include "ssh/test_util.h"
+#include "tests/support/ssh_test_util.h"
 
 namespace barge::ssh {
 namespace {

@@ -2,6 +2,8 @@
 // direct-tcpip channels (or plain TCP for the local engine) by one poll hook.
 #include "ssh/port_forward.h"
 
+#include "ssh/channel_errors.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -18,7 +20,6 @@
 #include <libssh/libssh.h>
 #include <spdlog/spdlog.h>
 
-#include "ssh/ssh_executor.h"
 
 namespace barge::ssh {
 namespace {
@@ -31,11 +32,6 @@ bool WouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
 
 }  // namespace
 
-bool ForwardingProhibited(const std::string& libssh_error) {
-  // libssh 0.10: "Channel opening failure: channel N error (1) administratively prohibited".
-  return libssh_error.find("error (1)") != std::string::npos ||
-         libssh_error.find("prohibited") != std::string::npos;
-}
 
 // One client connection and its way to the target. Owned by conns_.
 struct PortForward::Conn {
@@ -100,7 +96,7 @@ void PortForward::Serve(Executor* via, std::string target_host, int target_port,
   Stop();
   if (listen_fd_ < 0) return;  // ended for good by a fatal error
   via_ = via;
-  via_ssh_ = dynamic_cast<SshExecutor*>(via) != nullptr;
+  via_ssh_ = via->channel_session() != nullptr;
   target_host_ = std::move(target_host);
   target_port_ = target_port;
   on_fatal_ = std::move(on_fatal);
@@ -161,12 +157,9 @@ void PortForward::Service() {
     conns_.clear();
     return;
   }
-  if (via_ssh_) {
-    auto* ssh = static_cast<SshExecutor*>(via_);
-    if (!ssh->health().ok()) {
-      Fatal(ssh->health(), /*final=*/false);
-      return;
-    }
+  if (Status health = via_->health(); !health.ok()) {
+    Fatal(health, /*final=*/false);
+    return;
   }
   for (auto it = conns_.begin(); it != conns_.end();) {
     Conn& c = **it;
@@ -200,7 +193,7 @@ bool PortForward::Pump(Conn& c) {
   char buf[kForwardChunk];
   // --- Opening the way to the target.
   if (via_ssh_) {
-    ssh_session session = static_cast<SshExecutor*>(via_)->raw_session();
+    ssh_session session = via_->channel_session();
     if (c.state == Conn::State::kNew) {
       c.channel = ssh_channel_new(session);
       if (c.channel == nullptr) return false;

@@ -97,9 +97,4 @@ class PortForward {
   uint64_t accepted_ = 0;
 };
 
-// Reads "administratively prohibited" (RFC 4254's reason 1) in a libssh
-// channel-open error: the host forbids forwarding, as opposed to a
-// connection it tried and could not make. Public for tests.
-bool ForwardingProhibited(const std::string& libssh_error);
-
 }  // namespace barge::ssh

@@ -3,6 +3,8 @@
 // direct-tcpip open is told apart.
 #include "ssh/port_forward.h"
 
+#include "ssh/channel_errors.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

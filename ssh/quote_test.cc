@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ssh/test_util.h"
+#include "tests/support/ssh_test_util.h"
 #include "tests/test_seed.h"
 
 namespace barge::ssh {

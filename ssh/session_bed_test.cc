@@ -20,7 +20,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ssh/bed_test_util.h"
+#include "tests/support/bed_test_util.h"
 #include "ssh/event_loop.h"
 #include "ssh/ssh_executor.h"
 

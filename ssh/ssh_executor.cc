@@ -23,7 +23,7 @@
 #include <libssh/server.h>
 #include <spdlog/spdlog.h>
 
-#include "ssh/port_forward.h"
+#include "ssh/channel_errors.h"
 
 namespace barge::ssh {
 namespace {

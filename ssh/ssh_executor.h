@@ -99,13 +99,8 @@ class SshExecutor : public Executor {
   std::string label() const override;
   std::string reached_address() const override { return session_->peer_address(); }
 
-  // Ok while the connection is believed alive; once it was found dead, the
-  // error that says so, for good.
-  [[nodiscard]] Status health() const { return health_; }
-  // For ssh/ internals (port_forward.cc): the session, for channels that are
-  // not commands. The loop's thread only, from a poll hook (never from
-  // inside libssh's dispatch).
-  ssh_session raw_session() const { return session_->raw(); }
+  [[nodiscard]] Status health() const override { return health_; }
+  ssh_session channel_session() const override { return session_->raw(); }
   // Called once, from Poll, when the connection is found dead, after every
   // open command has had its on_exit.
   void set_on_connection_lost(std::function<void(const Status&)> fn) { on_lost_ = std::move(fn); }

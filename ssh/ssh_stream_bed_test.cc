@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ssh/bed_test_util.h"
+#include "tests/support/bed_test_util.h"
 #include "ssh/quote.h"
 #include "ssh/ssh_executor.h"
 

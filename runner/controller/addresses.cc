@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "runner/controller/controller.h"
-#include "runner/host_address.h"
+#include "runner/remote/host_address.h"
 
 namespace barge::runner::internal {
 

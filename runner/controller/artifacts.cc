@@ -10,7 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runner/controller/controller.h"
-#include "runner/state_dir.h"
+#include "runner/store/state_dir.h"
 #include "ssh/local_executor.h"
 #include "ssh/quote.h"
 

@@ -17,9 +17,9 @@
 
 #include <unistd.h>
 
-#include "runner/job_store.h"
-#include "runner/log_sink.h"
-#include "runner/state_dir.h"
+#include "runner/store/job_store.h"
+#include "runner/logs/log_sink.h"
+#include "runner/store/state_dir.h"
 
 namespace barge::runner::internal {
 
@@ -115,7 +115,7 @@ int Controller::Execute() {
   if (Status s = MpiPreflight(ConnectedHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
-  // Every host the job's, or none (runner/fleet/holds.cc).
+  // Every host the job's, or none (runner/controller/holds.cc).
   if (Status s = SecureHolds(); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
@@ -228,14 +228,7 @@ Status Controller::Launch() {
   tearing_down_ = false;
 
   const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
-  std::vector<LogSink::Node> sink_nodes;
-  for (const auto& n : plan_.nodes) {
-    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
-    auto state = std::make_unique<NodeState>();
-    state->plan = &n;
-    state->host = hosts_[n.host_index].get();
-    nodes_.push_back(std::move(state));
-  }
+  std::vector<LogSink::Node> sink_nodes = MakeNodeStates();
   Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo, options_.stdio);
   if (!sink.ok()) return sink.status();
   sink_ = std::move(sink).value();
@@ -406,6 +399,33 @@ std::vector<HostState*> Controller::ConnectedHosts() {
     if (host->exec) out.push_back(host.get());
   }
   return out;
+}
+
+std::vector<LogSink::Node> Controller::MakeNodeStates() {
+  std::vector<LogSink::Node> sink_nodes;
+  for (const auto& n : plan_.nodes) {
+    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
+    auto state = std::make_unique<NodeState>();
+    state->plan = &n;
+    state->host = hosts_[n.host_index].get();
+    nodes_.push_back(std::move(state));
+  }
+  return sink_nodes;
+}
+
+HostState* Controller::ConnectToNode(int rank) {
+  if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
+    Say("the job has no node " + std::to_string(rank) + " (ranks 0.." + std::to_string(plan_.nodes.size() - 1) +
+        ")");
+    return nullptr;
+  }
+  const cluster::NodePlan& node = plan_.nodes[rank];
+  plan_.used_hosts = {node.host_index};
+  if (Status s = Connect(); !s.ok()) {
+    Say(s.message());
+    return nullptr;
+  }
+  return hosts_[node.host_index].get();
 }
 
 }  // namespace barge::runner::internal

@@ -1,5 +1,5 @@
 // The Controller: runs one job from its plan to its exit code. Internal to
-// runner/ (the public entry points are runner/controller.h). Its member
+// runner/ (the public entry points are runner/controller/entry_points.h). Its member
 // functions live in files named after the phase they run:
 //   controller.cc  the flow of one job (Run, Execute, an attempt) and the
 //                  plumbing every phase uses (RunUntil, Say, Record)
@@ -44,20 +44,21 @@
 #include "cluster/plan.h"
 #include "container/docker_api.h"
 #include "container/log_line.h"
-#include "runner/controller.h"
-#include "runner/controller/command_group.h"
+#include "runner/controller/entry_points.h"
+#include "runner/remote/command_group.h"
 #include "runner/controller/host_connector.h"
 #include "runner/controller/job_observer.h"
 #include "runner/controller/store_observer.h"
-#include "runner/docker_commands.h"
-#include "runner/fleet/holds_api.h"
-#include "runner/fleet/reservation.h"
-#include "runner/job_spec.h"
-#include "runner/job_store.h"
-#include "runner/log_sink.h"
-#include "runner/redact.h"
-#include "runner/watchdog.h"
-#include "runner/window/forwards.h"
+#include "runner/remote/docker_commands.h"
+#include "runner/remote/engine_stream.h"
+#include "runner/remote/holds_api.h"
+#include "runner/remote/reservation.h"
+#include "runner/jobfile/job_spec.h"
+#include "runner/store/job_store.h"
+#include "runner/logs/log_sink.h"
+#include "runner/jobfile/redact.h"
+#include "runner/remote/watchdog.h"
+#include "runner/controller/forwards.h"
 #include "ssh/event_loop.h"
 #include "ssh/executor.h"
 #include "ssh/keygen.h"
@@ -105,6 +106,7 @@ struct HostState {
   // Engine API over the host's session (no process on the host per call),
   // when preflight found its unix socket and a ping through it answered;
   // null: every Docker call there is a CLI command line.
+  std::unique_ptr<EngineStreams> engine_streams;  // api's transport: exec's socket streams
   std::unique_ptr<container::DockerApi> api;
   std::map<std::string, std::string> image_ids;  // image reference → ID
   bool watchdog_armed = false;
@@ -241,11 +243,11 @@ class Controller {
   int AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
                    std::optional<int64_t> restarted_at_ns = std::nullopt);
   // window.cc: `barge exec -i/-it`, `barge forward`, `barge top` (see
-  // runner/controller.h's entry points).
+  // runner/controller/entry_points.h's entry points).
   int ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty);
   int Forward(const std::vector<ForwardSpec>& forwards);
   int Top(const TopOptions& top);
-  // runner/fleet/hosts_verb.cc: `barge hosts`, every host's holds and
+  // runner/controller/hosts_verb.cc: `barge hosts`, every host's holds and
   // running barge containers in one table (or JSON).
   int ShowHosts(bool json);
 
@@ -309,11 +311,16 @@ class Controller {
   // host id.
   Status Connect(const std::vector<size_t>& which);
   Status Connect() { return Connect(plan_.used_hosts); }
+  // For the verbs on one node (exec): the rank checked, its host alone
+  // connected; nullptr after saying why not.
+  HostState* ConnectToNode(int rank);
+  // A NodeState per node of the plan, in nodes_; the log sink's view of them.
+  std::vector<LogSink::Node> MakeNodeStates();
 
   // --- addresses.cc
   // Settles the internal address (what other nodes are told) of every
   // connected host of `which` that is named by a name and has no
-  // internal_address (runner/host_address.h), into
+  // internal_address (runner/remote/host_address.h), into
   // input_.reached_addresses and the host's inventory entry:
   //  1. the address its connection reached (the peer of the session's TCP
   //     socket); through jump hosts or a ProxyCommand, where there is no such
@@ -333,7 +340,7 @@ class Controller {
   // `targets`, in one round of commands per host.
   Status Preflight(const std::vector<HostState*>& targets);
 
-  // --- runner/fleet/holds.cc: reservations on the hosts.
+  // --- runner/controller/holds.cc: reservations on the hosts.
   // What the job holds on `hs` (fleet::RequestFor its nodes there).
   fleet::HoldRequest HoldRequestFor(const HostState& hs) const;
   // The shell that takes them (preflight runs it in its script).
@@ -343,7 +350,7 @@ class Controller {
   std::string NoteHolds(HostState& hs, const std::string& text, int exit);
   std::string NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed);
   // The same holds taken through the host's Engine API `api`
-  // (runner/fleet/holds_api.h), `now` being the host's clock.
+  // (runner/remote/holds_api.h), `now` being the host's clock.
   fleet::ApiHoldJob ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const;
   // The hosts whose holds conflict with the job's, by name.
   std::vector<fleet::BusyHost> BusyHosts();

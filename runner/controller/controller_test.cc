@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/fake_hosts.h"
-#include "runner/job_file.h"
-#include "runner/job_store.h"
+#include "tests/support/fake_hosts.h"
+#include "runner/jobfile/job_file.h"
+#include "runner/store/job_store.h"
 
 namespace barge::runner {
 namespace {

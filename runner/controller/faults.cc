@@ -15,9 +15,9 @@
 #include "cluster/plan.h"
 #include "container/docker_args.h"
 #include "runner/controller/controller.h"
-#include "runner/fleet/reservation.h"
-#include "runner/job_store.h"
-#include "runner/watchdog.h"
+#include "runner/remote/reservation.h"
+#include "runner/store/job_store.h"
+#include "runner/remote/watchdog.h"
 
 namespace barge::runner::internal {
 

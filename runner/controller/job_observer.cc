@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/jobs_cli.h"
+#include "runner/console/time_format.h"
 
 namespace barge::runner {
 

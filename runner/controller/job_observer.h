@@ -13,12 +13,12 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/job_store.h"
-#include "runner/progress.h"
+#include "runner/store/job_store.h"
+#include "runner/console/progress.h"
 
 namespace barge::runner {
 
-// Phase and kPhaseNames: runner/job_store.h (the store keeps the names).
+// Phase and kPhaseNames: runner/store/job_store.h (the store keeps the names).
 
 // The phase's name in kPhaseNames.
 const char* ToString(Phase phase);

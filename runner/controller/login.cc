@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "runner/controller/controller.h"
-#include "runner/docker_commands.h"
+#include "runner/remote/docker_commands.h"
 
 namespace barge::runner::internal {
 

@@ -30,7 +30,7 @@
 #include "container/proc_net.h"
 #include "runner/controller/controller.h"
 #include "runner/controller/preflight.h"
-#include "runner/docker_commands.h"
+#include "runner/remote/docker_commands.h"
 #include "ssh/keygen.h"
 #include "ssh/quote.h"
 

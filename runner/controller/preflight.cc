@@ -13,7 +13,7 @@
 
 #include "container/proc_net.h"
 #include "runner/controller/controller.h"
-#include "runner/preflight_script.h"
+#include "runner/remote/preflight_script.h"
 #include "ssh/quote.h"
 
 namespace barge::runner {
@@ -310,7 +310,8 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // A ping through the engine's socket: the API takes the engine's part, or
   // the second script does.
   auto ping = [&](HostState* hs, const std::string& path, const PreflightChecks& checks) {
-    auto api = std::make_unique<container::DockerApi>(hs->exec.get(), path);
+    if (!hs->engine_streams) hs->engine_streams = std::make_unique<EngineStreams>(hs->exec.get());
+    auto api = std::make_unique<container::DockerApi>(hs->engine_streams.get(), path);
     container::DockerApi* raw = api.get();
     apis[hs] = std::move(api);
     auto answer = std::make_shared<std::optional<container::Reply<container::DockerApi::Response>>>();

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "runner/controller/controller.h"
-#include "runner/docker_commands.h"
-#include "runner/state_dir.h"
+#include "runner/remote/docker_commands.h"
+#include "runner/store/state_dir.h"
 
 namespace barge::runner::internal {
 

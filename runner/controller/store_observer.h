@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "runner/controller/job_observer.h"
-#include "runner/job_store.h"
+#include "runner/store/job_store.h"
 #include "ssh/event_loop.h"
 
 namespace barge::runner {

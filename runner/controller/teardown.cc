@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "runner/controller/controller.h"
-#include "runner/teardown_hooks.h"
-#include "runner/watchdog.h"
+#include "runner/remote/teardown_hooks.h"
+#include "runner/remote/watchdog.h"
 
 namespace barge::runner::internal {
 

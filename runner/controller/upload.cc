@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "runner/controller/controller.h"
-#include "runner/docker_commands.h"
-#include "runner/state_dir.h"
-#include "runner/watchdog.h"
+#include "runner/remote/docker_commands.h"
+#include "runner/store/state_dir.h"
+#include "runner/remote/watchdog.h"
 #include "ssh/quote.h"
 
 namespace barge::runner::internal {

@@ -17,10 +17,10 @@
 #include "container/docker_args.h"
 #include "container/inspect.h"
 #include "runner/controller/controller.h"
-#include "runner/controller/kept_lines.h"
-#include "runner/job_store.h"
-#include "runner/log_sink.h"
-#include "runner/signals.h"
+#include "runner/logs/kept_lines.h"
+#include "runner/store/job_store.h"
+#include "runner/logs/log_sink.h"
+#include "runner/console/signals.h"
 
 namespace barge::runner::internal {
 
@@ -108,18 +108,10 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
 
 int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
-  if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
-    Say("the job has no node " + std::to_string(rank) + " (ranks 0.." +
-        std::to_string(plan_.nodes.size() - 1) + ")");
-    return kExitBargeFailure;
-  }
+  HostState* connected = ConnectToNode(rank);
+  if (connected == nullptr) return kExitBargeFailure;
   const cluster::NodePlan& node = plan_.nodes[rank];
-  plan_.used_hosts = {node.host_index};
-  if (Status s = Connect(); !s.ok()) {
-    Say(s.message());
-    return kExitBargeFailure;
-  }
-  HostState& host = *hosts_[node.host_index];
+  HostState& host = *connected;
   CommandGroup group(&loop_, &redact_);
   std::optional<ssh::ExitStatus> result;
   ssh::CommandCallbacks cb;
@@ -149,16 +141,12 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
     Say(s.message());
     return kExitBargeFailure;
   }
-  std::vector<LogSink::Node> sink_nodes;
-  for (const auto& n : plan_.nodes) {
-    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
-    auto state = std::make_unique<NodeState>();
-    state->plan = &n;
-    state->host = hosts_[n.host_index].get();
-    auto kept = kept_through_ns.find(n.rank);
+  std::vector<LogSink::Node> sink_nodes = MakeNodeStates();
+  for (auto& state : nodes_) {
+    auto kept = kept_through_ns.find(state->plan->rank);
     if (kept != kept_through_ns.end()) state->skip_through_ns = kept->second;
-    nodes_.push_back(std::move(state));
   }
+
   Result<std::unique_ptr<LogSink>> sink =
       LogSink::Open(options_.state_dir + "/runs/" + plan_.job_id, sink_nodes, options_.echo, options_.stdio);
   if (!sink.ok()) {

@@ -12,9 +12,9 @@
 #include <set>
 
 #include "runner/controller/controller.h"
-#include "runner/jobs_cli.h"
-#include "runner/window/stats.h"
-#include "runner/window/terminal.h"
+#include "runner/console/time_format.h"
+#include "runner/remote/stats.h"
+#include "runner/console/terminal.h"
 #include "ssh/interactive_channel.h"
 #include "ssh/local_executor.h"
 #include "ssh/quote.h"
@@ -107,25 +107,16 @@ int Controller::Forward(const std::vector<ForwardSpec>& forwards) {
 
 int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
-  if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
-    Say("the job has no node " + std::to_string(rank) + " (ranks 0.." +
-        std::to_string(plan_.nodes.size() - 1) + ")");
-    return kExitBargeFailure;
-  }
   if (tty && !isatty(STDIN_FILENO)) {
     Say("exec -t needs a terminal on stdin (use -i alone to pass a pipe or a file)");
     return kExitBargeFailure;
   }
+  HostState* connected = ConnectToNode(rank);
+  if (connected == nullptr) return kExitBargeFailure;
   const cluster::NodePlan& node = plan_.nodes[rank];
-  plan_.used_hosts = {node.host_index};
-  if (Status s = Connect(); !s.ok()) {
-    Say(s.message());
-    return kExitBargeFailure;
-  }
-  HostState& host = *hosts_[node.host_index];
+  HostState& host = *connected;
   const std::string line = host.docker->ExecInteractive(node.container.name, argv, tty);
-  auto* ssh_exec = dynamic_cast<ssh::SshExecutor*>(host.exec.get());
-  if (ssh_exec == nullptr) {
+  if (host.exec->runs_here()) {
     // The local engine: docker runs here, on this terminal (its own pty
     // handling, resizes and ^C included); barge waits for it.
     std::fflush(nullptr);
@@ -168,7 +159,7 @@ int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, 
   const int in_flags = fcntl(STDIN_FILENO, F_GETFL);
   if (in_flags >= 0) fcntl(STDIN_FILENO, F_SETFL, in_flags | O_NONBLOCK);
   Result<std::unique_ptr<ssh::InteractiveChannel>> channel = ssh::InteractiveChannel::Start(
-      &loop_, ssh_exec, line, pty, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO);
+      &loop_, host.exec.get(), line, pty, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO);
   if (!channel.ok()) {
     if (in_flags >= 0) fcntl(STDIN_FILENO, F_SETFL, in_flags);
     Say(channel.status().message());

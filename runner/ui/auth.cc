@@ -1,5 +1,10 @@
 #include "runner/ui/auth.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <sys/random.h>
 
 #include <algorithm>
@@ -43,8 +48,20 @@ std::string Auth::NewToken() {
   size_t got = 0;
   while (got < sizeof bytes) {
     ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0) continue;  // EINTR; getrandom never fails otherwise once seeded
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;  // ENOSYS, EPERM (a seccomp filter): /dev/urandom below
     got += static_cast<size_t>(n);
+  }
+  if (got < sizeof bytes) {
+    const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && got < sizeof bytes) {
+      ssize_t n = read(fd, bytes + got, sizeof bytes - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (fd >= 0) close(fd);
+    if (got < sizeof bytes) return "";  // no randomness: the caller reports it
   }
   static const char kHex[] = "0123456789abcdef";
   std::string out;
@@ -93,6 +110,7 @@ std::optional<std::string> Auth::CookieIn(std::string_view header) const {
 
 std::string Auth::NewCsrf(const std::string& job_id) {
   std::string csrf = NewToken();
+  if (csrf.empty()) return csrf;  // never stored: an empty one matches nothing
   std::lock_guard<std::mutex> lock(mu_);
   csrf_.emplace_back(csrf, job_id);
   while (csrf_.size() > kMaxCsrf) csrf_.pop_front();
@@ -100,6 +118,7 @@ std::string Auth::NewCsrf(const std::string& job_id) {
 }
 
 bool Auth::CsrfValid(const std::string& job_id, std::string_view csrf) const {
+  if (csrf.empty()) return false;
   std::lock_guard<std::mutex> lock(mu_);
   bool valid = false;
   for (const auto& [token, job] : csrf_) {

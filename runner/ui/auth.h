@@ -26,7 +26,8 @@ class Auth {
   // another address), `port` the bound port.
   Auth(std::string token, std::string listen_host, int port);
 
-  // 32 random bytes (getrandom) as 64 hex digits.
+  // 32 random bytes as 64 hex digits (getrandom, else /dev/urandom); ""
+  // when neither gives randomness.
   static std::string NewToken();
 
   const std::string& token() const { return token_; }

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runner/job_store.h"
-#include "runner/log_files.h"
+#include "runner/store/job_store.h"
+#include "runner/logs/log_files.h"
 
 namespace barge::runner::ui {
 

@@ -1,6 +1,6 @@
 #include "runner/ui/pages.h"
 
-#include "runner/jobs_cli.h"
+#include "runner/console/time_format.h"
 #include "runner/ui/html.h"
 
 namespace barge::runner::ui {

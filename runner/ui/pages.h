@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/job_store.h"
+#include "runner/store/job_store.h"
 #include "runner/ui/log_view.h"
 
 namespace barge::runner::ui {

@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/job_store.h"
-#include "runner/jobs_cli.h"
+#include "runner/store/job_store.h"
+#include "runner/store/job_lookup.h"
 #include "runner/ui/auth.h"
 #include "runner/ui/html.h"
 #include "runner/ui/log_view.h"
@@ -214,14 +214,24 @@ void UiServer::Impl::JobsPage(const httplib::Request& req, httplib::Response& re
   Html(res, 200, ui::JobsPage(jobs, query, WallNow()));
 }
 
+namespace {
+
+// The request's `node` parameter into `*node` (unset when absent or
+// empty); false when it is not a rank.
+bool NodeParam(const httplib::Request& req, std::optional<int>* node) {
+  if (!req.has_param("node") || req.get_param_value("node").empty()) return true;
+  std::optional<int64_t> n = ParseCount(req.get_param_value("node"));
+  if (!n) return false;
+  *node = static_cast<int>(*n);
+  return true;
+}
+
+}  // namespace
+
 void UiServer::Impl::JobPage(const httplib::Request& req, httplib::Response& res) {
   const std::string id = req.matches[1];
   std::optional<int> node;
-  if (req.has_param("node") && !req.get_param_value("node").empty()) {
-    std::optional<int64_t> n = ParseCount(req.get_param_value("node"));
-    if (!n) return Fail(res, 400, "node must be a rank (a number)");
-    node = static_cast<int>(*n);
-  }
+  if (!NodeParam(req, &node)) return Fail(res, 400, "node must be a rank (a number)");
   std::optional<size_t> from;
   if (req.has_param("from")) {
     std::optional<int64_t> n = ParseCount(req.get_param_value("from"));
@@ -269,11 +279,7 @@ void UiServer::Impl::JobPage(const httplib::Request& req, httplib::Response& res
 void UiServer::Impl::Stream(const httplib::Request& req, httplib::Response& res) {
   const std::string id = req.matches[1];
   std::optional<int> node;
-  if (req.has_param("node") && !req.get_param_value("node").empty()) {
-    std::optional<int64_t> n = ParseCount(req.get_param_value("node"));
-    if (!n) return Fail(res, 400, "node must be a rank (a number)");
-    node = static_cast<int>(*n);
-  }
+  if (!NodeParam(req, &node)) return Fail(res, 400, "node must be a rank (a number)");
   std::optional<std::map<int, uint64_t>> cursor;
   if (req.has_header("Last-Event-ID")) {
     cursor = LogTail::ParseCursor(req.get_header_value("Last-Event-ID"));
@@ -421,7 +427,12 @@ Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
     const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     if (n > 0) options.barge_binary.assign(buf, static_cast<size_t>(n));
   }
-  if (options.token.empty()) options.token = Auth::NewToken();
+  if (options.token.empty()) {
+    options.token = Auth::NewToken();
+    if (options.token.empty()) {
+      return Status::Error("cannot make an access token: neither getrandom nor /dev/urandom gives random bytes");
+    }
+  }
   if (options.threads < options.max_streams + 2) {
     return Status::Error("the dashboard needs at least 2 more threads (" +
                          std::to_string(options.threads) + ") than live streams (" +

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <thread>
 
-#include "runner/job_store.h"
+#include "runner/store/job_store.h"
 
 namespace barge::runner::ui {
 namespace {

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "runner/jobs_cli.h"
+#include "runner/console/time_format.h"
 #include "runner/ui/html.h"
 
 namespace barge::runner::ui {

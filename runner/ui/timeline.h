@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/job_store.h"
+#include "runner/store/job_store.h"
 
 namespace barge::runner::ui {
 

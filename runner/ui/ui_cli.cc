@@ -1,9 +1,17 @@
 #include "runner/ui/ui_cli.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
 #include <signal.h>
 
-#include "runner/job_store.h"
-#include "runner/jobs_cli.h"
+#include "runner/store/job_store.h"
+#include "runner/store/job_lookup.h"
 #include "runner/ui/auth.h"
 #include "runner/ui/timeline.h"
 
@@ -42,6 +50,62 @@ Status ParseListen(const std::string& text, UiOptions* options) {
   options->listen_host = host;
   options->port = p;
   return Status::Ok();
+}
+
+namespace {
+
+Status CheckToken(const std::string& token, const std::string& from) {
+  if (token.size() < kMinTokenLength) {
+    return Status::Error(from + ": the token has " + std::to_string(token.size()) + " characters; at least " +
+                         std::to_string(kMinTokenLength) + " are needed (leave it out for a random one)");
+  }
+  if (token.find_first_of(" \t\r\n") != std::string::npos) return Status::Error(from + ": the token holds whitespace");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::string> ResolveToken(const std::string& cli_token, const std::string& token_file) {
+  if (!cli_token.empty()) {
+    return Status::Error(
+        "--token: a token on the command line is readable by every user of this machine (/proc/PID/cmdline); "
+        "put it in a file only you can read and pass --token-file FILE, or set BARGE_UI_TOKEN");
+  }
+  if (!token_file.empty()) {
+    const int fd = open(token_file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return Status::Error("--token-file " + token_file + ": " + std::strerror(errno));
+    struct stat st {};
+    std::string text;
+    Status bad;
+    if (fstat(fd, &st) != 0) {
+      bad = Status::Error("--token-file " + token_file + ": " + std::strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+      bad = Status::Error("--token-file " + token_file + ": not a regular file");
+    } else if (st.st_uid != geteuid()) {
+      bad = Status::Error("--token-file " + token_file + ": owned by another user");
+    } else if ((st.st_mode & 077) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%o", static_cast<unsigned>(st.st_mode & 0777));
+      bad = Status::Error("--token-file " + token_file + ": mode " + mode +
+                          " lets other users read or change it (chmod 600 " + token_file + ")");
+    } else {
+      char buf[4096];
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n < 0) bad = Status::Error("--token-file " + token_file + ": " + std::strerror(errno));
+      if (n > 0) text.assign(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+    if (!bad.ok()) return bad;
+    text = text.substr(0, text.find('\n'));
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (Status s = CheckToken(text, "--token-file " + token_file); !s.ok()) return s;
+    return text;
+  }
+  if (const char* env = std::getenv("BARGE_UI_TOKEN"); env != nullptr && *env != '\0') {
+    if (Status s = CheckToken(env, "BARGE_UI_TOKEN"); !s.ok()) return s;
+    return std::string(env);
+  }
+  return std::string();
 }
 
 int UiCommand(const UiOptions& options, std::FILE* out, std::FILE* err) {

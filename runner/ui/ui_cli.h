@@ -15,6 +15,15 @@ namespace barge::runner::ui {
 // options->port; an error naming the accepted form otherwise.
 [[nodiscard]] Status ParseListen(const std::string& text, UiOptions* options);
 
+// The dashboard's token, never from the command line (any user of this
+// machine reads /proc/PID/cmdline): from `token_file` (a regular file of
+// this user's that no one else may read or write; its first line), else
+// from $BARGE_UI_TOKEN, else "" (a new random one). A token on the command
+// line (`cli_token` non-empty) is refused. A token must have at least
+// kMinTokenLength characters and no whitespace.
+inline constexpr size_t kMinTokenLength = 32;
+[[nodiscard]] Result<std::string> ResolveToken(const std::string& cli_token, const std::string& token_file);
+
 // `barge ui`: serves until SIGINT or SIGTERM. Prints the URL with the
 // token to `out` first (one line: "barge ui: http://127.0.0.1:8765/?token=...").
 int UiCommand(const UiOptions& options, std::FILE* out, std::FILE* err = stderr);

@@ -1,6 +1,13 @@
 #include "runner/ui/ui_cli.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 namespace barge::runner::ui {
 namespace {
@@ -36,6 +43,63 @@ TEST(UiCli, AnAddressInUseIsAClearError) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().message(), "cannot listen on 127.0.0.1:" + std::to_string(o.port) +
                                            " (in use, or not an address of this machine)");
+}
+
+// The token never on the command line (issue #29): every user of the
+// machine reads /proc/PID/cmdline.
+TEST(UiToken, ATokenOnTheCommandLineIsRefusedNamingTheSafeWays) {
+  Result<std::string> t = ResolveToken("0123456789abcdef0123456789abcdef", "");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("--token-file"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("BARGE_UI_TOKEN"), std::string::npos) << t.status().message();
+}
+
+TEST(UiToken, ATokenFileMustBeOursUnreadableByOthersAndLongEnough) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("barge-ui-token-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "token").string();
+  const std::string good(40, 'k');
+  std::ofstream(file) << good << "\n";
+  chmod(file.c_str(), 0600);
+  Result<std::string> t = ResolveToken("", file);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(*t, good);
+
+  chmod(file.c_str(), 0644);
+  t = ResolveToken("", file);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("mode 644 lets other users read or change it"), std::string::npos)
+      << t.status().message();
+
+  std::ofstream(file) << "short\n";
+  chmod(file.c_str(), 0600);
+  t = ResolveToken("", file);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("at least 32 are needed"), std::string::npos) << t.status().message();
+
+  const std::string link = (dir / "link").string();
+  std::filesystem::create_symlink(file, link);
+  t = ResolveToken("", link);
+  EXPECT_FALSE(t.ok()) << "a symlink is not followed";
+
+  t = ResolveToken("", (dir / "missing").string());
+  EXPECT_FALSE(t.ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(UiToken, TheEnvironmentGivesTheTokenWhenNoFileDoesAndNothingMeansARandomOne) {
+  unsetenv("BARGE_UI_TOKEN");
+  Result<std::string> t = ResolveToken("", "");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, "");
+  setenv("BARGE_UI_TOKEN", std::string(33, 'e').c_str(), 1);
+  t = ResolveToken("", "");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, std::string(33, 'e'));
+  setenv("BARGE_UI_TOKEN", "tooshort", 1);
+  EXPECT_FALSE(ResolveToken("", "").ok());
+  unsetenv("BARGE_UI_TOKEN");
 }
 
 }  // namespace

@@ -35,7 +35,7 @@
 # BARGE_BED_REUSE=1 makes `up` keep a healthy bed made with the same settings
 # and BARGE_BED_KEEP=1 makes `down` a no-op (e.g. for repeated ctest runs).
 # `up` writes $BARGE_BED_DIR/bed.env (default /tmp/barge-bed/bed.env), read by
-# tests/bed_env.cc and shell-sourceable, last: it exists only when the bed is up.
+# tests/support/bed_env.cc and shell-sourceable, last: it exists only when the bed is up.
 #
 # Everything the bed makes carries a prefix of its own so that clean-up never
 # touches anything else: network namespaces and links "bb-*", iptables rules
@@ -757,7 +757,7 @@ write_env() {
   local image_id=$1 names=$2 h tmp="$BED/bed.env.tmp"
   {
     echo "# barge test bed, written by tests/bed/bed.sh up at $(date -Is)"
-    echo "# KEY=VALUE lines, read by tests/bed_env.cc; also sourceable by sh."
+    echo "# KEY=VALUE lines, read by tests/support/bed_env.cc; also sourceable by sh."
     echo "BED_DIR=$BED"
     echo "BED_SCRIPT=$SELF"
     echo "BED_SSH_ADDR=$LO_ADDR"

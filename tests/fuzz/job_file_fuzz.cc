@@ -7,7 +7,7 @@
 //     kMaxNestingDepth collections deep (in the documents the parser looks
 //     at) is refused with the nesting message. The text scan alone
 //     (FindDeepNesting) cannot promise that: it is an estimate, and
-//     runner/job_text.h says why it cannot be exact; the parser counts depth
+//     runner/jobfile/job_text.h says why it cannot be exact; the parser counts depth
 //     on yaml-cpp's own events too. Always on (CI included): the fuzzer's
 //     earlier nesting finds were the scan's undercounts, which this cap
 //     no longer depends on.
@@ -27,8 +27,8 @@
 #include <string>
 #include <string_view>
 
-#include "runner/job_file.h"
-#include "runner/job_text.h"
+#include "runner/jobfile/job_file.h"
+#include "runner/jobfile/job_text.h"
 
 namespace {
 

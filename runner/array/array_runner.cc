@@ -1,0 +1,440 @@
+// The array controller: a process per running member, hosts from a pool,
+// retries, the members' output prefixed, and the summary.
+#include "runner/array/array_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "runner/controller/entry_points.h"
+#include "runner/array/array_events.h"
+#include "runner/array/array_member.h"
+#include "runner/store/array_store.h"
+#include "runner/array/array_summary.h"
+#include "runner/array/host_pool.h"
+#include "runner/array/member_output.h"
+#include "runner/store/job_store.h"
+#include "runner/store/state_dir.h"
+
+namespace barge::runner::fleet {
+namespace {
+
+volatile std::sig_atomic_t g_signals = 0;
+volatile std::sig_atomic_t g_last_signal = 0;
+
+void OnSignal(int signo) {
+  g_last_signal = signo;
+  g_signals = g_signals + 1;
+}
+
+// Installs OnSignal for SIGINT, SIGTERM and SIGHUP (no SA_RESTART, so poll
+// returns) and restores the previous handlers when destroyed.
+class ArraySignals {
+ public:
+  ArraySignals() {
+    g_signals = 0;
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~ArraySignals() {
+    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
+  }
+
+ private:
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[3];
+};
+
+// One running member attempt.
+struct Running {
+  int index = 0;
+  pid_t pid = -1;
+  size_t pool = 0;  // 0: the job's hosts; g + 1: host group g
+  std::vector<size_t> hosts;
+  std::string job_id;
+  int out_fd = -1, err_fd = -1;
+  std::unique_ptr<MemberOutput> out, err;
+};
+
+void Write(std::FILE* f, const std::string& text) {
+  if (text.empty()) return;
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fflush(f);
+}
+
+// Reads what `fd` has (non-blocking); false at end of file or error.
+bool Drain(int fd, MemberOutput& lines, std::FILE* to, bool echo) {
+  char buf[16384];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      std::string text = lines.Add(std::string_view(buf, static_cast<size_t>(n)));
+      if (echo) Write(to, text);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    if (echo) Write(to, lines.Flush());
+    return false;
+  }
+}
+
+}  // namespace
+
+Status CreateArrayRecord(const std::string& state_dir, const JobSpec& spec, const ArrayParams& params,
+                         const std::string& array_id) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
+  if (!store.ok()) return store.status();
+  ArrayRecord a;
+  a.id = array_id;
+  a.name = spec.name;
+  a.size = static_cast<int>(params.rows.size());
+  a.parallel = static_cast<int>(MembersAtOnce(spec, params));
+  a.retries = spec.array_retries;
+  a.params_json = ParamsToJson(params);
+  a.created = WallNow();
+  a.controller_pid = static_cast<int>(getpid());
+  a.run_dir = state_dir + "/runs/" + array_id;
+  std::vector<MemberRecord> members;
+  for (size_t i = 0; i < params.rows.size(); ++i) {
+    MemberRecord m;
+    m.array_id = array_id;
+    m.index = static_cast<int>(i);
+    m.params = ParamsText(params, i);
+    members.push_back(std::move(m));
+  }
+  return (*store)->CreateArray(a, members);
+}
+
+int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& array_id,
+             const ArrayRunOptions& options) {
+  Result<std::unique_ptr<ArrayStore>> opened = ArrayStore::Open(options.state_dir);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "barge: %s\n", opened.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  // The store's connection is closed before each fork and opened again
+  // after (see launch): SQLite's per-process state (the WAL index mapping
+  // and the lock bookkeeping it shares between a process's connections)
+  // must not cross a fork. A member that inherited it held no lock of its
+  // own on the WAL index: once the array controller died, the next `barge`
+  // to open the store took it for unused and reset it, and every later
+  // write of the member (its job's outcome) was lost.
+  std::unique_ptr<ArrayStore> store = std::move(opened).value();
+  auto reopen = [&]() -> ArrayStore* {
+    if (store) return store.get();
+    Result<std::unique_ptr<ArrayStore>> again = ArrayStore::Open(options.state_dir);
+    if (!again.ok()) {
+      std::fprintf(stderr, "barge: warning: %s\n", again.status().message().c_str());
+      return nullptr;
+    }
+    store = std::move(again).value();
+    return store.get();
+  };
+  Result<ArrayRecord> array = store->GetArray(array_id);
+  Result<std::vector<MemberRecord>> loaded = array.ok() ? store->GetMembers(array_id) : array.status();
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "barge: %s\n", loaded.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  std::vector<MemberRecord> members = std::move(loaded).value();
+  auto record = [&](const MemberRecord& m) {
+    ArrayStore* s = reopen();
+    if (s == nullptr) return;
+    if (Status st = s->UpdateMember(m); !st.ok()) std::fprintf(stderr, "barge: warning: %s\n", st.message().c_str());
+  };
+  array->status = "running";
+  array->controller_pid = static_cast<int>(getpid());
+  array->ended.reset();
+  array->exit_code.reset();
+  (void)store->UpdateArray(*array);
+
+  // One pool per host group (a row's host_group column), after the job's
+  // own: pool 0 is the job's hosts, pool g + 1 host group g.
+  const size_t at_once = MembersAtOnce(spec, params);
+  std::vector<const std::vector<cluster::Host>*> pool_hosts = {&spec.hosts};
+  for (const HostGroup& g : spec.host_groups) pool_hosts.push_back(&g.hosts);
+  std::vector<HostPool> pools;
+  std::vector<size_t> needs;
+  for (const auto* hosts : pool_hosts) {
+    pools.emplace_back(std::max<size_t>(hosts->size(), 1));
+    needs.push_back(HostsPerMember(spec, *hosts));
+  }
+  std::vector<size_t> pool_of(members.size(), 0);
+  for (size_t i = 0; i < members.size() && i < params.rows.size(); ++i) {
+    Result<std::optional<size_t>> g = MemberGroup(spec, params, i);
+    if (g.ok() && *g) pool_of[i] = **g + 1;
+  }
+  // "2 host(s) each", or with host groups "host(s) each: 1 of the job's
+  // hosts, 1 of group a's 2, 1 of group b's 1".
+  std::string each = std::to_string(needs[0]) + " host(s) each";
+  if (!spec.host_groups.empty()) {
+    each = "host(s) each: " + std::to_string(needs[0]) + " of the job's hosts";
+    for (size_t g = 0; g < spec.host_groups.size(); ++g) {
+      each += ", " + std::to_string(needs[g + 1]) + " of group " + spec.host_groups[g].name + "'s " +
+              std::to_string(spec.host_groups[g].hosts.size());
+    }
+  }
+  std::deque<int> waiting;
+  for (const MemberRecord& m : members) {
+    if (m.status == MemberStatus::kWaiting) waiting.push_back(m.index);
+  }
+  std::fprintf(stderr, "barge: array %s (%s): %zu member(s), %zu to run, at most %zu at once, %s; logs in %s\n",
+               array_id.c_str(), spec.name.c_str(), members.size(), waiting.size(), at_once, each.c_str(),
+               (options.state_dir + "/runs/<member job id>").c_str());
+  ArrayEventStream events(options.events, array_id);
+  events.ArrayStarted(static_cast<int>(members.size()), static_cast<int>(waiting.size()), static_cast<int>(at_once),
+                      WallNow());
+  const bool echo_out = options.echo && options.events != stdout;
+  std::FILE* summary_to = options.events == stdout ? stderr : stdout;
+  std::string last_counts;
+  auto status_line = [&] {
+    const std::string counts = CountsText(members);
+    if (counts == last_counts) return;
+    last_counts = counts;
+    std::fprintf(stderr, "barge: array %s: %s\n", array_id.c_str(), counts.c_str());
+    std::fflush(stderr);
+  };
+
+  ArraySignals signals;
+  int forwarded = 0;
+  bool stopping = false;
+  std::map<pid_t, Running> running;
+  std::map<int, int> tries;  // attempts in this run, by index (a rerun starts again at 0)
+
+  auto launch = [&](int index, size_t pool_index, std::vector<size_t> hosts) {
+    MemberRecord& m = members[static_cast<size_t>(index)];
+    HostPool& pool = pools[pool_index];
+    const std::vector<cluster::Host>& inventory = *pool_hosts[pool_index];
+    std::vector<cluster::Host> member_hosts;
+    std::string names;
+    for (size_t h : hosts) {
+      if (h >= inventory.size()) continue;  // the local engine
+      member_hosts.push_back(inventory[h]);
+      names += (names.empty() ? "" : ",") + inventory[h].address;
+    }
+    if (pool_index > 0) names += " (group " + spec.host_groups[pool_index - 1].name + ")";
+    Result<JobSpec> member = MemberSpec(spec, params, static_cast<size_t>(index), array_id, member_hosts);
+    Running r;
+    r.index = index;
+    r.pool = pool_index;
+    r.hosts = hosts;
+    r.job_id = NewJobId();
+    ++m.attempts;
+    ++tries[index];
+    m.job_ids.push_back(r.job_id);
+    m.hosts = names.empty() ? "local" : names;
+    m.started = WallNow();
+    m.ended.reset();
+    m.exit_code.reset();
+    int out[2], err[2];
+    if (!member.ok() || pipe2(out, O_CLOEXEC) != 0) {
+      std::fprintf(stderr, "barge: member %d: %s\n", index,
+                   member.ok() ? std::strerror(errno) : member.status().message().c_str());
+      m.status = MemberStatus::kFailed;
+      m.exit_code = kExitBargeFailure;
+      m.ended = WallNow();
+      pool.Release(hosts);
+      record(m);
+      return;
+    }
+    if (pipe2(err, O_CLOEXEC) != 0) {
+      close(out[0]);
+      close(out[1]);
+      m.status = MemberStatus::kFailed;
+      pool.Release(hosts);
+      record(m);
+      return;
+    }
+    m.status = MemberStatus::kRunning;
+    record(m);
+    std::fflush(nullptr);
+    store.reset();  // no SQLite connection across the fork (see above)
+    pid_t pid = fork();
+    if (pid == 0) {
+      // The member: an ordinary job controller, in its own process group.
+      setpgid(0, 0);
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &dfl, nullptr);
+      dup2(out[1], STDOUT_FILENO);
+      dup2(err[1], STDERR_FILENO);
+      // Only the array controller reads the member's output: were the member
+      // to keep the read ends, its writes would block on a full pipe instead
+      // of failing once the array controller is gone.
+      close(out[0]);
+      close(err[0]);
+      for (auto& [p, other] : running) {
+        close(other.out_fd);
+        close(other.err_fd);
+      }
+      ControllerOptions o;
+      o.state_dir = options.state_dir;
+      o.spec_text = options.spec_text;
+      std::_Exit(RunJob(*member, MakePlanInput(*member, r.job_id), o));
+    }
+    close(out[1]);
+    close(err[1]);
+    if (pid < 0) {
+      close(out[0]);
+      close(err[0]);
+      m.status = MemberStatus::kFailed;
+      pool.Release(hosts);
+      record(m);
+      return;
+    }
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    r.pid = pid;
+    r.out_fd = out[0];
+    r.err_fd = err[0];
+    r.out = std::make_unique<MemberOutput>(index, true);
+    r.err = std::make_unique<MemberOutput>(index, false);
+    std::fprintf(stderr, "barge: member %d (%s) attempt %d: job %s on %s\n", index, m.params.c_str(),
+                 m.attempts, r.job_id.c_str(), m.hosts.c_str());
+    events.MemberStarted(index, r.job_id, m.attempts, m.hosts, *m.started);
+    running.emplace(pid, std::move(r));
+  };
+
+  auto finish = [&](Running& r, int code) {
+    MemberRecord& m = members[static_cast<size_t>(r.index)];
+    pools[r.pool].Release(r.hosts);
+    m.exit_code = code;
+    m.ended = WallNow();
+    bool succeeded = false;
+    if (Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(options.state_dir); jobs.ok()) {
+      Result<JobRecord> job = (*jobs)->GetJob(r.job_id);
+      succeeded = job.ok() && job->status == JobStatus::kSucceeded && code == 0;
+    }
+    if (succeeded) {
+      m.status = MemberStatus::kSucceeded;
+    } else if (stopping) {
+      m.status = MemberStatus::kCancelled;
+    } else if (tries[r.index] <= spec.array_retries) {
+      m.status = MemberStatus::kWaiting;
+      waiting.push_back(r.index);
+      std::fprintf(stderr, "barge: member %d failed (exit %d): running it again (attempt %d of %d)\n",
+                   r.index, code, tries[r.index] + 1, spec.array_retries + 1);
+    } else {
+      m.status = MemberStatus::kFailed;
+      std::fprintf(stderr, "barge: member %d failed (exit %d)\n", r.index, code);
+    }
+    record(m);
+    const bool retrying = m.status == MemberStatus::kWaiting;
+    events.MemberEnded(r.index, r.job_id, m.attempts, code, retrying ? "retrying" : ToString(m.status),
+                       tries[r.index] - 1, *m.ended);
+  };
+
+  for (;;) {
+    if (g_signals > forwarded) {
+      const int signo = g_last_signal;
+      forwarded = g_signals;
+      if (!stopping) {
+        std::fprintf(stderr, "barge: interrupted (signal %d): stopping the array's members\n", signo);
+      }
+      stopping = true;
+      for (int index : waiting) {
+        members[static_cast<size_t>(index)].status = MemberStatus::kCancelled;
+        record(members[static_cast<size_t>(index)]);
+      }
+      waiting.clear();
+      for (auto& [pid, r] : running) kill(pid, signo);
+    }
+    // The first waiting member whose pool has free hosts starts: a member
+    // waiting for a busy group does not hold back the members of another.
+    for (auto it = waiting.begin(); !stopping && running.size() < at_once && it != waiting.end();) {
+      const size_t p = pool_of[static_cast<size_t>(*it)];
+      std::optional<std::vector<size_t>> hosts = pools[p].TakeFreeHosts(needs[p]);
+      if (!hosts) {
+        ++it;
+        continue;
+      }
+      const int index = *it;
+      it = waiting.erase(it);
+      launch(index, p, std::move(*hosts));
+    }
+    status_line();
+    if (running.empty() && (waiting.empty() || stopping)) break;
+    if (running.empty()) {  // nothing runs and nothing can start: cannot happen with a checked pool
+      std::fprintf(stderr, "barge: no waiting member can get its host(s) from its pool\n");
+      break;
+    }
+
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Running*, bool>> owners;
+    for (auto& [pid, r] : running) {
+      if (r.out_fd >= 0) {
+        fds.push_back({r.out_fd, POLLIN, 0});
+        owners.emplace_back(&r, true);
+      }
+      if (r.err_fd >= 0) {
+        fds.push_back({r.err_fd, POLLIN, 0});
+        owners.emplace_back(&r, false);
+      }
+    }
+    poll(fds.data(), fds.size(), 200);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Running& r = *owners[i].first;
+      int& fd = owners[i].second ? r.out_fd : r.err_fd;
+      if (!Drain(fd, owners[i].second ? *r.out : *r.err, owners[i].second ? stdout : stderr,
+                 owners[i].second ? echo_out : options.echo)) {
+        close(fd);
+        fd = -1;
+      }
+    }
+    for (auto it = running.begin(); it != running.end();) {
+      int wstatus = 0;
+      if (waitpid(it->first, &wstatus, WNOHANG) != it->first) {
+        ++it;
+        continue;
+      }
+      Running& r = it->second;
+      for (int* fd : {&r.out_fd, &r.err_fd}) {
+        if (*fd < 0) continue;
+        (void)Drain(*fd, fd == &r.out_fd ? *r.out : *r.err, fd == &r.out_fd ? stdout : stderr,
+                    fd == &r.out_fd ? echo_out : options.echo);
+        close(*fd);
+        *fd = -1;
+      }
+      const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+      finish(r, code);
+      it = running.erase(it);
+    }
+  }
+
+  for (MemberRecord& m : members) {
+    if (m.status == MemberStatus::kWaiting || m.status == MemberStatus::kRunning) {
+      m.status = MemberStatus::kCancelled;
+      record(m);
+    }
+  }
+  status_line();
+  bool all_ok = true;
+  for (const MemberRecord& m : members) all_ok = all_ok && m.status == MemberStatus::kSucceeded;
+  const int code = all_ok ? 0 : stopping ? kExitInterrupted : kExitBargeFailure;
+  std::fflush(stderr);
+  Write(summary_to, "\n" + SummaryTable(members, WallNow()));
+  array->status = all_ok ? "succeeded" : stopping ? "cancelled" : "failed";
+  array->ended = WallNow();
+  array->exit_code = code;
+  if (ArrayStore* s = reopen(); s != nullptr) {
+    if (Status st = s->UpdateArray(*array); !st.ok()) std::fprintf(stderr, "barge: warning: %s\n", st.message().c_str());
+  }
+  events.ArrayEnded(array->status, code, CountsText(members), *array->ended);
+  return code;
+}
+
+}  // namespace barge::runner::fleet

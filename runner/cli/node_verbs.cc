@@ -1,0 +1,186 @@
+// The verbs that look at hosts or into a running job's nodes: `barge
+// hosts`, `reap`, `exec` (plain, -i, -it), `forward`, `top`, and the
+// job-id completion helper.
+#include <csignal>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <ctime>
+#include <set>
+#include "cluster/plan.h"
+#include "runner/controller/entry_points.h"
+#include "runner/jobfile/overrides.h"
+#include "runner/jobfile/job_file.h"
+#include "runner/store/job_store.h"
+#include "runner/cli/jobs_cli.h"
+#include "runner/store/state_dir.h"
+#include "runner/jobfile/forward_spec.h"
+#include "runner/cli/verbs.h"
+
+namespace barge::runner {
+
+// The hosts of a job file (its other keys unchecked beyond parsing), or a
+// throwaway job over comma-separated `hosts` with the ssh defaults, every
+// host with one node: for the verbs that look at hosts (reap, hosts).
+std::optional<JobSpec> HostsSpec(const std::string& file, const std::string& hosts) {
+  std::optional<JobSpec> spec;
+  if (!file.empty()) {
+    std::optional<RunRequest> request = ReadRequest(file, {});
+    if (!request) return std::nullopt;
+    std::optional<LoadedJob> loaded = Load(*request, file, SecretValues::kSkip);  // only its hosts
+    if (loaded) spec = std::move(loaded->spec);
+  } else {
+    // A throwaway job over the listed hosts, with the ssh defaults.
+    std::string yaml = "name: reap\nimage: none\nhosts:\n";
+    std::stringstream list(hosts);
+    for (std::string h; std::getline(list, h, ',');) {
+      if (!h.empty()) yaml += "  - " + h + "\n";
+    }
+    LoadedJob loaded = ParseJobText(yaml, "--hosts", ".");
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
+    spec = std::move(loaded.spec);
+  }
+  if (!spec) return std::nullopt;
+  // Every host of the file is looked at, however many nodes the job has.
+  for (auto& h : spec->hosts) h.nodes = 1;
+  spec->roles.erase(cluster::kWorkerRole);
+  return spec;
+}
+
+// `barge hosts JOBFILE | --hosts a,b [--json]`.
+int Hosts(const std::string& file, const std::string& hosts, bool json) {
+  std::optional<JobSpec> spec = HostsSpec(file, hosts);
+  if (!spec) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = StateDir();
+  return ShowJobHosts(*spec, MakePlanInput(*spec, "hosts"), options, json);
+}
+
+// `barge reap FILE | --hosts a,b`: removes barge containers of no running job.
+int Reap(const std::string& file, const std::string& hosts) {
+  std::optional<JobSpec> spec = HostsSpec(file, hosts);
+  if (!spec) return kExitBargeFailure;
+  const std::string state_dir = StateDir();
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "barge: %s\n", store.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  auto is_live = [&](const std::string& id) {
+    Result<JobRecord> job = (*store)->GetJob(id);
+    if (!job.ok()) return false;  // not a job of this store: an orphan here
+    return !IsFinal(job->status) && ControllerAlive(job->controller_pid);
+  };
+  ControllerOptions options;
+  options.state_dir = state_dir;
+  return ReapJobHosts(*spec, MakePlanInput(*spec, "reap"), options, is_live);
+}
+
+// `barge exec JOB --node RANK -- CMD...`.
+int Exec(const std::string& job_text, int rank, const std::vector<std::string>& argv) {
+  const std::string state_dir = StateDir();
+  std::optional<FoundJob> found = FindJobOrSay(state_dir, job_text);
+  if (!found) return kExitBargeFailure;
+  JobRecord* job = &found->job;
+  const std::string* id = &job->id;
+  std::optional<JobSpec> spec = RecordedSpec(*job);
+  if (!spec) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = state_dir;
+  return ExecInJobNode(*spec, MakePlanInput(*spec, *id), options, rank, argv);
+}
+
+// A running job and its recorded spec, for the verbs that look into one
+// (exec -i/-it, forward, top); nullopt after saying why not.
+namespace {
+
+struct LiveJob {
+  std::string id;
+  JobSpec spec;
+};
+std::optional<LiveJob> FindLiveJob(const std::string& job_text, const char* verb) {
+  std::optional<FoundJob> found = FindJobOrSay(StateDir(), job_text);
+  if (!found) return std::nullopt;
+  const JobRecord& job = found->job;
+  if (IsFinal(job.status) && job.status != JobStatus::kLost) {
+    std::fprintf(stderr, "barge: %s: job %s (%s) has ended (%s)\n", verb, job.id.c_str(),
+                 job.name.c_str(), ToString(job.status));
+    return std::nullopt;
+  }
+  std::optional<JobSpec> spec = RecordedSpec(job);
+  if (!spec) return std::nullopt;
+  return LiveJob{job.id, std::move(*spec)};
+}
+
+}  // namespace
+
+// `barge exec -i|-it JOB [--node RANK] -- CMD...`.
+int ExecInteractive(const std::string& job_text, int rank, const std::vector<std::string>& argv,
+                    bool tty) {
+  std::optional<LiveJob> live = FindLiveJob(job_text, "exec");
+  if (!live) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = StateDir();
+  return ExecInteractiveInJobNode(live->spec, MakePlanInput(live->spec, live->id), options, rank,
+                                  argv, tty);
+}
+
+// `barge forward JOB [LOCAL:]REMOTE... [--node RANK]`: until Ctrl-C.
+int Forward(const std::string& job_text, const std::vector<std::string>& ports, int rank) {
+  std::vector<ForwardSpec> forwards;
+  for (const std::string& p : ports) {
+    Result<window::ForwardPorts> parsed = window::ParseForwardPorts(p);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "barge: forward: %s\n", parsed.status().message().c_str());
+      return kExitBargeFailure;
+    }
+    forwards.push_back({parsed->local_port, parsed->remote_port, rank});
+  }
+  std::optional<LiveJob> live = FindLiveJob(job_text, "forward");
+  if (!live) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = StateDir();
+  return ForwardJobPorts(live->spec, MakePlanInput(live->spec, live->id), options, forwards);
+}
+
+// `barge top JOB [--once] [--json]`.
+int Top(const std::string& job_text, TopOptions top) {
+  std::optional<LiveJob> live = FindLiveJob(job_text, "top");
+  if (!live) return kExitBargeFailure;
+  ControllerOptions options;
+  options.state_dir = StateDir();
+  if (top.json && !top.once) {
+    std::fprintf(stderr, "barge: top: --json prints one sample: add --once\n");
+    return kExitBargeFailure;
+  }
+  return TopJob(live->spec, MakePlanInput(live->spec, live->id), options, top);
+}
+
+// `barge __complete-jobs`: the store's job ids, then their names, one a
+// line, for the completion scripts. Prints nothing when there is no store.
+int CompleteJobs() {
+  const std::string state_dir = StateDir();
+  std::error_code ec;
+  if (!std::filesystem::exists(state_dir + "/barge.db", ec)) return 0;
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
+  if (!store.ok()) return 0;
+  Result<std::vector<JobRecord>> jobs = (*store)->ListJobs();
+  if (!jobs.ok()) return 0;
+  std::set<std::string> names;
+  for (const JobRecord& j : *jobs) {
+    std::printf("%s\n", j.id.c_str());
+    names.insert(j.name);
+  }
+  for (const std::string& n : names) std::printf("%s\n", n.c_str());
+  return 0;
+}
+
+}  // namespace barge::runner

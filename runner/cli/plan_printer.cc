@@ -1,0 +1,231 @@
+#include "runner/cli/plan_printer.h"
+
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "runner/controller/entry_points.h"
+#include "container/docker_api.h"
+#include "container/create_body.h"
+#include "container/docker_args.h"
+#include "runner/remote/docker_commands.h"
+
+namespace barge::runner {
+namespace {
+
+// Where `barge run` may start nodes through the Engine API: the plain
+// docker CLI (preflight then looks for the engine's socket), unless
+// BARGE_ENGINE_API=0 (as runner/controller/preflight.cc decides).
+bool EngineApiCandidate(const DockerCommands& docker) {
+  const char* v = std::getenv("BARGE_ENGINE_API");
+  return docker.plain() && (v == nullptr || std::string(v) != "0");
+}
+
+std::string Transport(const JobSpec& spec, const cluster::Host& host) {
+  if (host.is_local()) return "the local Docker engine, no SSH (commands run with /bin/sh -c)";
+  std::string user = host.user ? *host.user : spec.ssh.user ? *spec.ssh.user : "";
+  std::optional<int> port = host.port ? host.port : spec.ssh.port;
+  std::string target = (user.empty() ? "" : user + "@") + host.address +
+                       (port ? ":" + std::to_string(*port) : "");
+  const std::vector<std::string>& jump = host.proxy_jump ? *host.proxy_jump : spec.ssh.proxy_jump;
+  std::string via;
+  for (const std::string& hop : jump) via += (via.empty() ? " through ProxyJump " : ",") + hop;
+  return "ssh " + target + via + " (one session; each command below is one channel on it)";
+}
+
+}  // namespace
+
+std::string GateText(const cluster::ReadinessProbe& gate) {
+  using Kind = cluster::ReadinessProbe::Kind;
+  const long long secs =
+      std::chrono::duration_cast<std::chrono::seconds>(gate.timeout).count();
+  switch (gate.kind) {
+    case Kind::kRunning: return "go on once each container runs";
+    case Kind::kTcpPort:
+      return "wait until port " + std::to_string(gate.tcp_port) + " listens in each (at most " +
+             std::to_string(secs) + " s)";
+    case Kind::kLog:
+      return "wait for a log line matching /" + gate.log_regex + "/ from each (at most " +
+             std::to_string(secs) + " s)";
+    case Kind::kCommand:
+      return "wait until `" + gate.command + "` succeeds in each (at most " + std::to_string(secs) + " s)";
+  }
+  return "";
+}
+
+std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
+                       const std::map<size_t, std::string>& address_notes) {
+  std::ostringstream out;
+  const int grace = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::seconds>(spec.stop_grace).count());
+  out << "# barge plan: job '" << plan.job_name << "' from " << spec.file << "\n"
+      << "# The job id is chosen at run time; this plan uses " << plan.job_id << ".\n"
+      << (spec.hosts_command.empty() ? ""
+                                     : std::string("# The hosts are what hosts_command printed") +
+                                           (spec.hosts_command_ran ? ", run just now on this machine"
+                                                                   : " (recorded)") +
+                                           ": " + spec.hosts_command + "\n")
+      << "# " << plan.nodes.size() << " node(s) on " << plan.used_hosts.size()
+      << " host(s). Nothing below has been run.\n";
+  if (plan.has_placeholders) {
+    out << "# <...> values are filled in at preflight from the live hosts.\n";
+  }
+  out << "# Launch stages, in order:\n";
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const cluster::LaunchStage& stage = plan.stages[i];
+    out << "#   " << i + 1 << ". " << stage.name << ": start node";
+    if (stage.ranks.size() > 1) out << "s";
+    for (size_t r = 0; r < stage.ranks.size(); ++r) out << (r ? "," : "") << " " << stage.ranks[r];
+    out << " in parallel; then " << GateText(stage.gate) << "\n";
+  }
+  for (size_t h : plan.used_hosts) {
+    const cluster::Host& host = plan.hosts[h];
+    DockerCommands docker(DockerCommandOf(spec, host, plan.job_id));
+    std::vector<const cluster::NodePlan*> nodes;
+    for (const auto& n : plan.nodes)
+      if (n.host_index == h) nodes.push_back(&n);
+    out << "\n## host " << host.address << ": " << Transport(spec, host) << "\n";
+    if (auto note = address_notes.find(h); note != address_notes.end()) {
+      out << "# " << note->second << "\n";
+    }
+    if (spec.registry) {
+      out << "# registry login, the password written to the command's stdin (" +
+                 spec.registry->password_source + "); docker logout at the end\n"
+          << docker.Login(DockerConfigDir(plan.job_id), spec.registry->server,
+                          spec.registry->username)
+          << "\n";
+    }
+    if (EngineApiCandidate(docker)) {
+      // preflight.cc: the host's part as a script, the engine's part over the API.
+      out << "# preflight: one remote script (POSIX-shell probe, watchdog, disk, ports, the engine's\n"
+             "# socket); where the socket answers, the holds and the image checks then go through the\n"
+             "# Engine API (GET /images/NAME/json per image, each call bounded by ssh.engine_timeout,\n"
+             "# tried ssh.engine_misses times); where it does not (or BARGE_ENGINE_API=0), a second\n"
+             "# script makes these engine calls, each under timeout -s KILL ssh.engine_timeout:\n";
+    } else {
+      out << "# preflight: one remote script (POSIX-shell probe, watchdog, disk, these engine\n"
+             "# calls each under timeout -s KILL ssh.engine_timeout, tried ssh.engine_misses times)\n";
+    }
+    std::set<std::string> images;
+    for (const auto* n : nodes) images.insert(n->container.image);
+    for (const auto& image : images) {
+      if (spec.image_pull == ImagePull::kAlways) {
+        out << docker.Pull(image) << " >/dev/null && " << docker.ImageId(image) << "\n";
+        continue;
+      }
+      out << docker.Line(container::ImageStorageInspectArgs(image)) << "\n";
+      if (spec.image_pull == ImagePull::kMissing) {
+        out << "#   when missing: " << docker.Pull(image) << "\n";
+      } else if (spec.image_pull == ImagePull::kPush) {
+        out << "#   when missing: docker save " << image << " here, streamed into: " << docker.Load()
+            << "\n";
+      }
+    }
+    out << "#   when an image check fails, or to pull: " << docker.Version() << "\n";
+    for (const auto* n : nodes) {
+      if (n->container.options.gpus) {
+        out << docker.GpuProbe(n->container) << "\n";
+        break;
+      }
+    }
+    if (!spec.secrets.empty()) {
+      out << "# secrets, each value written to the command's stdin (mode 0600), mounted at "
+             "/run/secrets/NAME\n";
+      std::string env_names;
+      for (const SecretSpec& secret : spec.secrets) {
+        out << WriteSecretCommand(SecretsDir(plan.job_id) + "/" + secret.name) << "   # "
+            << secret.source << "\n";
+        if (secret.as_env) env_names += (env_names.empty() ? "" : " ") + secret.name;
+      }
+      if (!env_names.empty()) {
+        out << WriteSecretCommand(SecretEnvFile(plan.job_id)) << "   # NAME=VALUE of " << env_names
+            << ", for --env-file\n";
+      }
+    }
+    if (!plan.mpi_nodes.empty()) {
+      std::set<std::string> worker_images, head_images;
+      for (const auto* n : nodes) {
+        (n->rank != 0 ? worker_images : head_images).insert(n->container.image);
+      }
+      for (const auto& image : worker_images) {
+        out << docker.ImageUserId(image, cluster::kSshdPath)
+            << "   # mpi: the workers' sshd, and the uid the image runs as\n";
+      }
+      for (const auto& image : head_images) {
+        if (worker_images.count(image)) continue;
+        out << docker.ImageUserId(image, "") << "   # mpi: the uid the head's image runs as\n";
+      }
+      out << "# mpi: the job's keys, made here in memory (ed25519), and each node's files, each "
+             "written to the command's stdin (mode 0600; for an image running as a non-root uid, "
+             "0644 in a 0755 directory under a 0700 one), mounted read-only at "
+          << cluster::kMpiDir << "\n";
+      for (const auto* n : nodes) {
+        const std::string dir = MpiFilesDir(plan.job_id) + "/" + std::to_string(n->rank) + "/";
+        const std::vector<std::string> files =
+            n->rank == 0 ? std::vector<std::string>{"id_ed25519", "id_ed25519.pub", "known_hosts",
+                                                    "ssh_config", "hostfile"}
+                         : std::vector<std::string>{"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub",
+                                                    "authorized_keys"};
+        for (const std::string& f : files) out << WriteSecretCommand(dir + f) << "\n";
+      }
+    }
+    for (const auto* n : nodes) {
+      size_t stage = 0;
+      for (size_t i = 0; i < plan.stages.size(); ++i) {
+        for (int r : plan.stages[i].ranks) {
+          if (r == n->rank) stage = i + 1;
+        }
+      }
+      out << "# node " << n->rank << " (" << n->role << "), stage " << stage << " ("
+          << plan.stages[stage - 1].name << ")\n";
+      if (!n->gpu_devices.empty()) {
+        std::string ids;
+        for (int d : n->gpu_devices) ids += (ids.empty() ? "" : ",") + std::to_string(d);
+        out << "# GPUs " << ids << " of the host's " << host.gpus.value_or(0)
+            << ", chosen by barge (as if no other job held any; at run time it skips those held)\n";
+      }
+      if (EngineApiCandidate(docker)) {
+        // engine_api.cc: create, then attach and start through the Engine API.
+        const std::string path = "/v" + std::string(container::kDefaultApiVersion) + "/containers/" +
+                                 container::UrlEncode(n->container.name);
+        if (Result<std::string> body = container::CreateBody(n->container); body.ok()) {
+          out << "# made through the Engine API over the session: POST /v"
+              << container::kDefaultApiVersion << "/containers/create?name="
+              << container::UrlEncode(n->container.name)
+              << " with this line's settings as JSON (the same container: container/create_body.h)\n";
+          out << "#   " << docker.Create(n->container) << "\n";
+        } else {
+          out << "# made with the CLI (" << body.status().message() << "):\n";
+          out << docker.Create(n->container) << "\n";
+        }
+        out << "# then through the Engine API over the session: POST " << path
+            << "/attach?stream=1&stdout=1&stderr=1 (its live output), POST " << path
+            << "/start once attached, GET " << path << "/json (and POST " << path
+            << "/wait while it still runs) once the output ends\n";
+        out << "# where the engine's socket does not answer (or BARGE_ENGINE_API=0): `docker run -d` "
+               "with the same arguments, then:\n";
+        out << "#   " << docker.Logs(n->container.name) << "\n";
+        out << "#   " << docker.Wait(n->container.name) << "\n";
+      } else {
+        out << docker.Run(n->container) << "\n";
+        out << docker.Logs(n->container.name) << "\n";
+        out << docker.Wait(n->container.name) << "\n";
+      }
+    }
+    std::vector<std::string> workers, all;
+    for (const auto* n : nodes) {
+      all.push_back(n->container.name);
+      if (n->rank != 0) workers.push_back(n->container.name);
+    }
+    out << "# teardown, once the head has exited\n";
+    if (!workers.empty()) out << docker.Stop(workers, grace) << "\n";
+    out << docker.Remove(all) << "\n";
+    if (spec.registry) {
+      out << docker.Logout(DockerConfigDir(plan.job_id), spec.registry->server) << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace barge::runner

@@ -1,0 +1,238 @@
+// holds: the controller's side of the reservations on the hosts
+// (runner/remote/reservation.h). Preflight takes every host's holds in its one
+// round trip; SecureHolds then decides: all taken, or release everything
+// and fail with the busy table, or (--wait, `wait:`) release everything and
+// try again until every host is free or the limit passes. The job's holds
+// go at its final teardown (with its containers) or at its end
+// (ReleaseHolds), and with its watchdog when the lease lapses.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+
+#include "cluster/plan.h"
+#include "runner/controller/controller.h"
+#include "runner/remote/reservation.h"
+#include "runner/remote/preflight_script.h"
+
+namespace barge::runner::internal {
+
+namespace {
+
+fleet::HoldOwner OwnerOf(const cluster::Plan& plan, const JobSpec& spec) {
+  fleet::HoldOwner o;
+  o.job_id = plan.job_id;
+  o.job_name = plan.job_name;
+  if (const passwd* pw = getpwuid(geteuid())) o.user = pw->pw_name;
+  if (o.user.empty()) o.user = std::to_string(geteuid());
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) o.machine = host;
+  o.lease = std::chrono::duration_cast<seconds>(spec.lease);
+  return o;
+}
+
+}  // namespace
+
+fleet::HoldRequest Controller::HoldRequestFor(const HostState& hs) const {
+  std::vector<fleet::HoldNode> nodes;
+  std::vector<int> ports;
+  for (const cluster::NodePlan& n : plan_.nodes) {
+    if (n.host_index != hs.index) continue;
+    const auto& o = n.container.options;
+    const bool host_net = o.network && *o.network == "host";
+    // A node the plan sliced asked for a count: the host script chooses
+    // that many free GPUs, and SecureHolds gives the node devices of those.
+    nodes.push_back({n.gpu_devices.empty() ? o.gpus : std::optional<std::string>(std::to_string(n.gpu_devices.size())),
+                     host_net});
+    if (!host_net) continue;
+    if (n.rank == 0) ports.push_back(spec_.rendezvous.port);
+    if (spec_.mpi && n.rank != 0) ports.push_back(spec_.mpi->port + n.slot);
+  }
+  return fleet::RequestFor(nodes, plan_.hosts[hs.index].gpus, std::move(ports));
+}
+
+std::string Controller::TakeHoldsLine(const HostState& hs) const {
+  return fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), OwnerOf(plan_, spec_),
+                                std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
+}
+
+fleet::ApiHoldJob Controller::ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const {
+  fleet::ApiHoldJob job;
+  job.api = api;
+  job.exec = hs.exec.get();
+  job.request = HoldRequestFor(hs);
+  job.owner = OwnerOf(plan_, spec_);
+  job.now = now;
+  job.engine_timeout = spec_.ssh.engine_timeout;
+  job.engine_misses = spec_.ssh.engine_misses;
+  return job;
+}
+
+std::string Controller::NoteHolds(HostState& hs, const std::string& text, int exit) {
+  return NoteHolds(hs, fleet::ParseHoldReply(text), exit != 0);
+}
+
+std::string Controller::NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed) {
+  hs.hold = std::move(reply);
+  hs.holding = !hs.hold->taken.empty() || fleet::HoldsAny(*hs.hold, plan_.job_id);
+  for (const std::string& s : hs.hold->removed_stale) Say(hs.name + ": removed a stale hold: " + s);
+  if (!fleet::Conflicts(HoldRequestFor(hs), *hs.hold, plan_.job_id).empty()) return "";
+  if (failed || hs.hold->taken.empty()) {
+    return "cannot reserve the host (a hold container on its engine): " +
+           (hs.hold->errors.empty() ? std::string(failed ? "it failed" : "nothing was taken") : hs.hold->errors);
+  }
+  return "";
+}
+
+std::vector<fleet::BusyHost> Controller::BusyHosts() {
+  std::vector<fleet::BusyHost> busy;
+  std::vector<HostState*> hosts = ConnectedHosts();
+  std::sort(hosts.begin(), hosts.end(), [](HostState* a, HostState* b) { return a->name < b->name; });
+  for (HostState* hs : hosts) {
+    if (!hs->hold) continue;
+    std::vector<fleet::Hold> c = fleet::Conflicts(HoldRequestFor(*hs), *hs->hold, plan_.job_id);
+    if (!c.empty()) busy.push_back({hs->name, hs->hold->now, std::move(c)});
+  }
+  return busy;
+}
+
+Status Controller::AdoptHeldGpus(HostState& hs) {
+  if (!hs.hold) return Status::Ok();
+  std::vector<int> gpus = fleet::HeldGpus(*hs.hold, plan_.job_id);
+  if (gpus.empty()) return Status::Ok();
+  std::string list;
+  for (int g : gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
+  Say(hs.name + ": holding GPU(s) " + list);
+  // The job's nodes there get devices of those it holds: every other
+  // index counts as another job's, so the plan (made again for each
+  // attempt from input_) gives them consecutive held devices in rank
+  // order.
+  const std::optional<int> total = plan_.hosts[hs.index].gpus;
+  if (!total) return Status::Ok();
+  input_.held_gpus[hs.index] = fleet::GpusNotHeld(*total, gpus);
+  Result<cluster::Plan> replanned = cluster::MakePlan(input_);
+  if (!replanned.ok()) {
+    return Status::Error(hs.name + ": the GPUs held there do not fit the job's nodes: " +
+                         replanned.status().message());
+  }
+  return Status::Ok();
+}
+
+Status Controller::SecureHoldsOn(HostState& hs) {
+  std::vector<fleet::Hold> c;
+  if (hs.hold) c = fleet::Conflicts(HoldRequestFor(hs), *hs.hold, plan_.job_id);
+  Status s = Status::Ok();
+  if (!c.empty()) {
+    s = Status::Error("it is held by another job:\n" + fleet::BusyTable({{hs.name, hs.hold->now, std::move(c)}}));
+  } else {
+    s = AdoptHeldGpus(hs);
+  }
+  if (!s.ok()) ReleaseHoldsOn({&hs});
+  return s;
+}
+
+Status Controller::SecureHolds() {
+  std::vector<fleet::BusyHost> busy = BusyHosts();
+  if (busy.empty()) {
+    for (HostState* hs : ConnectedHosts()) {
+      if (Status s = AdoptHeldGpus(*hs); !s.ok()) {
+        ReleaseHolds();
+        return s;
+      }
+    }
+    return Status::Ok();
+  }
+  const bool wait = options_.wait || spec_.wait.has_value();
+  const milliseconds limit = spec_.wait.value_or(std::chrono::minutes(30));
+  const Clock::time_point give_up = Now() + limit;
+  std::mt19937 random(std::random_device{}());
+  std::string last_said;
+  for (;;) {
+    // All or nothing: what this job got anywhere goes before it fails or
+    // waits, so it never holds one host while waiting for another.
+    ReleaseHolds();
+    if (!wait || interrupts_ > 0 || Now() >= give_up) break;
+    // The status line says what it waits for; anew only when that changes.
+    const std::string what = fleet::WaitingFor(busy);
+    if (what != last_said) {
+      if (!last_said.empty()) observer_.StepEnded(Phase::kPreflight);
+      Say("waiting for " + what);
+      observer_.StepBegan(Phase::kPreflight, "waiting for " + what, 0);
+      last_said = what;
+    }
+    // A random pause (1-3 s): two jobs that backed off from each other do
+    // not come back in step.
+    const auto pause = milliseconds(1000 + std::uniform_int_distribution<int>(0, 2000)(random));
+    RunUntil([&] { return interrupts_ > 0; }, std::min(give_up, Now() + pause));
+    if (interrupts_ > 0) break;
+    // Every host again, in one round trip each, in parallel.
+    CommandGroup group(&loop_, &redact_);
+    std::map<HostState*, std::string> problems;
+    for (HostState* hs : ConnectedHosts()) {
+      const std::string script = "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\n"
+                                 "echo " + std::string(kPosixShellAnswer) + "\nbs hold; (\n" + TakeHoldsLine(*hs) +
+                                 "\n) 2>&1; be hold $?\n";
+      group.Run(*hs->exec, script, [this, hs, &problems](const Outcome& o) {
+        const PreflightReply reply = ParsePreflightReply(o.out);
+        const PreflightSection* s = reply.Find("hold");
+        if (!s) {
+          problems[hs] = "the hold did not report: " + o.Reason();
+          return;
+        }
+        std::string p = NoteHolds(*hs, s->text, s->exit);
+        if (!p.empty()) problems[hs] = p;
+      });
+    }
+    RunWhileProgressing(group, spec_.ssh.engine_timeout * 3 + seconds(30), [&] { return interrupts_ > 0; });
+    group.Cancel();
+    if (!problems.empty()) {
+      observer_.StepEnded(Phase::kPreflight);
+      ReleaseHolds();
+      std::string msg = "cannot reserve the hosts:";
+      for (const auto& [hs, p] : problems) msg += "\n  " + hs->name + ": " + p;
+      return Status::Error(msg);
+    }
+    busy = BusyHosts();
+    if (busy.empty()) {
+      observer_.StepEnded(Phase::kPreflight);
+      Say("every host is free: starting");
+      return SecureHolds();
+    }
+  }
+  if (!last_said.empty()) observer_.StepEnded(Phase::kPreflight);
+  if (interrupts_ > 0) return Status::Error("interrupted while waiting for hosts");
+  std::string head = wait ? "gave up waiting after " + fleet::ShortDuration(
+                                                           std::chrono::duration_cast<seconds>(limit).count()) +
+                                ": "
+                          : "";
+  return Status::Error(head + std::to_string(busy.size()) + " host(s) are held by other jobs; nothing was started" +
+                       (wait ? "" : " (--wait or `wait: 30m` waits for them)") + ":\n" + fleet::BusyTable(busy));
+}
+
+void Controller::ReleaseHolds() {
+  // The current hosts and those a spare replaced (a preempted host whose
+  // release at the replacement did not get through): a lost one is left to
+  // its watchdog, which removes the job's holds with its containers when
+  // the lease lapses.
+  std::vector<HostState*> hosts = AllHosts();
+  for (auto& old : retired_) hosts.push_back(old.get());
+  ReleaseHoldsOn(hosts);
+}
+
+void Controller::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {
+  CommandGroup group(&loop_, &redact_);
+  for (HostState* hs : hosts) {
+    if (!hs->holding || hs->lost || !hs->exec) continue;
+    group.Run(*hs->exec, fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome& o) {
+      if (o.ok()) {
+        hs->holding = false;
+      } else {
+        Say(hs->name + ": releasing the hold failed (its watchdog removes it when the lease lapses): " + o.Reason());
+      }
+    });
+  }
+  RunWhileProgressing(group, spec_.ssh.engine_timeout + seconds(30));
+}
+
+}  // namespace barge::runner::internal

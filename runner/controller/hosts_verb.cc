@@ -1,0 +1,51 @@
+// `barge hosts`: asks every host of a job file (or of --hosts) for its holds
+// and running barge containers, one command per host in parallel, and prints
+// them in one table (or JSON). Exit 0 when every host answered, 125 when one
+// could not be asked.
+#include <algorithm>
+#include <cstdio>
+
+#include "runner/controller/controller.h"
+#include "runner/remote/hosts_view.h"
+
+namespace barge::runner::internal {
+
+int Controller::ShowHosts(bool json) {
+  if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
+  // Every listed host, not only those this job's plan would use.
+  plan_.used_hosts.clear();
+  for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
+  (void)Connect();  // a host that cannot be reached gets its row
+  CommandGroup group(&loop_, &redact_);
+  std::vector<fleet::HostView> views;
+  std::map<size_t, size_t> row;  // host index → views
+  for (auto& [h, host] : hosts_) {
+    row[h] = views.size();
+    views.push_back(fleet::HostView{host->name, 0, {}, {}, ""});
+    if (!host->exec) {
+      auto why = connect_errors_.find(h);
+      views.back().error = why == connect_errors_.end() ? "not connected" : why->second;
+      continue;
+    }
+    HostState* hs = host.get();
+    group.Run(*hs->exec,
+              fleet::ListHoldsScript(*hs->docker, /*containers=*/true,
+                                     std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout)),
+              [&, h = h, hs](const Outcome& o) {
+                fleet::HostView v = fleet::ParseHostView(hs->name, o.out);
+                if (!o.ok() && v.error.empty()) v.error = o.Reason();
+                views[row[h]] = std::move(v);
+              });
+  }
+  RunWhileProgressing(group, spec_.ssh.engine_timeout * 2 + seconds(30), [&] { return interrupts_ > 0; });
+  const bool all = std::all_of(views.begin(), views.end(), [](const fleet::HostView& v) { return v.error.empty(); });
+  if (json) {
+    std::printf("%s\n", fleet::HostsJson(views).dump(2).c_str());
+  } else {
+    std::fputs(fleet::HostsTable(views).c_str(), stdout);
+  }
+  std::fflush(stdout);
+  return all ? 0 : kExitBargeFailure;
+}
+
+}  // namespace barge::runner::internal

@@ -1,0 +1,180 @@
+// The blocks of a job file as they are read (internal to
+// runner/jobfile/): the drafts that collect a block's values, and the
+// readers and key tables of each block family, one file each:
+// container_blocks.cc (container, hosts' entries, readiness, roles, ssh,
+// rendezvous, teardown), host_blocks.cc (hosts, spares, hosts_file,
+// hosts_command, host groups), job_blocks.cc (restart, array, preemption,
+// roles, workdir, files, artifacts, forward), secret_blocks.cc (secrets,
+// registry), job_rules.cc (mpi, the top-level keys, cross-block checks,
+// ReadJob), yaml_document.cc (the guarded YAML parse), job_file.cc (layers,
+// config.yaml, the public API).
+#pragma once
+
+#include "runner/jobfile/reader.h"
+
+namespace barge::runner::jobfile {
+
+
+// A host entry, with where its values were written for the checks that
+// compare hosts.
+struct HostDraft {
+  cluster::Host host;
+  Entry entry;  // the list element
+  std::optional<Entry> address;
+  std::optional<Entry> role;
+  std::optional<Entry> nodes;
+  std::vector<Entry> ssh_settings;  // user, port, identity_file, proxy_jump
+};
+
+
+struct ReadyDraft {
+  cluster::ReadinessProbe probe;
+  std::vector<Entry> kinds;  // tcp_port, log, command as written
+};
+
+
+struct RoleDraft {
+  bool present = false;
+  cluster::RoleSpec role;
+  std::optional<Entry> image;
+  std::optional<Entry> command;  // as written
+  std::optional<Entry> count;  // as written, when valid
+};
+
+
+struct TeardownDraft {
+  TeardownHooks hooks;
+  std::vector<Entry> commands;  // for the placeholder checks
+};
+
+
+// `host_groups:` (runner/fleet/): NAME: {hosts: [...] | hosts_file: PATH,
+// ssh: {...}}. Each group is read like the job's own inventory; its `ssh:`
+// takes the job's `ssh:` keys, laid over the job's settings once the config
+// file is applied (LayGroupSsh).
+struct GroupDraft {
+  HostGroup group;
+  Entry entry;  // the NAME key
+  std::deque<Source>* sources = nullptr;  // the job's: a hosts_file's Source lives there
+  std::vector<HostDraft> hosts;
+  bool host_errors = false;
+  std::set<std::string> ssh_keys;
+};
+
+
+// The whole job while it is read: the spec plus what the checks across
+// blocks need.
+struct JobDraft {
+  JobSpec spec;
+  std::deque<Source> sources;  // a hosts_file's Source; a deque keeps addresses stable
+  std::vector<HostDraft> hosts;
+  std::vector<HostDraft> spares;
+  bool image_written = false;  // `image:` is there, if perhaps wrong
+  bool hosts_given = false;    // `hosts:` or `hosts_file:` was read
+  bool host_errors = false;    // some host entry is wrong: node counts are unknown
+  RoleDraft head;
+  RoleDraft worker;
+  TeardownDraft teardown;
+  std::vector<Entry> secret_keys;  // the NAME key of each of spec.secrets
+  std::set<std::string> ssh_keys;  // the keys of `ssh:` the job file sets
+  std::optional<Entry> mpi;        // the `mpi:` key, when given
+  const RecordedHostsFile* recorded_hosts = nullptr;  // rerun: read this, not the disk
+  std::optional<RecordedHostsFile> hosts_read;        // the hosts file as read
+  // hosts_command: its recorded output (down, exec, attach, rerun: read
+  // this, never run the command), and what it printed.
+  const RecordedHostsCommand* recorded_command = nullptr;
+  bool may_run_command = true;  // JobLayers::run_hosts_command
+  std::optional<RecordedHostsCommand> command_read;
+  std::vector<GroupDraft> groups;  // `host_groups:`, in file order
+};
+
+
+// A hosts_file named `written` at `e`, read (or taken from `recorded` when
+// that names the same file) and parsed as a Source kept in `sources`;
+// nullopt after an error reported at `e`.
+struct LoadedHostsFile {
+  std::string path;   // expanded
+  std::string shown;  // as messages and the job record name it
+  std::string text;
+  const Source* src = nullptr;
+  YAML::Node root;
+};
+
+// The key table of each block (for `barge schema` and the docs).
+std::vector<KeyInfo> ArrayKeys();
+std::vector<KeyInfo> ArtifactKeys();
+std::vector<KeyInfo> ContainerKeys();
+std::vector<KeyInfo> FileKeys();
+std::vector<KeyInfo> ForwardKeys();
+std::vector<KeyInfo> HeadKeys();
+std::vector<KeyInfo> HostKeys();
+std::vector<KeyInfo> HostGroupKeys();
+std::vector<KeyInfo> JobKeys();
+std::vector<KeyInfo> MpiKeys();
+std::vector<KeyInfo> PasswordKeys();
+std::vector<KeyInfo> PreemptionKeys();
+std::vector<KeyInfo> ReadyKeys();
+std::vector<KeyInfo> RegistryKeys();
+std::vector<KeyInfo> RendezvousKeys();
+std::vector<KeyInfo> RestartKeys();
+std::vector<KeyInfo> RoleKeys();
+std::vector<KeyInfo> SecretKeys();
+std::vector<KeyInfo> SshKeys();
+std::vector<KeyInfo> TeardownKeys();
+std::vector<KeyInfo> WorkdirKeys();
+std::vector<KeyInfo> WorkerKeys();
+
+// Constants shared by several tables.
+inline constexpr auto kRestartCauses = NamesOf(kRestartCauseNames);
+inline constexpr auto kImagePull = NamesOf(kImagePullNames);
+inline constexpr auto kOnWorkerExit = NamesOf(kOnWorkerExitNames);
+
+// What CountExpandedNodes found.
+struct Expansion {
+  long long count = 0;
+  bool too_deep = false;
+  bool exceeded() const { return too_deep || count > kMaxNodes; }
+};
+
+// container_blocks.cc
+void ReadContainer(const Entry& e, ContainerOptions& out);
+SeenKeys ReadHostEntry(const Entry& e, HostDraft& h);
+SeenKeys ReadHead(const Entry& e, RoleDraft& r);
+SeenKeys ReadWorker(const Entry& e, RoleDraft& r);
+SeenKeys ReadSsh(const Entry& e, SshSettings& s);
+SeenKeys ReadRendezvous(const Entry& e, cluster::RendezvousOptions& r);
+SeenKeys ReadTeardown(const Entry& e, TeardownDraft& t);
+// host_blocks.cc
+void ReadHostList(const Entry& e, JobDraft& d);
+void ReadSpareHosts(const Entry& e, JobDraft& d);
+void ReadHostsFile(const Entry& e, JobDraft& d);
+void ReadHostsCommand(const Entry& e, JobDraft& d);
+void ReadHostGroups(const Entry& e, JobDraft& d);
+// job_blocks.cc
+SeenKeys ReadArrayBlock(const Entry& e, ArraySpec& a);
+SeenKeys ReadRestart(const Entry& e, RestartPolicy& r);
+SeenKeys ReadPreemption(const Entry& e, PreemptionSpec& p);
+SeenKeys ReadRoles(const Entry& e, JobDraft& d);
+void ReadWorkdir(const Entry& e, JobDraft& d);
+void ReadFiles(const Entry& e, JobDraft& d);
+void ReadArtifacts(const Entry& e, JobDraft& d);
+void ReadForward(const Entry& e, JobDraft& d);
+// secret_blocks.cc
+void ReadSecrets(const Entry& e, JobDraft& d);
+void ReadRegistry(const Entry& e, JobDraft& d);
+void CheckSecretsAgainstEnv(const JobDraft& d);
+// job_rules.cc: reads the whole document `root` of `src` into `d`.
+void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d);
+// yaml_document.cc
+// Counts nodes as a reader would visit them, aliases expanded.
+void CountExpandedNodes(const YAML::Node& n, Expansion* e, int depth = 0);
+std::string ExpansionMessage(const Expansion& e);
+// Parses `text` as one YAML document with the size and nesting caps;
+// nullopt after reporting its errors in `src`.
+std::optional<YAML::Node> ParseDocument(const Source& src, std::string_view text, std::string_view what);
+// Reads at most the job file's cap of `path` into `out`; false with `error`.
+bool ReadFileCapped(const std::string& path, std::string* out, std::string* error);
+// Sorts errors by file (in the order first seen), line, column.
+void SortErrors(std::vector<JobFileError>* errors);
+
+}  // namespace barge::runner::jobfile

@@ -1,0 +1,321 @@
+// The job-level blocks: restart, array, preemption, roles, workdir, files, artifacts, forward.
+#include "runner/jobfile/blocks.h"
+
+namespace barge::runner::jobfile {
+
+constexpr KeyRule<RestartPolicy> kRestartRules[] = {
+    {"max_restarts",
+     {.type = KeyType::kInteger, .description = "Whole-job restarts allowed", .default_value = "0"},
+     [](const Entry& e, RestartPolicy& r) {
+       if (auto n = ReadInteger(e, 0, 1000, "a number of restarts")) r.max_restarts = static_cast<int>(*n);
+     }},
+    {"on",
+     {.type = KeyType::kEnumList, .description = "Causes that restart the job (default: all three)", .choices = kRestartCauses},
+     [](const Entry& e, RestartPolicy& r) {
+       if (!ExpectList(e, "causes (" + JoinWords(kRestartCauses, " or ") + ")")) return;
+       r.on_host_lost = r.on_node_failed = r.on_preempted = false;
+       for (size_t i = 0; i < e.value.size(); ++i) {
+         Entry item = e.Element(e.value[i], i);
+         std::optional<RestartCause> c = ReadEnum(item, kRestartCauseNames);
+         if (!c) continue;
+         bool& flag = *c == RestartCause::kHostLost     ? r.on_host_lost
+                      : *c == RestartCause::kNodeFailed ? r.on_node_failed
+                                                        : r.on_preempted;
+         if (flag) item.Error(QuoteValue(NameOf(kRestartCauseNames, *c)) + " is listed twice");
+         flag = true;
+       }
+     }},
+    {"backoff",
+     {.type = KeyType::kDuration, .description = "Wait before a restart", .default_value = "10s"},
+     [](const Entry& e, RestartPolicy& r) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/true)) r.backoff = *d;
+     }},
+};
+std::vector<KeyInfo> RestartKeys() { return Describe(kRestartRules); }
+
+// `array:` (runner/fleet/): the rows come from a file or a matrix.
+void ReadArrayMatrix(const Entry& e, ArraySpec& a) {
+  if (!e.value.IsMap() || e.value.size() == 0) {
+    e.Error("expected a mapping of COLUMN: [values], e.g. {lr: [0.1, 0.01], seed: [1, 2]}, got " +
+            TypeName(e.value));
+    return;
+  }
+  for (auto it = e.value.begin(); it != e.value.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      e.Error("a column must be a plain word, not " + TypeName(it->first));
+      continue;
+    }
+    Entry column = e.Child(it->first, it->second);
+    if (Status s = CheckEnvName(it->first.Scalar()); !s.ok()) {
+      column.KeyError("column " + QuoteValue(it->first.Scalar()) +
+                      " is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+      continue;
+    }
+    std::optional<std::vector<std::string>> values = ReadStringList(column, nullptr);
+    if (!values) continue;
+    if (values->empty()) {
+      column.Error("empty list: a matrix column needs at least one value");
+      continue;
+    }
+    a.matrix.emplace_back(it->first.Scalar(), std::move(*values));
+  }
+}
+
+constexpr KeyRule<ArraySpec> kArrayRules[] = {
+    {"file",
+     {.type = KeyType::kString, .description = "A CSV file (a header line of column names) or a JSON-lines file (.jsonl: one object per line); one member per row"},
+     [](const Entry& e, ArraySpec& a) {
+       if (auto path = ReadReadableFile(e, "the array's file")) a.file = *path;
+     }},
+    {"matrix",
+     {.type = KeyType::kJson, .description = "COLUMN: [values]; one member per combination (the first column varies slowest)", .schema = R"({"type": "object", "additionalProperties": {"type": "array", "minItems": 1, "items": {"type": ["string", "number", "boolean"]}}})"},
+     ReadArrayMatrix},
+};
+std::vector<KeyInfo> ArrayKeys() { return Describe(kArrayRules); }
+
+constexpr KeyRule<PreemptionSpec> kPreemptionRules[] = {
+    {"command",
+     {.type = KeyType::kString, .description = "Shell command polled on every host; exit 0 means the host is going away", .required = true},
+     [](const Entry& e, PreemptionSpec& p) {
+       if (auto c = ReadNonEmpty(e, "a shell command")) p.command = *c;
+     }},
+    {"every",
+     {.type = KeyType::kDuration, .description = "How often the command runs", .default_value = "5s"},
+     [](const Entry& e, PreemptionSpec& p) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) p.every = *d;
+     }},
+};
+std::vector<KeyInfo> PreemptionKeys() { return Describe(kPreemptionRules); }
+
+
+
+constexpr KeyRule<JobDraft> kRoleRules[] = {
+    {"head",
+     {.type = KeyType::kBlock, .description = "The head (rank 0)", .keys = HeadKeys},
+     [](const Entry& e, JobDraft& d) {
+       d.head.present = true;
+       ReadHead(e, d.head);
+     }},
+    {"worker",
+     {.type = KeyType::kBlock, .description = "The workers (every other node)", .keys = WorkerKeys},
+     [](const Entry& e, JobDraft& d) {
+       d.worker.present = true;
+       ReadWorker(e, d.worker);
+     }},
+};
+std::vector<KeyInfo> RoleKeys() { return Describe(kRoleRules); }
+
+std::optional<std::string> ReadLocalPath(const Entry& e, bool directory) {
+  std::optional<std::string> written = ReadNonEmpty(e, directory ? "a local directory" : "a local file");
+  if (!written) return std::nullopt;
+  std::optional<std::string> path = ExpandPath(e, *written);
+  if (!path) return std::nullopt;
+  std::error_code ec;
+  bool ok = directory ? std::filesystem::is_directory(*path, ec)
+                      : std::filesystem::is_regular_file(*path, ec);
+  if (!ok) {
+    e.Error(std::string(directory ? "not a directory: " : "not a readable file: ") + *path);
+    return std::nullopt;
+  }
+  return path;
+}
+
+std::optional<std::string> ReadContainerPath(const Entry& e) {
+  std::optional<std::string> v = ReadNonEmpty(e, "an absolute path in the container");
+  if (!v) return std::nullopt;
+  if ((*v)[0] != '/' || v->find(':') != std::string::npos || v->size() >= 4096) {
+    e.Error("expected an absolute path in the container without ':', got " + QuoteValue(*v));
+    return std::nullopt;
+  }
+  return v;
+}
+
+constexpr KeyRule<WorkdirSpec> kWorkdirRules[] = {
+    {"path",
+     {.type = KeyType::kString, .description = "Local directory to ship to every host", .required = true},
+     [](const Entry& e, WorkdirSpec& w) {
+       if (auto p = ReadLocalPath(e, /*directory=*/true)) w.path = *p;
+     }},
+    {"mount",
+     {.type = KeyType::kString, .description = "Where containers see it", .default_value = "/workspace"},
+     [](const Entry& e, WorkdirSpec& w) {
+       if (auto p = ReadContainerPath(e)) w.mount = *p;
+     }},
+    {"exclude",
+     {.type = KeyType::kStringList, .description = "tar --exclude patterns"},
+     [](const Entry& e, WorkdirSpec& w) {
+       if (auto l = ReadStringList(e, nullptr)) w.exclude = *l;
+     }},
+};
+std::vector<KeyInfo> WorkdirKeys() { return Describe(kWorkdirRules); }
+
+void ReadWorkdir(const Entry& e, JobDraft& d) {
+  WorkdirSpec w;
+  if (e.value.IsScalar()) {
+    if (auto p = ReadLocalPath(e, /*directory=*/true)) w.path = *p;
+  } else if (e.value.IsMap()) {
+    ReadMapping(e, kWorkdirRules, w);
+    if (w.path.empty()) {
+      e.KeyError("missing 'path' (the local directory to ship)");
+      return;
+    }
+  } else {
+    e.Error("expected a directory or a mapping with path, mount and exclude, got " +
+            TypeName(e.value));
+    return;
+  }
+  if (!w.path.empty()) d.spec.workdir = w;
+}
+
+constexpr KeyRule<FileSpec> kFileRules[] = {
+    {"from",
+     {.type = KeyType::kString, .description = "Local file to ship", .required = true},
+     [](const Entry& e, FileSpec& f) {
+       if (auto p = ReadLocalPath(e, /*directory=*/false)) f.from = *p;
+     }},
+    {"to",
+     {.type = KeyType::kString, .description = "Absolute path in the container (mounted read-only)", .required = true},
+     [](const Entry& e, FileSpec& f) {
+       if (auto p = ReadContainerPath(e)) f.to = *p;
+     }},
+};
+std::vector<KeyInfo> FileKeys() { return Describe(kFileRules); }
+
+void ReadFiles(const Entry& e, JobDraft& d) {
+  if (!ExpectList(e, "files")) return;
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    Entry item = e.Element(e.value[i], i);
+    if (!e.value[i].IsMap()) {
+      item.Error("expected a mapping with from and to, got " + TypeName(e.value[i]));
+      continue;
+    }
+    FileSpec f;
+    ReadMapping(item, kFileRules, f);
+    if (f.from.empty() || f.to.empty()) {
+      if (!e.value[i]["from"] || !e.value[i]["to"]) {
+        e.src->Error(e.value[i].Mark(), item.path, "needs both 'from' and 'to'");
+      }
+      continue;
+    }
+    d.spec.files.push_back(f);
+  }
+}
+
+constexpr KeyRule<ArtifactSpec> kArtifactRules[] = {
+    {"node",
+     {.type = KeyType::kJson, .description = "Which node: head, all, or a rank", .default_value = "head", .schema = R"({"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 0}]})"},
+     [](const Entry& e, ArtifactSpec& a) {
+       std::optional<std::string> v = ReadNonEmpty(e, "head, all or a rank");
+       if (!v) return;
+       long long rank;
+       if (*v == "head") {
+         a.rank = 0;
+       } else if (*v == "all") {
+         a.all_nodes = true;
+       } else if (ParseInteger(*v, &rank) && rank >= 0 && rank < 100000) {
+         a.rank = static_cast<int>(rank);
+       } else {
+         e.Error("expected head, all or a rank, got " + QuoteValue(*v));
+       }
+     }},
+    {"path",
+     {.type = KeyType::kString, .description = "Absolute path in the container to copy back", .required = true},
+     [](const Entry& e, ArtifactSpec& a) {
+       std::optional<std::string> v = ReadNonEmpty(e, "an absolute path in the container");
+       if (!v) return;
+       if ((*v)[0] != '/') {
+         e.Error("expected an absolute path in the container, got " + QuoteValue(*v));
+         return;
+       }
+       a.path = *v;
+     }},
+    {"every",
+     {.type = KeyType::kDuration, .description = "Copy this often while the job runs (default: only before teardown)"},
+     [](const Entry& e, ArtifactSpec& a) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) a.every = *d;
+     }},
+};
+std::vector<KeyInfo> ArtifactKeys() { return Describe(kArtifactRules); }
+
+void ReadArtifacts(const Entry& e, JobDraft& d) {
+  if (!ExpectList(e, "artifacts")) return;
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    Entry item = e.Element(e.value[i], i);
+    if (!e.value[i].IsMap()) {
+      item.Error("expected a mapping with node, path and every, got " + TypeName(e.value[i]));
+      continue;
+    }
+    ArtifactSpec a;
+    ReadMapping(item, kArtifactRules, a);
+    if (a.path.empty()) {
+      e.src->Error(e.value[i].Mark(), item.path + ".path", "missing; which path to copy back");
+      continue;
+    }
+    d.spec.artifacts.push_back(a);
+  }
+}
+
+constexpr KeyRule<ForwardSpec> kForwardRules[] = {
+    {"port",
+     {.type = KeyType::kString, .description = "[LOCAL:]REMOTE: the node's port, reached at 127.0.0.1:LOCAL (default LOCAL = REMOTE)", .required = true},
+     [](const Entry& e, ForwardSpec& f) {
+       std::optional<std::string> v = ReadNonEmpty(e, "[LOCAL:]REMOTE, e.g. 8265 or \"16006:6006\"");
+       if (!v) return;
+       Result<window::ForwardPorts> ports = window::ParseForwardPorts(*v);
+       if (!ports.ok()) {
+         e.Error(ports.status().message());
+         return;
+       }
+       f.local_port = ports->local_port;
+       f.remote_port = ports->remote_port;
+     }},
+    {"node",
+     {.type = KeyType::kInteger, .description = "The node's rank", .default_value = "0"},
+     [](const Entry& e, ForwardSpec& f) {
+       std::optional<std::string> v = ReadNonEmpty(e, "a rank");
+       long long rank;
+       if (!v) return;
+       if (!ParseInteger(*v, &rank) || rank < 0 || rank >= 100000) {
+         e.Error("expected a rank (0, 1, ...), got " + QuoteValue(*v));
+         return;
+       }
+       f.rank = static_cast<int>(rank);
+     }},
+};
+std::vector<KeyInfo> ForwardKeys() { return Describe(kForwardRules); }
+
+void ReadForward(const Entry& e, JobDraft& d) {
+  if (!ExpectList(e, "forward")) return;
+  std::map<int, std::string> taken;  // local port -> where
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    Entry item = e.Element(e.value[i], i);
+    ForwardSpec f;
+    if (e.value[i].IsScalar()) {
+      kForwardRules[0].read(item, f);
+    } else if (e.value[i].IsMap()) {
+      ReadMapping(item, kForwardRules, f);
+      if (!e.value[i]["port"]) {
+        e.src->Error(e.value[i].Mark(), item.path + ".port", "missing; which port of the node to forward");
+        continue;
+      }
+    } else {
+      item.Error("expected a port ([LOCAL:]REMOTE) or a mapping with port and node, got " + TypeName(e.value[i]));
+      continue;
+    }
+    if (f.remote_port == 0) continue;  // reported above
+    auto [at, fresh] = taken.emplace(f.local_port, item.path);
+    if (!fresh) {
+      item.Error("local port " + std::to_string(f.local_port) + " is already forwarded by " + at->second);
+      continue;
+    }
+    d.spec.forward.push_back(f);
+  }
+}
+
+SeenKeys ReadArrayBlock(const Entry& e, ArraySpec& a) { return ReadMapping(e, kArrayRules, a); }
+
+SeenKeys ReadRestart(const Entry& e, RestartPolicy& r) { return ReadMapping(e, kRestartRules, r); }
+SeenKeys ReadPreemption(const Entry& e, PreemptionSpec& p) { return ReadMapping(e, kPreemptionRules, p); }
+SeenKeys ReadRoles(const Entry& e, JobDraft& d) { return ReadMapping(e, kRoleRules, d, "role"); }
+
+}  // namespace barge::runner::jobfile

@@ -1,0 +1,259 @@
+// The job model: one job file, parsed and validated. A JobSpec is complete and
+// consistent (see job_file.h); nothing in it has been checked against a live
+// host yet.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/enum_names.h"
+#include "cluster/inventory.h"
+#include "cluster/mpi.h"
+#include "cluster/roles.h"
+#include "container/container_spec.h"
+#include "ssh/session_options.h"
+
+namespace barge::runner {
+
+struct SshSettings {
+  // Expanded, absolute paths; empty = ssh's defaults (~/.ssh/known_hosts,
+  // ~/.ssh/config), as ssh::SessionOptions takes them.
+  std::string known_hosts;
+  std::string config_file;
+  ssh::HostKeyChecking host_key_checking = ssh::HostKeyChecking::kStrict;
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // A host whose session has not answered for this long is lost (keepalive
+  // requests on the open session; see ssh::SshExecutor).
+  std::chrono::milliseconds dead_after{std::chrono::seconds(10)};
+  // The Docker engine: each call barge makes to it (preflight, the probes
+  // while a job runs) is bounded by engine_timeout, and the engine counts as
+  // frozen (the host is lost) only after engine_misses calls in a row got no
+  // answer. A busy engine is slow, not dead: this is longer than dead_after.
+  std::chrono::milliseconds engine_timeout{std::chrono::seconds(20)};
+  int engine_misses = 3;
+  // Job-wide defaults for hosts that do not set their own.
+  std::optional<std::string> user;
+  std::optional<int> port;
+  std::optional<std::string> identity_file;
+  // Jump hosts for hosts that set none (ssh.proxy_jump; runner/jobfile/proxy_jump.h);
+  // empty = the ssh config's ProxyJump, if any.
+  std::vector<std::string> proxy_jump;
+  // At most this many SSH handshakes in flight at once (ssh::ConnectAll's
+  // pool): bounds the controller's CPU burst and keeps a jump host's or a
+  // host's sshd MaxStartups (default 10:30:100) from refusing logins.
+  int parallel_connects = 32;
+};
+
+// image_pull: when hosts pull the image; push copies it from here.
+enum class ImagePull { kAlways, kMissing, kNever, kPush };
+inline constexpr auto kImagePullNames = std::to_array<EnumName<ImagePull>>(
+    {{ImagePull::kAlways, "always"}, {ImagePull::kMissing, "missing"}, {ImagePull::kNever, "never"},
+     {ImagePull::kPush, "push"}});
+static_assert(ListsEveryValueInOrder(kImagePullNames));
+
+// on_worker_exit: whether a worker that exits non-zero fails the job.
+enum class OnWorkerExit { kFail, kIgnore };
+inline constexpr auto kOnWorkerExitNames = std::to_array<EnumName<OnWorkerExit>>(
+    {{OnWorkerExit::kFail, "fail"}, {OnWorkerExit::kIgnore, "ignore"}});
+static_assert(ListsEveryValueInOrder(kOnWorkerExitNames));
+
+// What ends an attempt and may restart the job (restart.on); the names are
+// also the kinds of the store's fault events (event::kHostLost, ...).
+enum class RestartCause { kHostLost, kNodeFailed, kPreempted };
+inline constexpr auto kRestartCauseNames = std::to_array<EnumName<RestartCause>>(
+    {{RestartCause::kHostLost, "host_lost"}, {RestartCause::kNodeFailed, "node_failed"},
+     {RestartCause::kPreempted, "preempted"}});
+static_assert(ListsEveryValueInOrder(kRestartCauseNames));
+
+struct TeardownHooks {
+  std::optional<std::string> host_command;   // run on each host over SSH
+  std::optional<std::string> local_command;  // run on the controller, once per host
+};
+
+// `artifacts:` entry: files copied from containers back to
+// STATE/runs/<job-id>/artifacts/<rank>/ periodically and before teardown.
+struct ArtifactSpec {
+  std::optional<int> rank;  // nullopt with all_nodes false = the head
+  bool all_nodes = false;
+  std::string path;  // absolute, inside the container
+  std::optional<std::chrono::milliseconds> every;  // nullopt = only before teardown
+};
+
+// `workdir:` — a local directory shipped to every host's per-job directory
+// (a tar stream over the open session) and mounted into every container.
+struct WorkdirSpec {
+  std::string path;                       // local directory, expanded
+  std::string mount = "/workspace";       // where containers see it
+  std::vector<std::string> exclude;       // tar --exclude patterns
+};
+
+// `files:` entry: one local file shipped likewise, mounted read-only at `to`.
+struct FileSpec {
+  std::string from;  // local file, expanded
+  std::string to;    // absolute path in the container
+};
+
+// `restart:` — whole-job restarts after a fault. A restartable failure tears
+// every node down (graceful stop, last artifacts), waits `backoff`, and
+// launches again, on the same hosts or with a spare in place of a lost one.
+struct RestartPolicy {
+  int max_restarts = 0;
+  // Causes that restart the job (the rest fail it): host_lost (the session
+  // died or the engine stopped answering), node_failed (a container exited
+  // non-zero or was killed before teardown began), preempted.
+  bool on_host_lost = true;
+  bool on_node_failed = true;
+  bool on_preempted = true;
+  std::chrono::milliseconds backoff{std::chrono::seconds(10)};
+};
+
+// `preemption:` — a command polled on every host; its success (exit 0)
+// means "this host is going away".
+struct PreemptionSpec {
+  std::string command;
+  std::chrono::milliseconds every{std::chrono::seconds(5)};
+};
+
+// `secrets:` entry. The value is read when the job file is validated (from a
+// local file or from barge's own environment) and is kept only in memory:
+// it reaches each host through the command's stdin over the open session
+// (the job's per-host directory, mode 0600), the container through a
+// read-only mount at /run/secrets/NAME and, unless `as_env: false`, its
+// environment through `docker run --env-file`. It is never on a command
+// line, in `barge plan`, in the job store or in barge's messages.
+struct SecretSpec {
+  std::string name;  // an environment variable name; also the file's name
+  // Where the value came from, for messages: "file ~/.hf_token",
+  // "env WANDB_API_KEY".
+  std::string source;
+  bool as_env = true;
+  std::string value;  // exact bytes; empty when parsed with SecretValues::kSkip
+};
+
+// A secret as the container's environment gets it: without trailing line
+// breaks (as a shell's "$(cat FILE)" would give it; a token file usually
+// ends with one). Validation guarantees no line break, NUL or invalid UTF-8
+// is left in it when `as_env` is set.
+inline std::string EnvValueOf(const SecretSpec& s) {
+  std::string v = s.value;
+  while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.pop_back();
+  return v;
+}
+
+// `registry:` — every host logs in before the images are checked or pulled
+// (`docker login --password-stdin`, the password on the command's stdin),
+// into the job's own Docker client config in its per-host directory, and
+// logs out at the end of the job.
+struct RegistrySpec {
+  std::string server;    // as `docker login` takes it: "ghcr.io", "registry.example.com:5000"
+  std::string username;
+  std::string password_source;  // "file ...", "env ...", for messages
+  std::string password;  // without trailing line breaks; empty with SecretValues::kSkip
+};
+
+// `forward:` entry: while the job is attached (`barge run`, `barge attach`),
+// 127.0.0.1:local_port on barge's machine reaches port remote_port of node
+// `rank`, over the session to its host (runner/controller/forwards.h).
+struct ForwardSpec {
+  int local_port = 0;
+  int remote_port = 0;
+  int rank = 0;
+};
+
+// `array:` (runner/fleet/): one member job per row of a CSV or JSON-lines
+// file, or per combination of a matrix's values. Exactly one of `file` and
+// `matrix` is set.
+struct ArraySpec {
+  std::string file;  // local file, expanded; "" with a matrix
+  // Column name → its values, in the order the job file lists them.
+  std::vector<std::pair<std::string, std::vector<std::string>>> matrix;
+};
+
+// `host_groups:` entry (runner/fleet/): a pool of hosts that job array rows
+// naming it in their `host_group` column draw their hosts from, reached
+// with the group's own ssh settings.
+struct HostGroup {
+  std::string name;
+  std::vector<cluster::Host> hosts;  // Host::line counts in hosts_file when that is set
+  std::string hosts_file;            // as errors name it; empty = listed in the job file
+  // The job's `ssh:` (config file defaults included) with the keys the
+  // group's own `ssh:` sets laid over it: what the group's members use.
+  SshSettings ssh;
+  std::vector<std::string> ssh_keys;  // the keys the group's `ssh:` sets, in table order
+};
+
+struct JobSpec {
+  std::string file;      // the job file's path as given
+  std::string base_dir;  // directory of the job file; relative paths resolve here
+  std::string name;      // [A-Za-z0-9][A-Za-z0-9_.-]*, at most 63 chars
+  std::string image;     // job-wide image; a role may override
+  // Where each image was written, "FILE:LINE: KEY" ("job.yaml:3: image",
+  // "job.yaml:9: roles.head.image"), for errors found on a host.
+  std::map<std::string, std::string> image_written_at;
+  std::optional<std::vector<std::string>> command;  // nullopt = image CMD
+  container::ContainerOptions container;
+  // Empty = one local host (the local Docker engine). Host::line counts in
+  // hosts_file when that is set. Host::internal_address is left empty when
+  // the file does not set it (cluster::InternalAddress supplies the default).
+  std::vector<cluster::Host> hosts;
+  // The file the hosts were read from, as error messages name it (joined to
+  // the job file's directory as given); empty = listed in the job file.
+  std::string hosts_file;
+  // The hosts_command the hosts were read from (runner/jobfile/hosts_command.h),
+  // as written; empty = none.
+  std::string hosts_command;
+  // True when hosts_command was run while reading the job (not taken from
+  // a recorded output): `barge plan` says so.
+  bool hosts_command_ran = false;
+  std::string docker_command = "docker";  // job-wide; a host may override
+  SshSettings ssh;
+  // Keys "head" and/or "worker". Empty = every node runs the job's command,
+  // rank 0 being the head.
+  std::map<std::string, cluster::RoleSpec> roles;
+  cluster::RendezvousOptions rendezvous;
+  ImagePull image_pull = ImagePull::kMissing;
+  OnWorkerExit on_worker_exit = OnWorkerExit::kFail;
+  std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};
+  // The job ends as `timed_out` (graceful stop, teardown) once it has run
+  // this long, counted from `barge run`'s start. nullopt = no limit.
+  std::optional<std::chrono::milliseconds> timeout;
+  // The hosts' watchdogs tear the job down when the controller has not
+  // renewed its lease for this long (see runner/remote/watchdog.h).
+  std::chrono::milliseconds lease{std::chrono::minutes(10)};
+  // `wait:` — a host held by another job (runner/remote/reservation.h) is
+  // waited for, this long at most, instead of failing the job at once.
+  std::optional<std::chrono::milliseconds> wait;
+  std::vector<ArtifactSpec> artifacts;
+  std::vector<ForwardSpec> forward;
+  std::optional<WorkdirSpec> workdir;
+  std::vector<FileSpec> files;
+  TeardownHooks teardown;
+  std::optional<RestartPolicy> restart;  // nullopt = a fault fails the job
+  // Hosts that take a lost (or preempted) host's place at a restart, in
+  // order; each takes over the nodes of the host it replaces.
+  std::vector<cluster::Host> spare_hosts;
+  std::optional<PreemptionSpec> preemption;
+  std::vector<SecretSpec> secrets;  // in the order the file lists them
+  std::optional<RegistrySpec> registry;
+  // `mpi:` — workers run the image's sshd and start first; the head runs
+  // `command` (mpirun, horovodrun, deepspeed) and reaches them over SSH with
+  // the job's own keys. files_dir is left empty (the runner sets it).
+  std::optional<cluster::MpiOptions> mpi;
+  // Job arrays (runner/fleet/): the rows, how many members run at once
+  // (nullopt: as many as the pool of hosts fits), how often a failed member
+  // is run again, and how many hosts each member takes from the pool
+  // (nullopt: as many as its roles need).
+  std::optional<ArraySpec> array;
+  std::optional<int> parallel;
+  int array_retries = 0;
+  std::optional<int> hosts_per_member;
+  // `host_groups:`, in the order the file lists them; empty = none.
+  std::vector<HostGroup> host_groups;
+};
+
+}  // namespace barge::runner

@@ -1,0 +1,81 @@
+// Which words of a command a shell runs as code, and the job file refusing
+// {array.COLUMN} there (issue #29: a row's value is data, never code).
+#include "runner/jobfile/shell_text.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "runner/jobfile/job_file.h"
+
+namespace barge::runner {
+namespace {
+
+using Argv = std::vector<std::string>;
+
+TEST(ShellScriptArgument, FindsTheScriptOfEveryShellAfterEveryPrefix) {
+  EXPECT_EQ(ShellScriptArgument(Argv{"sh", "-c", "x"}), 2u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"/bin/bash", "-lc", "x"}), 2u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"sh", "-e", "-c", "x", "sh", "y"}), 3u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"dash", "-ec", "x"}), 2u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"zsh", "-c", "x"}), 2u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"ksh", "-c", "x"}), 2u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"ash", "-c", "x"}), 2u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"busybox", "sh", "-c", "x"}), 3u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"env", "-i", "A=1", "B=2", "bash", "-c", "x"}), 6u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"/usr/bin/env", "bash", "-c", "x"}), 3u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"exec", "sh", "-c", "x"}), 3u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"nice", "-n", "5", "sh", "-c", "x"}), 5u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"timeout", "5", "sh", "-c", "x"}), 4u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"timeout", "-s", "KILL", "5m", "env", "A=1", "sh", "-c", "x"}), 8u);
+}
+
+TEST(ShellScriptArgument, ProgramsThatAreNotShellsAndScriptFilesHaveNone) {
+  EXPECT_EQ(ShellScriptArgument(Argv{"python3", "train.py", "--lr", "x"}), std::nullopt);
+  EXPECT_EQ(ShellScriptArgument(Argv{"sh", "run.sh", "-c", "x"}), std::nullopt);  // a script file's arguments
+  EXPECT_EQ(ShellScriptArgument(Argv{"sh", "-c"}), std::nullopt);
+  EXPECT_EQ(ShellScriptArgument(Argv{"bash", "--norc", "run.sh"}), std::nullopt);
+  EXPECT_EQ(ShellScriptArgument(Argv{"shell", "-c", "x"}), std::nullopt);
+}
+
+std::vector<std::string> Errors(const std::string& yaml) {
+  LoadedJob job = ParseJobText(yaml, "job.yaml", "/tmp");
+  std::vector<std::string> out;
+  for (const auto& e : job.errors) out.push_back(e.ToString());
+  return out;
+}
+
+TEST(ArrayPlaceholders, AStringCommandWithARowValueIsRefusedAtItsLineWithTheSafeForms) {
+  std::vector<std::string> errors = Errors("name: x\nimage: img\ncommand: 'echo \"{array.note}\"'\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rfind("job.yaml:3:", 0), 0u) << errors[0];
+  EXPECT_NE(errors[0].find("command: {array.note} is inside text a shell runs as code"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("\"$note\""), std::string::npos) << errors[0];
+}
+
+TEST(ArrayPlaceholders, EveryShellFormIsRefusedAndEveryDataFormAccepted) {
+  for (const char* bad : {"[bash, -lc, 'echo {array.x}']", "[sh, -e, -c, 'echo {array.x}']",
+                          "[env, A=1, bash, -c, 'echo {array.x}']", "[timeout, '5', sh, -c, '{array.x}']",
+                          "[busybox, sh, -c, 'echo {array.x}']", "[nice, -n, '5', dash, -ec, 'echo {array.x}']"}) {
+    EXPECT_EQ(Errors(std::string("name: x\nimage: img\ncommand: ") + bad + "\n").size(), 1u) << bad;
+    EXPECT_EQ(Errors(std::string("name: x\nimage: img\nroles:\n  worker: {command: ") + bad + "}\n").size(), 1u)
+        << bad;
+  }
+  for (const char* good : {"[python3, train.py, '--note={array.x}']", "[sh, -c, 'echo \"$1\"', sh, '{array.x}']",
+                           "[sh, run.sh, '{array.x}']", "'echo \"$x\"'"}) {
+    EXPECT_EQ(Errors(std::string("name: x\nimage: img\ncommand: ") + good + "\n"), std::vector<std::string>{}) << good;
+  }
+}
+
+TEST(ArrayPlaceholders, ATeardownHookWithARowValueIsRefused) {
+  std::vector<std::string> errors =
+      Errors("name: x\nimage: img\nhosts: [10.0.0.1]\nteardown: {host_command: 'rm -rf /data/{array.run}'}\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("teardown.host_command: {array.run} is inside text a shell runs as code"),
+            std::string::npos)
+      << errors[0];
+}
+
+}  // namespace
+}  // namespace barge::runner

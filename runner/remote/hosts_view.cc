@@ -1,0 +1,103 @@
+// `barge hosts`: the table and the JSON of the hosts' holds and containers.
+#include "runner/remote/hosts_view.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include "runner/console/table.h"
+#include "runner/console/time_format.h"
+
+namespace barge::runner::fleet {
+
+namespace {
+
+std::string Utc(long long t) { return FormatUtc(static_cast<std::time_t>(t), "%Y-%m-%dT%H:%M:%SZ"); }
+
+std::string HoldWhat(const Hold& h) {
+  std::string what = h.name.substr(std::min(h.name.size(), kHoldPrefix.size()));
+  return "hold " + what;
+}
+
+}  // namespace
+
+std::vector<BargeContainer> ParseBargeContainers(std::string_view text) {
+  std::vector<BargeContainer> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    if (line.rfind("ctr\t", 0) != 0) continue;
+    std::vector<std::string> f = SplitTabs(line);
+    if (f.size() < 7) continue;
+    out.push_back({f[1], f[2], f[3], f[4], f[5], f[6]});
+  }
+  return out;
+}
+
+HostView ParseHostView(const std::string& host, std::string_view text) {
+  HostView v;
+  v.host = host;
+  HoldReply reply = ParseHoldReply(text);
+  v.now = reply.now;
+  v.holds = std::move(reply.holds);
+  v.containers = ParseBargeContainers(text);
+  // ParseHoldReply keeps unknown lines as errors: the ctr lines are known.
+  std::string errors;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    if (line.rfind("error: ", 0) == 0) errors += (errors.empty() ? "" : "; ") + std::string(line.substr(7));
+  }
+  v.error = errors;
+  return v;
+}
+
+std::string HostsTable(const std::vector<HostView>& hosts) {
+  std::vector<std::vector<std::string>> rows = {
+      {"HOST", "WHAT", "JOB (id, name, user@machine)", "SINCE", "GPUS", "STALE / STATUS"}};
+  for (const HostView& v : hosts) {
+    if (!v.error.empty()) {
+      rows.push_back({v.host, "?", "cannot ask: " + v.error, "", "", ""});
+      continue;
+    }
+    if (v.holds.empty() && v.containers.empty()) rows.push_back({v.host, "free", "", "", "", ""});
+    for (const Hold& h : v.holds) {
+      std::optional<long long> at = StaleAt(h);
+      std::string stale = !at ? "never (watchdog)" : v.now > *at ? "stale now" : "in " + ShortDuration(*at - v.now);
+      rows.push_back({v.host, HoldWhat(h),
+                      h.job_id + " " + h.job_name + " " + h.user + "@" + h.machine,
+                      ShortDuration(v.now - h.since) + " ago", h.gpus.empty() ? "-" : h.gpus, stale});
+    }
+    for (const BargeContainer& c : v.containers) {
+      rows.push_back({v.host, "container " + c.name + (c.rank.empty() ? "" : " (rank " + c.rank + ")"),
+                      c.job_id, "", "", c.status});
+    }
+  }
+  return FormatTable(rows);
+}
+
+nlohmann::json HostsJson(const std::vector<HostView>& hosts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const HostView& v : hosts) {
+    nlohmann::json host = {{"host", v.host}, {"holds", nlohmann::json::array()}, {"containers", nlohmann::json::array()}};
+    if (!v.error.empty()) host["error"] = v.error;
+    for (const Hold& h : v.holds) {
+      std::optional<long long> at = StaleAt(h);
+      host["holds"].push_back({{"name", h.name}, {"job", h.job_id}, {"job_name", h.job_name}, {"user", h.user},
+                               {"machine", h.machine}, {"gpus", h.gpus}, {"since", Utc(h.since)},
+                               {"stale_at", at ? nlohmann::json(Utc(*at)) : nlohmann::json(nullptr)},
+                               {"stale", IsStale(h, v.now)}});
+    }
+    for (const BargeContainer& c : v.containers) {
+      host["containers"].push_back({{"id", c.id}, {"name", c.name}, {"job", c.job_id}, {"role", c.role},
+                                    {"rank", c.rank}, {"status", c.status}});
+    }
+    out.push_back(std::move(host));
+  }
+  return out;
+}
+
+}  // namespace barge::runner::fleet

@@ -1,0 +1,232 @@
+// Reservations held on the hosts: what a job holds on one host, the shell
+// that takes it on the host's own Docker engine, and the reading of what the
+// host answered. Pure logic (no I/O); the controller's steps that run it are
+// in runner/controller/holds.cc.
+//
+// A hold is a container that is created (`docker create`) and never started,
+// named after what it holds, labelled with who holds it and until when:
+//   barge-hold-host     the whole host (an exclusive job)
+//   barge-hold-gpu-N    GPU index N (a job whose every node on the host asks
+//                       for a GPU count or a device list)
+//   barge-hold-port-P   TCP port P of the host's network (a rendezvous or MPI
+//                       port on a host-network host, for a job that shares
+//                       the host)
+// Container names are atomic per engine: of two `docker create --name X`
+// exactly one succeeds, whoever asks, through `sudo -n docker` too, and every
+// user of the engine sees the holds (`docker ps -a --filter label=barge.hold`).
+//
+// Coexistence rule. An exclusive job creates barge-hold-host, a sharing job
+// its barge-hold-gpu-N and barge-hold-port-P; each then lists every hold on
+// the engine, and it has the host only when the listing shows no other job's
+// hold that conflicts: for an exclusive job, any other job's hold at all; for
+// a sharing job, another job's barge-hold-host (GPU and port names conflict
+// by themselves, through the name). Both kinds create first and list after,
+// so of an exclusive job E and a sharing job S racing, at least one sees the
+// other's hold (if E listed before S created, S created after E did, so S's
+// listing shows E's): never both go on; both may back off, and try again
+// after a random pause when waiting.
+//
+// All or nothing: a job takes the holds on all its hosts at once (one round
+// trip, in preflight); when any host is busy it releases every hold it got,
+// on every host, before it fails or waits. A waiting job holds nothing
+// between its tries.
+//
+// Stale rule. The holder's watchdog removes its holds (they carry the job's
+// barge.job label) when its lease lapses, so a killed controller blocks a
+// host for at most `lease:` (+ one watchdog tick). If the watchdog is gone
+// too (the host rebooted, the process was killed), the next job treats a hold
+// as free once the lease has lapsed by more than the grace: min(1 minute,
+// lease). The lease is read where the holder renews it, the mtime of
+// /tmp/barge-JOB/lease on that host; a hold whose job directory exists but
+// cannot be read (another user's) is never stale (its watchdog, alive since
+// the directory is there, removes it). A hold whose job directory is gone
+// from the host is stale at once (from the second after its `since`): a hold
+// is only ever created while its job's directory exists (the host script
+// checks), and the directory goes only after the holds are released (at
+// teardown, or by the watchdog) or when the controller has gone (it disarms
+// the watchdog when interrupted). This assumes every user of the host sees
+// the same /tmp (no per-user /tmp namespaces).
+//
+// A controller that goes while its host script runs. Barge interrupted
+// during preflight closes the script's channel and disarms the watchdog
+// (removing the job's directory), but the script keeps running on the host,
+// for instance blocked on a frozen engine. The script asks whether its
+// controller is still there (the job's directory exists and a write to the
+// channel succeeds) before it creates anything and again right after; when
+// it has gone, it creates nothing, or removes the job's holds on that host
+// at once (bounded by the engine timeout per docker call once the engine
+// answers). What remains is the moment between that last check and the
+// reply reaching the controller, or a create that the engine carries out
+// after the script gave up on it: such a hold's directory is gone, so every
+// other job treats it as stale at once and removes it.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "runner/remote/docker_commands.h"
+
+namespace barge::runner::fleet {
+
+inline constexpr std::string_view kHoldPrefix = "barge-hold-";
+// The label that marks a hold; its value is the hold's kind ("host", "gpu",
+// "port").
+inline constexpr std::string_view kHoldLabel = "barge.hold";
+
+// The tab-separated fields of one line of a host script's listing (empty
+// fields kept).
+std::vector<std::string> SplitTabs(std::string_view line);
+
+// A whole decimal number (a label's or a listing's field), or `fallback`
+// when `s` is anything else.
+long long NumberOr(const std::string& s, long long fallback);
+// A lease as the hold labels and host scripts write it: whole seconds, at
+// least 1.
+long long LeaseSeconds(std::chrono::seconds lease);
+
+std::string HostHoldName();
+std::string GpuHoldName(int index);
+std::string PortHoldName(int port);
+
+// Who holds: the job and its controller.
+struct HoldOwner {
+  std::string job_id;
+  std::string job_name;
+  std::string user;     // on the controller's machine
+  std::string machine;  // the controller's host name
+  std::chrono::seconds lease{600};
+};
+
+// What a job holds on one host.
+struct HoldRequest {
+  // The whole host; otherwise GPUs and ports.
+  bool exclusive = true;
+  // Sharing: `gpu_count` GPUs from `gpu_candidates` (the lowest free ones),
+  // or every index of `gpu_devices` (an explicit device list).
+  int gpu_count = 0;
+  int gpu_total = 0;
+  std::vector<int> gpu_devices;
+  std::vector<int> ports;  // host-network ports the job binds there
+};
+
+// One node of the job on a host, as the request is made from: its Docker
+// --gpus value (nullopt = none) and whether it shares the host's network.
+struct HoldNode {
+  std::optional<std::string> gpus;
+  bool host_network = false;
+};
+
+// The request for a host: exclusive unless every node there asks for a GPU
+// count ("2") or a device list ("\"device=0,1\"") and the host's GPU count
+// is known (`gpu_total`, from the inventory); "all" or no GPUs at all hold
+// the whole host. `ports` are those the job binds on this host's network.
+HoldRequest RequestFor(const std::vector<HoldNode>& nodes, std::optional<int> gpu_total,
+                       std::vector<int> ports);
+
+// The lowest `want` indices below `total` not in `held`; fewer when fewer are
+// free. (The lead merges this with cluster/gpu_slices' allocator: the host
+// script applies the same rule, trying the free indices in this order.)
+std::vector<int> ChooseGpus(int total, const std::set<int>& held, int want);
+
+// A hold as a host listed it.
+struct Hold {
+  std::string id;       // container ID
+  std::string name;     // barge-hold-...
+  std::string job_id;
+  std::string job_name;
+  std::string user;
+  std::string machine;
+  std::string gpus;     // "all" (a host hold), "0,1", or "" (a port)
+  long long since = 0;    // host clock, seconds since the epoch
+  long long expires = 0;  // since + lease (as labelled at creation)
+  long long lease = 0;    // seconds
+  // Mtime of the holder's lease file on that host, when it could be read.
+  std::optional<long long> lease_renewed;
+  bool job_dir = false;  // /tmp/barge-JOB exists on that host
+};
+
+// min(1 minute, lease).
+long long StaleGrace(long long lease_seconds);
+// When `h` becomes free by the stale rule (host clock); nullopt = never (its
+// lease cannot be read while its job's directory exists).
+std::optional<long long> StaleAt(const Hold& h);
+bool IsStale(const Hold& h, long long now);
+
+// What one host answered to the hold script.
+struct HoldReply {
+  long long now = 0;                // the host's clock
+  std::vector<std::string> taken;   // hold names this job holds there now
+  std::vector<Hold> holds;          // every hold listed after taking (ours too)
+  std::vector<std::string> removed_stale;  // "name (job ...)" removed as stale
+  std::string errors;               // what failed, verbatim
+};
+
+HoldReply ParseHoldReply(std::string_view text);
+
+// The other jobs' holds that keep `job_id` from having what `request` asks
+// (stale ones do not count); empty when it has it all.
+std::vector<Hold> Conflicts(const HoldRequest& request, const HoldReply& reply,
+                            const std::string& job_id);
+// The GPU indices `job_id` holds in `reply`, ascending.
+std::vector<int> HeldGpus(const HoldReply& reply, const std::string& job_id);
+// Whether `reply` lists a hold of `job_id` (taken now or by an earlier try).
+bool HoldsAny(const HoldReply& reply, const std::string& job_id);
+// The indices below `total` that are not in `ours`: fed to the plan as the
+// GPUs other jobs hold (cluster::PlanInput::held_gpus), they make the plan's
+// slices (cluster/gpu_slices.h, lowest free indices in rank order) give the
+// job's nodes on that host consecutive devices of those it holds there, in
+// rank order: the devices passed to `--gpus` are exactly the held ones.
+std::set<int> GpusNotHeld(int total, const std::vector<int>& ours);
+
+// The shell that takes `request` for `owner` on one host. On a free host
+// it costs two docker calls: it creates the job's holds and lists the holds
+// once (one `docker ps`); a GPU count lists first too, to choose the lowest
+// free indices. Stale holds of other jobs are removed by container ID (never
+// a fresh one of the same name); a name in use by a stale hold is tried once
+// more after that, with a new listing. Prints "now T", "stale ...", "took
+// NAME" and "hold <fields>" lines (ParseHoldReply). Each docker call is
+// bounded by `engine_timeout`. Needs the hold image, which it imports (an
+// empty image, a 1 KiB tar) only when a create fails and the engine lacks
+// it. Needs the job's directory on the host (HostJobDir, made by the
+// watchdog's arming): without it, or once the channel to the controller is
+// closed, it creates nothing and removes what it made (see above).
+std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& request,
+                            const HoldOwner& owner, std::chrono::seconds engine_timeout);
+// Lists the holds (the "hold" lines) and, with `containers`, the running
+// barge containers ("ctr" lines, ParseBargeContainers).
+std::string ListHoldsScript(const DockerCommands& docker, bool containers,
+                            std::chrono::seconds engine_timeout);
+// Removes every hold of `job_id` on the host.
+std::string ReleaseHoldsCommand(const DockerCommands& docker, const std::string& job_id);
+// The IDs of `job_id`'s holds in `reply`'s listing.
+std::vector<std::string> HoldIdsOf(const HoldReply& reply, const std::string& job_id);
+// A job's last removal on a host: its containers `names` and its holds
+// `hold_ids` in ONE `docker rm -f` (each Docker CLI process costs the host
+// ~0.1 s of CPU; listing the holds again and removing them apart took two
+// more). When that fails (a hold already gone as stale, a container never
+// made, an engine error), every container labelled with the job on the
+// host goes by a listing instead; the command fails only when that fails.
+std::string RemoveWithHoldsCommand(const DockerCommands& docker, const std::vector<std::string>& names,
+                                   const std::vector<std::string>& hold_ids, const std::string& job_id);
+
+// The table of a busy job: HOST | HELD BY (job id, name, user@machine) |
+// SINCE | GPUS | STALE (when the hold goes stale unless renewed), one row
+// per conflicting hold. `rows`: (host, host's clock, holds).
+struct BusyHost {
+  std::string host;
+  long long now = 0;
+  std::vector<Hold> holds;
+};
+std::string BusyTable(const std::vector<BusyHost>& rows);
+// "h1 (held by 1a2b3c4d train alice@box)" for the status line.
+std::string WaitingFor(const std::vector<BusyHost>& rows);
+
+// A duration for tables: "45s", "3m05s", "2h10m".
+std::string ShortDuration(long long seconds);
+
+}  // namespace barge::runner::fleet

@@ -1,0 +1,398 @@
+#include "runner/remote/reservation.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "cluster/gpu_slices.h"
+
+namespace barge::runner::fleet {
+namespace {
+
+Hold MakeHold(std::string name, std::string job, long long since, long long lease) {
+  Hold h;
+  h.id = "id-" + name + "-" + job;
+  h.name = std::move(name);
+  h.job_id = std::move(job);
+  h.job_name = "train";
+  h.user = "alice";
+  h.machine = "box";
+  h.since = since;
+  h.expires = since + lease;
+  h.lease = lease;
+  return h;
+}
+
+TEST(HoldRequest, AJobWithoutGpuCountsHoldsTheWholeHost) {
+  EXPECT_TRUE(RequestFor({{std::nullopt, false}}, 8, {}).exclusive);
+  EXPECT_TRUE(RequestFor({{"all", false}}, 8, {}).exclusive);
+  // One node with a count and one without: still the whole host.
+  EXPECT_TRUE(RequestFor({{"2", false}, {std::nullopt, false}}, 8, {}).exclusive);
+  // A count but no known GPU total: the whole host.
+  EXPECT_TRUE(RequestFor({{"2", false}}, std::nullopt, {}).exclusive);
+}
+
+TEST(HoldRequest, EveryNodeAskingForACountSharesTheHostForTheSumOfTheCounts) {
+  HoldRequest r = RequestFor({{"2", true}, {"3", false}}, 8, {29500, 29500});
+  EXPECT_FALSE(r.exclusive);
+  EXPECT_EQ(r.gpu_count, 5);
+  EXPECT_EQ(r.gpu_total, 8);
+  EXPECT_EQ(r.ports, std::vector<int>{29500});
+}
+
+TEST(HoldRequest, ADeviceListHoldsExactlyThoseDevices) {
+  HoldRequest r = RequestFor({{"\"device=0,3\""}, {"device=5"}}, 8, {});
+  EXPECT_FALSE(r.exclusive);
+  EXPECT_EQ(r.gpu_count, 0);
+  EXPECT_EQ(r.gpu_devices, (std::vector<int>{0, 3, 5}));
+  EXPECT_TRUE(RequestFor({{"\"device=GPU-abc\""}}, 8, {}).exclusive);
+}
+
+TEST(ChooseGpus, TakesTheLowestFreeIndices) {
+  EXPECT_EQ(ChooseGpus(8, {0, 1, 3}, 2), (std::vector<int>{2, 4}));
+  EXPECT_EQ(ChooseGpus(4, {0, 1, 2}, 2), (std::vector<int>{3}));  // fewer when fewer are free
+  EXPECT_TRUE(ChooseGpus(0, {}, 1).empty());
+}
+
+TEST(StaleRule, AHoldIsStaleOnlyOnceItsRenewedLeasePlusTheGraceHasPassed) {
+  Hold h = MakeHold(HostHoldName(), "j1", 1000, 600);
+  h.lease_renewed = 5000;
+  h.job_dir = true;
+  EXPECT_EQ(StaleGrace(600), 60);
+  EXPECT_EQ(StaleAt(h), 5000 + 600 + 60);
+  EXPECT_FALSE(IsStale(h, 5660));
+  EXPECT_TRUE(IsStale(h, 5661));
+}
+
+TEST(StaleRule, TheGraceIsTheLeaseWhenTheLeaseIsShorterThanAMinute) {
+  Hold h = MakeHold(HostHoldName(), "j1", 1000, 5);
+  h.lease_renewed = 1000;
+  EXPECT_EQ(StaleAt(h), 1010);
+}
+
+TEST(StaleRule, AHoldWhoseJobDirectoryExistsButCannotBeReadIsNeverStale) {
+  Hold h = MakeHold(HostHoldName(), "j1", 1000, 5);
+  h.job_dir = true;
+  EXPECT_FALSE(StaleAt(h).has_value());
+  EXPECT_FALSE(IsStale(h, 1000000));
+}
+
+TEST(StaleRule, AHoldWithoutItsJobDirectoryIsStaleAtOnce) {
+  // Its controller disarmed the watchdog (or went with the host's /tmp):
+  // nothing renews or releases it, whatever its lease says.
+  Hold h = MakeHold(HostHoldName(), "j1", 1000, 600);
+  EXPECT_EQ(StaleAt(h), 1000);
+  EXPECT_TRUE(IsStale(h, 1000));
+  EXPECT_TRUE(IsStale(h, 999));
+  // Not barge's (no job, no lease): never stale, never removed.
+  Hold foreign;
+  foreign.name = HostHoldName();
+  EXPECT_FALSE(IsStale(foreign, 1000000));
+}
+
+TEST(HoldReply, ParsesTheHostsLinesAndKeepsAnythingElseAsErrors) {
+  const std::string text =
+      "now 2000\n"
+      "stale barge-hold-host (job 0ld0ld00 old)\n"
+      "took barge-hold-gpu-2\n"
+      "hold\tabc\tbarge-hold-gpu-2\tj2\ttrain\tbob\tbox2\t2\t1990\t2590\t600\t1995\t1\n"
+      "hold\tdef\tbarge-hold-gpu-0\tj1\teval\talice\tbox\t0\t1900\t2500\t600\t\t0\n"
+      "error: barge-hold-gpu-3: no space left\n";
+  HoldReply r = ParseHoldReply(text);
+  EXPECT_EQ(r.now, 2000);
+  EXPECT_EQ(r.taken, std::vector<std::string>{"barge-hold-gpu-2"});
+  EXPECT_EQ(r.removed_stale, std::vector<std::string>{"barge-hold-host (job 0ld0ld00 old)"});
+  ASSERT_EQ(r.holds.size(), 2u);
+  EXPECT_EQ(r.holds[0].job_id, "j2");
+  EXPECT_EQ(r.holds[0].user, "bob");
+  EXPECT_EQ(r.holds[0].lease_renewed, 1995);
+  EXPECT_TRUE(r.holds[0].job_dir);
+  EXPECT_EQ(r.holds[1].since, 1900);
+  EXPECT_FALSE(r.holds[1].lease_renewed.has_value());
+  EXPECT_FALSE(r.holds[1].job_dir);
+  EXPECT_EQ(r.errors, "error: barge-hold-gpu-3: no space left");
+  EXPECT_EQ(HeldGpus(r, "j2"), std::vector<int>{2});
+}
+
+TEST(Conflicts, AnExclusiveJobConflictsWithAnyOtherJobsHoldButNotWithAStaleOne) {
+  HoldReply r;
+  r.now = 10000;
+  r.taken = {HostHoldName()};
+  r.holds = {MakeHold(HostHoldName(), "me", 9990, 600), MakeHold(GpuHoldName(0), "other", 9000, 600)};
+  r.holds[1].job_dir = true;
+  r.holds[1].lease_renewed = 9995;
+  HoldRequest exclusive;
+  ASSERT_EQ(Conflicts(exclusive, r, "me").size(), 1u);
+  EXPECT_EQ(Conflicts(exclusive, r, "me")[0].job_id, "other");
+  r.holds[1].lease_renewed = 1000;  // lapsed long ago
+  EXPECT_TRUE(Conflicts(exclusive, r, "me").empty());
+}
+
+TEST(Conflicts, SharingJobsConflictOnlyWithAHostHoldTooFewGpusOrTheirPorts) {
+  HoldRequest share = RequestFor({{"2", true}}, 8, {29500});
+  HoldReply r;
+  r.now = 100;
+  r.holds = {MakeHold(GpuHoldName(0), "other", 90, 600), MakeHold(GpuHoldName(1), "other", 90, 600),
+             MakeHold(GpuHoldName(2), "me", 95, 600), MakeHold(GpuHoldName(3), "me", 95, 600),
+             MakeHold(PortHoldName(29501), "other", 90, 600)};
+  for (Hold& h : r.holds) h.job_dir = true;
+  EXPECT_TRUE(Conflicts(share, r, "me").empty());
+  EXPECT_EQ(HeldGpus(r, "me"), (std::vector<int>{2, 3}));
+  r.holds.push_back(MakeHold(PortHoldName(29500), "third", 90, 600));
+  r.holds.back().job_dir = true;
+  ASSERT_EQ(Conflicts(share, r, "me").size(), 1u);
+  EXPECT_EQ(Conflicts(share, r, "me")[0].job_id, "third");
+  r.holds.pop_back();
+  r.holds.push_back(MakeHold(HostHoldName(), "excl", 99, 600));
+  r.holds.back().job_dir = true;
+  ASSERT_EQ(Conflicts(share, r, "me").size(), 1u);
+  // Too few GPUs: the other jobs' GPU holds are what stands in the way.
+  r.holds.pop_back();
+  r.holds.erase(r.holds.begin() + 3);
+  EXPECT_EQ(Conflicts(share, r, "me").size(), 2u);
+}
+
+TEST(HoldScript, QuotesTheOwnerAndTakesTheLowestFreeGpusInOrder) {
+  DockerCommands docker({"sudo", "-n", "docker"});
+  HoldOwner owner{"1a2b3c4d", "it's", "alice", "box", std::chrono::seconds(300)};
+  const std::string s = TakeHoldsScript(docker, RequestFor({{"2"}}, 4, {}), owner, std::chrono::seconds(20));
+  EXPECT_NE(s.find("'barge.hold.name=it'\\''s'"), std::string::npos) << s;
+  EXPECT_NE(s.find("for h_i in 0 1 2 3;"), std::string::npos) << s;
+  EXPECT_NE(s.find("h_dk() { $H_T sudo -n docker \"$@\"; }"), std::string::npos) << s;
+  EXPECT_NE(s.find("barge.hold.lease=300"), std::string::npos) << s;
+  const std::string excl = TakeHoldsScript(docker, HoldRequest{}, owner, std::chrono::seconds(20));
+  EXPECT_NE(excl.find("h_mk barge-hold-host\n"), std::string::npos) << excl;
+  EXPECT_EQ(excl.find("for h_i in"), std::string::npos);
+}
+
+TEST(HeldGpuSlices, EachNodeGetsConsecutiveHeldDevicesInRankOrder) {
+  // The job holds 1, 4, 5, 6 of 8: every other index counts as another
+  // job's, and the plan's slices give rank 0 {1, 4} and rank 2 {5, 6}.
+  const std::set<int> others = GpusNotHeld(8, {1, 4, 5, 6});
+  EXPECT_EQ(others, (std::set<int>{0, 2, 3, 7}));
+  std::map<size_t, cluster::HostGpus> hosts;
+  hosts[0] = cluster::HostGpus{"h1", 8, others, {}};
+  auto slices = cluster::AllocateGpuSlices({{0, 0, 2}, {2, 0, 2}}, hosts);
+  ASSERT_TRUE(slices.ok()) << slices.status().message();
+  EXPECT_EQ(slices->at(0), (std::vector<int>{1, 4}));
+  EXPECT_EQ(slices->at(2), (std::vector<int>{5, 6}));
+  EXPECT_EQ(cluster::GpuDeviceValue(slices->at(2)), "\"device=5,6\"");
+  // More than it holds does not fit.
+  EXPECT_FALSE(cluster::AllocateGpuSlices({{0, 0, 3}, {1, 0, 2}}, hosts).ok());
+  EXPECT_EQ(GpusNotHeld(4, {}), (std::set<int>{0, 1, 2, 3}));
+}
+
+TEST(HoldRequest, ANodeTheGpuSlicesGaveDevicesAsksForItsCountSoTheHostChoosesFreeOnes) {
+  // (HoldRequestFor passes the slice's size for such a node.)
+  HoldRequest r = RequestFor({{"2"}, {"2"}}, 8, {});
+  EXPECT_FALSE(r.exclusive);
+  EXPECT_EQ(r.gpu_count, 4);
+  EXPECT_TRUE(r.gpu_devices.empty());
+}
+
+// The host scripts run by sh against bench/emu/fake-docker (an emulated
+// engine: create with atomic names, templated ps, rm by ID), one engine
+// state per test, each docker call logged.
+class HoldScriptRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("barge-holdscript-" + std::to_string(getpid()));
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_ / "engine");
+    std::ofstream(root_ / "docker") << "#!/bin/sh\necho \"$1\" >> " << (root_ / "calls").string()
+                                    << "\nFAKE_DOCKER_ROOT=" << (root_ / "engine").string() << " exec "
+                                    << BARGE_SOURCE_DIR << "/bench/emu/fake-docker \"$@\"\n";
+    std::filesystem::permissions(root_ / "docker", std::filesystem::perms::owner_all);
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(root_);
+    for (const std::string& j : jobs_) std::filesystem::remove_all("/tmp/barge-" + j);
+  }
+  // A job whose directory exists on the "host" (as the watchdog's arming
+  // makes it).
+  HoldOwner Job(const std::string& name) {
+    HoldOwner o{"ut" + std::to_string(getpid()) + name, name, "alice", "box", std::chrono::seconds(600)};
+    std::filesystem::create_directories("/tmp/barge-" + o.job_id);
+    std::ofstream("/tmp/barge-" + o.job_id + "/lease");
+    jobs_.push_back(o.job_id);
+    return o;
+  }
+  // Runs `script`; stdout to a pipe read here, or (closed) to a pipe whose
+  // reader has gone. Returns the output; *exit its status.
+  std::string Run(const std::string& script, int* exit = nullptr, bool closed = false) {
+    std::ofstream(root_ / "s.sh") << script;
+    std::filesystem::remove(root_ / "calls");
+    int fds[2];
+    EXPECT_EQ(pipe(fds), 0);
+    if (closed) close(fds[0]);
+    pid_t pid = fork();
+    if (pid == 0) {
+      dup2(fds[1], 1);
+      dup2(fds[1], 2);
+      if (!closed) close(fds[0]);
+      close(fds[1]);
+      execl("/bin/sh", "sh", (root_ / "s.sh").c_str(), nullptr);
+      _exit(127);
+    }
+    close(fds[1]);
+    std::string out;
+    if (!closed) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+      close(fds[0]);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (exit) *exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return out;
+  }
+  std::string Calls() {
+    std::ifstream in(root_ / "calls");
+    std::string all, line;
+    while (std::getline(in, line)) all += line + " ";
+    return all;
+  }
+  DockerCommands Docker() { return DockerCommands({(root_ / "docker").string()}); }
+  std::string Take(const HoldRequest& r, const HoldOwner& o, int* exit = nullptr, bool closed = false) {
+    return Run(TakeHoldsScript(Docker(), r, o, std::chrono::seconds(20)), exit, closed);
+  }
+  size_t Engine() {
+    size_t n = 0;
+    for (auto it = std::filesystem::directory_iterator(root_ / "engine"); it != std::filesystem::directory_iterator();
+         ++it) {
+      ++n;
+    }
+    return n;
+  }
+  std::filesystem::path root_;
+  std::vector<std::string> jobs_;
+};
+
+TEST_F(HoldScriptRun, AFreeHostIsTakenWithOneCreateAndOneListing) {
+  HoldOwner a = Job("a");
+  int exit = -1;
+  HoldReply r = ParseHoldReply(Take(HoldRequest{}, a, &exit));
+  EXPECT_EQ(exit, 0) << r.errors;
+  EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()});
+  ASSERT_EQ(r.holds.size(), 1u);
+  EXPECT_EQ(r.holds[0].job_id, a.job_id);
+  EXPECT_EQ(r.holds[0].job_name, "a");
+  EXPECT_EQ(r.holds[0].lease, 600);
+  EXPECT_EQ(Calls(), "create ps ");
+  EXPECT_TRUE(Conflicts(HoldRequest{}, r, a.job_id).empty());
+}
+
+TEST_F(HoldScriptRun, TheLastRemovalTakesTheJobsContainersAndHoldsInOneDockerCall) {
+  HoldOwner a = Job("a"), b = Job("b");
+  HoldReply ra = ParseHoldReply(Take(HoldRequest{.exclusive = false, .gpu_count = 0, .gpu_total = 0, .gpu_devices = {1}, .ports = {}}, a));
+  HoldReply rb = ParseHoldReply(Take(HoldRequest{.exclusive = false, .gpu_count = 0, .gpu_total = 0, .gpu_devices = {2}, .ports = {}}, b));
+  ASSERT_EQ(HoldIdsOf(ra, a.job_id).size(), 1u);
+  Run(Docker().Line({"create", "--name", "barge-x-" + a.job_id + "-0", "--label", "barge.job=" + a.job_id, "img"}));
+  ASSERT_EQ(Engine(), 3u);
+  int exit = -1;
+  Run(RemoveWithHoldsCommand(Docker(), {"barge-x-" + a.job_id + "-0"}, HoldIdsOf(ra, a.job_id), a.job_id), &exit);
+  EXPECT_EQ(exit, 0);
+  EXPECT_EQ(Calls(), "rm ");
+  // b's hold stays: the IDs are only a's (b's listing shows both jobs').
+  EXPECT_EQ(Engine(), 1u);
+  EXPECT_EQ(HoldIdsOf(rb, a.job_id), HoldIdsOf(ra, a.job_id));
+  ASSERT_EQ(HoldIdsOf(rb, b.job_id).size(), 1u);
+  EXPECT_NE(HoldIdsOf(rb, b.job_id), HoldIdsOf(ra, a.job_id));
+}
+
+TEST_F(HoldScriptRun, ASecondJobIsRefusedUntilTheFirstsDirectoryGoesThenTakesTheHostOverAsStale) {
+  HoldOwner a = Job("a"), b = Job("b");
+  Take(HoldRequest{}, a);
+  HoldReply r = ParseHoldReply(Take(HoldRequest{}, b));
+  EXPECT_TRUE(r.taken.empty());
+  ASSERT_EQ(Conflicts(HoldRequest{}, r, b.job_id).size(), 1u);
+  EXPECT_EQ(Conflicts(HoldRequest{}, r, b.job_id)[0].job_id, a.job_id);
+  EXPECT_EQ(Calls(), "create ps ");
+  // a's controller went (its directory with it): b removes a's hold as
+  // stale and takes the host.
+  std::filesystem::remove_all("/tmp/barge-" + a.job_id);
+  int exit = -1;
+  r = ParseHoldReply(Take(HoldRequest{}, b, &exit));
+  EXPECT_EQ(exit, 0) << r.errors;
+  EXPECT_EQ(r.removed_stale, std::vector<std::string>{HostHoldName() + " (job " + a.job_id + " a)"});
+  EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()});
+  ASSERT_EQ(r.holds.size(), 1u);
+  EXPECT_EQ(r.holds[0].job_id, b.job_id);
+  // Taking again what it holds: it still holds it.
+  r = ParseHoldReply(Take(HoldRequest{}, b, &exit));
+  EXPECT_EQ(exit, 0) << r.errors;
+  EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()});
+}
+
+TEST_F(HoldScriptRun, WithoutItsJobDirectoryOrWithItsChannelClosedItCreatesNothing) {
+  HoldOwner a = Job("a");
+  std::filesystem::remove_all("/tmp/barge-" + a.job_id);
+  int exit = -1;
+  const std::string out = Take(HoldRequest{}, a, &exit);
+  EXPECT_EQ(exit, 1);
+  EXPECT_NE(out.find("is missing"), std::string::npos) << out;
+  EXPECT_EQ(Engine(), 0u);
+  // The controller closed the channel (interrupted): the directory is
+  // there, but the script cannot write to it.
+  HoldOwner b = Job("b");
+  Take(HoldRequest{}, b, &exit, /*closed=*/true);
+  EXPECT_EQ(exit, 1);
+  EXPECT_EQ(Engine(), 0u);
+  EXPECT_EQ(Calls(), "");
+}
+
+TEST_F(HoldScriptRun, TwoGpuCountJobsGetTheLowestFreeDisjointIndices) {
+  HoldOwner a = Job("a"), b = Job("b");
+  const HoldRequest two = RequestFor({{"2"}}, 4, {});
+  HoldReply ra = ParseHoldReply(Take(two, a));
+  HoldReply rb = ParseHoldReply(Take(two, b));
+  EXPECT_EQ(HeldGpus(ra, a.job_id), (std::vector<int>{0, 1}));
+  EXPECT_EQ(HeldGpus(rb, b.job_id), (std::vector<int>{2, 3}));
+  EXPECT_TRUE(Conflicts(two, rb, b.job_id).empty());
+  EXPECT_EQ(Calls(), "ps create create ps ");
+  // A third finds none free.
+  HoldOwner c = Job("c");
+  HoldReply rc = ParseHoldReply(Take(two, c));
+  EXPECT_TRUE(HeldGpus(rc, c.job_id).empty());
+  EXPECT_EQ(Conflicts(two, rc, c.job_id).size(), 4u);
+}
+
+TEST(BusyTable, NamesTheHolderWhenItStartedItsGpusAndWhenItGoesStale) {
+  Hold h = MakeHold(HostHoldName(), "9f8e7d6c", 1000, 600);
+  h.gpus = "all";
+  h.job_dir = true;
+  h.lease_renewed = 1100;
+  const std::string t = BusyTable({{"10.77.0.1", 1130, {h}}});
+  EXPECT_NE(t.find("HOST"), std::string::npos) << t;
+  EXPECT_NE(t.find("HELD BY (job id, name, user@machine)"), std::string::npos) << t;
+  EXPECT_NE(t.find("10.77.0.1"), std::string::npos) << t;
+  EXPECT_NE(t.find("9f8e7d6c train alice@box"), std::string::npos) << t;
+  EXPECT_NE(t.find("00:16:40Z (2m10s ago)"), std::string::npos) << t;
+  EXPECT_NE(t.find("all"), std::string::npos) << t;
+  EXPECT_NE(t.find("in 10m30s unless renewed"), std::string::npos) << t;
+  EXPECT_EQ(WaitingFor({{"h1", 1130, {h, h}}}), "h1 (held by 9f8e7d6c train alice@box)");
+  // A job's GPU holds on a host are one row.
+  Hold g3 = MakeHold(GpuHoldName(3), "5e5e5e5e", 1000, 600), g2 = MakeHold(GpuHoldName(2), "5e5e5e5e", 1000, 600);
+  g3.gpus = "3";
+  g2.gpus = "2";
+  const std::string shared = BusyTable({{"h2", 1130, {g3, g2}}});
+  EXPECT_NE(shared.find(" 2,3 "), std::string::npos) << shared;
+  EXPECT_EQ(shared.find("5e5e5e5e"), shared.rfind("5e5e5e5e")) << shared;
+}
+
+TEST(ShortDuration, ReadsAsSecondsMinutesOrHours) {
+  EXPECT_EQ(ShortDuration(45), "45s");
+  EXPECT_EQ(ShortDuration(185), "3m05s");
+  EXPECT_EQ(ShortDuration(7800), "2h10m");
+  EXPECT_EQ(ShortDuration(-3), "0s");
+}
+
+}  // namespace
+}  // namespace barge::runner::fleet

@@ -1,0 +1,85 @@
+#include "runner/remote/watchdog.h"
+
+#include <algorithm>
+
+#include "ssh/quote.h"
+
+namespace barge::runner {
+
+std::string HostJobDir(const std::string& job_id) { return "/tmp/barge-" + job_id; }
+
+std::chrono::seconds WatchdogTick(const WatchdogParams& p) {
+  return std::clamp<std::chrono::seconds>(std::min(p.lease, p.grace) / 2, std::chrono::seconds(1),
+                                          std::chrono::seconds(10));
+}
+
+std::string ArmWatchdogCommand(const WatchdogParams& p) {
+  using ssh::ShellQuote;
+  const std::string dir = HostJobDir(p.job_id);
+  std::string docker = ssh::ShellJoin(p.docker);
+  // The loop, with every value quoted into it. `timeout` bounds each docker
+  // call where it exists (a frozen dockerd hangs the CLI forever). A tick
+  // costs two programs (sleep, stat): `: > $D/now` stamps the time without
+  // one, and one stat reads it with the lease's; docker is asked only on
+  // the head's host, and only once the lease is older than the grace.
+  std::string script =
+      "D=" + ShellQuote(dir) + "; J=" + ShellQuote(p.job_id) +
+      "; LEASE=" + std::to_string(p.lease.count()) + "; GRACE=" + std::to_string(p.grace.count()) +
+      "; DEADLINE=" + std::to_string(p.deadline) + "; HEAD=" + ShellQuote(p.head_container) +
+      "; HOOK=" + ShellQuote(p.host_hook) + "; TICK=" + std::to_string(WatchdogTick(p).count()) +
+      "; T=; command -v timeout >/dev/null 2>&1 && T='timeout 30'"
+      "; while sleep $TICK; do"
+      " [ -d \"$D\" ] || exit 0;"
+      " if : > \"$D/now\" 2>/dev/null; then set -- $(stat -c %Y \"$D/now\" \"$D/lease\" 2>/dev/null);"
+      " now=${1:-0}; m=${2:-0}; else now=$(date +%s); m=$(stat -c %Y \"$D/lease\" 2>/dev/null || echo 0); fi;"
+      " age=$((now - m)); why=;"
+      " [ \"$age\" -gt \"$LEASE\" ] && why='lease expired';"
+      " [ \"$DEADLINE\" -gt 0 ] && [ \"$now\" -ge \"$DEADLINE\" ] && why='timeout';"
+      " if [ -n \"$HEAD\" ] && [ \"$age\" -gt \"$GRACE\" ]; then"
+      " r=$($T " + docker + " inspect --format '{{.State.Running}}' \"$HEAD\" 2>/dev/null);"
+      " [ \"$r\" = false ] && why='head exited'; fi;"
+      " if [ -n \"$why\" ]; then"
+      " echo \"$(date) barge watchdog: $why; removing job $J\" >> \"$D/watchdog.log\";"
+      " ids=$($T " + docker + " ps -aq --filter \"label=barge.job=$J\");"
+      " [ -n \"$ids\" ] && $T " + docker + " rm -f $ids >/dev/null 2>&1;"
+      " [ -n \"$HOOK\" ] && sh -c \"$HOOK\" >/dev/null 2>&1;"
+      " rm -rf \"$D\"; exit 0; fi; done";
+  return "mkdir -m 700 -p " + ShellQuote(dir) + " && touch " + ShellQuote(dir + "/lease") +
+         " && (nohup setsid sh -c " + ShellQuote(script) + " " +
+         ShellQuote("barge-watchdog-" + p.job_id) +
+         " >/dev/null 2>&1 </dev/null & echo $! > " + ShellQuote(dir + "/watchdog.pid") + ")";
+}
+
+std::string RenewLeaseCommand(const std::string& job_id) {
+  return "touch " + ssh::ShellQuote(HostJobDir(job_id) + "/lease");
+}
+
+std::string DisarmWatchdogCommand(const std::string& job_id) {
+  // The directory is first moved into a fresh directory of our own
+  // (mktemp -d: no other user can have made it, unlike a fixed name):
+  // `kill` does not wait, and a watchdog still finishing its tick would
+  // otherwise write $D/now into a directory that `rm -rf` is emptying
+  // (which then stays, with that one file). After the move nothing can be
+  // created under the old path, and the watchdog ends by itself on its next
+  // tick ($D is gone) if the signal is late.
+  //
+  // The PID read back is signalled only when it is all digits, belongs to
+  // us, its argv ends in barge-watchdog-<job id>, and it leads its own
+  // process group (the watchdog runs under setsid); then the whole group
+  // is ended, so the loop's `sleep` (and a hook it runs) go with it. All
+  // in a subshell: callers chain this after their own variables.
+  const std::string dir = ssh::ShellQuote(HostJobDir(job_id));
+  const std::string tmpl = ssh::ShellQuote(HostJobDir(job_id) + ".gone.XXXXXX");
+  const std::string title = ssh::ShellQuote(" barge-watchdog-" + job_id + " ");
+  return "(g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir +
+         " \"$g/d\" 2>/dev/null && d=\"$g/d\" || d=" + dir +
+         "; p=; { read -r p < \"$d/watchdog.pid\"; } 2>/dev/null;"
+         " case \"$p\" in ''|*[!0-9]*) ;; *)"
+         " if [ -O \"/proc/$p\" ]; then"
+         " c=$(tr '\\0' ' ' < \"/proc/$p/cmdline\" 2>/dev/null); s=$(cat \"/proc/$p/stat\" 2>/dev/null);"
+         " s=${s##*) }; set -- $s;"
+         " case \"$c\" in *" + title + ") [ \"${3:-}\" = \"$p\" ] && kill -TERM \"-$p\" 2>/dev/null ;; esac;"
+         " fi ;; esac; rm -rf \"$d\" ${g:+\"$g\"}; exit 0)";
+}
+
+}  // namespace barge::runner

@@ -1,0 +1,207 @@
+// Tests of the hosts' watchdog loop, run here with /bin/sh and a fake docker
+// command that logs its arguments (the loop itself is real).
+#include "runner/remote/watchdog.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "ssh/quote.h"
+
+namespace barge::runner {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int Sh(const std::string& line) { return std::system(("sh -c " + ssh::ShellQuote(line)).c_str()); }
+
+// A job id of its own, a fake docker that logs to `log`, and clean-up.
+class WatchdogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    job_ = "wdtest" + std::to_string(getpid()) + "x" + std::to_string(rand() % 100000);
+    scratch_ = fs::temp_directory_path() / ("barge-watchdog-test-" + job_);
+    fs::create_directories(scratch_);
+    log_ = (scratch_ / "docker.log").string();
+    docker_ = (scratch_ / "docker").string();
+    std::ofstream(docker_) << "#!/bin/sh\necho \"$*\" >> " << ssh::ShellQuote(log_)
+                           << "\ncase $1 in ps) echo c1; echo c2 ;; inspect) echo true ;; esac\n";
+    fs::permissions(docker_, fs::perms::owner_all);
+  }
+  void TearDown() override {
+    (void)Sh(DisarmWatchdogCommand(job_));
+    fs::remove_all(scratch_);
+  }
+  WatchdogParams Params(std::chrono::seconds lease) const {
+    WatchdogParams p;
+    p.job_id = job_;
+    p.docker = {docker_};
+    p.lease = lease;
+    p.grace = 1s;
+    return p;
+  }
+  // Waits up to `limit` for `done`.
+  template <typename F>
+  bool Within(std::chrono::milliseconds limit, F done) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (done()) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return done();
+  }
+  std::string job_;
+  fs::path scratch_;
+  std::string log_, docker_;
+};
+
+TEST(WatchdogTick, IsHalfTheShorterOfLeaseAndGraceFromOneToTenSeconds) {
+  WatchdogParams p;
+  p.lease = 600s;
+  p.grace = 90s;
+  EXPECT_EQ(WatchdogTick(p), 10s);
+  p.lease = 4s;
+  p.grace = 5s;
+  EXPECT_EQ(WatchdogTick(p), 2s);
+  p.lease = 1s;
+  EXPECT_EQ(WatchdogTick(p), 1s);
+}
+
+TEST_F(WatchdogTest, ALapsedLeaseRemovesTheJobsContainersAndDirectoryWithinFiveSeconds) {
+  ASSERT_EQ(Sh(ArmWatchdogCommand(Params(1s))), 0);
+  const std::string dir = HostJobDir(job_);
+  ASSERT_TRUE(fs::exists(dir + "/lease"));
+  EXPECT_TRUE(Within(5000ms, [&] { return !fs::exists(dir); })) << "the job directory is still there";
+  std::string log = ReadAll(log_);
+  EXPECT_THAT(log, ::testing::HasSubstr("ps -aq --filter label=barge.job=" + job_));
+  EXPECT_THAT(log, ::testing::HasSubstr("rm -f c1 c2"));
+}
+
+TEST_F(WatchdogTest, ARenewedLeaseKeepsTheJobAndDisarmingEndsTheLoop) {
+  ASSERT_EQ(Sh(ArmWatchdogCommand(Params(2s))), 0);
+  const std::string dir = HostJobDir(job_);
+  const pid_t pid = std::stoi(ReadAll(dir + "/watchdog.pid"));
+  for (int i = 0; i < 8; ++i) {  // 4 s: twice the lease
+    ASSERT_EQ(Sh(RenewLeaseCommand(job_)), 0);
+    std::this_thread::sleep_for(500ms);
+  }
+  EXPECT_TRUE(fs::exists(dir));
+  EXPECT_THAT(ReadAll(log_), ::testing::Not(::testing::HasSubstr("rm -f")));
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+  EXPECT_FALSE(fs::exists(dir));
+  // Gone, or a zombie waiting for a late reaper: not running either way.
+  EXPECT_TRUE(Within(3000ms, [&] {
+    std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+    return stat.empty() || stat.find(") Z ") != std::string::npos;
+  }));
+}
+
+TEST_F(WatchdogTest, DisarmingAtAnyPointOfATickLeavesNoDirectoryBehindInTenRounds) {
+  const std::string dir = HostJobDir(job_);
+  for (int round = 0; round < 10; ++round) {
+    ASSERT_EQ(Sh(ArmWatchdogCommand(Params(2s))), 0);
+    // Spread over one tick (1 s): the disarm meets the loop at every step.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000 + 100 * round));
+    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+    std::this_thread::sleep_for(200ms);
+    EXPECT_FALSE(fs::exists(dir)) << "round " << round;
+    EXPECT_FALSE(fs::exists(dir + ".gone")) << "round " << round;
+  }
+}
+
+// The PIDs of the processes in process group `pgid` that are running
+// (zombies waiting for a late reaper do not count).
+std::vector<pid_t> RunningInGroup(pid_t pgid) {
+  std::vector<pid_t> found;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = ReadAll(e.path().string() + "/stat");
+    const size_t close = stat.rfind(") ");
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string state;
+    long ppid = 0, pgrp = 0;
+    rest >> state >> ppid >> pgrp;
+    if (pgrp == pgid && state != "Z" && state != "X") found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+TEST_F(WatchdogTest, DisarmingEndsTheWatchdogAndItsSleepAtOnceWithinOneSecond) {
+  WatchdogParams p = Params(600s);
+  p.grace = 20s;  // a 10 s tick: the loop sits in `sleep 10`
+  ASSERT_EQ(Sh(ArmWatchdogCommand(p)), 0);
+  const pid_t pid = std::stoi(ReadAll(HostJobDir(job_) + "/watchdog.pid"));
+  ASSERT_TRUE(Within(2000ms, [&] { return RunningInGroup(pid).size() >= 2; }))
+      << "the watchdog and its sleep should both run in group " << pid;
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+  EXPECT_TRUE(Within(1000ms, [&] { return RunningInGroup(pid).empty(); }))
+      << RunningInGroup(pid).size() << " processes of the watchdog's group still run";
+}
+
+// A watchdog.pid that is not this job's watchdog is never signalled: not a
+// number, a negative one (kill -1 would end every process of ours), or the
+// PID of another process (one of ours leading its own group, but not the
+// watchdog).
+TEST_F(WatchdogTest, DisarmingSignalsNothingButThisJobsWatchdog) {
+  const std::string dir = HostJobDir(job_);
+  // A bystander leading its own group, as the watchdog does.
+  pid_t bystander = fork();
+  ASSERT_GE(bystander, 0);
+  if (bystander == 0) {
+    setsid();
+    execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (const std::string& planted :
+       {std::string("-1"), std::string("-9 -1"), "-" + std::to_string(bystander),
+        std::to_string(bystander), std::string("$(touch x)")}) {
+    fs::create_directories(dir);
+    std::ofstream(dir + "/watchdog.pid") << planted << "\n";
+    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0) << planted;
+    EXPECT_FALSE(fs::exists(dir)) << planted;
+    std::string stat = ReadAll("/proc/" + std::to_string(bystander) + "/stat");
+    EXPECT_TRUE(!stat.empty() && stat.find(") Z ") == std::string::npos)
+        << "the bystander was signalled through watchdog.pid '" << planted << "'";
+  }
+  kill(bystander, SIGKILL);
+  waitpid(bystander, nullptr, 0);
+}
+
+// A directory named like the old fixed rename target, made beforehand, does
+// not receive the job's directory, and its watchdog.pid is not read.
+TEST_F(WatchdogTest, APremadeGoneDirectoryIsNeitherUsedNorReadAtDisarm) {
+  const std::string dir = HostJobDir(job_);
+  ASSERT_EQ(Sh(ArmWatchdogCommand(Params(600s))), 0);
+  const pid_t pid = std::stoi(ReadAll(dir + "/watchdog.pid"));
+  fs::create_directories(dir + ".gone");
+  std::ofstream(dir + ".gone/watchdog.pid") << "-1\n";
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_FALSE(fs::exists(dir + ".gone/" + fs::path(dir).filename().string()));
+  EXPECT_EQ(ReadAll(dir + ".gone/watchdog.pid"), "-1\n");
+  EXPECT_TRUE(Within(1000ms, [&] { return RunningInGroup(pid).empty(); }));
+  fs::remove_all(dir + ".gone");
+}
+
+}  // namespace
+}  // namespace barge::runner

@@ -1,0 +1,61 @@
+// What barge keeps locally is for its user alone: directories 0700, files
+// 0600, whatever the umask (the job store's own modes are tested in
+// job_store_test.cc).
+#include "runner/store/state_dir.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "runner/logs/log_sink.h"
+
+namespace barge::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+int ModeOf(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return -1;
+  return st.st_mode & 0777;
+}
+
+// A scratch directory and a permissive umask (0), both undone at the end.
+class PermissiveUmask : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/barge-statedir-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    old_umask_ = umask(0);
+  }
+  void TearDown() override {
+    umask(old_umask_);
+    fs::remove_all(dir_);
+  }
+  std::string dir_;
+  mode_t old_umask_ = 022;
+};
+
+TEST_F(PermissiveUmask, MakeDirsCreatesEveryNewDirectoryMode0700) {
+  ASSERT_TRUE(MakeDirs(dir_ + "/state/runs/a1b2c3d4/artifacts/0").ok());
+  for (const char* d : {"/state", "/state/runs", "/state/runs/a1b2c3d4",
+                        "/state/runs/a1b2c3d4/artifacts", "/state/runs/a1b2c3d4/artifacts/0"}) {
+    EXPECT_EQ(ModeOf(dir_ + d), 0700) << d;
+  }
+}
+
+TEST_F(PermissiveUmask, LogFilesAreMode0600) {
+  ASSERT_TRUE(MakeDirs(dir_ + "/runs/x").ok());
+  Result<std::unique_ptr<LogSink>> sink =
+      LogSink::Open(dir_ + "/runs/x", {{0, "head", "h1"}, {1, "worker", "h2"}}, false);
+  ASSERT_TRUE(sink.ok()) << sink.status().message();
+  (*sink)->Line(0, Stream::kStdout, "2026-01-01T00:00:00.000000000Z", "hello");
+  EXPECT_EQ(ModeOf(dir_ + "/runs/x/0-h1.log"), 0600);
+  EXPECT_EQ(ModeOf(dir_ + "/runs/x/1-h2.log"), 0600);
+}
+
+}  // namespace
+}  // namespace barge::runner
