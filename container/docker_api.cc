@@ -168,6 +168,8 @@ Status HttpResponseParser::OnStatusLine(const std::string& line) {
   status_code_ = static_cast<int>(*code);
   reason_ = line.size() > 13 ? line.substr(13) : "";
   headers_.clear();
+  header_lines_ = 0;
+  header_bytes_ = 0;
   return Status::Ok();
 }
 
@@ -227,6 +229,13 @@ Status HttpResponseParser::Feed(std::string_view in) {
         break;
       case State::kHeaders:
         if (!TakeLine(&in, &line, &error)) return error;
+        header_bytes_ += line.size();
+        if (++header_lines_ > kMaxHeaders) {
+          return Fail("more than " + std::to_string(kMaxHeaders) + " header lines");
+        }
+        if (header_bytes_ > kMaxHeaderBytes) {
+          return Fail("more than " + std::to_string(kMaxHeaderBytes / 1024) + " KiB of headers");
+        }
         if (line.empty()) {
           if (Status s = StartBody(); !s.ok()) return s;
         } else if (line.front() == ' ' || line.front() == '\t') {
@@ -322,6 +331,12 @@ Status LogDemuxer::Feed(std::string_view in) {
         return error_;
       }
       system_error_.clear();
+      if (stream_ == 3 && remaining_ > kMaxErrorFrame) {
+        error_ = Status::Error("malformed log stream from the engine: an error frame of " +
+                               std::to_string(remaining_) + " bytes (at most " +
+                               std::to_string(kMaxErrorFrame) + ")");
+        return error_;
+      }
       continue;
     }
     const size_t n = std::min<size_t>(remaining_, in.size());
@@ -515,6 +530,12 @@ class DockerApi::HttpCall : public DockerApi::Call {
 
   void Deliver(const std::string& piece) {
     if (!Success() || (!on_body_ && !log_sink_)) {
+      if (response_body_.size() + piece.size() > kMaxBufferedBody) {
+        Fail(Status::Error("a response body over " + std::to_string(kMaxBufferedBody >> 20) +
+                           " MiB (the engine's answers barge reads are far smaller)"),
+             parser_.status_code());
+        return;
+      }
       response_body_ += piece;
       return;
     }

@@ -82,8 +82,13 @@ class HttpResponseParser {
   const std::map<std::string, std::string>& headers() const { return headers_; }
   std::optional<std::string> Header(const std::string& lower_name) const;
 
-  // Longer status or header lines (or chunk-size lines) are an error.
+  // Longer status or header lines (or chunk-size lines) are an error, as
+  // are more header lines than kMaxHeaders or more header bytes than
+  // kMaxHeaderBytes in one response: a broken engine or proxy cannot make
+  // the controller buffer without a limit.
   static constexpr size_t kMaxLine = 64 * 1024;
+  static constexpr size_t kMaxHeaders = 256;
+  static constexpr size_t kMaxHeaderBytes = 256 * 1024;
 
  private:
   enum class State {
@@ -113,6 +118,8 @@ class HttpResponseParser {
   int status_code_ = 0;
   std::string reason_;
   std::map<std::string, std::string> headers_;
+  size_t header_lines_ = 0;  // of the current response
+  size_t header_bytes_ = 0;
   uint64_t remaining_ = 0;  // of a Content-Length body or a chunk
   Status error_;
 };
@@ -127,9 +134,12 @@ enum class LogStream { kStdout = 1, kStderr = 2 };
 // `sink` gets each frame's payload in order, possibly in several pieces (a
 // piece never spans two frames); stream 0 (stdin) is delivered as stdout,
 // as Docker's own client does. Stream 3 (the engine's own error, API 1.42+)
-// becomes Feed's error with its text; any other stream byte is an error.
+// becomes Feed's error with its text (at most kMaxErrorFrame bytes of it
+// are kept: a longer one is an error as soon as its header says so); any
+// other stream byte is an error.
 class LogDemuxer {
  public:
+  static constexpr uint32_t kMaxErrorFrame = 64 * 1024;
   using Sink = std::function<void(LogStream, std::string_view)>;
   explicit LogDemuxer(Sink sink);
   [[nodiscard]] Status Feed(std::string_view bytes);
@@ -279,6 +289,10 @@ class DockerApi {
                                                Done<std::vector<PsEntry>> done);
 
   const std::string& socket_path() const { return socket_path_; }
+
+  // A response body barge reads whole (inspect, lists, errors) may be at
+  // most this big; a larger one fails the call, naming the host.
+  static constexpr size_t kMaxBufferedBody = size_t{64} << 20;
 
  private:
   class HttpCall;

@@ -314,6 +314,40 @@ TEST(LogDemuxer, APartFrameIsNotAtABoundaryAndABadHeaderIsAnError) {
             "the engine reported an error in the log stream: log driver broke");
 }
 
+// Issue #29: a broken engine or socket proxy cannot make the controller
+// buffer without a limit: too many header lines, too many header bytes, an
+// error frame whose header claims more than the cap (refused before any of
+// it is buffered).
+TEST(HttpResponseParser, HeaderLinesAndBytesAreCapped) {
+  std::string many = "HTTP/1.1 200 OK\r\n";
+  for (size_t i = 0; i <= HttpResponseParser::kMaxHeaders; ++i) many += "X-" + std::to_string(i) + ": v\r\n";
+  HttpResponseParser lines(nullptr);
+  Status s = lines.Feed(many);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("more than 256 header lines"), std::string::npos) << s.message();
+
+  std::string big = "HTTP/1.1 200 OK\r\n";
+  for (int i = 0; i < 10; ++i) big += "X-" + std::to_string(i) + ": " + std::string(30000, 'a') + "\r\n";
+  HttpResponseParser bytes(nullptr);
+  s = bytes.Feed(big);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("KiB of headers"), std::string::npos) << s.message();
+
+  HttpResponseParser fine(nullptr);
+  EXPECT_TRUE(fine.Feed("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").ok());
+  EXPECT_TRUE(fine.complete());
+}
+
+TEST(LogDemuxer, AnErrorFrameLongerThanTheCapIsRefusedFromItsHeader) {
+  std::string header(8, '\0');
+  header[0] = 3;
+  header[4] = '\x7f';  // about 2 GiB claimed
+  Demuxed d = DemuxPieces({header, "some"});
+  ASSERT_FALSE(d.status.ok());
+  EXPECT_NE(d.status.message().find("an error frame of 2130706432 bytes (at most 65536)"), std::string::npos)
+      << d.status.message();
+}
+
 // --- JSON readers.
 
 TEST(DockerApiJson, ReadsAContainerObjectAsInspectDoesForOneEntryOfItsArray) {

@@ -134,12 +134,12 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
              "/run/secrets/NAME\n";
       std::string env_names;
       for (const SecretSpec& secret : spec.secrets) {
-        out << WriteSecretCommand(SecretsDir(plan.job_id) + "/" + secret.name) << "   # "
+        out << WriteSecretCommand(plan.job_id, SecretsDir(plan.job_id) + "/" + secret.name) << "   # "
             << secret.source << "\n";
         if (secret.as_env) env_names += (env_names.empty() ? "" : " ") + secret.name;
       }
       if (!env_names.empty()) {
-        out << WriteSecretCommand(SecretEnvFile(plan.job_id)) << "   # NAME=VALUE of " << env_names
+        out << WriteSecretCommand(plan.job_id, SecretEnvFile(plan.job_id)) << "   # NAME=VALUE of " << env_names
             << ", for --env-file\n";
       }
     }
@@ -167,7 +167,7 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
                                                     "ssh_config", "hostfile"}
                          : std::vector<std::string>{"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub",
                                                     "authorized_keys"};
-        for (const std::string& f : files) out << WriteSecretCommand(dir + f) << "\n";
+        for (const std::string& f : files) out << WriteSecretCommand(plan.job_id, dir + f) << "\n";
       }
     }
     for (const auto* n : nodes) {

@@ -99,7 +99,7 @@ Status Controller::WriteFiles(
     Began(hs->PhaseOf(Phase::kUpload));
     for (const auto& [path, content] : files) {
       ++open[hs];
-      ssh::Command* cmd = group.Run(*hs->exec, WriteSecretCommand(path), [&, hs](const Outcome& o) {
+      ssh::Command* cmd = group.Run(*hs->exec, WriteSecretCommand(plan_.job_id, path), [&, hs](const Outcome& o) {
         if (!o.ok() && !errors.count(hs)) errors[hs] = o.Reason();
         if (--open[hs] > 0) return;
         auto failed = errors.find(hs);
@@ -148,7 +148,6 @@ Status Controller::Upload(const std::vector<HostState*>& targets) {
   if (Status s = ShipSecrets(targets); !s.ok()) return s;
   if (Status s = ShipMpiFiles(targets); !s.ok()) return s;
   if (!spec_.workdir && spec_.files.empty()) return Status::Ok();
-  const std::string dir = HostJobDir(plan_.job_id);
   const std::string tmp = options_.state_dir + "/tmp";
   if (Status s = MakeDirs(tmp); !s.ok()) return s;
   auto check = [&](const std::map<HostState*, Outcome>& results, const std::string& what) {
@@ -178,16 +177,14 @@ Status Controller::Upload(const std::vector<HostState*>& targets) {
     }
     Say("shipping workdir " + spec_.workdir->path + " to " + std::to_string(targets.size()) + " host(s)");
     auto results = StreamFile(file, targets, [&](HostState&) {
-      return "mkdir -p " + ssh::ShellQuote(dir + "/workdir") + " && tar -x --no-same-owner -C " +
-             ssh::ShellQuote(dir + "/workdir");
+      return ReceiveWorkdirCommand(plan_.job_id);
     }, Phase::kUpload, "shipping the workdir");
     std::remove(file.c_str());
     if (Status s = check(results, "the workdir"); !s.ok()) return s;
   }
   for (size_t i = 0; i < spec_.files.size(); ++i) {
-    const std::string remote = dir + "/files/" + std::to_string(i);
     auto results = StreamFile(spec_.files[i].from, targets, [&](HostState&) {
-      return "mkdir -p " + ssh::ShellQuote(dir + "/files") + " && cat > " + ssh::ShellQuote(remote);
+      return ReceiveFileCommand(plan_.job_id, i);
     }, Phase::kUpload, "shipping " + spec_.files[i].from);
     if (Status s = check(results, spec_.files[i].from); !s.ok()) return s;
   }

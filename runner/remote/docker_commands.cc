@@ -99,7 +99,10 @@ std::string DockerCommands::ExecShell(const std::string& name, const std::string
 
 std::string DockerCommands::Login(const std::string& config_dir, const std::string& server,
                                   const std::string& username) const {
-  return "umask 077 && mkdir -p " + ssh::ShellQuote(config_dir) + " && " +
+  // config_dir is the job directory's docker/ (DockerConfigDir).
+  const size_t slash = config_dir.rfind('/');
+  const std::string job_dir = slash == std::string::npos ? "." : config_dir.substr(0, slash);
+  return OwnDirGuard(job_dir) + " && umask 077 && mkdir -p " + ssh::ShellQuote(config_dir) + " && " +
          Line({"login", "--username=" + username, "--password-stdin", server});
 }
 
@@ -194,10 +197,23 @@ std::string DockerConfigDir(const std::string& job_id) { return HostJobDir(job_i
 
 std::string MpiFilesDir(const std::string& job_id) { return HostJobDir(job_id) + "/mpi"; }
 
-std::string WriteSecretCommand(const std::string& path) {
+std::string WriteSecretCommand(const std::string& job_id, const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  return "umask 077 && mkdir -p " + ssh::ShellQuote(dir) + " && cat > " + ssh::ShellQuote(path);
+  return OwnDirGuard(HostJobDir(job_id)) + " && umask 077 && mkdir -p " + ssh::ShellQuote(dir) + " && cat > " +
+         ssh::ShellQuote(path);
+}
+
+std::string ReceiveWorkdirCommand(const std::string& job_id) {
+  const std::string dir = HostJobDir(job_id) + "/workdir";
+  return OwnDirGuard(HostJobDir(job_id)) + " && mkdir -p " + ssh::ShellQuote(dir) + " && tar -x --no-same-owner -C " +
+         ssh::ShellQuote(dir);
+}
+
+std::string ReceiveFileCommand(const std::string& job_id, size_t index) {
+  const std::string dir = HostJobDir(job_id) + "/files";
+  return OwnDirGuard(HostJobDir(job_id)) + " && mkdir -p " + ssh::ShellQuote(dir) + " && cat > " +
+         ssh::ShellQuote(dir + "/" + std::to_string(index));
 }
 
 }  // namespace barge::runner

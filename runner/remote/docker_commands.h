@@ -141,8 +141,14 @@ std::string DockerConfigDir(const std::string& job_id);
 // client config), each file mode 0600, mounted read-only at /run/barge.
 std::string MpiFilesDir(const std::string& job_id);
 
-// Writes the command's stdin to `path` with mode 0600 (umask 077), making
-// its directory (0700) first: the value never appears on the line.
-std::string WriteSecretCommand(const std::string& path);
+// Writes the command's stdin to `path` (under job `job_id`'s directory)
+// with mode 0600 (umask 077), making its directory (0700) first: the value
+// never appears on the line. Only in the job's own directory (OwnDirGuard).
+std::string WriteSecretCommand(const std::string& job_id, const std::string& path);
+// Unpacks a tar on stdin into the job directory's workdir/, and writes stdin
+// to its files/INDEX: `workdir:` and `files:` shipped up. Only in the job's
+// own directory.
+std::string ReceiveWorkdirCommand(const std::string& job_id);
+std::string ReceiveFileCommand(const std::string& job_id, size_t index);
 
 }  // namespace barge::runner

@@ -8,6 +8,20 @@ namespace barge::runner {
 
 std::string HostJobDir(const std::string& job_id) { return "/tmp/barge-" + job_id; }
 
+std::string OwnDirTest(const std::string& dir) {
+  const std::string d = ssh::ShellQuote(dir);
+  return "{ [ -d " + d + " ] && [ ! -L " + d + " ] && [ -O " + d + " ] && [ \"$(stat -c %a " + d +
+         " 2>/dev/null)\" = 700 ]; }";
+}
+
+std::string OwnDirGuard(const std::string& dir) {
+  return "{ " + OwnDirTest(dir) + " || { echo " +
+         ssh::ShellQuote("barge: " + dir +
+                         " is not a directory of this user with mode 0700 (another user may have made it "
+                         "first): not using it") +
+         " >&2; false; }; }";
+}
+
 std::chrono::seconds WatchdogTick(const WatchdogParams& p) {
   return std::clamp<std::chrono::seconds>(std::min(p.lease, p.grace) / 2, std::chrono::seconds(1),
                                           std::chrono::seconds(10));
@@ -44,14 +58,15 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
       " [ -n \"$ids\" ] && $T " + docker + " rm -f $ids >/dev/null 2>&1;"
       " [ -n \"$HOOK\" ] && sh -c \"$HOOK\" >/dev/null 2>&1;"
       " rm -rf \"$D\"; exit 0; fi; done";
-  return "mkdir -m 700 -p " + ShellQuote(dir) + " && touch " + ShellQuote(dir + "/lease") +
+  return "{ mkdir -m 700 " + ShellQuote(dir) + " 2>/dev/null || " + OwnDirGuard(dir) + "; } && touch " +
+         ShellQuote(dir + "/lease") +
          " && (nohup setsid sh -c " + ShellQuote(script) + " " +
          ShellQuote("barge-watchdog-" + p.job_id) +
          " >/dev/null 2>&1 </dev/null & echo $! > " + ShellQuote(dir + "/watchdog.pid") + ")";
 }
 
 std::string RenewLeaseCommand(const std::string& job_id) {
-  return "touch " + ssh::ShellQuote(HostJobDir(job_id) + "/lease");
+  return OwnDirTest(HostJobDir(job_id)) + " && touch " + ssh::ShellQuote(HostJobDir(job_id) + "/lease");
 }
 
 std::string DisarmWatchdogCommand(const std::string& job_id) {

@@ -35,15 +35,26 @@ struct WatchdogParams {
 // The job's per-host directory: /tmp/barge-<job id>.
 std::string HostJobDir(const std::string& job_id);
 
+// A shell test, true when `dir` is a directory (not a symlink) owned by the
+// user running it, mode 0700: what each step checks before it writes in a
+// job's host directory, since another user of the host can make that name
+// first (the job id is visible in /tmp and in ps).
+std::string OwnDirTest(const std::string& dir);
+// The same as a guard for a command chain (`GUARD && ...`): false, with an
+// error naming `dir` on stderr, when the test fails.
+std::string OwnDirGuard(const std::string& dir);
+
 // How often the watchdog looks: half the shorter of lease and grace, from
 // 1 to 10 s (a tick runs two small programs; at 10 s that is ~0.2 a second).
 std::chrono::seconds WatchdogTick(const WatchdogParams& p);
 
 // A command line that creates the per-host directory (0700) and the lease,
-// and starts the watchdog detached from the session; prints nothing.
+// and starts the watchdog detached from the session; prints nothing. A
+// directory of that name that is not the SSH user's own 0700 one (another
+// user made it first) fails it, naming the path, and nothing is written.
 std::string ArmWatchdogCommand(const WatchdogParams& p);
 
-// Renews the lease.
+// Renews the lease (only in the job's own directory).
 std::string RenewLeaseCommand(const std::string& job_id);
 
 // Stops the watchdog and everything it started (its process group, once

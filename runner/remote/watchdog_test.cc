@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "runner/remote/docker_commands.h"
 #include "ssh/quote.h"
 
 namespace barge::runner {
@@ -201,6 +202,87 @@ TEST_F(WatchdogTest, APremadeGoneDirectoryIsNeitherUsedNorReadAtDisarm) {
   EXPECT_EQ(ReadAll(dir + ".gone/watchdog.pid"), "-1\n");
   EXPECT_TRUE(Within(1000ms, [&] { return RunningInGroup(pid).empty(); }));
   fs::remove_all(dir + ".gone");
+}
+
+// Issue #29: another user of the host can make /tmp/barge-<job> first (the
+// job id shows in /tmp and in ps). barge then uses nothing there.
+class ForeignJobDirTest : public WatchdogTest {
+ protected:
+  // The job's directory, made first by uid 65534 (nobody), open to all.
+  void MakeForeign() {
+    dir_ = HostJobDir(job_);
+    fs::create_directories(dir_);
+    ASSERT_EQ(chown(dir_.c_str(), 65534, 65534), 0);
+    fs::permissions(dir_, fs::perms::all);
+  }
+  // Runs `line` under sh with `input` on stdin; its stderr in *err.
+  int ShWithInput(const std::string& line, const std::string& input, std::string* err) {
+    const std::string in = (scratch_ / "stdin").string(), e = (scratch_ / "stderr").string();
+    std::ofstream(in) << input;
+    const int status = Sh("{ " + line + "; } <" + ssh::ShellQuote(in) + " 2>" + ssh::ShellQuote(e));
+    *err = ReadAll(e);
+    return status;
+  }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    WatchdogTest::TearDown();
+  }
+  std::string dir_;
+};
+
+TEST_F(ForeignJobDirTest, ArmingRefusesADirectoryAnotherUserMadeFirstNamingItAndWritesNothing) {
+  MakeForeign();
+  std::string err;
+  EXPECT_NE(ShWithInput(ArmWatchdogCommand(Params(600s)), "", &err), 0);
+  EXPECT_NE(err.find("barge: " + dir_ + " is not a directory of this user with mode 0700"), std::string::npos)
+      << err;
+  EXPECT_FALSE(fs::exists(dir_ + "/lease"));
+  EXPECT_FALSE(fs::exists(dir_ + "/watchdog.pid"));
+  EXPECT_EQ(Sh("grep -l " + ssh::ShellQuote("[b]arge-watchdog-" + job_) + " /proc/[0-9]*/cmdline >/dev/null 2>&1"),
+            256)
+      << "a watchdog started";
+}
+
+TEST_F(ForeignJobDirTest, SecretsRegistryConfigAndUploadsAreNotWrittenIntoIt) {
+  MakeForeign();
+  std::string err;
+  EXPECT_NE(ShWithInput(WriteSecretCommand(job_, SecretsDir(job_) + "/TOKEN"), "s3cret", &err), 0);
+  EXPECT_NE(err.find("not a directory of this user"), std::string::npos) << err;
+  EXPECT_NE(ShWithInput(ReceiveFileCommand(job_, 0), "data", &err), 0);
+  EXPECT_NE(ShWithInput(ReceiveWorkdirCommand(job_), "", &err), 0);
+  DockerCommands docker({"docker"});
+  EXPECT_NE(ShWithInput(docker.Login(DockerConfigDir(job_), "registry.example", "u"), "pw", &err), 0);
+  EXPECT_NE(ShWithInput(RenewLeaseCommand(job_), "", &err), 0);
+  EXPECT_TRUE(fs::is_empty(dir_)) << "something was written into another user's directory";
+}
+
+TEST_F(ForeignJobDirTest, ASymlinkOrAnOwnDirectoryWithAWideModeIsRefusedToo) {
+  dir_ = HostJobDir(job_);
+  const std::string target = (scratch_ / "elsewhere").string();
+  fs::create_directories(target);
+  fs::permissions(target, fs::perms::owner_all, fs::perm_options::replace);
+  fs::create_directory_symlink(target, dir_);
+  std::string err;
+  EXPECT_NE(ShWithInput(ArmWatchdogCommand(Params(600s)), "", &err), 0) << "a symlink was followed";
+  EXPECT_FALSE(fs::exists(target + "/lease"));
+  fs::remove(dir_);
+  fs::create_directories(dir_);
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec,
+                  fs::perm_options::replace);
+  EXPECT_NE(ShWithInput(WriteSecretCommand(job_, SecretsDir(job_) + "/TOKEN"), "s3cret", &err), 0);
+  EXPECT_FALSE(fs::exists(SecretsDir(job_)));
+}
+
+TEST_F(ForeignJobDirTest, TheJobsOwnDirectoryIsUsedAsBefore) {
+  ASSERT_EQ(Sh(ArmWatchdogCommand(Params(600s))), 0);
+  dir_ = HostJobDir(job_);
+  std::string err;
+  EXPECT_EQ(ShWithInput(WriteSecretCommand(job_, SecretsDir(job_) + "/TOKEN"), "s3cret", &err), 0) << err;
+  EXPECT_EQ(ReadAll(SecretsDir(job_) + "/TOKEN"), "s3cret");
+  EXPECT_EQ(ShWithInput(RenewLeaseCommand(job_), "", &err), 0) << err;
+  // Arming again (a reconnect) finds its own directory and goes on.
+  EXPECT_EQ(ShWithInput(ArmWatchdogCommand(Params(600s)), "", &err), 0) << err;
 }
 
 }  // namespace
