@@ -59,6 +59,7 @@
 #include "runner/jobfile/redact.h"
 #include "runner/remote/watchdog.h"
 #include "runner/controller/forwards.h"
+#include "runner/controller/job_state.h"
 #include "ssh/event_loop.h"
 #include "ssh/executor.h"
 #include "ssh/keygen.h"
@@ -76,137 +77,6 @@ std::string HostName(const cluster::Host& h);
 // `s` without trailing newlines, carriage returns and spaces, and without
 // leading spaces.
 std::string Trim(std::string s);
-
-// A timer set that cancels what has not run when it is destroyed: a
-// controller that ends never leaves a timer behind on a shared loop.
-class Timers {
- public:
-  explicit Timers(ssh::EventLoop* loop) : loop_(loop) {}
-  ~Timers() { CancelAll(); }
-  Timers(const Timers&) = delete;
-  Timers& operator=(const Timers&) = delete;
-  void Add(Clock::time_point when, std::function<void()> fn);
-  void CancelAll();
-
- private:
-  ssh::EventLoop* loop_;
-  std::set<ssh::EventLoop::TimerId> pending_;
-};
-
-struct HostState {
-  size_t index = 0;  // into the plan's hosts (a spare takes its place's index)
-  int id = 0;        // stable for the job: a spare gets a new one
-  std::string name;  // as in messages and log prefixes
-  cluster::Host inventory;  // its entry (a spare's, once it took a lost host's place)
-  // A spare took its place: the job's teardown hooks still run for it.
-  bool superseded = false;
-  std::unique_ptr<ssh::Executor> exec;
-  std::unique_ptr<DockerCommands> docker;
-  // runner/controller/engine_api.cc: the host's Docker engine through the
-  // Engine API over the host's session (no process on the host per call),
-  // when preflight found its unix socket and a ping through it answered;
-  // null: every Docker call there is a CLI command line.
-  std::unique_ptr<EngineStreams> engine_streams;  // api's transport: exec's socket streams
-  std::unique_ptr<container::DockerApi> api;
-  std::map<std::string, std::string> image_ids;  // image reference → ID
-  bool watchdog_armed = false;
-  // registry: a login was tried, so the job's Docker client config there
-  // may hold the credential until Logout.
-  bool login_tried = false;
-  // The session died, or the engine stopped answering: nothing more is
-  // sent there, and teardown does not wait on it.
-  bool lost = false;
-  // Lost or preempted: at a restart a spare takes its place (or it is
-  // checked again before it is reused).
-  bool replace = false;
-  bool probing = false;     // an engine probe is in flight
-  int engine_misses = 0;    // probes in a row that got no answer
-  // When a log stream from this host's engine last delivered bytes: an
-  // engine that streams answers, so no probe is needed for a while.
-  Clock::time_point engine_heard{};
-  bool polling = false;     // a preemption check is in flight
-  // runner/fleet (holds.cc): what the host answered to the job's last try
-  // at its holds, and whether the job may hold something there now.
-  std::optional<fleet::HoldReply> hold;
-  bool holding = false;
-
-  HostPhase PhaseOf(Phase p, std::optional<int> rank = std::nullopt) const {
-    return HostPhase{p, id, name, rank};
-  }
-};
-
-// kLost: its host was lost while it ran; how it ended is unknown.
-enum class NodePhase { kPending, kStarting, kRunning, kExited, kLost };
-
-struct NodeState {
-  const cluster::NodePlan* plan = nullptr;
-  HostState* host = nullptr;
-  NodePhase phase = NodePhase::kPending;
-  bool run_attempted = false;  // a container may exist on the host
-  std::string container_id;
-  std::optional<int> exit_code;
-  std::string end_reason;  // "exit code 3", "OOMKilled (exit code 137)", ...
-  // Of an attempt that has ended (a restart made new nodes): callbacks
-  // still in flight for it do nothing.
-  bool retired = false;
-  bool logs_open = false;
-  // Its stage's gate is a log line: the regex, and whether a line matched.
-  const std::regex* ready_regex = nullptr;
-  bool logged_ready = false;
-  // attach: lines stamped at or before this were already kept; drop them.
-  std::optional<int64_t> skip_through_ns;
-  // The log stream also reports how the container ended
-  // (DockerCommands::FollowUntilExit): after a stdout line holding
-  // exit_marker (random per stream, unknown to the container), stdout is
-  // the report, collected in exit_report.
-  std::string exit_marker;
-  std::optional<std::string> exit_report;
-  // The latest Docker timestamp its log stream gave, and how many lines
-  // carried exactly that stamp, per stream: `docker logs -f` (Docker 20.10) can end
-  // before the last lines of a container that just exited, so once it ends
-  // the rest is read without -f from that stamp on (Controller::CatchUp),
-  // skipping what the follow already gave.
-  // Per stream (stdout, stderr): Docker gives each on its own channel.
-  struct Seen {
-    std::optional<int64_t> last_ns;
-    int at_last = 0;
-  };
-  std::array<Seen, 2> seen;
-  // While the catch-up read runs, per stream: lines stamped before
-  // last_ns, and the first at_last stamped exactly at it, are dropped.
-  bool catching_up = false;
-  bool caught_up = false;  // the catch-up ran (once per stream)
-  std::unique_ptr<container::LineSplitter> out_lines;
-  std::unique_ptr<container::LineSplitter> err_lines;
-  // engine_api.cc: the node's Engine API call in flight (its log follow,
-  // then the inspect, wait and catch-up that end it; one at a time).
-  container::DockerApi::CallPtr api_call;
-  // engine_api.cc, on an Engine API host: the node's live log is its attach
-  // stream (AttachAndStartWithApi), each line stamped on receipt with the
-  // controller's clock, strictly increasing per node (its sequence), and
-  // counted per stream so that a gap is filled from `docker logs` by
-  // skipping exactly the lines already kept (see the design there).
-  struct Live {
-    bool on = false;        // lines are stamped on receipt
-    bool attached = false;  // they come from the attach (false: a logs read fills a gap)
-    int64_t last_stamp_ns = 0;
-    std::array<uint64_t, 2> lines{};    // kept, per stream (stdout, stderr)
-    std::array<uint64_t, 2> skip{};     // a gap fill's lines still to drop, per stream
-    std::array<bool, 2> skipping{};     // a dropped line's continuation pieces follow
-    std::array<size_t, 2> last_hash{};  // of the last line kept per stream
-    std::function<void()> ended;        // the attach ended before the start's answer
-  };
-  Live live;
-
-  HostPhase PhaseOf(Phase p) const { return host->PhaseOf(p, plan->rank); }
-};
-
-// mpi: the job's keys, made once per job on this machine and kept only in
-// memory (mpi.cc).
-struct MpiKeys {
-  ssh::KeyPair client;
-  std::map<int, ssh::KeyPair> hosts;  // by worker rank
-};
 
 class Controller {
  public:
