@@ -20,7 +20,8 @@
 # whole output of the commands goes to $BARGE_FRESH_LOG (default
 # /var/tmp/barge-fresh-machine.log). The root file system is cached in
 # /var/cache/barge-bed (as the package test's is); the container, its
-# volume and its image are removed at the end. The machine's load counts:
+# volume and its image are removed at the end (BARGE_FRESH_KEEP=1 keeps
+# them after a failure, to look inside). The machine's load counts:
 # run it on a quiet machine, and say what else ran when quoting it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,7 +54,16 @@ done
 log=${BARGE_FRESH_LOG:-/var/tmp/barge-fresh-machine.log}
 : >"$log"
 docker import "$tarball" "$image" >/dev/null
-cleanup() { docker rm -f -v "$name" >/dev/null 2>&1 || true; docker rmi "$image" >/dev/null 2>&1 || true; }
+# BARGE_FRESH_KEEP=1 keeps the container (and its image) after a failure,
+# to look inside: docker exec -it NAME bash; remove it with docker rm -f -v.
+cleanup() {
+  if [[ ${BARGE_FRESH_KEEP:-0} == 1 && ${worst:-0} != 0 ]]; then
+    echo "# kept the container $name (BARGE_FRESH_KEEP=1)" >&2
+    return
+  fi
+  docker rm -f -v "$name" >/dev/null 2>&1 || true
+  docker rmi "$image" >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
 # /var/lib/docker on a volume: the inner dockerd's overlay2 cannot sit on
 # the container's own overlay file system (the bed's dockerds keep theirs
