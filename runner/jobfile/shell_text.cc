@@ -59,6 +59,12 @@ std::optional<size_t> ShellScriptArgument(const std::vector<std::string>& argv) 
   if (Basename(argv[i]) == "busybox") ++i;
   if (i >= argv.size() || !IsShell(argv[i])) return std::nullopt;
   for (size_t j = i + 1; j < argv.size(); ++j) {
+    // -o NAME / +o NAME (set an option by name) take the next word.
+    if (argv[j] == "-o" || argv[j] == "+o" || argv[j] == "-O" || argv[j] == "+O") {
+      ++j;
+      continue;
+    }
+    if (argv[j].size() > 1 && argv[j][0] == '+') continue;  // +e, +x: options turned off
     if (!IsOption(argv[j])) return std::nullopt;  // a script file: its arguments are data
     if (argv[j].rfind("--", 0) != 0 && argv[j].find('c') != std::string::npos) {
       return j + 1 < argv.size() ? std::optional<size_t>(j + 1) : std::nullopt;

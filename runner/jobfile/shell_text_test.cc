@@ -29,6 +29,8 @@ TEST(ShellScriptArgument, FindsTheScriptOfEveryShellAfterEveryPrefix) {
   EXPECT_EQ(ShellScriptArgument(Argv{"nice", "-n", "5", "sh", "-c", "x"}), 5u);
   EXPECT_EQ(ShellScriptArgument(Argv{"timeout", "5", "sh", "-c", "x"}), 4u);
   EXPECT_EQ(ShellScriptArgument(Argv{"timeout", "-s", "KILL", "5m", "env", "A=1", "sh", "-c", "x"}), 8u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"bash", "-o", "pipefail", "-c", "x"}), 4u);
+  EXPECT_EQ(ShellScriptArgument(Argv{"bash", "+e", "-c", "x"}), 3u);
 }
 
 TEST(ShellScriptArgument, ProgramsThatAreNotShellsAndScriptFilesHaveNone) {
