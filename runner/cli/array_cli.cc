@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/console/detach.h"
+#include "runner/console/failure.h"
 #include "runner/controller/entry_points.h"
 #include "runner/array/array_member.h"
 #include "runner/array/array_runner.h"
@@ -26,10 +27,6 @@
 namespace barge::runner::fleet {
 namespace {
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "barge: %s\n", message.c_str());
-  return kExitBargeFailure;
-}
 
 using Json = nlohmann::ordered_json;
 
@@ -149,7 +146,7 @@ int RemoveArrayRecords(ArrayStore& store, const std::string& state_dir, const Ar
   int jobs = 0;
   {
     Result<std::unique_ptr<JobStore>> opened = JobStore::Open(state_dir);
-    if (!opened.ok()) return Fail(opened.status().message());
+    if (!opened.ok()) return SayFailure(stderr, opened.status().message());
     for (const MemberRecord& m : members) {
       for (const std::string& id : m.job_ids) {
         if (!(*opened)->GetJob(id).ok()) continue;  // removed already
@@ -164,9 +161,9 @@ int RemoveArrayRecords(ArrayStore& store, const std::string& state_dir, const Ar
   const std::filesystem::path own = std::filesystem::path(state_dir) / "runs" / a.id;
   if (!a.run_dir.empty() && std::filesystem::path(a.run_dir).lexically_normal() == own.lexically_normal()) {
     std::filesystem::remove_all(own, ec);
-    if (ec) return Fail("cannot remove " + own.string() + ": " + ec.message());
+    if (ec) return SayFailure(stderr, "cannot remove " + own.string() + ": " + ec.message());
   }
-  if (Status s = store.RemoveArray(a.id); !s.ok()) return Fail(s.message());
+  if (Status s = store.RemoveArray(a.id); !s.ok()) return SayFailure(stderr, s.message());
   std::fprintf(out, "removed array %s (%s, %s) and its %d member job(s)\n", a.id.c_str(), a.name.c_str(),
                a.status.c_str(), jobs);
   return 0;
@@ -181,13 +178,13 @@ int Launch(const JobSpec& spec, const ArrayParams& params, const std::string& ar
   options.events = events;
   if (!detach) return RunArray(spec, params, array_id, options);
   const std::string run_dir = options.state_dir + "/runs/" + array_id;
-  if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message());
+  if (Status s = MakeDirs(run_dir); !s.ok()) return SayFailure(stderr, s.message());
   Result<pid_t> spawned = SpawnDetached(run_dir + "/controller.log", [&] {
     // Events on stdout go to the controller's log like everything else.
     if (options.events == stdout) options.events = nullptr;
     return RunArray(spec, params, array_id, options);
   });
-  if (!spawned.ok()) return Fail(spawned.status().message());
+  if (!spawned.ok()) return SayFailure(stderr, spawned.status().message());
   const pid_t pid = *spawned;
   // The array is recorded already; wait until its controller took it over.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -229,9 +226,9 @@ int RunArrayCommand(const JobSpec& spec, const ArrayParams& params, const std::s
   {
     Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(state_dir);
     Status s = jobs.ok() ? (*jobs)->SetRunRequest(array_id, request_json) : jobs.status();
-    if (!s.ok()) return Fail(s.message());
+    if (!s.ok()) return SayFailure(stderr, s.message());
   }
-  if (Status s = CreateArrayRecord(state_dir, spec, params, array_id); !s.ok()) return Fail(s.message());
+  if (Status s = CreateArrayRecord(state_dir, spec, params, array_id); !s.ok()) return SayFailure(stderr, s.message());
   return Launch(spec, params, array_id, spec_text, detach, events);
 }
 
@@ -255,7 +252,7 @@ int PlanArray(const JobSpec& spec, const ArrayParams& params,
     // the first wave: the k-th member of a pool takes its (k mod
     // fits)-th block of `n` hosts.
     Result<std::optional<size_t>> group = MemberGroup(spec, params, i);
-    if (!group.ok()) return Fail(group.status().message());
+    if (!group.ok()) return SayFailure(stderr, group.status().message());
     const std::vector<cluster::Host>& pool = *group ? spec.host_groups[**group].hosts : spec.hosts;
     const size_t n = HostsPerMember(spec, pool);
     const size_t fits = std::max<size_t>(pool.size() / std::max<size_t>(n, 1), 1);
@@ -263,7 +260,7 @@ int PlanArray(const JobSpec& spec, const ArrayParams& params,
     std::vector<cluster::Host> hosts;
     for (size_t h = first; h < first + n && h < pool.size(); ++h) hosts.push_back(pool[h]);
     Result<JobSpec> member = MemberSpec(spec, params, i, "<array id>", hosts);
-    if (!member.ok()) return Fail(member.status().message());
+    if (!member.ok()) return SayFailure(stderr, member.status().message());
     std::printf("\n# member %zu: %s; %s\n", i, ParamsText(params, i).c_str(),
                 *group ? ("host group " + spec.host_groups[**group].name).c_str() : "the job's hosts");
     std::fflush(stdout);
@@ -313,10 +310,10 @@ Status AddArraysToList(const std::string& state_dir, ListOptions* list) {
 
 int ListArrayMembers(const std::string& state_dir, const std::string& array_id, std::FILE* out) {
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
-  if (!store.ok()) return Fail(store.status().message());
-  if (Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id); !a.ok()) return Fail(a.status().message());
+  if (!store.ok()) return SayFailure(stderr, store.status().message());
+  if (Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id); !a.ok()) return SayFailure(stderr, a.status().message());
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
-  if (!members.ok()) return Fail(members.status().message());
+  if (!members.ok()) return SayFailure(stderr, members.status().message());
   std::vector<std::vector<std::string>> rows = {{"INDEX", "JOB", "PARAMS", "STATUS", "ATTEMPTS", "EXIT", "HOSTS"}};
   for (const MemberRecord& m : *members) {
     rows.push_back({std::to_string(m.index), m.job_ids.empty() ? "-" : m.job_ids.back(), m.params,
@@ -329,11 +326,11 @@ int ListArrayMembers(const std::string& state_dir, const std::string& array_id, 
 
 int ShowArray(const std::string& state_dir, const std::string& array_id, std::FILE* out, bool json) {
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
-  if (!store.ok()) return Fail(store.status().message());
+  if (!store.ok()) return SayFailure(stderr, store.status().message());
   Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
-  if (!a.ok()) return Fail(a.status().message());
+  if (!a.ok()) return SayFailure(stderr, a.status().message());
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
-  if (!members.ok()) return Fail(members.status().message());
+  if (!members.ok()) return SayFailure(stderr, members.status().message());
   if (json) {
     const std::string text = ArrayJson(*a, *members, WallNow()).dump(2, ' ', false, Json::error_handler_t::replace);
     std::fprintf(out, "%s\n", text.c_str());
@@ -370,9 +367,9 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
   const auto deadline = std::chrono::steady_clock::now() + kDownArrayLimit;
   const long limit_s = static_cast<long>(kDownArrayLimit.count());
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
-  if (!store.ok()) return Fail(store.status().message());
+  if (!store.ok()) return SayFailure(stderr, store.status().message());
   Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
-  if (!a.ok()) return Fail(a.status().message());
+  if (!a.ok()) return SayFailure(stderr, a.status().message());
   if (a->status == "running") {
     std::printf("stopping array %s (controller pid %d)\n", array_id.c_str(), *a->controller_pid);
     std::fflush(stdout);
@@ -389,7 +386,7 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
       }
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Fail("array " + array_id + " did not stop within " + std::to_string(limit_s) +
+      return SayFailure(stderr, "array " + array_id + " did not stop within " + std::to_string(limit_s) +
                   " s of SIGTERM: its controller (pid " + std::to_string(*a->controller_pid) +
                   ") still runs; `kill -9` it, then `barge down " + array_id + "` stops its members");
     }
@@ -397,7 +394,7 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
   // No controller: each member job that has not ended is brought down on its
   // own; members that never started are cancelled.
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
-  if (!members.ok()) return Fail(members.status().message());
+  if (!members.ok()) return SayFailure(stderr, members.status().message());
   int code = 0;
   for (MemberRecord& m : *members) {
     if (m.status == MemberStatus::kRunning && !m.job_ids.empty()) {
@@ -427,27 +424,27 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
 int RerunArray(const std::string& state_dir, const std::string& array_id, bool failed_only, bool detach,
                const std::function<std::optional<RecordedArrayJob>(const std::string&)>& load) {
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
-  if (!store.ok()) return Fail(store.status().message());
+  if (!store.ok()) return SayFailure(stderr, store.status().message());
   Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
-  if (!a.ok()) return Fail(a.status().message());
-  if (a->status == "running") return Fail("array " + array_id + " is still running (barge down it first)");
+  if (!a.ok()) return SayFailure(stderr, a.status().message());
+  if (a->status == "running") return SayFailure(stderr, "array " + array_id + " is still running (barge down it first)");
   Result<ArrayParams> params = ParamsFromJson(a->params_json);
-  if (!params.ok()) return Fail(params.status().message());
+  if (!params.ok()) return SayFailure(stderr, params.status().message());
   std::string request_json;
   {
     Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(state_dir);
-    if (!jobs.ok()) return Fail(jobs.status().message());
+    if (!jobs.ok()) return SayFailure(stderr, jobs.status().message());
     Result<std::optional<std::string>> r = (*jobs)->GetRunRequest(array_id);
-    if (!r.ok()) return Fail(r.status().message());
-    if (!*r) return Fail("array " + array_id + " has no recorded run request");
+    if (!r.ok()) return SayFailure(stderr, r.status().message());
+    if (!*r) return SayFailure(stderr, "array " + array_id + " has no recorded run request");
     request_json = **r;
   }
   std::optional<RecordedArrayJob> job = load(request_json);
   if (!job) return kExitBargeFailure;
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
-  if (!members.ok()) return Fail(members.status().message());
+  if (!members.ok()) return SayFailure(stderr, members.status().message());
   // A member of a lost array may still run as a process of its own.
-  if (Status s = NoLiveMember(state_dir, *a, *members); !s.ok()) return Fail(s.message());
+  if (Status s = NoLiveMember(state_dir, *a, *members); !s.ok()) return SayFailure(stderr, s.message());
   if (!failed_only) {
     // Every member, as a new array (as `barge rerun JOB` makes a new job):
     // the rows and the job as recorded; the old array keeps its outcome.
@@ -456,9 +453,9 @@ int RerunArray(const std::string& state_dir, const std::string& array_id, bool f
     {
       Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(state_dir);
       Status s = jobs.ok() ? (*jobs)->SetRunRequest(again, request_json) : jobs.status();
-      if (!s.ok()) return Fail(s.message());
+      if (!s.ok()) return SayFailure(stderr, s.message());
     }
-    if (Status s = CreateArrayRecord(state_dir, job->spec, *params, again); !s.ok()) return Fail(s.message());
+    if (Status s = CreateArrayRecord(state_dir, job->spec, *params, again); !s.ok()) return SayFailure(stderr, s.message());
     std::fprintf(stderr, "barge: running every member (%zu) of array %s again as array %s\n", params->rows.size(),
                  array_id.c_str(), again.c_str());
     return Launch(job->spec, *params, again, job->spec_text, detach, nullptr);
@@ -468,7 +465,7 @@ int RerunArray(const std::string& state_dir, const std::string& array_id, bool f
     if (m.status == MemberStatus::kSucceeded) continue;
     m.status = MemberStatus::kWaiting;
     ++again;
-    if (Status s = (*store)->UpdateMember(m); !s.ok()) return Fail(s.message());
+    if (Status s = (*store)->UpdateMember(m); !s.ok()) return SayFailure(stderr, s.message());
   }
   if (again == 0) {
     std::printf("every member of array %s succeeded: nothing to run again\n", array_id.c_str());
@@ -481,34 +478,34 @@ int RerunArray(const std::string& state_dir, const std::string& array_id, bool f
 
 int RemoveArrayCommand(const std::string& state_dir, const std::string& array_id, std::FILE* out, std::FILE* err) {
   Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_dir);
-  if (!store.ok()) return Fail(store.status().message());
+  if (!store.ok()) return SayFailure(stderr, store.status().message());
   Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
-  if (!a.ok()) return Fail(a.status().message());
+  if (!a.ok()) return SayFailure(stderr, a.status().message());
   if (a->status == "running") {
-    return Fail("array " + a->id + " (" + a->name + ") is running and its controller (pid " +
+    return SayFailure(stderr, "array " + a->id + " (" + a->name + ") is running and its controller (pid " +
                 std::to_string(a->controller_pid.value_or(0)) + ") is alive; stop it first (barge down " + a->id + ")");
   }
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
-  if (!members.ok()) return Fail(members.status().message());
-  if (Status s = NoLiveMember(state_dir, *a, *members); !s.ok()) return Fail(s.message());
+  if (!members.ok()) return SayFailure(stderr, members.status().message());
+  if (Status s = NoLiveMember(state_dir, *a, *members); !s.ok()) return SayFailure(stderr, s.message());
   return RemoveArrayRecords(**store, state_dir, *a, *members, out, err);
 }
 
 int PruneArrays(const std::string& state_dir, std::chrono::milliseconds older_than, std::FILE* out, std::FILE* err,
                 std::set<std::string>* kept_jobs) {
   Result<std::unique_ptr<ArrayStore>> opened = ArrayStore::OpenIfPresent(state_dir);
-  if (!opened.ok()) return Fail(opened.status().message());
+  if (!opened.ok()) return SayFailure(stderr, opened.status().message());
   if (!*opened || older_than.count() < 0) return 0;
   ArrayStore& store = **opened;
   Result<std::vector<ArrayRecord>> arrays = store.ListArrays();
-  if (!arrays.ok()) return Fail(arrays.status().message());
+  if (!arrays.ok()) return SayFailure(stderr, arrays.status().message());
   const TimePoint cutoff = WallNow() - older_than;
   int code = 0;
   for (const ArrayRecord& listed : *arrays) {
     Result<ArrayRecord> a = LiveArray(store, state_dir, listed.id);
-    if (!a.ok()) return Fail(a.status().message());
+    if (!a.ok()) return SayFailure(stderr, a.status().message());
     Result<std::vector<MemberRecord>> members = store.GetMembers(a->id);
-    if (!members.ok()) return Fail(members.status().message());
+    if (!members.ok()) return SayFailure(stderr, members.status().message());
     // The rule of jobs: ended (a final status) before the cutoff; and no
     // member job still live.
     const bool old = a->status != "running" && a->ended && *a->ended < cutoff;

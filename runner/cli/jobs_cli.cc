@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/shell_word.h"
+#include "runner/console/failure.h"
 #include "runner/console/table.h"
 #include "runner/console/time_format.h"
 #include "runner/store/job_lookup.h"
@@ -25,13 +26,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// barge's exit code for its own failures (kExitBargeFailure in controller.h).
-constexpr int kExitError = 125;
-
-int Fail(std::FILE* err, const std::string& message) {
-  std::fprintf(err, "barge: %s\n", message.c_str());
-  return kExitError;
-}
 
 milliseconds Since(TimePoint from, TimePoint to) { return to - from; }
 
@@ -138,26 +132,26 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
   JobFilter filter;
   if (options.status) {
     Result<JobStatus> status = ParseJobStatus(*options.status);
-    if (!status.ok()) return Fail(err, "--status: " + status.status().message());
+    if (!status.ok()) return SayFailure(err, "--status: " + status.status().message());
     filter.status = *status;
   }
-  if (options.limit < 0) return Fail(err, "--limit must be 0 (all) or more");
+  if (options.limit < 0) return SayFailure(err, "--limit must be 0 (all) or more");
   filter.name = options.name;
   filter.limit = options.limit;
 
   std::vector<JobRecord> jobs;
   Result<std::unique_ptr<JobStore>> store = OpenIfPresent(state_dir);
-  if (!store.ok()) return Fail(err, store.status().message());
+  if (!store.ok()) return SayFailure(err, store.status().message());
   if (*store) {
     // Jobs whose controller died become lost first, so a status filter sees
     // what is true now.
     Result<std::vector<JobRecord>> all = (*store)->ListJobs();
-    if (!all.ok()) return Fail(err, all.status().message());
+    if (!all.ok()) return SayFailure(err, all.status().message());
     for (JobRecord& j : *all) {
-      if (Status s = MarkLostIfControllerGone(**store, &j); !s.ok()) return Fail(err, s.message());
+      if (Status s = MarkLostIfControllerGone(**store, &j); !s.ok()) return SayFailure(err, s.message());
     }
     Result<std::vector<JobRecord>> listed = (*store)->ListJobs(filter);
-    if (!listed.ok()) return Fail(err, listed.status().message());
+    if (!listed.ok()) return SayFailure(err, listed.status().message());
     jobs = std::move(listed).value();
     std::erase_if(jobs, [&](const JobRecord& j) { return options.hide.contains(j.id); });
   }
@@ -196,14 +190,14 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
 int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bool json,
                    std::FILE* out, std::FILE* err) {
   Result<FoundJob> found = FindJob(state_dir, job_text);
-  if (!found.ok()) return Fail(err, found.status().message());
+  if (!found.ok()) return SayFailure(err, found.status().message());
   JobStore& store = *found->store;
   Result<JobRecord> job = found->job;
   const std::string* id = &found->job.id;
   Result<std::vector<NodeRecord>> nodes = store.GetNodes(*id);
-  if (!nodes.ok()) return Fail(err, nodes.status().message());
+  if (!nodes.ok()) return SayFailure(err, nodes.status().message());
   Result<std::vector<EventRecord>> events = store.GetEvents(*id);
-  if (!events.ok()) return Fail(err, events.status().message());
+  if (!events.ok()) return SayFailure(err, events.status().message());
   const JobRecord& j = *job;
   const TimePoint now = WallNow();
   // How the job was run (a RunRequest, runner/jobfile/overrides.h), when recorded.
@@ -307,18 +301,18 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
 int RemoveJobCommand(const std::string& state_dir, const std::string& job_text, std::FILE* out,
                      std::FILE* err) {
   Result<FoundJob> found = FindJob(state_dir, job_text);
-  if (!found.ok()) return Fail(err, found.status().message());
+  if (!found.ok()) return SayFailure(err, found.status().message());
   JobStore& store = *found->store;
   const JobRecord& j = found->job;
   if (!IsFinal(j.status)) {
-    return Fail(err, "job " + j.id + " (" + j.name + ") is " + ToString(j.status) +
+    return SayFailure(err, "job " + j.id + " (" + j.name + ") is " + ToString(j.status) +
                          " and its controller (pid " + std::to_string(*j.controller_pid) +
                          ") is alive; stop it first (barge down " + j.id + ")");
   }
   // Files first: if they cannot go, the record stays and `rm` can be retried.
   Result<uint64_t> freed = RemoveRunDir(state_dir, j, err);
-  if (!freed.ok()) return Fail(err, freed.status().message());
-  if (Status s = store.RemoveJob(j.id); !s.ok()) return Fail(err, s.message());
+  if (!freed.ok()) return SayFailure(err, freed.status().message());
+  if (Status s = store.RemoveJob(j.id); !s.ok()) return SayFailure(err, s.message());
   std::fprintf(out, "removed %s (%s, %s): %s freed\n", j.id.c_str(), j.name.c_str(),
                ToString(j.status), FormatBytes(*freed).c_str());
   return 0;
@@ -326,10 +320,10 @@ int RemoveJobCommand(const std::string& state_dir, const std::string& job_text, 
 
 int PruneCommand(const std::string& state_dir, milliseconds older_than, std::FILE* out,
                  std::FILE* err, const std::set<std::string>& keep) {
-  if (older_than.count() < 0) return Fail(err, "--older-than must not be negative");
+  if (older_than.count() < 0) return SayFailure(err, "--older-than must not be negative");
   const TimePoint cutoff = WallNow() - older_than;
   Result<std::unique_ptr<JobStore>> opened = OpenIfPresent(state_dir);
-  if (!opened.ok()) return Fail(err, opened.status().message());
+  if (!opened.ok()) return SayFailure(err, opened.status().message());
   if (!*opened) {
     std::fprintf(out, "nothing to prune: no job ended before %s\n",
                  LocalTime(cutoff, false).c_str());
@@ -337,12 +331,12 @@ int PruneCommand(const std::string& state_dir, milliseconds older_than, std::FIL
   }
   JobStore& store = **opened;
   Result<std::vector<JobRecord>> all = store.ListJobs();
-  if (!all.ok()) return Fail(err, all.status().message());
+  if (!all.ok()) return SayFailure(err, all.status().message());
   for (JobRecord& j : *all) {
-    if (Status s = MarkLostIfControllerGone(store, &j); !s.ok()) return Fail(err, s.message());
+    if (Status s = MarkLostIfControllerGone(store, &j); !s.ok()) return SayFailure(err, s.message());
   }
   Result<std::vector<JobRecord>> ended = store.JobsEndedBefore(cutoff);
-  if (!ended.ok()) return Fail(err, ended.status().message());
+  if (!ended.ok()) return SayFailure(err, ended.status().message());
   std::erase_if(*ended, [&](const JobRecord& j) { return keep.contains(j.id); });
   if (ended->empty()) {
     std::fprintf(out, "nothing to prune: no job ended before %s\n",
@@ -368,7 +362,7 @@ int PruneCommand(const std::string& state_dir, milliseconds older_than, std::FIL
   }
   std::fprintf(out, "pruned %zu job(s) that ended before %s: %s freed\n", removed,
                LocalTime(cutoff, false).c_str(), FormatBytes(total).c_str());
-  return failed ? kExitError : 0;
+  return failed ? kExitBargeFailure : 0;
 }
 
 }  // namespace barge::runner

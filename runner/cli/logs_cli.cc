@@ -20,6 +20,7 @@
 
 #include "base/status.h"
 #include "container/timestamp.h"
+#include "runner/console/failure.h"
 #include "runner/store/job_store.h"
 #include "runner/cli/jobs_cli.h"
 #include "runner/logs/log_files.h"
@@ -29,14 +30,7 @@ namespace barge::runner {
 
 namespace {
 
-// barge's exit code for its own failures (kExitBargeFailure in controller.h).
-constexpr int kExitError = 125;
 constexpr std::chrono::milliseconds kPollInterval{200};
-
-int Fail(std::FILE* err, const std::string& message) {
-  std::fprintf(err, "barge: %s\n", message.c_str());
-  return kExitError;
-}
 
 // --since as nanoseconds since the epoch: a time, or a duration before now.
 Result<int64_t> SinceStamp(const std::string& text) {
@@ -89,30 +83,30 @@ Result<JobRecord> CurrentJob(JobStore& store, const std::string& id) {
 
 int LogsCommand(const std::string& state_dir, const std::string& job_text,
                 const LogsOptions& options, std::FILE* out, std::FILE* err) {
-  if (options.tail && *options.tail < 0) return Fail(err, "--tail must be 0 or more");
+  if (options.tail && *options.tail < 0) return SayFailure(err, "--tail must be 0 or more");
   std::optional<int64_t> since;
   if (options.since) {
     Result<int64_t> stamp = SinceStamp(*options.since);
-    if (!stamp.ok()) return Fail(err, stamp.status().message());
+    if (!stamp.ok()) return SayFailure(err, stamp.status().message());
     since = *stamp;
   }
 
   // Like the other verbs: no database is an empty store, and is not created.
   std::error_code ec;
   if (!std::filesystem::exists(state_dir + "/barge.db", ec)) {
-    return Fail(err, "no job matches '" + job_text + "'");
+    return SayFailure(err, "no job matches '" + job_text + "'");
   }
   Result<std::unique_ptr<JobStore>> opened = JobStore::Open(state_dir);
-  if (!opened.ok()) return Fail(err, opened.status().message());
+  if (!opened.ok()) return SayFailure(err, opened.status().message());
   JobStore& store = **opened;
   Result<std::string> id = store.ResolveJob(job_text);
-  if (!id.ok()) return Fail(err, id.status().message());
+  if (!id.ok()) return SayFailure(err, id.status().message());
   Result<JobRecord> job = CurrentJob(store, *id);
-  if (!job.ok()) return Fail(err, job.status().message());
+  if (!job.ok()) return SayFailure(err, job.status().message());
   Result<std::vector<NodeRecord>> nodes = store.GetNodes(*id);
-  if (!nodes.ok()) return Fail(err, nodes.status().message());
+  if (!nodes.ok()) return SayFailure(err, nodes.status().message());
   if (options.node && !IsRankOf(*job, *nodes, *options.node)) {
-    return Fail(err, UnknownRank(*job, *nodes, *options.node));
+    return SayFailure(err, UnknownRank(*job, *nodes, *options.node));
   }
 
   NodeLogs logs;
@@ -134,7 +128,7 @@ int LogsCommand(const std::string& state_dir, const std::string& job_text,
     if (std::fflush(out) != 0 && write_errno == 0) write_errno = errno ? errno : EIO;
     if (write_errno == 0) return std::nullopt;
     if (write_errno == EPIPE) return 0;
-    return Fail(err, std::string("cannot write the output: ") + std::strerror(write_errno));
+    return SayFailure(err, std::string("cannot write the output: ") + std::strerror(write_errno));
   };
   auto wanted = [&](const LogLine& line) { return !since || line.stamp >= *since; };
 
@@ -150,7 +144,7 @@ int LogsCommand(const std::string& state_dir, const std::string& job_text,
   };
   if (Status s = MergeAvailable(logs, !options.follow && IsFinal(job->status), first_pass);
       !s.ok()) {
-    return Fail(err, s.message());
+    return SayFailure(err, s.message());
   }
   for (const std::string& text : tail) print(text);
   if (std::optional<int> code = flush()) return *code;
@@ -164,17 +158,17 @@ int LogsCommand(const std::string& state_dir, const std::string& job_text,
     // The job before the files: once it is final, its controller wrote its
     // last line before this read of the files begins.
     job = CurrentJob(store, *id);
-    if (!job.ok()) return Fail(err, job.status().message());
+    if (!job.ok()) return SayFailure(err, job.status().message());
     nodes = store.GetNodes(*id);
-    if (!nodes.ok()) return Fail(err, nodes.status().message());
+    if (!nodes.ok()) return SayFailure(err, nodes.status().message());
     AddNewNodeLogs(*job, *nodes, options.node, &logs);
     const uint64_t before = BytesRead(logs);
-    if (Status s = MergeAvailable(logs, false, follow_pass); !s.ok()) return Fail(err, s.message());
+    if (Status s = MergeAvailable(logs, false, follow_pass); !s.ok()) return SayFailure(err, s.message());
     const bool grew = BytesRead(logs) != before;
     if (IsFinal(job->status) && !grew) {
       // Nobody writes any more: an unfinished last line is all there is.
       if (Status s = MergeAvailable(logs, true, follow_pass); !s.ok()) {
-        return Fail(err, s.message());
+        return SayFailure(err, s.message());
       }
       return flush().value_or(0);
     }

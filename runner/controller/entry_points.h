@@ -20,13 +20,14 @@
 #include <vector>
 #include <string>
 
+#include "runner/console/failure.h"
 #include "cluster/plan.h"
 #include "runner/jobfile/job_spec.h"
 
 namespace barge::runner {
 
-// barge's exit codes besides the head's own.
-inline constexpr int kExitBargeFailure = 125;
+// barge's exit codes besides the head's own (kExitBargeFailure, 125, is
+// console/failure.h's).
 inline constexpr int kExitInterrupted = 130;
 inline constexpr int kExitTimedOut = 124;  // as timeout(1)
 

@@ -10,6 +10,7 @@
 
 #include <signal.h>
 
+#include "runner/console/failure.h"
 #include "runner/store/job_store.h"
 #include "runner/store/job_lookup.h"
 #include "runner/ui/auth.h"
@@ -17,13 +18,6 @@
 
 namespace barge::runner::ui {
 
-namespace {
-constexpr int kExitError = 125;
-int FailCli(std::FILE* err, const std::string& message) {
-  std::fprintf(err, "barge: %s\n", message.c_str());
-  return kExitError;
-}
-}  // namespace
 
 Status ParseListen(const std::string& text, UiOptions* options) {
   const Status bad = Status::Error("--listen: '" + text +
@@ -117,7 +111,7 @@ int UiCommand(const UiOptions& options, std::FILE* out, std::FILE* err) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   Result<std::unique_ptr<UiServer>> server = UiServer::Start(options);
-  if (!server.ok()) return FailCli(err, server.status().message());
+  if (!server.ok()) return SayFailure(err, server.status().message());
   if (!IsLoopback(options.listen_host)) {
     std::fprintf(err,
                  "barge: warning: the dashboard listens on %s, not loopback: anyone who can "
@@ -135,15 +129,15 @@ int UiCommand(const UiOptions& options, std::FILE* out, std::FILE* err) {
 int TimelineCommand(const std::string& state_dir, const std::string& job_text, std::FILE* out,
                     std::FILE* err) {
   Result<FoundJob> found = FindJob(state_dir, job_text);
-  if (!found.ok()) return FailCli(err, found.status().message());
+  if (!found.ok()) return SayFailure(err, found.status().message());
   JobStore& store = *found->store;
   const JobRecord& job = found->job;
   Result<std::vector<NodeRecord>> nodes = store.GetNodes(job.id);
-  if (!nodes.ok()) return FailCli(err, nodes.status().message());
+  if (!nodes.ok()) return SayFailure(err, nodes.status().message());
   Result<std::vector<EventRecord>> events = store.GetEvents(job.id);
-  if (!events.ok()) return FailCli(err, events.status().message());
+  if (!events.ok()) return SayFailure(err, events.status().message());
   Result<std::vector<PhaseRecord>> phases = store.GetPhases(job.id);
-  if (!phases.ok()) return FailCli(err, phases.status().message());
+  if (!phases.ok()) return SayFailure(err, phases.status().message());
   const Timeline t = BuildTimeline(job, *nodes, *phases, *events, WallNow());
   std::fprintf(out, "job %s (%s) %s\n", job.id.c_str(), job.name.c_str(), ToString(job.status));
   std::fputs(TimelineText(t).c_str(), out);
