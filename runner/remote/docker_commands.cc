@@ -99,10 +99,11 @@ std::string DockerCommands::ExecShell(const std::string& name, const std::string
 
 std::string DockerCommands::Login(const std::string& config_dir, const std::string& server,
                                   const std::string& username) const {
-  // config_dir is the job directory's docker/ (DockerConfigDir).
+  // config_dir is the job directory's docker/ (DockerConfigDir). The login
+  // comes before preflight arms the watchdog: it may make the directory.
   const size_t slash = config_dir.rfind('/');
   const std::string job_dir = slash == std::string::npos ? "." : config_dir.substr(0, slash);
-  return OwnDirGuard(job_dir) + " && umask 077 && mkdir -p " + ssh::ShellQuote(config_dir) + " && " +
+  return MakeOwnDir(job_dir) + " && umask 077 && mkdir -p " + ssh::ShellQuote(config_dir) + " && " +
          Line({"login", "--username=" + username, "--password-stdin", server});
 }
 

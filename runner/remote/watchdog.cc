@@ -22,6 +22,10 @@ std::string OwnDirGuard(const std::string& dir) {
          " >&2; false; }; }";
 }
 
+std::string MakeOwnDir(const std::string& dir) {
+  return "{ mkdir -m 700 " + ssh::ShellQuote(dir) + " 2>/dev/null || " + OwnDirGuard(dir) + "; }";
+}
+
 std::chrono::seconds WatchdogTick(const WatchdogParams& p) {
   return std::clamp<std::chrono::seconds>(std::min(p.lease, p.grace) / 2, std::chrono::seconds(1),
                                           std::chrono::seconds(10));
@@ -58,8 +62,7 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
       " [ -n \"$ids\" ] && $T " + docker + " rm -f $ids >/dev/null 2>&1;"
       " [ -n \"$HOOK\" ] && sh -c \"$HOOK\" >/dev/null 2>&1;"
       " rm -rf \"$D\"; exit 0; fi; done";
-  return "{ mkdir -m 700 " + ShellQuote(dir) + " 2>/dev/null || " + OwnDirGuard(dir) + "; } && touch " +
-         ShellQuote(dir + "/lease") +
+  return MakeOwnDir(dir) + " && touch " + ShellQuote(dir + "/lease") +
          " && (nohup setsid sh -c " + ShellQuote(script) + " " +
          ShellQuote("barge-watchdog-" + p.job_id) +
          " >/dev/null 2>&1 </dev/null & echo $! > " + ShellQuote(dir + "/watchdog.pid") + ")";

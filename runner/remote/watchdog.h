@@ -43,6 +43,10 @@ std::string OwnDirTest(const std::string& dir);
 // The same as a guard for a command chain (`GUARD && ...`): false, with an
 // error naming `dir` on stderr, when the test fails.
 std::string OwnDirGuard(const std::string& dir);
+// Makes `dir` (mode 0700), or, when the name exists, checks it as
+// OwnDirGuard does: for the first step that needs the job's directory on
+// a host (arming the watchdog; the registry login, which comes before).
+std::string MakeOwnDir(const std::string& dir);
 
 // How often the watchdog looks: half the shorter of lease and grace, from
 // 1 to 10 s (a tick runs two small programs; at 10 s that is ~0.2 a second).

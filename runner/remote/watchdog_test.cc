@@ -274,6 +274,18 @@ TEST_F(ForeignJobDirTest, ASymlinkOrAnOwnDirectoryWithAWideModeIsRefusedToo) {
   EXPECT_FALSE(fs::exists(SecretsDir(job_)));
 }
 
+// The registry login comes before the watchdog is armed: it makes the
+// job's directory itself (and refuses another user's, as above).
+TEST_F(ForeignJobDirTest, TheRegistryLoginMakesTheJobsDirectoryWhenItIsNotThereYet) {
+  dir_ = HostJobDir(job_);
+  DockerCommands docker({"true"});
+  std::string err;
+  EXPECT_EQ(ShWithInput(docker.Login(DockerConfigDir(job_), "registry.example", "u"), "pw", &err), 0) << err;
+  EXPECT_TRUE(fs::is_directory(DockerConfigDir(job_)));
+  EXPECT_EQ(fs::status(dir_).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(Sh(ArmWatchdogCommand(Params(600s))), 0) << "arming after the login finds its own directory";
+}
+
 TEST_F(ForeignJobDirTest, TheJobsOwnDirectoryIsUsedAsBefore) {
   ASSERT_EQ(Sh(ArmWatchdogCommand(Params(600s))), 0);
   dir_ = HostJobDir(job_);
