@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   auto* plan = app.add_subcommand("plan", "Print, per host, the exact commands `run` would send; connects to nothing");
   plan->add_option("job_file", file, "job file (YAML)")->required();
   add_overrides(plan);
-  std::string array_file;  // --array (runner/fleet/)
+  std::string array_file;  // --array (runner/array/)
   plan->add_option("--array", array_file, "a job array: the plan of each member, one per row of this CSV or JSON-lines file")
       ->type_name("FILE");
   auto* run = app.add_subcommand("run", "Run the job: start every container, stream logs, tear down, exit with the head's code");
@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
   if (*plan) return barge::runner::Plan(file, overrides, array_file);
   if (*complete_jobs) return barge::runner::CompleteJobs();
   const std::string state_dir = barge::runner::StateDir();
-  // Job arrays (runner/fleet/): an array of that name or id is looked for
+  // Job arrays (runner/array/): an array of that name or id is looked for
   // before a job.
   std::optional<std::string> array_id;
   if ((*rerun || *show || *logs || *down || *rm || (*ls && !ls_array.empty())) && !(*ls && ls_array.empty())) {
@@ -355,7 +355,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "barge: --older-than: %s\n", age.status().message().c_str());
       return barge::runner::kExitBargeFailure;
     }
-    // Job arrays first (runner/fleet/): the members of arrays that stay are
+    // Job arrays first (runner/array/): the members of arrays that stay are
     // not pruned one by one.
     std::set<std::string> array_members;
     const int arrays_code = barge::runner::fleet::PruneArrays(state_dir, *age, stdout, stderr, &array_members);

@@ -133,7 +133,7 @@ int Attach(const std::string& job_text) {
     pid_t forwarder = -1;
     if (std::optional<JobSpec> spec = RecordedSpec(*job); spec && !spec->forward.empty()) {
       // No SQLite connection may cross a fork (its locks and WAL index are
-      // per process: see fleet/array_runner.cc); this branch needs the
+      // per process: see runner/array/array_runner.cc); this branch needs the
       // store no more.
       store.reset();
       std::fflush(nullptr);

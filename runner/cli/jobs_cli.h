@@ -34,7 +34,7 @@ struct ListOptions {
   std::optional<std::string> name;    // exact
   int limit = 0;                      // 0 = all
   bool json = false;
-  // Job arrays (runner/fleet/): their members' jobs are not listed one by
+  // Job arrays (runner/array/): their members' jobs are not listed one by
   // one; each array is one extra row (ID NAME STATUS ... as the job rows),
   // placed by its time among the jobs. In --json, each array is one extra
   // object (`extra_json`, JSON object text), placed the same way; the job

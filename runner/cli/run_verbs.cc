@@ -131,7 +131,7 @@ int Plan(const std::string& path, std::vector<Override> overrides, const std::st
   if (!request) return kExitBargeFailure;
   std::optional<LoadedJob> loaded = Load(*request, path);
   if (!loaded) return kExitBargeFailure;
-  // A job array (runner/fleet/): each member's plan.
+  // A job array (runner/array/): each member's plan.
   Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*loaded->spec, array_file);
   if (!array.ok()) {
     std::fprintf(stderr, "barge: %s\n", array.status().message().c_str());
@@ -163,7 +163,7 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
     std::fprintf(stderr, "barge: %s\n", s.message().c_str());
     return kExitBargeFailure;
   }
-  // A job array (runner/fleet/): one member job per row, run by the array
+  // A job array (runner/array/): one member job per row, run by the array
   // controller.
   Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*spec, array_file);
   if (!array.ok()) {

@@ -48,7 +48,7 @@ struct TeardownDraft {
 };
 
 
-// `host_groups:` (runner/fleet/): NAME: {hosts: [...] | hosts_file: PATH,
+// `host_groups:` (runner/array/): NAME: {hosts: [...] | hosts_file: PATH,
 // ssh: {...}}. Each group is read like the job's own inventory; its `ssh:`
 // takes the job's `ssh:` keys, laid over the job's settings once the config
 // file is applied (LayGroupSsh).

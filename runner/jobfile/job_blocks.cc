@@ -33,7 +33,7 @@ constexpr KeyRule<RestartPolicy> kRestartRules[] = {
 };
 std::vector<KeyInfo> RestartKeys() { return Describe(kRestartRules); }
 
-// `array:` (runner/fleet/): the rows come from a file or a matrix.
+// `array:` (runner/array/): the rows come from a file or a matrix.
 void ReadArrayMatrix(const Entry& e, ArraySpec& a) {
   if (!e.value.IsMap() || e.value.size() == 0) {
     e.Error("expected a mapping of COLUMN: [values], e.g. {lr: [0.1, 0.01], seed: [1, 2]}, got " +

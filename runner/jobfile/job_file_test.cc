@@ -1109,7 +1109,7 @@ TEST_F(JobFileTest, ForwardErrorsNameTheEntryAndWhatIsWrong) {
 }  // namespace
 }  // namespace barge::runner
 
-// Job arrays (runner/fleet/): the keys the array controller reads.
+// Job arrays (runner/array/): the keys the array controller reads.
 namespace barge::runner {
 namespace {
 

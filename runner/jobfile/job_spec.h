@@ -165,7 +165,7 @@ struct ForwardSpec {
   int rank = 0;
 };
 
-// `array:` (runner/fleet/): one member job per row of a CSV or JSON-lines
+// `array:` (runner/array/): one member job per row of a CSV or JSON-lines
 // file, or per combination of a matrix's values. Exactly one of `file` and
 // `matrix` is set.
 struct ArraySpec {
@@ -174,7 +174,7 @@ struct ArraySpec {
   std::vector<std::pair<std::string, std::vector<std::string>>> matrix;
 };
 
-// `host_groups:` entry (runner/fleet/): a pool of hosts that job array rows
+// `host_groups:` entry (runner/array/): a pool of hosts that job array rows
 // naming it in their `host_group` column draw their hosts from, reached
 // with the group's own ssh settings.
 struct HostGroup {
@@ -244,7 +244,7 @@ struct JobSpec {
   // `command` (mpirun, horovodrun, deepspeed) and reaches them over SSH with
   // the job's own keys. files_dir is left empty (the runner sets it).
   std::optional<cluster::MpiOptions> mpi;
-  // Job arrays (runner/fleet/): the rows, how many members run at once
+  // Job arrays (runner/array/): the rows, how many members run at once
   // (nullopt: as many as the pool of hosts fits), how often a failed member
   // is run again, and how many hosts each member takes from the pool
   // (nullopt: as many as its roles need).
