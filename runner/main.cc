@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
   std::optional<int> logs_index;
   logs->add_option("--index", logs_index, "a job array: the member of this index (its last attempt)");
   std::string reap_file, reap_hosts;
-  auto* reap = app.add_subcommand("reap", "Remove every barge container on the hosts that belongs to no running job");
+  auto* reap = app.add_subcommand("reap", "Remove every barge container on the hosts that no live job owns (no live lease there, whoever's job)");
   reap->add_option("job_file", reap_file, "a job file whose hosts to look at");
   reap->add_option("--hosts", reap_hosts, "comma-separated hosts (ssh defaults from ~/.ssh/config)");
   int exec_rank = 0;

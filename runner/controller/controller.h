@@ -409,6 +409,9 @@ class Controller {
   // The watchdog of `host` (armed by Preflight).
   WatchdogParams WatchdogFor(const HostState& host) const;
   void RenewLeases();
+  // One renewal of `host`'s leases: the watchdog's file, and the job's
+  // lease on the engine when its holds listed one.
+  void RenewLeaseOn(HostState& host);
   void DisarmWatchdogs();
 
   // --- window.cc

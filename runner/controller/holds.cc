@@ -60,7 +60,6 @@ std::string Controller::TakeHoldsLine(const HostState& hs) const {
 fleet::ApiHoldJob Controller::ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const {
   fleet::ApiHoldJob job;
   job.api = api;
-  job.exec = hs.exec.get();
   job.request = HoldRequestFor(hs);
   job.owner = OwnerOf(plan_, spec_);
   job.now = now;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runner/controller/controller.h"
+#include "runner/remote/reservation.h"
 #include "runner/remote/teardown_hooks.h"
 #include "runner/remote/watchdog.h"
 
@@ -40,14 +41,50 @@ void Controller::RenewLeases() {
   *tick = [this, weak = std::weak_ptr<std::function<void()>>(tick)] {
     if (!renewing_) return;
     for (auto& [h, host] : hosts_) {
-      if (host->watchdog_armed && !host->lost && host->exec) {
-        job_.Run(*host->exec, RenewLeaseCommand(plan_.job_id), [](const Outcome&) {});
-      }
+      if (host->watchdog_armed && !host->lost && host->exec) RenewLeaseOn(*host);
     }
     if (auto t = weak.lock()) timers_.Add(Now() + RenewEvery(), [t] { (*t)(); });
   };
   monitors_.push_back(tick);
   timers_.Add(Now() + RenewEvery(), [tick] { (*tick)(); });
+}
+
+void Controller::RenewLeaseOn(HostState& host) {
+  // The watchdog's lease file and the lease on the engine
+  // (runner/remote/reservation.h) that other jobs and `barge reap` read;
+  // the engine's after the file's, so the engine never says alive when
+  // the watchdog would not.
+  const std::string lease_id = host.hold ? fleet::LeaseIdOf(host.hold->holds, plan_.job_id) : std::string();
+  const seconds engine_timeout = std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout);
+  if (lease_id.empty()) {
+    job_.Run(*host.exec, RenewLeaseCommand(plan_.job_id), [](const Outcome&) {});
+  } else if (!host.api) {
+    job_.Run(*host.exec,
+             RenewLeaseCommand(plan_.job_id) + " && " +
+                 fleet::RenewEngineLeaseCommand(*host.docker, plan_.job_id, lease_id, engine_timeout),
+             [](const Outcome&) {});
+  } else {
+    // Through the Engine API: no Docker CLI process on the host; its clock
+    // comes with the file's renewal.
+    HostState* hs = &host;
+    job_.Run(*host.exec, RenewLeaseCommand(plan_.job_id) + " && date +%s", [this, hs, lease_id](const Outcome& o) {
+      const long long now = fleet::NumberOr(std::string(o.out.substr(0, o.out.find('\n'))), -1);
+      if (!o.ok() || now < 0 || !hs->api || hs->lost) return;
+      container::HttpRequest req;
+      req.method = "POST";
+      req.target = "/containers/" + container::UrlEncode(lease_id) +
+                   "/rename?name=" + container::UrlEncode(fleet::LeaseName(plan_.job_id, now));
+      job_.Api(
+          [hs, req](CommandGroup::Finish finish) {
+            return hs->api->Request(req, nullptr, [finish](container::Reply<container::DockerApi::Response>) {
+              Outcome done;
+              done.exit.code = 0;
+              finish(done);
+            });
+          },
+          [](const Outcome&) {}, spec_.ssh.engine_timeout);
+    });
+  }
 }
 
 void Controller::DisarmWatchdogs() {

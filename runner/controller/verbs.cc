@@ -17,6 +17,7 @@
 #include "container/docker_args.h"
 #include "container/inspect.h"
 #include "runner/controller/controller.h"
+#include "runner/remote/reap.h"
 #include "runner/logs/kept_lines.h"
 #include "runner/store/job_store.h"
 #include "runner/logs/log_sink.h"
@@ -69,40 +70,36 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
   size_t removed = 0, kept = 0;
   for (auto& [h, host] : hosts_) {
     HostState* hs = host.get();
-    group.Run(*hs->exec, hs->docker->PsByLabel(cluster::kJobLabel),
-         [&, hs](const Outcome& o) {
-           Result<std::vector<container::PsEntry>> list = container::ParsePsLines(o.out);
-           if (!o.ok() || !list.ok()) {
-             failed = true;
-             Say(hs->name + ": cannot list containers: " +
-                 (o.ok() ? list.status().message() : o.Reason()));
-             return;
-           }
-           std::vector<std::string> orphans;
-           for (const auto& c : *list) {
-             auto job = c.labels.find(cluster::kJobLabel);
-             const std::string job_id = job == c.labels.end() ? "" : job->second;
-             if (!job_id.empty() && is_live(job_id)) {
-               ++kept;
-               continue;
-             }
-             orphans.push_back(c.id);
-             std::printf("%s: removing %s (job %s, %s)\n", hs->name.c_str(), c.names.c_str(),
-                         job_id.c_str(), c.status.c_str());
-           }
-           if (orphans.empty()) return;
-           group.Run(*hs->exec, hs->docker->Remove(orphans), [&, hs, n = orphans.size()](const Outcome& r) {
-             if (r.ok()) {
-               removed += n;
-             } else {
-               failed = true;
-               Say(hs->name + ": removing failed: " + r.Reason());
-             }
-           });
-         });
+    group.Run(*hs->exec, fleet::ReapListingLine(*hs->docker), [&, hs](const Outcome& o) {
+      Result<fleet::ReapListing> listing = fleet::ParseReapListing(o.out);
+      if (!o.ok() || !listing.ok()) {
+        failed = true;
+        Say(hs->name + ": cannot list containers: " + (o.ok() ? listing.status().message() : o.Reason()));
+        return;
+      }
+      std::vector<std::string> orphans;
+      for (const fleet::ReapChoice& c : fleet::ChooseReaped(listing->entries, listing->now, is_live)) {
+        if (c.keep) {
+          ++kept;
+          std::printf("%s: kept %s (%s)\n", hs->name.c_str(), c.name.c_str(), c.why.c_str());
+          continue;
+        }
+        orphans.push_back(c.id);
+        std::printf("%s: removing %s (%s)\n", hs->name.c_str(), c.name.c_str(), c.why.c_str());
+      }
+      if (orphans.empty()) return;
+      group.Run(*hs->exec, hs->docker->Remove(orphans), [&, hs, n = orphans.size()](const Outcome& r) {
+        if (r.ok()) {
+          removed += n;
+        } else {
+          failed = true;
+          Say(hs->name + ": removing failed: " + r.Reason());
+        }
+      });
+    });
   }
   const bool done = RunUntil([&] { return group.idle(); }, Now() + seconds(120));
-  std::printf("removed %zu container(s); kept %zu of running jobs\n", removed, kept);
+  std::printf("removed %zu container(s); kept %zu of live jobs\n", removed, kept);
   return failed || !done ? kExitBargeFailure : 0;
 }
 

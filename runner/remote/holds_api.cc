@@ -25,7 +25,9 @@ std::string LabelOf(const container::PsEntry& e, const std::string& key) {
 std::string HoldCreateBody(const HoldOwner& owner, const std::string& name, long long now) {
   std::string kind = "port";
   std::string gpus;
-  if (name.size() >= 5 && name.compare(name.size() - 5, 5, "-host") == 0) {
+  if (name.rfind(std::string(kLeasePrefix), 0) == 0) {
+    kind = "lease";
+  } else if (name.size() >= 5 && name.compare(name.size() - 5, 5, "-host") == 0) {
     kind = "host";
     gpus = "all";
   } else if (const size_t g = name.find("-gpu-"); g != std::string::npos) {
@@ -46,12 +48,13 @@ std::string HoldCreateBody(const HoldOwner& owner, const std::string& name, long
       {"barge.hold.since", std::to_string(now)},
       {"barge.hold.expires", std::to_string(now + lease)},
       {"barge.hold.lease", std::to_string(lease)},
+      {"barge.hold.v", std::to_string(kHoldFormat)},
   };
   body["HostConfig"] = {{"NetworkMode", "none"}};
   return body.dump();
 }
 
-std::vector<Hold> HoldsOf(const std::vector<container::PsEntry>& listed, const std::string& job_id) {
+std::vector<Hold> HoldsOf(const std::vector<container::PsEntry>& listed) {
   std::vector<Hold> out;
   for (const container::PsEntry& e : listed) {
     Hold h;
@@ -65,43 +68,11 @@ std::vector<Hold> HoldsOf(const std::vector<container::PsEntry>& listed, const s
     h.since = NumberOr(LabelOf(e, "barge.hold.since"), 0);
     h.expires = NumberOr(LabelOf(e, "barge.hold.expires"), 0);
     h.lease = NumberOr(LabelOf(e, "barge.hold.lease"), 0);
-    h.job_dir = h.job_id == job_id;
+    h.format = static_cast<int>(NumberOr(LabelOf(e, "barge.hold.v"), 1));
     out.push_back(std::move(h));
   }
+  ApplyEngineLeases(&out);
   return out;
-}
-
-std::vector<std::string> OtherJobs(const std::vector<Hold>& holds, const std::string& job_id) {
-  std::set<std::string> jobs;
-  for (const Hold& h : holds) {
-    if (!h.job_id.empty() && h.job_id != job_id) jobs.insert(h.job_id);
-  }
-  return {jobs.begin(), jobs.end()};
-}
-
-std::string HoldFactsCommand(const std::vector<std::string>& job_ids) {
-  std::string words;
-  for (const std::string& j : job_ids) words += " " + ssh::ShellQuote(j);
-  return "for j in" + words +
-         "; do if [ -d \"/tmp/barge-$j\" ]; then printf '%s\\t1\\t%s\\n' \"$j\" "
-         "\"$(stat -c %Y \"/tmp/barge-$j/lease\" 2>/dev/null)\"; else printf '%s\\t0\\t\\n' \"$j\"; fi; done";
-}
-
-void ApplyHoldFacts(std::string_view out, std::vector<Hold>* holds) {
-  size_t pos = 0;
-  while (pos < out.size()) {
-    const size_t nl = out.find('\n', pos);
-    const std::string_view line = out.substr(pos, nl == std::string_view::npos ? out.size() - pos : nl - pos);
-    pos = nl == std::string_view::npos ? out.size() : nl + 1;
-    const std::vector<std::string> f = SplitTabs(line);
-    if (f.size() != 3 || f[0].empty() || (f[1] != "0" && f[1] != "1")) continue;
-    for (Hold& h : *holds) {
-      if (h.job_id != f[0]) continue;
-      h.job_dir = f[1] == "1";
-      h.lease_renewed.reset();
-      if (h.job_dir && !f[2].empty()) h.lease_renewed = NumberOr(f[2], 0);
-    }
-  }
 }
 
 std::optional<long long> ParseHttpDate(std::string_view date) {
@@ -163,7 +134,8 @@ class Taker : public std::enable_shared_from_this<Taker> {
         });
       });
     }
-    std::vector<std::string> names;
+    // The lease first (the stale rule), then the holds.
+    std::vector<std::string> names = {LeaseName(job_.owner.job_id, job_.now)};
     if (r.exclusive) {
       names.push_back(HostHoldName());
     } else {
@@ -239,7 +211,7 @@ class Taker : public std::enable_shared_from_this<Taker> {
         req,
         [self, name, then, imported](const Answer& a) {
           if (a.status == 201) {
-            self->reply_.taken.push_back(name);
+            if (name.rfind(std::string(kLeasePrefix), 0) != 0) self->reply_.taken.push_back(name);
             return then(true);
           }
           if (a.status == 409) {
@@ -291,7 +263,7 @@ class Taker : public std::enable_shared_from_this<Taker> {
         1);
   }
 
-  // Lists the holds into reply_.holds, with the facts of other jobs' holds.
+  // Lists the holds and leases into reply_.holds.
   void List(std::function<void(bool)> then) {
     container::HttpRequest req;
     req.target = "/containers/json?all=1&filters=" +
@@ -309,18 +281,8 @@ class Taker : public std::enable_shared_from_this<Taker> {
             self->Error("error: listing holds: " + listed.status().message());
             return then(false);
           }
-          self->reply_.holds = HoldsOf(*listed, self->job_.owner.job_id);
-          const std::vector<std::string> others = OtherJobs(self->reply_.holds, self->job_.owner.job_id);
-          if (others.empty()) return then(true);
-          // Another job's hold: whether it is stale is the host's to say.
-          self->group_->Run(*self->job_.exec, HoldFactsCommand(others), [self, then](const Outcome& o) {
-            if (!o.ok()) {
-              self->Error("error: listing holds: cannot read the other jobs' directories: " + o.Reason());
-              return then(false);
-            }
-            ApplyHoldFacts(o.out, &self->reply_.holds);
-            then(true);
-          });
+          self->reply_.holds = HoldsOf(*listed);
+          then(true);
         },
         job_.engine_misses);
   }
@@ -364,6 +326,11 @@ class Taker : public std::enable_shared_from_this<Taker> {
                                        [](const Hold& h) { return h.name == HostHoldName(); });
     auto self = shared_from_this();
     if (host_held) return ListAndSettle();  // no point taking GPUs under a host hold
+    Make(LeaseName(job_.owner.job_id, job_.now), [self](bool) { self->TakeGpusLeased(); });
+  }
+
+  void TakeGpusLeased() {
+    auto self = shared_from_this();
     NextGpu(0, 0, [self] {
       self->conflicts_.clear();
       std::vector<std::string> names;
@@ -431,7 +398,7 @@ class Taker : public std::enable_shared_from_this<Taker> {
   void Settle() {
     for (const std::string& n : conflicts_) {
       for (const Hold& h : reply_.holds) {
-        if (h.name == n && h.job_id == job_.owner.job_id) reply_.taken.push_back(n);
+        if (h.name == n && h.job_id == job_.owner.job_id && !IsLease(h)) reply_.taken.push_back(n);
       }
     }
     Finish(failed_);

@@ -3,17 +3,8 @@
 #include "runner/remote/holds_api.h"
 
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <utime.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
-
-#include "ssh/quote.h"
 
 namespace barge::runner::fleet {
 namespace {
@@ -43,6 +34,7 @@ TEST(HoldCreateBody, CarriesTheScriptsLabelsWithKindAndGpusFromTheName) {
   EXPECT_EQ(l["barge.hold.since"], "1000");
   EXPECT_EQ(l["barge.hold.expires"], "1600");
   EXPECT_EQ(l["barge.hold.lease"], "600");
+  EXPECT_EQ(l["barge.hold.v"], "2");
 
   const nlohmann::json gpu = nlohmann::json::parse(HoldCreateBody(Owner(), GpuHoldName(7), 5));
   EXPECT_EQ(gpu["Labels"]["barge.hold"], "gpu");
@@ -50,74 +42,44 @@ TEST(HoldCreateBody, CarriesTheScriptsLabelsWithKindAndGpusFromTheName) {
   const nlohmann::json port = nlohmann::json::parse(HoldCreateBody(Owner(), PortHoldName(29500), 5));
   EXPECT_EQ(port["Labels"]["barge.hold"], "port");
   EXPECT_EQ(port["Labels"]["barge.hold.gpus"], "");
+  const nlohmann::json lease = nlohmann::json::parse(HoldCreateBody(Owner(), LeaseName("1a2b3c4d", 5), 5));
+  EXPECT_EQ(lease["Labels"]["barge.hold"], "lease");
+  EXPECT_EQ(lease["Labels"]["barge.hold.gpus"], "");
 }
 
-TEST(HoldsOf, ReadsTheLabelsAndMarksOnlyTheJobsOwnDirectoryAsThere) {
+TEST(HoldsOf, ReadsTheLabelsAndEachJobsNewestLeaseOnTheEngine) {
   container::PsEntry mine;
   mine.id = "aaa";
   mine.names = "barge-hold-port-29500";
   mine.labels = {{"barge.job", "1a2b3c4d"}, {"barge.hold", "port"}, {"barge.hold.lease", "600"},
-                 {"barge.hold.since", "10"}, {"barge.hold.expires", "610"}};
+                 {"barge.hold.since", "10"}, {"barge.hold.expires", "610"}, {"barge.hold.v", "2"}};
+  container::PsEntry my_lease = mine;
+  my_lease.id = "aab";
+  my_lease.names = "barge-lease-1a2b3c4d.42";
+  my_lease.labels["barge.hold"] = "lease";
   container::PsEntry other;
   other.id = "bbb";
   other.names = "barge-hold-host";
   other.labels = {{"barge.job", "ffff0000"}, {"barge.hold", "host"}, {"barge.hold.name", "eval"},
                   {"barge.hold.user", "bob"},  {"barge.hold.machine", "m2"}, {"barge.hold.gpus", "all"},
                   {"barge.hold.since", "20"},  {"barge.hold.expires", "80"}, {"barge.hold.lease", "60"}};
-  const std::vector<Hold> holds = HoldsOf({mine, other}, "1a2b3c4d");
-  ASSERT_EQ(holds.size(), 2u);
-  EXPECT_TRUE(holds[0].job_dir);
+  const std::vector<Hold> holds = HoldsOf({mine, my_lease, other});
+  ASSERT_EQ(holds.size(), 3u);
   EXPECT_EQ(holds[0].lease, 600);
-  EXPECT_FALSE(holds[1].job_dir);
-  EXPECT_FALSE(holds[1].lease_renewed);
-  EXPECT_EQ(holds[1].name, "barge-hold-host");
-  EXPECT_EQ(holds[1].job_name, "eval");
-  EXPECT_EQ(holds[1].user, "bob");
-  EXPECT_EQ(holds[1].machine, "m2");
-  EXPECT_EQ(holds[1].gpus, "all");
-  EXPECT_EQ(holds[1].since, 20);
-  EXPECT_EQ(holds[1].expires, 80);
-  EXPECT_EQ(holds[1].lease, 60);
-  EXPECT_EQ(OtherJobs(holds, "1a2b3c4d"), std::vector<std::string>{"ffff0000"});
-}
-
-TEST(HoldFactsCommand, ReportsADirectorysLeaseMtimeAndAMissingDirectoryUnderSh) {
-  std::mt19937 random(std::random_device{}());
-  const std::string there = "facts" + std::to_string(random() % 1000000);
-  const std::string gone = there + "x";
-  const std::string noleas = there + "y";
-  const std::filesystem::path dir = "/tmp/barge-" + there;
-  const std::filesystem::path dir2 = "/tmp/barge-" + noleas;
-  std::filesystem::create_directories(dir);
-  std::filesystem::create_directories(dir2);
-  { std::ofstream(dir / "lease") << ""; }
-  utimbuf times{1234567, 1234567};
-  ASSERT_EQ(utime((dir / "lease").c_str(), &times), 0);
-
-  FILE* p = popen(("sh -c " + ssh::ShellQuote(HoldFactsCommand({there, gone, noleas}))).c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[256];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  EXPECT_EQ(pclose(p), 0);
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove_all(dir2);
-
-  std::vector<Hold> holds(4);
-  holds[0].job_id = there;
-  holds[1].job_id = gone;
-  holds[1].job_dir = true;  // overwritten: the host says it is gone
-  holds[2].job_id = noleas;
-  holds[3].job_id = "unasked";
-  holds[3].lease_renewed = 5;
-  ApplyHoldFacts(out, &holds);
-  EXPECT_TRUE(holds[0].job_dir) << out;
-  EXPECT_EQ(holds[0].lease_renewed, 1234567) << out;
-  EXPECT_FALSE(holds[1].job_dir) << out;
-  EXPECT_FALSE(holds[1].lease_renewed);
-  EXPECT_TRUE(holds[2].job_dir) << out;
-  EXPECT_FALSE(holds[2].lease_renewed) << out;  // unreadable lease: never stale (IsStale)
-  EXPECT_EQ(holds[3].lease_renewed, 5);         // not named: left as it was
+  EXPECT_EQ(holds[0].format, 2);
+  EXPECT_EQ(holds[0].lease_renewed, 42);
+  EXPECT_TRUE(IsLease(holds[1]));
+  EXPECT_EQ(LeaseIdOf(holds, "1a2b3c4d"), "aab");
+  EXPECT_FALSE(holds[2].lease_renewed);
+  EXPECT_EQ(holds[2].format, 1);  // an older barge's: no barge.hold.v
+  EXPECT_EQ(holds[2].name, "barge-hold-host");
+  EXPECT_EQ(holds[2].job_name, "eval");
+  EXPECT_EQ(holds[2].user, "bob");
+  EXPECT_EQ(holds[2].machine, "m2");
+  EXPECT_EQ(holds[2].gpus, "all");
+  EXPECT_EQ(holds[2].since, 20);
+  EXPECT_EQ(holds[2].expires, 80);
+  EXPECT_EQ(holds[2].lease, 60);
 }
 
 TEST(ParseHttpDate, ReadsAnImfFixdateAsUtcAndRefusesAnythingElse) {

@@ -13,7 +13,11 @@ namespace {
 
 std::string Utc(long long t) { return FormatUtc(static_cast<std::time_t>(t), "%Y-%m-%dT%H:%M:%SZ"); }
 
-std::string HoldWhat(const Hold& h) {
+std::string HoldWhat(const Hold& h, long long now) {
+  if (IsLease(h)) {
+    std::optional<long long> t = LeaseRenewedAt(h.name);
+    return "lease" + (t ? " (renewed " + ShortDuration(now - *t) + " ago)" : std::string());
+  }
   std::string what = h.name.substr(std::min(h.name.size(), kHoldPrefix.size()));
   return "hold " + what;
 }
@@ -66,8 +70,8 @@ std::string HostsTable(const std::vector<HostView>& hosts) {
     if (v.holds.empty() && v.containers.empty()) rows.push_back({v.host, "free", "", "", "", ""});
     for (const Hold& h : v.holds) {
       std::optional<long long> at = StaleAt(h);
-      std::string stale = !at ? "never (watchdog)" : v.now > *at ? "stale now" : "in " + ShortDuration(*at - v.now);
-      rows.push_back({v.host, HoldWhat(h),
+      std::string stale = !at ? "never (not barge's)" : v.now > *at ? "stale now" : "in " + ShortDuration(*at - v.now);
+      rows.push_back({v.host, HoldWhat(h, v.now),
                       h.job_id + " " + h.job_name + " " + h.user + "@" + h.machine,
                       ShortDuration(v.now - h.since) + " ago", h.gpus.empty() ? "-" : h.gpus, stale});
     }
@@ -89,7 +93,9 @@ nlohmann::json HostsJson(const std::vector<HostView>& hosts) {
       host["holds"].push_back({{"name", h.name}, {"job", h.job_id}, {"job_name", h.job_name}, {"user", h.user},
                                {"machine", h.machine}, {"gpus", h.gpus}, {"since", Utc(h.since)},
                                {"stale_at", at ? nlohmann::json(Utc(*at)) : nlohmann::json(nullptr)},
-                               {"stale", IsStale(h, v.now)}});
+                               {"stale", IsStale(h, v.now)}, {"lease", IsLease(h)},
+                               {"lease_renewed", h.lease_renewed ? nlohmann::json(Utc(*h.lease_renewed))
+                                                                 : nlohmann::json(nullptr)}});
     }
     for (const BargeContainer& c : v.containers) {
       host["containers"].push_back({{"id", c.id}, {"name", c.name}, {"job", c.job_id}, {"role", c.role},

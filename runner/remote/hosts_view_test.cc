@@ -8,10 +8,11 @@ namespace {
 TEST(HostsView, ShowsEachHoldAndRunningContainerAndFreeHosts) {
   const std::string h1 =
       "now 2000\n"
-      "hold\tabc\tbarge-hold-host\t1a2b3c4d\ttrain\talice\tbox\tall\t1940\t2540\t600\t1990\t1\n"
+      "hold\tabc\tbarge-hold-host\t1a2b3c4d\ttrain\talice\tbox\tall\t1940\t2540\t600\t2\n"
+      "hold\tabd\tbarge-lease-1a2b3c4d.1990\t1a2b3c4d\ttrain\talice\tbox\t\t1940\t2540\t600\t2\n"
       "ctr\tc0ffee\tbarge-1a2b3c4d-0\t1a2b3c4d\thead\t0\tUp 58 seconds\n";
   std::vector<HostView> views = {ParseHostView("h1", h1), ParseHostView("h2", "now 2000\n")};
-  ASSERT_EQ(views[0].holds.size(), 1u);
+  ASSERT_EQ(views[0].holds.size(), 2u);
   ASSERT_EQ(views[0].containers.size(), 1u);
   EXPECT_EQ(views[0].containers[0].status, "Up 58 seconds");
   const std::string t = HostsTable(views);
@@ -19,12 +20,16 @@ TEST(HostsView, ShowsEachHoldAndRunningContainerAndFreeHosts) {
   EXPECT_NE(t.find("1a2b3c4d train alice@box"), std::string::npos) << t;
   EXPECT_NE(t.find("1m00s ago"), std::string::npos) << t;
   EXPECT_NE(t.find("in 10m50s"), std::string::npos) << t;
+  EXPECT_NE(t.find("lease (renewed 10s ago)"), std::string::npos) << t;
   EXPECT_NE(t.find("container barge-1a2b3c4d-0 (rank 0)"), std::string::npos) << t;
   EXPECT_NE(t.find("h2    free"), std::string::npos) << t;
   const nlohmann::json j = HostsJson(views);
   ASSERT_EQ(j.size(), 2u);
   EXPECT_EQ(j[0]["holds"][0]["job"], "1a2b3c4d");
   EXPECT_EQ(j[0]["holds"][0]["stale"], false);
+  EXPECT_EQ(j[0]["holds"][0]["lease"], false);
+  EXPECT_EQ(j[0]["holds"][0]["lease_renewed"], "1970-01-01T00:33:10Z");
+  EXPECT_EQ(j[0]["holds"][1]["lease"], true);
   EXPECT_EQ(j[0]["containers"][0]["role"], "head");
   EXPECT_TRUE(j[1]["holds"].empty());
 }

@@ -17,6 +17,52 @@ using ssh::ShellQuote;
 std::string HostHoldName() { return std::string(kHoldPrefix) + "host"; }
 std::string GpuHoldName(int index) { return std::string(kHoldPrefix) + "gpu-" + std::to_string(index); }
 std::string PortHoldName(int port) { return std::string(kHoldPrefix) + "port-" + std::to_string(port); }
+std::string LeaseName(const std::string& job_id, long long renewed) {
+  return std::string(kLeasePrefix) + job_id + "." + std::to_string(renewed);
+}
+
+std::optional<long long> LeaseRenewedAt(std::string_view name) {
+  if (name.substr(0, kLeasePrefix.size()) != kLeasePrefix) return std::nullopt;
+  const size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot <= kLeasePrefix.size() || dot + 1 == name.size() ||
+      name.size() - dot > 19) {
+    return std::nullopt;
+  }
+  const std::string_view t = name.substr(dot + 1);
+  if (!std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  return std::stoll(std::string(t));
+}
+
+bool IsLease(const Hold& h) { return h.name.rfind(std::string(kLeasePrefix), 0) == 0; }
+
+void ApplyEngineLeases(std::vector<Hold>* holds) {
+  std::map<std::string, long long> newest;
+  for (const Hold& h : *holds) {
+    if (!IsLease(h) || h.job_id.empty()) continue;
+    std::optional<long long> t = LeaseRenewedAt(h.name);
+    if (!t) continue;
+    auto [it, fresh] = newest.emplace(h.job_id, *t);
+    if (!fresh) it->second = std::max(it->second, *t);
+  }
+  for (Hold& h : *holds) {
+    auto it = newest.find(h.job_id);
+    h.lease_renewed = it == newest.end() ? std::nullopt : std::optional<long long>(it->second);
+  }
+}
+
+std::string LeaseIdOf(const std::vector<Hold>& holds, const std::string& job_id) {
+  std::string id;
+  long long best = -1;
+  for (const Hold& h : holds) {
+    if (h.job_id != job_id || !IsLease(h)) continue;
+    std::optional<long long> t = LeaseRenewedAt(h.name);
+    if (t && *t > best) {
+      best = *t;
+      id = h.id;
+    }
+  }
+  return id;
+}
 
 namespace {
 
@@ -54,15 +100,14 @@ std::optional<std::vector<int>> GpuDevices(std::string v) {
 std::string Secs(std::chrono::seconds s) { return std::to_string(LeaseSeconds(s)); }
 
 // The shell helpers every host script starts with. h_dk: a docker call
-// bounded by the engine timeout. h_ls: ONE `docker ps` of the holds, read by
-// the shell itself (parameter expansions, no program per line): it sets H_A
-// to the "hold" lines (each with the holder's lease file's mtime and whether
-// its job directory is there; a program, stat, only for another job's hold
-// whose directory exists) and H_X to the other jobs' holds that are stale by
-// the rule in reservation.h ("ID<tab>what", one a line), judged at H_now
-// when it is set. h_st removes those (by container ID, so never a fresh hold
-// of the same name) and says "stale ..." for each; it succeeds when it
-// removed one.
+// bounded by the engine timeout. h_ls: ONE `docker ps` of the holds and
+// leases, read by the shell itself (parameter expansions, no program per
+// line): it sets H_A to the "hold" lines and H_X to the other jobs' holds
+// and leases that are stale by the rule in reservation.h ("ID<tab>what",
+// one a line), judged at H_now when it is set; H_L holds the leases listed
+// ("JOB.T" lines) and h_lr JOB sets h_m to that job's newest T. h_st
+// removes the stale ones (by container ID, so never a fresh hold of the
+// same name) and says "stale ..." for each; it succeeds when it removed one.
 std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_timeout) {
   std::string s;
   s += "H_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + Secs(engine_timeout) + "'\n";
@@ -70,24 +115,29 @@ std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_ti
   s += "H_NL='\n'\n";
   s += "H_F='{{.ID}}\\t{{.Names}}\\t{{.Label \"barge.job\"}}\\t{{.Label \"barge.hold.name\"}}\\t"
        "{{.Label \"barge.hold.user\"}}\\t{{.Label \"barge.hold.machine\"}}\\t{{.Label \"barge.hold.gpus\"}}\\t"
-       "{{.Label \"barge.hold.since\"}}\\t{{.Label \"barge.hold.expires\"}}\\t{{.Label \"barge.hold.lease\"}}'\n";
+       "{{.Label \"barge.hold.since\"}}\\t{{.Label \"barge.hold.expires\"}}\\t{{.Label \"barge.hold.lease\"}}\\t"
+       "{{.Label \"barge.hold.v\"}}'\n";
+  s += "h_lr() { h_m=; IFS=$H_NL; for h_e in $H_L; do case $h_e in \"$1\".*) h_t=${h_e##*.}; "
+       "{ [ -z \"$h_m\" ] || [ \"$h_t\" -gt \"$h_m\" ]; } && h_m=$h_t;; esac; done; IFS=$h_f; }\n";
   // Fields of a listed line: 1 ID, 2 name, 3 job, 4 job name, 5-7 user,
-  // machine, GPUs, 8 since, 9 expires, 10 lease.
+  // machine, GPUs, 8 since, 9 expires, 10 lease, 11 format.
   s += "h_ls() { h_o=$(h_dk ps -a --filter label=barge.hold --format \"$H_F\" 2>&1) || "
-       "{ H_A=\"error: listing holds: $h_o\"; return 1; }; H_A=; H_X=; set -f; h_f=$IFS; IFS=$H_NL; "
+       "{ H_A=\"error: listing holds: $h_o\"; return 1; }; H_A=; H_X=; H_L=; set -f; h_f=$IFS; IFS=$H_NL; "
+       "for h_l in $h_o; do h_r=${h_l#*\t}; h_n=${h_r%%\t*}; case $h_n in " + std::string(kLeasePrefix) +
+       "*.*) h_t=${h_n##*.}; case $h_t in ''|*[!0-9]*) ;; *) H_L=\"$H_L$H_NL${h_n#" + std::string(kLeasePrefix) +
+       "}\";; esac;; esac; done; "
        "for h_l in $h_o; do IFS=$h_f; "
        "h_r=${h_l#*\t}; h_n=${h_r%%\t*}; h_r=${h_r#*\t}; h_j=${h_r%%\t*}; h_r=${h_r#*\t}; h_jn=${h_r%%\t*}; "
-       "h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; "
-       "h_le=${h_r#*\t}; h_m=; h_d=1; "
-       "if [ \"$h_j\" != \"$H_J\" ]; then h_d=0; [ -d \"/tmp/barge-$h_j\" ] && h_d=1 && "
-       "h_m=$(stat -c %Y \"/tmp/barge-$h_j/lease\" 2>/dev/null); "
-       "case $h_le in ''|*[!0-9]*) h_le=0;; esac; "
-       "if [ -n \"$H_now\" ] && [ -n \"$h_j\" ] && [ \"$h_le\" -gt 0 ]; then h_at=; "
-       "if [ -n \"$h_m\" ]; then h_g=$h_le; [ \"$h_g\" -gt 60 ] && h_g=60; h_at=$((h_m + h_le + h_g)); "
-       "elif [ $h_d = 0 ]; then h_at=0; fi; "
-       "[ -n \"$h_at\" ] && [ \"$H_now\" -gt \"$h_at\" ] && "
-       "H_X=\"$H_X${H_X:+$H_NL}${h_l%%\t*}\t$h_n (job $h_j $h_jn)\"; fi; fi; "
-       "H_A=\"$H_A${H_A:+$H_NL}hold\t$h_l\t$h_m\t$h_d\"; done; IFS=$h_f; set +f; }\n";
+       "h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_s=${h_r%%\t*}; h_r=${h_r#*\t}; "
+       "h_e=${h_r%%\t*}; h_r=${h_r#*\t}; h_le=${h_r%%\t*}; h_v=${h_r#*\t}; "
+       "if [ \"$h_j\" != \"$H_J\" ] && [ -n \"$H_now\" ] && [ -n \"$h_j\" ]; then "
+       "case $h_le in ''|*[!0-9]*) h_le=0;; esac; case $h_s in ''|*[!0-9]*) h_s=0;; esac; "
+       "case $h_e in ''|*[!0-9]*) h_e=0;; esac; "
+       "if [ \"$h_le\" -gt 0 ]; then h_g=$h_le; [ \"$h_g\" -gt 60 ] && h_g=60; h_lr \"$h_j\"; "
+       "if [ -n \"$h_m\" ]; then h_at=$((h_m + h_le + h_g)); elif [ \"$h_v\" = " + std::to_string(kHoldFormat) +
+       " ]; then h_at=0; else h_at=$((h_e + h_g)); fi; "
+       "[ \"$H_now\" -gt \"$h_at\" ] && H_X=\"$H_X${H_X:+$H_NL}${h_l%%\t*}\t$h_n (job $h_j $h_jn)\"; fi; fi; "
+       "H_A=\"$H_A${H_A:+$H_NL}hold\t$h_l\"; IFS=$H_NL; done; IFS=$h_f; set +f; }\n";
   s += "h_st() { [ -n \"$H_X\" ] || return 1; h_y=1; set -f; h_f=$IFS; IFS=$H_NL; for h_x in $H_X; do IFS=$h_f; "
        "h_dk rm -f \"${h_x%%\t*}\" >/dev/null 2>&1 && { echo \"stale ${h_x#*\t}\"; h_y=0; }; done; "
        "IFS=$h_f; set +f; H_X=; return $h_y; }\n";
@@ -160,19 +210,19 @@ std::vector<int> ChooseGpus(int total, const std::set<int>& held, int want) {
 long long StaleGrace(long long lease_seconds) { return std::clamp<long long>(lease_seconds, 0, 60); }
 
 std::optional<long long> StaleAt(const Hold& h) {
+  if (h.job_id.empty() || h.lease <= 0) return std::nullopt;  // not barge's: left alone
   const long long grace = StaleGrace(h.lease);
   if (h.lease_renewed) return *h.lease_renewed + h.lease + grace;
-  if (h.job_dir) return std::nullopt;
-  // Its job's directory is gone from the host: its controller disarmed the
-  // watchdog (or the host lost /tmp), so nothing renews or releases it: it
-  // has been stale since it was made (IsStale).
-  return h.since;
+  // No lease of its job on the engine: released, or its controller went
+  // between the lease and the hold: stale since it was made. An older
+  // barge's hold (no lease ever): at its labelled expiry.
+  if (h.format >= kHoldFormat) return h.since;
+  return h.expires + grace;
 }
 
 bool IsStale(const Hold& h, long long now) {
-  if (h.job_id.empty() || h.lease <= 0) return false;  // not barge's: left alone
-  if (!h.lease_renewed && !h.job_dir) return true;      // its job's directory is gone: at once
   std::optional<long long> at = StaleAt(h);
+  if (at && !h.lease_renewed && h.format >= kHoldFormat) return true;  // no lease: at once
   return at && now > *at;
 }
 
@@ -186,12 +236,13 @@ HoldReply ParseHoldReply(std::string_view text) {
     if (line.rfind("now ", 0) == 0) {
       reply.now = NumberOr(std::string(line.substr(4)), 0);
     } else if (line.rfind("took ", 0) == 0) {
-      reply.taken.emplace_back(line.substr(5));
+      // The lease is not a hold: taken lists what the job holds.
+      if (line.substr(5).rfind(kLeasePrefix, 0) != 0) reply.taken.emplace_back(line.substr(5));
     } else if (line.rfind("stale ", 0) == 0) {
       reply.removed_stale.emplace_back(line.substr(6));
     } else if (line.rfind("hold\t", 0) == 0) {
       std::vector<std::string> f = SplitTabs(line);
-      if (f.size() < 13) continue;
+      if (f.size() < 12) continue;
       Hold h;
       h.id = f[1];
       h.name = f[2];
@@ -203,13 +254,13 @@ HoldReply ParseHoldReply(std::string_view text) {
       h.since = NumberOr(f[8], 0);
       h.expires = NumberOr(f[9], 0);
       h.lease = NumberOr(f[10], 0);
-      if (!f[11].empty()) h.lease_renewed = NumberOr(f[11], 0);
-      h.job_dir = f[12] == "1";
+      h.format = static_cast<int>(NumberOr(f[11], 1));
       reply.holds.push_back(std::move(h));
     } else if (!line.empty()) {
       reply.errors += (reply.errors.empty() ? "" : "; ") + std::string(line);
     }
   }
+  ApplyEngineLeases(&reply.holds);
   return reply;
 }
 
@@ -217,7 +268,7 @@ std::vector<Hold> Conflicts(const HoldRequest& request, const HoldReply& reply, 
   std::vector<Hold> out;
   std::set<std::string> taken(reply.taken.begin(), reply.taken.end());
   for (const Hold& h : reply.holds) {
-    if (h.job_id == job_id || IsStale(h, reply.now)) continue;
+    if (h.job_id == job_id || IsLease(h) || IsStale(h, reply.now)) continue;
     if (request.exclusive) {
       out.push_back(h);
       continue;
@@ -272,7 +323,9 @@ std::set<int> GpusNotHeld(int total, const std::vector<int>& ours) {
 std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& request, const HoldOwner& owner,
                             std::chrono::seconds engine_timeout) {
   std::string s = Prelude(docker, engine_timeout);
-  const std::string lease = Secs(owner.lease);
+  const std::string lease_s = Secs(owner.lease);
+  // The job's lease on the engine, made before any hold (the stale rule).
+  const std::string lease = "h_mk \"" + std::string(kLeasePrefix) + "$H_J.$H_now\"\n";
   // A write to a closed channel fails instead of killing the script: it
   // must still be able to remove what it made.
   s += "trap '' PIPE\n";
@@ -292,13 +345,14 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
   // name); "took NAME" when made; a name in use goes to H_C. The hold image
   // (empty: a tar of two zero blocks) is imported only when a create fails
   // and the engine lacks it.
-  s += "h_mk() { case $1 in *-host) h_k=host; h_g=all;; *-gpu-*) h_k=gpu; h_g=${1##*-};; *) h_k=port; h_g=;; esac; "
+  s += "h_mk() { case $1 in " + std::string(kLeasePrefix) + "*) h_k=lease; h_g=;; *-host) h_k=host; h_g=all;; *-gpu-*) h_k=gpu; h_g=${1##*-};; *) h_k=port; h_g=;; esac; "
        "h_try=0; while :; do H_o=$(h_dk create --name \"$1\" $H_P --network none --label \"barge.job=$H_J\" "
        "--label \"barge.hold=$h_k\" --label " + ShellQuote("barge.hold.name=" + owner.job_name) +
        " --label " + ShellQuote("barge.hold.user=" + owner.user) + " --label " +
        ShellQuote("barge.hold.machine=" + owner.machine) +
-       " --label \"barge.hold.gpus=$h_g\" --label \"barge.hold.since=$H_now\" "
-       "--label \"barge.hold.expires=$((H_now + " + lease + "))\" --label barge.hold.lease=" + lease +
+       " --label \"barge.hold.gpus=$h_g\" --label \"barge.hold.since=$H_now\" --label barge.hold.v=" +
+       std::to_string(kHoldFormat) + " "
+       "--label \"barge.hold.expires=$((H_now + " + lease_s + "))\" --label barge.hold.lease=" + lease_s +
        " \"$H_I\" hold 2>&1); h_rc=$?; [ $h_rc -eq 0 ] && { echo \"took $1\"; return 0; }; "
        "case $H_o in *'already in use'*) H_C=\"$H_C $1\"; return 1;; esac; "
        "h_try=$((h_try + 1)); { [ $h_rc -ne 137 ] && [ $h_try -lt 3 ]; } || break; "
@@ -314,7 +368,7 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
     // again below: the count is made).
     s += "h_ls" + fail_listing + "\n";
     s += "h_st && { h_ls" + fail_listing + "; }\n";
-    s += "h_here || exit 1\n";
+    s += "h_here || exit 1\n" + lease;
     // No point taking GPUs under another job's host hold.
     s += "case \"$H_A\" in *\"\t" + HostHoldName() + "\t\"*) ;; *)\n";
     std::string indices;
@@ -330,7 +384,7 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
   } else {
     // Create first, list after (the coexistence rule): on a free host one
     // create and one listing.
-    s += "h_here || exit 1\n";
+    s += "h_here || exit 1\n" + lease;
     if (request.exclusive) {
       s += "h_mk " + HostHoldName() + "\n";
     } else {
@@ -361,6 +415,14 @@ std::string ListHoldsScript(const DockerCommands& docker, bool containers, std::
          "[ -n \"$h_l\" ] && printf 'ctr\\t%s\\n' \"$h_l\"; done; :\n";
   }
   return s;
+}
+
+std::string RenewEngineLeaseCommand(const DockerCommands& docker, const std::string& job_id,
+                                    const std::string& lease_id, std::chrono::seconds engine_timeout) {
+  // Renamed twice in one second: the name is already right.
+  return "t=; command -v timeout >/dev/null 2>&1 && t='timeout -s KILL " + Secs(engine_timeout) + "'; o=$($t " +
+         docker.Line({"rename", lease_id}) + " " + ShellQuote(std::string(kLeasePrefix) + job_id + ".") +
+         "\"$(date +%s)\" 2>&1) || case $o in *'same name'*) ;; *) printf '%s\\n' \"$o\" >&2; false;; esac";
 }
 
 std::string ReleaseHoldsCommand(const DockerCommands& docker, const std::string& job_id) {

@@ -31,22 +31,28 @@
 // on every host, before it fails or waits. A waiting job holds nothing
 // between its tries.
 //
-// Stale rule. The holder's watchdog removes its holds (they carry the job's
-// barge.job label) when its lease lapses, so a killed controller blocks a
-// host for at most `lease:` (+ one watchdog tick). If the watchdog is gone
-// too (the host rebooted, the process was killed), the next job treats a hold
-// as free once the lease has lapsed by more than the grace: min(1 minute,
-// lease). The lease is read where the holder renews it, the mtime of
-// /tmp/barge-JOB/lease on that host; a hold whose job directory exists but
-// cannot be read (another user's) is never stale (its watchdog, alive since
-// the directory is there, removes it). A hold whose job directory is gone
-// from the host is stale at once (from the second after its `since`): a hold
-// is only ever created while its job's directory exists (the host script
-// checks), and the directory goes only after the holds are released (at
-// teardown, or by the watchdog) or when the controller has gone (it disarms
-// the watchdog when interrupted). This assumes every user of the host sees
-// the same /tmp (no per-user /tmp namespaces).
+// Leases on the engine. With its holds a job keeps a lease on each host's
+// engine: a container `barge-lease-JOB.T`, made (never started) just before
+// the holds and labelled like them (barge.hold=lease), whose name carries
+// T, the host's clock when the controller last renewed it. The controller
+// renews it by renaming it (`docker rename ID barge-lease-JOB.NOW`) with
+// each renewal of the watchdog's lease file; it goes with the holds. Every
+// user of the engine reads it in the same listing as the holds, and only
+// users of the engine (trusted: root-equivalent) can make, rename or remove
+// one: nothing another local user of the host can create counts.
 //
+// Stale rule. The holder's watchdog removes its holds and lease (they
+// carry the job's barge.job label) when its lease lapses, so a killed
+// controller blocks a host for at most `lease:` (+ one watchdog tick). If
+// the watchdog is gone too (the host rebooted, the process was killed), the
+// next job treats another job's hold as free once that job's newest lease
+// on the host was renewed longer ago than its lease plus the grace,
+// min(1 minute, lease), and removes it (and the lapsed lease). A hold whose
+// job has no lease on the engine is stale at once (from the second after
+// its `since`): a lease is made before any hold and removed with them, so
+// such a hold's job has released it, or its controller went between the
+// two. A hold made by a barge before leases lived on the engine (no
+// barge.hold.v=2 label) is stale at its labelled expiry plus the grace.
 // A controller that goes while its host script runs. Barge interrupted
 // during preflight closes the script's channel and disarms the watchdog
 // (removing the job's directory), but the script keeps running on the host,
@@ -57,8 +63,8 @@
 // at once (bounded by the engine timeout per docker call once the engine
 // answers). What remains is the moment between that last check and the
 // reply reaching the controller, or a create that the engine carries out
-// after the script gave up on it: such a hold's directory is gone, so every
-// other job treats it as stale at once and removes it.
+// after the script gave up on it: such a hold's lease is gone with the
+// rest, so every other job treats it as stale at once and removes it.
 #pragma once
 
 #include <chrono>
@@ -74,6 +80,10 @@
 namespace barge::runner::fleet {
 
 inline constexpr std::string_view kHoldPrefix = "barge-hold-";
+// A job's lease on an engine: barge-lease-JOB.T (see above).
+inline constexpr std::string_view kLeasePrefix = "barge-lease-";
+// The hold format barge.hold.v labels: 2 = the job's lease is on the engine.
+inline constexpr int kHoldFormat = 2;
 // The label that marks a hold; its value is the hold's kind ("host", "gpu",
 // "port").
 inline constexpr std::string_view kHoldLabel = "barge.hold";
@@ -92,6 +102,10 @@ long long LeaseSeconds(std::chrono::seconds lease);
 std::string HostHoldName();
 std::string GpuHoldName(int index);
 std::string PortHoldName(int port);
+// The name of `job_id`'s lease renewed at `renewed` (host clock).
+std::string LeaseName(const std::string& job_id, long long renewed);
+// T of a lease's name (barge-lease-JOB.T), nullopt when `name` is not one.
+std::optional<long long> LeaseRenewedAt(std::string_view name);
 
 // Who holds: the job and its controller.
 struct HoldOwner {
@@ -145,15 +159,24 @@ struct Hold {
   long long since = 0;    // host clock, seconds since the epoch
   long long expires = 0;  // since + lease (as labelled at creation)
   long long lease = 0;    // seconds
-  // Mtime of the holder's lease file on that host, when it could be read.
+  int format = 1;         // barge.hold.v (kHoldFormat), 1 when unlabelled
+  // When the holder's newest lease on this engine was renewed (host
+  // clock); nullopt when the listing shows none. Set by ApplyEngineLeases.
   std::optional<long long> lease_renewed;
-  bool job_dir = false;  // /tmp/barge-JOB exists on that host
 };
+
+// Whether `h` is a lease (barge-lease-...), not a hold.
+bool IsLease(const Hold& h);
+// Sets every entry's lease_renewed from the newest lease of its job among
+// `holds` (the leases' own too).
+void ApplyEngineLeases(std::vector<Hold>* holds);
+// The container ID of `job_id`'s newest lease in `reply`; empty when none.
+std::string LeaseIdOf(const std::vector<Hold>& holds, const std::string& job_id);
 
 // min(1 minute, lease).
 long long StaleGrace(long long lease_seconds);
-// When `h` becomes free by the stale rule (host clock); nullopt = never (its
-// lease cannot be read while its job's directory exists).
+// When `h` becomes free by the stale rule (host clock); nullopt = never
+// (not barge's: no job or lease label).
 std::optional<long long> StaleAt(const Hold& h);
 bool IsStale(const Hold& h, long long now);
 
@@ -161,7 +184,8 @@ bool IsStale(const Hold& h, long long now);
 struct HoldReply {
   long long now = 0;                // the host's clock
   std::vector<std::string> taken;   // hold names this job holds there now
-  std::vector<Hold> holds;          // every hold listed after taking (ours too)
+  // Every hold and lease listed after taking (ours too), leases applied.
+  std::vector<Hold> holds;
   std::vector<std::string> removed_stale;  // "name (job ...)" removed as stale
   std::string errors;               // what failed, verbatim
 };
@@ -201,7 +225,13 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
 // barge containers ("ctr" lines, ParseBargeContainers).
 std::string ListHoldsScript(const DockerCommands& docker, bool containers,
                             std::chrono::seconds engine_timeout);
-// Removes every hold of `job_id` on the host.
+// Renews `job_id`'s lease on the engine: renames `lease_id` (LeaseIdOf)
+// to LeaseName(job_id, the host's clock now). Bounded by `engine_timeout`.
+// (Through the Engine API the controller renames it itself, with the
+// host's clock from the watchdog's renewal.)
+std::string RenewEngineLeaseCommand(const DockerCommands& docker, const std::string& job_id,
+                                    const std::string& lease_id, std::chrono::seconds engine_timeout);
+// Removes every hold and the lease of `job_id` on the host.
 std::string ReleaseHoldsCommand(const DockerCommands& docker, const std::string& job_id);
 // The IDs of `job_id`'s holds in `reply`'s listing.
 std::vector<std::string> HoldIdsOf(const HoldReply& reply, const std::string& job_id);

@@ -27,6 +27,7 @@ Hold MakeHold(std::string name, std::string job, long long since, long long leas
   h.since = since;
   h.expires = since + lease;
   h.lease = lease;
+  h.format = kHoldFormat;
   return h;
 }
 
@@ -64,7 +65,6 @@ TEST(ChooseGpus, TakesTheLowestFreeIndices) {
 TEST(StaleRule, AHoldIsStaleOnlyOnceItsRenewedLeasePlusTheGraceHasPassed) {
   Hold h = MakeHold(HostHoldName(), "j1", 1000, 600);
   h.lease_renewed = 5000;
-  h.job_dir = true;
   EXPECT_EQ(StaleGrace(600), 60);
   EXPECT_EQ(StaleAt(h), 5000 + 600 + 60);
   EXPECT_FALSE(IsStale(h, 5660));
@@ -77,16 +77,17 @@ TEST(StaleRule, TheGraceIsTheLeaseWhenTheLeaseIsShorterThanAMinute) {
   EXPECT_EQ(StaleAt(h), 1010);
 }
 
-TEST(StaleRule, AHoldWhoseJobDirectoryExistsButCannotBeReadIsNeverStale) {
-  Hold h = MakeHold(HostHoldName(), "j1", 1000, 5);
-  h.job_dir = true;
-  EXPECT_FALSE(StaleAt(h).has_value());
-  EXPECT_FALSE(IsStale(h, 1000000));
+TEST(StaleRule, AnOlderBargesHoldWithoutALeaseIsStaleAtItsLabelledExpiryPlusTheGrace) {
+  Hold h = MakeHold(HostHoldName(), "j1", 1000, 600);
+  h.format = 1;
+  EXPECT_EQ(StaleAt(h), 1000 + 600 + 60);
+  EXPECT_FALSE(IsStale(h, 1660));
+  EXPECT_TRUE(IsStale(h, 1661));
 }
 
-TEST(StaleRule, AHoldWithoutItsJobDirectoryIsStaleAtOnce) {
-  // Its controller disarmed the watchdog (or went with the host's /tmp):
-  // nothing renews or releases it, whatever its lease says.
+TEST(StaleRule, AHoldWhoseJobHasNoLeaseOnTheEngineIsStaleAtOnce) {
+  // Its job released its lease (or its controller went between the lease
+  // and the hold): nothing renews or releases it, whatever its lease says.
   Hold h = MakeHold(HostHoldName(), "j1", 1000, 600);
   EXPECT_EQ(StaleAt(h), 1000);
   EXPECT_TRUE(IsStale(h, 1000));
@@ -102,21 +103,29 @@ TEST(HoldReply, ParsesTheHostsLinesAndKeepsAnythingElseAsErrors) {
       "now 2000\n"
       "stale barge-hold-host (job 0ld0ld00 old)\n"
       "took barge-hold-gpu-2\n"
-      "hold\tabc\tbarge-hold-gpu-2\tj2\ttrain\tbob\tbox2\t2\t1990\t2590\t600\t1995\t1\n"
-      "hold\tdef\tbarge-hold-gpu-0\tj1\teval\talice\tbox\t0\t1900\t2500\t600\t\t0\n"
+      "hold\tabc\tbarge-hold-gpu-2\tj2\ttrain\tbob\tbox2\t2\t1990\t2590\t600\t2\n"
+      "hold\tabd\tbarge-lease-j2.1995\tj2\ttrain\tbob\tbox2\t\t1990\t2590\t600\t2\n"
+      "hold\tabe\tbarge-lease-j2.1991\tj2\ttrain\tbob\tbox2\t\t1990\t2590\t600\t2\n"
+      "hold\tdef\tbarge-hold-gpu-0\tj1\teval\talice\tbox\t0\t1900\t2500\t600\t\n"
       "error: barge-hold-gpu-3: no space left\n";
   HoldReply r = ParseHoldReply(text);
   EXPECT_EQ(r.now, 2000);
   EXPECT_EQ(r.taken, std::vector<std::string>{"barge-hold-gpu-2"});
   EXPECT_EQ(r.removed_stale, std::vector<std::string>{"barge-hold-host (job 0ld0ld00 old)"});
-  ASSERT_EQ(r.holds.size(), 2u);
+  ASSERT_EQ(r.holds.size(), 4u);
   EXPECT_EQ(r.holds[0].job_id, "j2");
   EXPECT_EQ(r.holds[0].user, "bob");
+  EXPECT_EQ(r.holds[0].format, 2);
+  // The job's newest lease on the engine, for its holds and leases alike.
   EXPECT_EQ(r.holds[0].lease_renewed, 1995);
-  EXPECT_TRUE(r.holds[0].job_dir);
-  EXPECT_EQ(r.holds[1].since, 1900);
-  EXPECT_FALSE(r.holds[1].lease_renewed.has_value());
-  EXPECT_FALSE(r.holds[1].job_dir);
+  EXPECT_EQ(r.holds[2].lease_renewed, 1995);
+  EXPECT_TRUE(IsLease(r.holds[1]));
+  EXPECT_FALSE(IsLease(r.holds[0]));
+  EXPECT_EQ(LeaseIdOf(r.holds, "j2"), "abd");
+  EXPECT_EQ(LeaseIdOf(r.holds, "j1"), "");
+  EXPECT_EQ(r.holds[3].since, 1900);
+  EXPECT_EQ(r.holds[3].format, 1);
+  EXPECT_FALSE(r.holds[3].lease_renewed.has_value());
   EXPECT_EQ(r.errors, "error: barge-hold-gpu-3: no space left");
   EXPECT_EQ(HeldGpus(r, "j2"), std::vector<int>{2});
 }
@@ -126,13 +135,26 @@ TEST(Conflicts, AnExclusiveJobConflictsWithAnyOtherJobsHoldButNotWithAStaleOne) 
   r.now = 10000;
   r.taken = {HostHoldName()};
   r.holds = {MakeHold(HostHoldName(), "me", 9990, 600), MakeHold(GpuHoldName(0), "other", 9000, 600)};
-  r.holds[1].job_dir = true;
   r.holds[1].lease_renewed = 9995;
+  // Another job's lease is not a hold: it stands in nobody's way.
+  r.holds.push_back(MakeHold(LeaseName("other", 9995), "other", 9000, 600));
+  r.holds.back().lease_renewed = 9995;
   HoldRequest exclusive;
   ASSERT_EQ(Conflicts(exclusive, r, "me").size(), 1u);
   EXPECT_EQ(Conflicts(exclusive, r, "me")[0].job_id, "other");
   r.holds[1].lease_renewed = 1000;  // lapsed long ago
   EXPECT_TRUE(Conflicts(exclusive, r, "me").empty());
+}
+
+TEST(LeaseName, CarriesTheRenewalTimeAndNothingElseReadsAsOne) {
+  EXPECT_EQ(LeaseName("1a2b3c4d", 1764201600), "barge-lease-1a2b3c4d.1764201600");
+  EXPECT_EQ(LeaseRenewedAt("barge-lease-1a2b3c4d.1764201600"), 1764201600);
+  EXPECT_FALSE(LeaseRenewedAt("barge-lease-1a2b3c4d").has_value());
+  EXPECT_FALSE(LeaseRenewedAt("barge-lease-1a2b3c4d.").has_value());
+  EXPECT_FALSE(LeaseRenewedAt("barge-lease-.17").has_value());
+  EXPECT_FALSE(LeaseRenewedAt("barge-lease-j.17x").has_value());
+  EXPECT_FALSE(LeaseRenewedAt("barge-lease-j.99999999999999999999").has_value());
+  EXPECT_FALSE(LeaseRenewedAt("barge-hold-host").has_value());
 }
 
 TEST(Conflicts, SharingJobsConflictOnlyWithAHostHoldTooFewGpusOrTheirPorts) {
@@ -142,16 +164,16 @@ TEST(Conflicts, SharingJobsConflictOnlyWithAHostHoldTooFewGpusOrTheirPorts) {
   r.holds = {MakeHold(GpuHoldName(0), "other", 90, 600), MakeHold(GpuHoldName(1), "other", 90, 600),
              MakeHold(GpuHoldName(2), "me", 95, 600), MakeHold(GpuHoldName(3), "me", 95, 600),
              MakeHold(PortHoldName(29501), "other", 90, 600)};
-  for (Hold& h : r.holds) h.job_dir = true;
+  for (Hold& h : r.holds) h.lease_renewed = 95;
   EXPECT_TRUE(Conflicts(share, r, "me").empty());
   EXPECT_EQ(HeldGpus(r, "me"), (std::vector<int>{2, 3}));
   r.holds.push_back(MakeHold(PortHoldName(29500), "third", 90, 600));
-  r.holds.back().job_dir = true;
+  r.holds.back().lease_renewed = 95;
   ASSERT_EQ(Conflicts(share, r, "me").size(), 1u);
   EXPECT_EQ(Conflicts(share, r, "me")[0].job_id, "third");
   r.holds.pop_back();
   r.holds.push_back(MakeHold(HostHoldName(), "excl", 99, 600));
-  r.holds.back().job_dir = true;
+  r.holds.back().lease_renewed = 95;
   ASSERT_EQ(Conflicts(share, r, "me").size(), 1u);
   // Too few GPUs: the other jobs' GPU holds are what stands in the way.
   r.holds.pop_back();
@@ -260,6 +282,20 @@ class HoldScriptRun : public ::testing::Test {
     return all;
   }
   DockerCommands Docker() { return DockerCommands({(root_ / "docker").string()}); }
+  // Moves the emulated engine's container `name`'s since label `seconds`
+  // into the past.
+  void Backdate(const std::string& name, long long seconds) {
+    const std::filesystem::path labels = root_ / "engine" / name / "labels";
+    std::ifstream in(labels);
+    std::string all, line;
+    while (std::getline(in, line)) {
+      if (line.rfind("barge.hold.since=", 0) == 0) {
+        line = "barge.hold.since=" + std::to_string(std::stoll(line.substr(17)) - seconds);
+      }
+      all += line + "\n";
+    }
+    std::ofstream(labels) << all;
+  }
   std::string Take(const HoldRequest& r, const HoldOwner& o, int* exit = nullptr, bool closed = false) {
     return Run(TakeHoldsScript(Docker(), r, o, std::chrono::seconds(20)), exit, closed);
   }
@@ -275,17 +311,23 @@ class HoldScriptRun : public ::testing::Test {
   std::vector<std::string> jobs_;
 };
 
-TEST_F(HoldScriptRun, AFreeHostIsTakenWithOneCreateAndOneListing) {
+TEST_F(HoldScriptRun, AFreeHostIsTakenWithTwoCreatesTheLeaseFirstAndOneListing) {
   HoldOwner a = Job("a");
   int exit = -1;
   HoldReply r = ParseHoldReply(Take(HoldRequest{}, a, &exit));
   EXPECT_EQ(exit, 0) << r.errors;
   EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()});
-  ASSERT_EQ(r.holds.size(), 1u);
+  ASSERT_EQ(r.holds.size(), 2u);
+  EXPECT_EQ(r.holds[0].name, HostHoldName());
   EXPECT_EQ(r.holds[0].job_id, a.job_id);
   EXPECT_EQ(r.holds[0].job_name, "a");
   EXPECT_EQ(r.holds[0].lease, 600);
-  EXPECT_EQ(Calls(), "create ps ");
+  EXPECT_EQ(r.holds[0].format, kHoldFormat);
+  EXPECT_TRUE(IsLease(r.holds[1]));
+  EXPECT_EQ(r.holds[1].name, LeaseName(a.job_id, r.now));
+  EXPECT_EQ(r.holds[0].lease_renewed, r.now);
+  EXPECT_EQ(LeaseIdOf(r.holds, a.job_id), r.holds[1].id);
+  EXPECT_EQ(Calls(), "create create ps ");
   EXPECT_TRUE(Conflicts(HoldRequest{}, r, a.job_id).empty());
 }
 
@@ -293,41 +335,83 @@ TEST_F(HoldScriptRun, TheLastRemovalTakesTheJobsContainersAndHoldsInOneDockerCal
   HoldOwner a = Job("a"), b = Job("b");
   HoldReply ra = ParseHoldReply(Take(HoldRequest{.exclusive = false, .gpu_count = 0, .gpu_total = 0, .gpu_devices = {1}, .ports = {}}, a));
   HoldReply rb = ParseHoldReply(Take(HoldRequest{.exclusive = false, .gpu_count = 0, .gpu_total = 0, .gpu_devices = {2}, .ports = {}}, b));
-  ASSERT_EQ(HoldIdsOf(ra, a.job_id).size(), 1u);
+  ASSERT_EQ(HoldIdsOf(ra, a.job_id).size(), 2u);  // its hold and its lease
   Run(Docker().Line({"create", "--name", "barge-x-" + a.job_id + "-0", "--label", "barge.job=" + a.job_id, "img"}));
-  ASSERT_EQ(Engine(), 3u);
+  ASSERT_EQ(Engine(), 5u);
   int exit = -1;
   Run(RemoveWithHoldsCommand(Docker(), {"barge-x-" + a.job_id + "-0"}, HoldIdsOf(ra, a.job_id), a.job_id), &exit);
   EXPECT_EQ(exit, 0);
   EXPECT_EQ(Calls(), "rm ");
-  // b's hold stays: the IDs are only a's (b's listing shows both jobs').
-  EXPECT_EQ(Engine(), 1u);
+  // b's hold and lease stay: the IDs are only a's (b's listing shows
+  // both jobs').
+  EXPECT_EQ(Engine(), 2u);
   EXPECT_EQ(HoldIdsOf(rb, a.job_id), HoldIdsOf(ra, a.job_id));
-  ASSERT_EQ(HoldIdsOf(rb, b.job_id).size(), 1u);
+  ASSERT_EQ(HoldIdsOf(rb, b.job_id).size(), 2u);
   EXPECT_NE(HoldIdsOf(rb, b.job_id), HoldIdsOf(ra, a.job_id));
 }
 
-TEST_F(HoldScriptRun, ASecondJobIsRefusedUntilTheFirstsDirectoryGoesThenTakesTheHostOverAsStale) {
+TEST_F(HoldScriptRun, ASecondJobIsRefusedUntilTheFirstsLeaseLapsesThenTakesTheHostOverAsStale) {
   HoldOwner a = Job("a"), b = Job("b");
-  Take(HoldRequest{}, a);
+  HoldReply ra = ParseHoldReply(Take(HoldRequest{}, a));
+  const std::string a_lease = LeaseIdOf(ra.holds, a.job_id);
+  ASSERT_FALSE(a_lease.empty());
   HoldReply r = ParseHoldReply(Take(HoldRequest{}, b));
   EXPECT_TRUE(r.taken.empty());
   ASSERT_EQ(Conflicts(HoldRequest{}, r, b.job_id).size(), 1u);
   EXPECT_EQ(Conflicts(HoldRequest{}, r, b.job_id)[0].job_id, a.job_id);
-  EXPECT_EQ(Calls(), "create ps ");
-  // a's controller went (its directory with it): b removes a's hold as
-  // stale and takes the host.
-  std::filesystem::remove_all("/tmp/barge-" + a.job_id);
+  EXPECT_EQ(Calls(), "create create ps ");
+  // a renews its lease on the engine: still a's.
   int exit = -1;
+  Run(RenewEngineLeaseCommand(Docker(), a.job_id, a_lease, std::chrono::seconds(20)), &exit);
+  EXPECT_EQ(exit, 0);
+  EXPECT_EQ(Calls(), "rename ");
+  r = ParseHoldReply(Take(HoldRequest{}, b));
+  EXPECT_EQ(Conflicts(HoldRequest{}, r, b.job_id).size(), 1u);
+  // a's controller and watchdog went: its lease was last renewed long ago
+  // (lease 600 s + grace 60 s). b removes a's hold and lease as stale and
+  // takes the host.
+  Run(Docker().Line({"rename", a_lease, LeaseName(a.job_id, r.now - 661)}));
   r = ParseHoldReply(Take(HoldRequest{}, b, &exit));
   EXPECT_EQ(exit, 0) << r.errors;
-  EXPECT_EQ(r.removed_stale, std::vector<std::string>{HostHoldName() + " (job " + a.job_id + " a)"});
+  EXPECT_EQ(r.removed_stale, (std::vector<std::string>{HostHoldName() + " (job " + a.job_id + " a)",
+                                                       LeaseName(a.job_id, r.now - 661) + " (job " + a.job_id + " a)"}));
   EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()});
-  ASSERT_EQ(r.holds.size(), 1u);
+  ASSERT_EQ(r.holds.size(), 2u);
   EXPECT_EQ(r.holds[0].job_id, b.job_id);
+  EXPECT_EQ(r.holds[1].job_id, b.job_id);
   // Taking again what it holds: it still holds it.
   r = ParseHoldReply(Take(HoldRequest{}, b, &exit));
   EXPECT_EQ(exit, 0) << r.errors;
+  EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()});
+}
+
+TEST_F(HoldScriptRun, AHoldIsJudgedByItsLeaseOnTheEngineNotByAnyFileAnotherUserCanPlantInTmp) {
+  HoldOwner a = Job("a"), b = Job("b");
+  HoldReply ra = ParseHoldReply(Take(HoldRequest{}, a));
+  const std::string a_lease = LeaseIdOf(ra.holds, a.job_id);
+  ASSERT_FALSE(a_lease.empty());
+  // a's job directory and lease file are gone (or were never a's): its
+  // live lease on the engine still keeps the host a's.
+  std::filesystem::remove_all("/tmp/barge-" + a.job_id);
+  HoldReply r = ParseHoldReply(Take(HoldRequest{}, b));
+  EXPECT_TRUE(r.removed_stale.empty());
+  ASSERT_EQ(Conflicts(HoldRequest{}, r, b.job_id).size(), 1u);
+  // A planted directory with a fresh lease file does not keep a lapsed
+  // lease's hold alive.
+  Run(Docker().Line({"rename", a_lease, LeaseName(a.job_id, r.now - 661)}));
+  std::filesystem::create_directories("/tmp/barge-" + a.job_id);
+  std::ofstream("/tmp/barge-" + a.job_id + "/lease");
+  int exit = -1;
+  r = ParseHoldReply(Take(HoldRequest{}, b, &exit));
+  EXPECT_EQ(exit, 0) << r.errors;
+  EXPECT_EQ(r.removed_stale.size(), 2u);
+  EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()});
+  // A hold of a job whose lease is gone from the engine is stale at once.
+  HoldOwner c = Job("c");
+  Run(Docker().Line({"rm", "-f", LeaseIdOf(r.holds, b.job_id)}));
+  Backdate(HostHoldName(), 5);  // (made in an earlier second than c's look)
+  r = ParseHoldReply(Take(HoldRequest{}, c, &exit));
+  EXPECT_EQ(r.removed_stale, std::vector<std::string>{HostHoldName() + " (job " + b.job_id + " b)"});
   EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()});
 }
 
@@ -356,7 +440,7 @@ TEST_F(HoldScriptRun, TwoGpuCountJobsGetTheLowestFreeDisjointIndices) {
   EXPECT_EQ(HeldGpus(ra, a.job_id), (std::vector<int>{0, 1}));
   EXPECT_EQ(HeldGpus(rb, b.job_id), (std::vector<int>{2, 3}));
   EXPECT_TRUE(Conflicts(two, rb, b.job_id).empty());
-  EXPECT_EQ(Calls(), "ps create create ps ");
+  EXPECT_EQ(Calls(), "ps create create create ps ");
   // A third finds none free.
   HoldOwner c = Job("c");
   HoldReply rc = ParseHoldReply(Take(two, c));
@@ -367,7 +451,6 @@ TEST_F(HoldScriptRun, TwoGpuCountJobsGetTheLowestFreeDisjointIndices) {
 TEST(BusyTable, NamesTheHolderWhenItStartedItsGpusAndWhenItGoesStale) {
   Hold h = MakeHold(HostHoldName(), "9f8e7d6c", 1000, 600);
   h.gpus = "all";
-  h.job_dir = true;
   h.lease_renewed = 1100;
   const std::string t = BusyTable({{"10.77.0.1", 1130, {h}}});
   EXPECT_NE(t.find("HOST"), std::string::npos) << t;

@@ -2,7 +2,8 @@
 // controllers racing for one host, two 2-host jobs naming their hosts in
 // opposite orders, a busy host failing a job with the holder named, --wait,
 // a stale hold taken over, GPU-count jobs sharing an 8-GPU host while an
-// exclusive job is refused, and `barge hosts`. Every job here is short
+// exclusive job is refused, `barge reap` from another store beside a live
+// job, and `barge hosts`. Every job here is short
 // (`sleep 1`-`4`, stop_grace 1s) and bounded by `timeout:`.
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <set>
@@ -36,12 +38,27 @@ std::string Docker(const BedHost& h, const std::string& args) {
   return RunShell("DOCKER_HOST=" + h.docker_host + " timeout 20 docker " + args + " 2>&1");
 }
 
-// "NAME JOB" of every hold on `h` of the jobs named `names` (this test's:
+// "NAME JOB" of every hold (leases aside) on `h` of the jobs named `names` (this test's:
 // other jobs may hold the shared bed's hosts at the same time), one a line,
 // sorted.
 std::string Holds(const BedHost& h, const std::set<std::string>& names) {
   std::istringstream in(RunShell("DOCKER_HOST=" + h.docker_host +
                                  " timeout 20 docker ps -a --filter label=barge.hold --format "
+                                 "'{{.Names}} {{.Label \"barge.job\"}} {{.Label \"barge.hold.name\"}}' | sort"));
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    const size_t last = line.rfind(' ');
+    if (last == std::string::npos || !names.count(line.substr(last + 1))) continue;
+    if (line.rfind("barge-lease-", 0) == 0) continue;  // a lease, not a hold (LeasesOf)
+    out += line.substr(0, last) + "\n";
+  }
+  return out;
+}
+
+// "NAME JOB" of every lease on `h` of the jobs named `names`, sorted.
+std::string LeasesOf(const BedHost& h, const std::set<std::string>& names) {
+  std::istringstream in(RunShell("DOCKER_HOST=" + h.docker_host +
+                                 " timeout 20 docker ps -a --filter label=barge.hold=lease --format "
                                  "'{{.Names}} {{.Label \"barge.job\"}} {{.Label \"barge.hold.name\"}}' | sort"));
   std::string out;
   for (std::string line; std::getline(in, line);) {
@@ -161,6 +178,7 @@ TEST_F(ReservationTest, TwoControllersRacingForOneHostNeverBothRunIn21Rounds) {
       EXPECT_EQ(loser.err.find("node(s); logs in"), std::string::npos) << "the loser started:\n" << loser.err;
       (oa.code == 0 ? a_won : b_won)++;
       EXPECT_EQ(Holds(GetBed().hosts[h], {"race-a", "race-b"}), "") << "round " << round << " left a hold on host " << h;
+      EXPECT_EQ(LeasesOf(GetBed().hosts[h], {"race-a", "race-b"}), "") << "round " << round << " left a lease on host " << h;
     }
   }
   std::printf("race: a won %d, b won %d of 21 races\n", a_won, b_won);
@@ -221,6 +239,7 @@ TEST_F(ReservationTest, TwoJobsNamingTwoHostsInOppositeOrdersNeverHoldHalfWhileW
   // One of them waited for the other.
   EXPECT_NE((oa.err + ob.err).find("waiting for"), std::string::npos) << oa.err << ob.err;
   EXPECT_EQ(Holds(bed.hosts[0], kOrder) + Holds(bed.hosts[1], kOrder), "");
+  EXPECT_EQ(LeasesOf(bed.hosts[0], kOrder) + LeasesOf(bed.hosts[1], kOrder), "");
 }
 
 TEST_F(ReservationTest, ABusyHostFailsTheJobWithTheHolderNamedAndWaitStartsItWhenFree) {
@@ -255,6 +274,7 @@ TEST_F(ReservationTest, ABusyHostFailsTheJobWithTheHolderNamedAndWaitStartsItWhe
   EXPECT_NE(waited.err.find("every host is free"), std::string::npos) << waited.err;
   std::printf("wait:\n%s\n", waited.err.c_str());
   EXPECT_EQ(Holds(GetBed().hosts[2], {"busy-holder", "busy-second"}), "");
+  EXPECT_EQ(LeasesOf(GetBed().hosts[2], {"busy-holder", "busy-second"}), "");
 }
 
 TEST_F(ReservationTest, AHoldWhoseLeaseLapsedIsTakenOverAfterTheGrace) {
@@ -286,6 +306,68 @@ TEST_F(ReservationTest, AHoldWhoseLeaseLapsedIsTakenOverAfterTheGrace) {
   // killed watchdog would have removed.
   RemoveJob(GetBed().hosts[0], dead_id);
   barge::testing::OnHost(GetBed().hosts[0], "rm -rf /tmp/barge-" + dead_id);
+}
+
+TEST_F(ReservationTest, ReapFromAnotherStoreKeepsAColleaguesLiveJobAndRemovesOnlyJobsWithNoLiveLease) {
+  // A colleague's job (their own store and controller) runs on host 1; a
+  // second user reaps the same host from a store of their own. Before the
+  // leases lived on the engine, reap judged by the local store alone and
+  // removed the colleague's running container and hold.
+  const BedHost& h = GetBed().hosts[1];
+  JobDir colleague("resv-reap-colleague"), me("resv-reap-me");
+  const std::string hosts = HostsYaml({1});
+  colleague.Write(Job("reap-colleague", "[\"sleep\", \"8\"]", hosts, "lease: 8s\n"), "job.yaml");
+  me.Write(Job("reap-cleanup", "[\"true\"]", hosts), "cleanup.yaml");
+  pid_t pid = colleague.Start("run job.yaml");
+  ASSERT_TRUE(colleague.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)));
+  const std::string id = JobIdIn(barge::testing::ReadWholeFile(colleague.path() / "err.txt"));
+  jobs_.insert(id);
+  // Planted: a job with no lease at all, a job whose lease lapsed past its
+  // grace (60 s lease, renewed 1000 s ago) and a job of no store here with
+  // a live lease (another machine's, say).
+  const std::string tag = std::to_string(getpid());
+  const long long now = static_cast<long long>(time(nullptr));
+  const std::string image = GetBed().image;
+  auto lease = [&](const std::string& job, long long renewed) {
+    return Docker(h, "create --name barge-lease-" + job + "." + std::to_string(renewed) + " --label barge.job=" + job +
+                         " --label barge.hold=lease --label barge.hold.lease=60 --label barge.hold.v=2"
+                         " --label barge.hold.user=carol --label barge.hold.machine=elsewhere " + image + " true");
+  };
+  Docker(h, "run -d --name barge-reaptest-orphan-" + tag + " --label barge.job=0rphan01 " + image + " sleep 60");
+  Docker(h, "run -d --name barge-reaptest-lapsed-" + tag + " --label barge.job=1apsed02 " + image + " sleep 60");
+  lease("1apsed02", now - 1000);
+  Docker(h, "run -d --name barge-reaptest-live-" + tag + " --label barge.job=11ve0003 " + image + " sleep 60");
+  lease("11ve0003", now);
+
+  CliOutcome reap = me.Barge("reap cleanup.yaml");
+  std::printf("reap:\n%s\n", reap.out.c_str());
+  EXPECT_EQ(reap.code, 0) << reap.err;
+  char machine[256] = {};
+  gethostname(machine, sizeof machine - 1);
+  const std::string owner = "job " + id + ", " + GetBed().user + "@" + machine + ", lease renewed ";
+  EXPECT_NE(reap.out.find(h.address + ": kept barge-hold-host (" + owner), std::string::npos) << reap.out;
+  EXPECT_NE(reap.out.find(h.address + ": kept barge-reap-colleague-" + id + "-0 (" + owner), std::string::npos)
+      << reap.out;
+  EXPECT_NE(reap.out.find(h.address + ": kept barge-reaptest-live-" + tag + " (job 11ve0003, carol@elsewhere, lease renewed"),
+            std::string::npos)
+      << reap.out;
+  EXPECT_NE(reap.out.find(h.address + ": removing barge-reaptest-orphan-" + tag + " (job 0rphan01, Up"), std::string::npos)
+      << reap.out;
+  EXPECT_NE(reap.out.find(h.address + ": removing barge-reaptest-lapsed-" + tag + " (job 1apsed02, Up"), std::string::npos)
+      << reap.out;
+  EXPECT_NE(reap.out.find(h.address + ": removing barge-lease-1apsed02." + std::to_string(now - 1000) +
+                          " (job 1apsed02, Created, lease lapsed "),
+            std::string::npos)
+      << reap.out;
+  EXPECT_EQ(Docker(h, "ps -aq --filter label=barge.job=0rphan01 --filter label=barge.job=1apsed02"), "");
+  EXPECT_EQ(Docker(h, "ps -aq --filter label=barge.job=0rphan01"), "");
+  EXPECT_EQ(Docker(h, "ps -aq --filter label=barge.job=1apsed02"), "");
+  EXPECT_NE(Docker(h, "ps -q --filter label=barge.job=11ve0003"), "");
+  EXPECT_NE(Docker(h, "ps -q --filter label=barge.job=" + id), "") << "the colleague's job was removed";
+  // The colleague's job runs to its end, untouched.
+  CliOutcome done = colleague.Wait(pid, std::chrono::seconds(60));
+  EXPECT_EQ(done.code, 0) << done.err;
+  RemoveJob(h, "11ve0003");
 }
 
 TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExclusiveJobIsRefused) {
@@ -395,6 +477,7 @@ TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExcl
   ASSERT_TRUE(j.is_array() && j.size() == 1u) << json.out;
   EXPECT_GE(j[0]["holds"].size(), 4u) << json.out;
   EXPECT_EQ(Holds(GetBed().hosts[1], kGpuJobs), "");
+  EXPECT_EQ(LeasesOf(GetBed().hosts[1], kGpuJobs), "");
   fs::remove(shim);
   fs::remove(gpu_log);
 }
@@ -432,7 +515,7 @@ void ReservationTest::CtrlCOnAFrozenEngine(bool through_cli) {
   std::string id;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (id.empty() && std::chrono::steady_clock::now() < until) {
-    id = Docker(bed.hosts[0], "ps -a --filter label=barge.hold --filter label=barge.hold.name=" + name +
+    id = Docker(bed.hosts[0], "ps -a --filter label=barge.hold=host --filter label=barge.hold.name=" + name +
                                   " --format '{{.Label \"barge.job\"}}'");
     while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
     if (id.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
