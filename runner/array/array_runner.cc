@@ -283,6 +283,11 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       ControllerOptions o;
       o.state_dir = options.state_dir;
       o.spec_text = options.spec_text;
+      // Hosts another job holds are waited for, not failed on: without the
+      // job's `wait:` for as long as it takes (a busy host never costs a
+      // member an attempt).
+      o.wait = true;
+      o.wait_unbounded = true;
       std::_Exit(RunJob(*member, MakePlanInput(*member, r.job_id), o));
     }
     close(out[1]);

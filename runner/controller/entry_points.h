@@ -53,6 +53,9 @@ struct ControllerOptions {
   // `barge run --wait`: a host held by another job is waited for (up to the
   // job's `wait:`, 30 minutes without one) instead of failing the job.
   bool wait = false;
+  // With `wait`: no limit without the job's `wait:` (a job array's member:
+  // runner/array/array_runner.h).
+  bool wait_unbounded = false;
 };
 
 // `input` is the job's PlanInput (with job id); the plan is made again after

@@ -143,7 +143,10 @@ Status Controller::SecureHolds() {
     return Status::Ok();
   }
   const bool wait = options_.wait || spec_.wait.has_value();
-  const milliseconds limit = spec_.wait.value_or(std::chrono::minutes(30));
+  // Unbounded: ten years (a steady_clock time point holds about 292).
+  const milliseconds limit =
+      spec_.wait.value_or(options_.wait_unbounded ? milliseconds(std::chrono::hours(24 * 3653))
+                                                  : milliseconds(std::chrono::minutes(30)));
   const Clock::time_point give_up = Now() + limit;
   std::mt19937 random(std::random_device{}());
   std::string last_said;

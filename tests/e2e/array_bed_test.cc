@@ -2,8 +2,8 @@
 // three hosts, two at a time, one member failing once and retried, one
 // failing for good; the per-member environment and substitutions seen from
 // inside the containers; no two members on one host at once; the summary
-// table and the exit code; and `barge down` of a running array leaving
-// nothing on any host.
+// table and the exit code; members waiting for a host another job holds;
+// and `barge down` of a running array leaving nothing on any host.
 //
 // Each container appends a START and an END line to a file under /run (the
 // bed's hosts share the machine's /run), stamped with the kernel's uptime
@@ -205,6 +205,14 @@ TEST(ArrayBed, SevenMembersTwoAtATimeOnThreeHostsRetryOnceReportAndNeverShareAHo
   EXPECT_EQ(ls.out.find("sweep-3"), std::string::npos) << ls.out;  // members are not listed one by one
   CliOutcome logs = job.Barge("logs " + id[1].str() + " --index 3");
   EXPECT_EQ(logs.code, 0) << logs.err;
+  // Its lines, from both attempts (the first failed, the second succeeded).
+  size_t hellos = 0;
+  for (size_t at = logs.out.find("member 3 says hello"); at != std::string::npos;
+       at = logs.out.find("member 3 says hello", at + 1)) {
+    ++hellos;
+  }
+  EXPECT_GE(hellos, 1u) << logs.out;
+  EXPECT_EQ(logs.out.find("member 2 says hello"), std::string::npos) << logs.out;
 
   // rerun --failed runs member 6 alone again (with its retry), and it
   // fails again; the others keep their outcome.
@@ -216,6 +224,61 @@ TEST(ArrayBed, SevenMembersTwoAtATimeOnThreeHostsRetryOnceReportAndNeverShareAHo
 
   // Nothing left on any host.
   for (const std::string& member : MemberJobs(job, id[1])) EXPECT_EQ(ContainersOf(member), "") << member;
+}
+
+TEST(ArrayBed, MembersWaitForAHostAnotherJobHoldsAllSucceedAndNoneRunsThereWhileItIsHeld) {
+  // A colleague's job holds host 1 of the array's 2-host pool for 8 s while
+  // a 4-member one-host-each array starts over the pool. Before arrays
+  // waited, three of the four members failed at once with exit 125.
+  JobDir holder("array-wait-holder"), job("array-wait");
+  SharedDir shared("wait");
+  const auto& bed = GetBed();
+  holder.Write("name: array-wait-holder\nimage: " + bed.image + "\n" + BedHostsYaml(0, 1) +
+                   "stop_grace: 1s\ntimeout: 60s\ncontainer:\n  volumes: [\"" + shared.path() +
+                   ":/shared\"]\ncommand: [\"sh\", \"-c\", \"sleep 8; read up _ < /proc/uptime; "
+                   "echo $up > /shared/holder-end\"]\n",
+               "holder.yaml");
+  std::ofstream(job.path() / "params.csv") << "n\n1\n2\n3\n4\n";
+  job.Write("name: array-wait\nimage: " + bed.image + "\n" + BedHostsYaml(0, 2) +
+            "parallel: 2\nstop_grace: 1s\ntimeout: 60s\n"
+            "container:\n  volumes: [\"" + shared.path() + ":/shared\"]\n"
+            "command: [\"sh\", \"-c\", \"read up _ < /proc/uptime; "
+            "echo START $BARGE_ARRAY_INDEX $MASTER_ADDR $up >> /shared/events; sleep 1\"]\n");
+  pid_t h = holder.Start("run holder.yaml");
+  ASSERT_TRUE(holder.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)));
+  const std::string holder_id = barge::testing::JobIdIn(ReadWholeFile(holder.path() / "err.txt"));
+  CliOutcome run = job.Barge("run job.yaml --array params.csv");
+  SCOPED_TRACE(run.out + run.err);
+  CliOutcome held = holder.Wait(h, std::chrono::seconds(60));
+  EXPECT_EQ(held.code, 0) << held.err;
+  EXPECT_EQ(run.code, 0);
+  EXPECT_NE(run.err.find("waiting for " + bed.hosts[0].address + " (held by " + holder_id), std::string::npos);
+  EXPECT_NE(run.err.find("succeeded 4"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(run.out, std::regex(R"(\n\d +\| n=\d +\| succeeded +\| 0 )")));
+  EXPECT_EQ(run.out.find("attempts)"), std::string::npos) << "a busy host cost a member an attempt";
+  // No member started on the held host before the holder ended.
+  std::istringstream end_in(ReadWholeFile(fs::path(shared.path()) / "holder-end"));
+  double holder_end = -1;
+  end_in >> holder_end;
+  ASSERT_GT(holder_end, 0);
+  std::istringstream events(ReadWholeFile(fs::path(shared.path()) / "events"));
+  int starts = 0, on_held = 0;
+  for (std::string what, host; events >> what;) {
+    int index;
+    double t;
+    events >> index >> host >> t;
+    ++starts;
+    if (host == bed.hosts[0].address) {
+      ++on_held;
+      EXPECT_GT(t, holder_end) << "member " << index << " ran on the held host while it was held";
+    }
+  }
+  EXPECT_EQ(starts, 4);
+  std::printf("members on the held host once it was free: %d of 4\n", on_held);
+  std::smatch id;
+  ASSERT_TRUE(std::regex_search(run.err, id, std::regex(R"(array ([0-9a-f]+) \(array-wait\))")));
+  for (const std::string& member : MemberJobs(job, id[1])) EXPECT_EQ(ContainersOf(member), "") << member;
+  EXPECT_EQ(ContainersOf(holder_id), "");
 }
 
 TEST(ArrayBed, DownOfARunningArrayCancelsItsMembersAndLeavesNothingOnAnyHost) {
