@@ -185,6 +185,9 @@ int main(int argc, char** argv) {
   forward->add_option("job", job, "job id, unique id prefix, or name")->required();
   forward->add_option("ports", forward_ports, "[LOCAL:]REMOTE, e.g. 8265 or 16006:6006")->required();
   forward->add_option("--node", forward_rank, "the node's rank (default 0, the head)");
+  std::string forward_socket;
+  forward->add_option("--socket", forward_socket,
+                      "serve on a unix socket at this path (mode 0600) instead of 127.0.0.1 (one REMOTE port)");
   barge::runner::TopOptions top_options;
   auto* top = app.add_subcommand("top", "Every node's CPU, memory, network and GPUs, refreshed every 2 s (Ctrl-C stops)");
   top->add_option("job", job, "job id, unique id prefix, or name")->required();
@@ -340,7 +343,7 @@ int main(int argc, char** argv) {
   }
   if (*exec && exec_stdin) return barge::runner::ExecInteractive(job, exec_rank, exec_argv, exec_tty);
   if (*exec) return barge::runner::Exec(job, exec_rank, exec_argv);
-  if (*forward) return barge::runner::Forward(job, forward_ports, forward_rank);
+  if (*forward) return barge::runner::Forward(job, forward_ports, forward_rank, forward_socket);
   if (*top) return barge::runner::Top(job, top_options);
   if (*hosts) {
     if (hosts_file_arg.empty() == hosts_list.empty()) {

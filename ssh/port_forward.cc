@@ -3,6 +3,7 @@
 #include "ssh/port_forward.h"
 
 #include "ssh/channel_errors.h"
+#include "ssh/peer_owner.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -10,6 +11,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,12 +86,39 @@ Result<std::unique_ptr<PortForward>> PortForward::Listen(EventLoop* loop, int lo
   return std::unique_ptr<PortForward>(new PortForward(loop, fd, ntohs(addr.sin_port)));
 }
 
+Result<std::unique_ptr<PortForward>> PortForward::ListenUnix(EventLoop* loop, const std::string& path) {
+  sockaddr_un addr{};
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    return Status::Error("unix socket path '" + path + "' is empty or longer than " +
+                         std::to_string(sizeof addr.sun_path - 1) + " bytes");
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Error("cannot listen on " + path + ": " + std::strerror(errno));
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  // 0600 from the start: no moment in which another user could connect.
+  const mode_t old_mask = umask(0177);
+  const int bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  const int bind_errno = errno;
+  umask(old_mask);
+  if (bound != 0 || listen(fd, 128) != 0) {
+    const int e = bound != 0 ? bind_errno : errno;
+    close(fd);
+    if (e == EADDRINUSE) return Status::Error(path + " already exists: remove it or choose another path");
+    return Status::Error("cannot listen on " + path + ": " + std::strerror(e));
+  }
+  auto forward = std::unique_ptr<PortForward>(new PortForward(loop, fd, 0));
+  forward->unix_path_ = path;
+  return forward;
+}
+
 PortForward::PortForward(EventLoop* loop, int listen_fd, int local_port)
     : loop_(loop), listen_fd_(listen_fd), local_port_(local_port) {}
 
 PortForward::~PortForward() {
   Stop();
   if (listen_fd_ >= 0) close(listen_fd_);
+  if (!unix_path_.empty()) unlink(unix_path_.c_str());
 }
 
 void PortForward::Serve(Executor* via, std::string target_host, int target_port,
@@ -122,6 +152,14 @@ void PortForward::Accept() {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;  // EAGAIN, or an error that the next accept repeats
     if (conns_.size() >= kMaxConnections || failed_) {
+      close(fd);
+      continue;
+    }
+    // Only the user barge runs as (see the header).
+    if (std::optional<uid_t> owner = PeerUid(fd); !owner || *owner != geteuid()) {
+      ++refused_;
+      spdlog::warn("Port forward: refused a connection of another user. [port: {}, uid: {}]", local_port_,
+                   owner ? std::to_string(*owner) : std::string("unknown"));
       close(fd);
       continue;
     }

@@ -39,6 +39,12 @@ namespace barge::ssh {
 // refused), and nothing is retried. A lost connection to the host ends the
 // serving too (on_fatal), but leaves the port bound for a later Serve.
 //
+// Who may connect: only the user barge runs as. Each accepted connection's
+// client is looked up (ssh/peer_owner.h: its socket's owner in the
+// kernel's table for a 127.0.0.1 port, SO_PEERCRED for a unix socket) and
+// a connection of any other user, or one whose owner cannot be told, is
+// closed at once, before anything is sent to the host.
+//
 // Threading: the loop's thread only. `via` (given to Serve) must outlive the
 // forward, or Stop be called before it goes.
 class PortForward {
@@ -48,11 +54,17 @@ class PortForward {
   // (...)". Connections wait in the kernel's backlog until Serve.
   [[nodiscard]] static Result<std::unique_ptr<PortForward>> Listen(EventLoop* loop,
                                                                    int local_port);
+  // Binds and listens on a unix socket at `path` instead, mode 0600 from
+  // its creation (a file already there is an error: nothing is removed).
+  // The socket file is removed when the forward is destroyed.
+  [[nodiscard]] static Result<std::unique_ptr<PortForward>> ListenUnix(EventLoop* loop,
+                                                                       const std::string& path);
   ~PortForward();
   PortForward(const PortForward&) = delete;
   PortForward& operator=(const PortForward&) = delete;
 
-  // The bound port (the chosen one when Listen was given 0).
+  // The bound port (the chosen one when Listen was given 0); 0 on a unix
+  // socket.
   int local_port() const { return local_port_; }
 
   // Accepts connections from now on, each carried to target_host:target_port
@@ -68,6 +80,9 @@ class PortForward {
   // Connections open now, and accepted since Listen.
   size_t open_connections() const { return conns_.size(); }
   uint64_t accepted() const { return accepted_; }
+  // Connections closed at once because another user (or no one known)
+  // made them.
+  uint64_t refused() const { return refused_; }
 
  private:
   struct Conn;
@@ -95,6 +110,8 @@ class PortForward {
   bool failed_ = false;
   std::list<std::unique_ptr<Conn>> conns_;
   uint64_t accepted_ = 0;
+  uint64_t refused_ = 0;
+  std::string unix_path_;  // ListenUnix's socket file, removed at destruction
 };
 
 }  // namespace barge::ssh

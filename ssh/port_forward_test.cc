@@ -6,12 +6,20 @@
 #include "ssh/channel_errors.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -98,6 +106,82 @@ TEST(PortForward, CarriesFourMebibytesBothWaysThroughTheLoop) {
   EXPECT_EQ(received.size(), payload.size());
   EXPECT_TRUE(received == payload);
   EXPECT_EQ((*f)->accepted(), 1u);
+}
+
+// Runs `fn` in a child process as uid/gid 65534 (nobody); its exit code.
+int AsNobody(EventLoop& loop, const std::function<int()>& fn) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+    _exit(fn());
+  }
+  int status = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < end) {
+    loop.Poll(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(PortForward, AConnectionOfAnotherUserIsClosedAtOnceAndNothingReachesTheTarget) {
+  ASSERT_EQ(geteuid(), 0u) << "this test plays another user (uid 65534): it needs root";
+  EventLoop loop;
+  LocalExecutor local(&loop);
+  int target_port = 0;
+  int target = ListenLoopback(&target_port);
+  Result<std::unique_ptr<PortForward>> f = PortForward::Listen(&loop, 0);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  (*f)->Serve(&local, "127.0.0.1", target_port, [](const Status&) {});
+  // The other user connects, sends, and reads: the connection ends at once
+  // (0 from read) and nothing reaches the target.
+  const int port = (*f)->local_port();
+  const int code = AsNobody(loop, [port] {
+    int fd = Connect(port);
+    if (fd < 0) return 2;
+    (void)!write(fd, "GET / HTTP/1.0\r\n\r\n", 18);
+    char buf[16];
+    return read(fd, buf, sizeof buf) <= 0 ? 0 : 3;
+  });
+  EXPECT_EQ(code, 0) << "2: no connection; 3: bytes came back; 100: not root";
+  for (int i = 0; i < 10; ++i) loop.Poll(std::chrono::milliseconds(10));
+  EXPECT_EQ((*f)->refused(), 1u);
+  EXPECT_EQ((*f)->accepted(), 0u);
+  fcntl(target, F_SETFL, O_NONBLOCK);
+  EXPECT_LT(accept(target, nullptr, nullptr), 0) << "a connection reached the target";
+  close(target);
+}
+
+TEST(PortForward, AUnixSocketIsMode0600FromTheStartAndRefusesAnExistingPath) {
+  ASSERT_EQ(geteuid(), 0u) << "this test plays another user (uid 65534): it needs root";
+  EventLoop loop;
+  char dir_template[] = "/tmp/barge-fwd-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  chmod(dir_template, 0755);
+  const std::string path = std::string(dir_template) + "/dash.sock";
+  {
+    Result<std::unique_ptr<PortForward>> f = PortForward::ListenUnix(&loop, path);
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    struct stat st {};
+    ASSERT_EQ(lstat(path.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISSOCK(st.st_mode));
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_EQ((*f)->local_port(), 0);
+    // Another user cannot even connect.
+    const int code = AsNobody(loop, [path] {
+      int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+      sockaddr_un a{};
+      a.sun_family = AF_UNIX;
+      std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+      return connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 1 : (errno == EACCES ? 0 : 2);
+    });
+    EXPECT_EQ(code, 0);
+    Result<std::unique_ptr<PortForward>> again = PortForward::ListenUnix(&loop, path);
+    ASSERT_FALSE(again.ok());
+    EXPECT_NE(again.status().message().find(path + " already exists"), std::string::npos)
+        << again.status().message();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path)) << "the socket file outlived its forward";
+  rmdir(dir_template);
 }
 
 TEST(PortForward, ABusyPortIsAnErrorAtOnceNamingIt) {

@@ -133,8 +133,14 @@ int ExecInteractive(const std::string& job_text, int rank, const std::vector<std
                                   argv, tty);
 }
 
-// `barge forward JOB [LOCAL:]REMOTE... [--node RANK]`: until Ctrl-C.
-int Forward(const std::string& job_text, const std::vector<std::string>& ports, int rank) {
+// `barge forward JOB [LOCAL:]REMOTE... [--node RANK] [--socket PATH]`:
+// until Ctrl-C.
+int Forward(const std::string& job_text, const std::vector<std::string>& ports, int rank,
+            const std::string& socket_path) {
+  if (!socket_path.empty() && ports.size() != 1) {
+    std::fprintf(stderr, "barge: forward: --socket serves one port: give one REMOTE port\n");
+    return kExitBargeFailure;
+  }
   std::vector<ForwardSpec> forwards;
   for (const std::string& p : ports) {
     Result<window::ForwardPorts> parsed = window::ParseForwardPorts(p);
@@ -142,7 +148,7 @@ int Forward(const std::string& job_text, const std::vector<std::string>& ports, 
       std::fprintf(stderr, "barge: forward: %s\n", parsed.status().message().c_str());
       return kExitBargeFailure;
     }
-    forwards.push_back({parsed->local_port, parsed->remote_port, rank});
+    forwards.push_back({parsed->local_port, parsed->remote_port, rank, socket_path});
   }
   std::optional<LiveJob> live = FindLiveJob(job_text, "forward");
   if (!live) return kExitBargeFailure;

@@ -92,7 +92,8 @@ int Exec(const std::string& job_text, int rank, const std::vector<std::string>& 
 // `barge exec -i|-it JOB [--node RANK] -- CMD...`.
 int ExecInteractive(const std::string& job_text, int rank, const std::vector<std::string>& argv, bool tty);
 // `barge forward JOB [LOCAL:]REMOTE... [--node RANK]`: until Ctrl-C.
-int Forward(const std::string& job_text, const std::vector<std::string>& ports, int rank);
+int Forward(const std::string& job_text, const std::vector<std::string>& ports, int rank,
+            const std::string& socket_path);
 // `barge top JOB [--once] [--json]`.
 int Top(const std::string& job_text, TopOptions top);
 // `barge __complete-jobs`: the store's job ids, then their names, one a

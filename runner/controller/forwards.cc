@@ -20,7 +20,9 @@ Result<std::string> ForwardTarget(const std::optional<std::string>& network,
 }
 
 std::string ForwardingLine(const ForwardSpec& f) {
-  return "forwarding http://127.0.0.1:" + std::to_string(f.local_port) + " -> rank " +
+  const std::string from =
+      f.socket_path.empty() ? "http://127.0.0.1:" + std::to_string(f.local_port) : "unix:" + f.socket_path;
+  return "forwarding " + from + " -> rank " +
          std::to_string(f.rank) + " port " + std::to_string(f.remote_port);
 }
 
@@ -30,7 +32,9 @@ Result<std::unique_ptr<JobForwards>> JobForwards::Bind(
   auto out = std::make_unique<JobForwards>();
   out->specs_ = specs;
   for (size_t i = 0; i < specs.size(); ++i) {
-    Result<std::unique_ptr<ssh::PortForward>> f = ssh::PortForward::Listen(loop, specs[i].local_port);
+    Result<std::unique_ptr<ssh::PortForward>> f =
+        specs[i].socket_path.empty() ? ssh::PortForward::Listen(loop, specs[i].local_port)
+                                     : ssh::PortForward::ListenUnix(loop, specs[i].socket_path);
     if (!f.ok()) return Status::Error(what(i) + ": " + f.status().message());
     out->forwards_.push_back(std::move(f).value());
   }

@@ -32,8 +32,10 @@ std::string ForwardingLine(const ForwardSpec& f);
 // destroyed (or StopAll called) before the executors it serves through.
 class JobForwards {
  public:
-  // Binds every local port on 127.0.0.1 now, in order; the first that is
-  // busy fails it all, naming the port (and the entry, `what(i)`).
+  // Binds every local port on 127.0.0.1 (or unix socket) now, in order;
+  // the first that is busy fails it all, naming the port (and the entry,
+  // `what(i)`). Only the user barge runs as may connect
+  // (ssh/port_forward.h).
   [[nodiscard]] static Result<std::unique_ptr<JobForwards>> Bind(
       ssh::EventLoop* loop, const std::vector<ForwardSpec>& specs,
       const std::function<std::string(size_t)>& what);

@@ -163,6 +163,9 @@ struct ForwardSpec {
   int local_port = 0;
   int remote_port = 0;
   int rank = 0;
+  // `barge forward --socket PATH`: a unix socket (mode 0600) instead of
+  // 127.0.0.1:local_port.
+  std::string socket_path;
 };
 
 // `array:` (runner/array/): one member job per row of a CSV or JSON-lines
