@@ -214,6 +214,29 @@ TEST_F(WindowBedTest, ForwardCarriesALargeFileAndTwentyConcurrentRequestsToAServ
   EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(5));
   EXPECT_NE(busy.find("127.0.0.1:" + std::to_string(local) + " is already in use"), std::string::npos) << busy;
 
+  // Another user of this machine (uid 65534) is refused at the forward's
+  // port; the user barge runs as is served.
+  EXPECT_EQ(RunShell("setpriv --reuid=65534 --regid=65534 --clear-groups curl -s --max-time 10 "
+                     "http://127.0.0.1:" + std::to_string(local2) + "/index.html"),
+            "");
+  EXPECT_NE(Read("fwd.err").find("refused a connection of another user"), std::string::npos) << Read("fwd.err");
+  EXPECT_EQ(RunShell("curl -s --max-time 10 http://127.0.0.1:" + std::to_string(local2) + "/index.html"),
+            "hello-from-the-node\n");
+
+  // --socket: a unix socket only its user can connect to, gone at the end.
+  const std::string sock = "/tmp/barge-fwd-" + std::to_string(getpid()) + ".sock";
+  pid_t unix_fwd = Start("forward " + job_id + " 18231 --socket " + sock, "ufwd");
+  ASSERT_TRUE(WaitFor("ufwd.err", "forwarding unix:" + sock + " -> rank 0 port 18231")) << Read("ufwd.err");
+  EXPECT_EQ(RunShell("curl -s --max-time 10 --unix-socket " + sock + " http://node/index.html"),
+            "hello-from-the-node\n");
+  EXPECT_EQ(RunShell("setpriv --reuid=65534 --regid=65534 --clear-groups curl -s --max-time 10 --unix-socket " +
+                     sock + " http://node/index.html"),
+            "");
+  EXPECT_EQ(RunShell("stat -c %a " + sock), "600\n");
+  kill(unix_fwd, SIGINT);
+  EXPECT_EQ(Wait(unix_fwd, seconds(10)), 0) << Read("ufwd.err");
+  EXPECT_FALSE(std::filesystem::exists(sock));
+
   kill(fwd, SIGINT);
   EXPECT_EQ(Wait(fwd, seconds(10)), 0) << Read("fwd.err");
   std::string down;
