@@ -318,6 +318,54 @@ cmd_down() {
 }
 
 # ---------------------------------------------------------------------------
+# _persist MNT UTS CMD...: runs CMD in new mount namespaces (slave
+# propagation) and, when UTS is not empty, new UTS namespaces, both bound
+# to their files (MNT, UTS) before CMD starts; exits with CMD's status.
+# Not `unshare --mount=FILE`: inside a container (bench/fresh-machine.sh,
+# kernel 6.18) the kernel refuses to bind about half of the new mount
+# namespaces ("mount /proc/PID/ns/mnt on FILE failed: Invalid argument"),
+# each refused one for good however often it is tried, while a namespace
+# made again is bound at once. Here CMD waits (on a FIFO) until its
+# namespaces are bound, and a refused one is dropped and made again, up
+# to 30 times.
+cmd__persist() {
+  local mnt=$1 uts=$2 pid i try go
+  shift 2
+  go=$(mktemp -u "$NSDIR/.go.XXXXXX")
+  mkfifo -m 0600 "$go" || die "cannot make $go"
+  local -a flags=(--mount)
+  [[ -z "$uts" ]] || flags+=(--uts)
+  touch "$mnt" ${uts:+"$uts"} || die "cannot make $mnt $uts"
+  for ((try = 1; ; try++)); do
+    # shellcheck disable=SC2016
+    unshare "${flags[@]}" --propagation slave -- sh -c 'read -r _ <"$1"; shift; exec "$@"' sh "$go" "$@" &
+    pid=$!
+    for ((i = 0; i < 500; i++)); do
+      [[ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" != "$(readlink /proc/self/ns/mnt)" ]] && break
+      alive "$pid" || break
+      sleep 0.01
+    done
+    if [[ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" != "$(readlink /proc/self/ns/mnt)" ]] &&
+       mount --bind "/proc/$pid/ns/mnt" "$mnt" 2>/dev/null; then
+      if [[ -z "$uts" ]] || mount --bind "/proc/$pid/ns/uts" "$uts"; then
+        break
+      fi
+      umount "$mnt" 2>/dev/null || true
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    if ((try >= 30)); then
+      rm -f "$go"
+      die "cannot bind new namespaces of $* to $mnt $uts ($try tries)"
+    fi
+  done
+  ((try == 1)) || log "$*: namespaces bound on try $try"
+  echo go >"$go"
+  rm -f "$go"
+  wait "$pid"
+}
+
+# ---------------------------------------------------------------------------
 # Inside a host's fresh namespaces (called through nsenter + unshare).
 
 # _lo_init: mount namespace of the loopback sshd. Root network and /tmp (the
@@ -657,7 +705,7 @@ cmd_up() {
   printf '[%s]:%s %s\n' "$LO_ADDR" "$LO_PORT" "$(cut -d' ' -f1,2 "$BED/lo/ssh_host_ed25519_key.pub")" >>"$BED/known_hosts"
   "$SSHD" -t -f "$BED/lo/sshd_config" || die "sshd rejects $BED/lo/sshd_config"
   touch "$NSDIR/lo.mnt"
-  unshare --mount="$NSDIR/lo.mnt" --propagation slave -- "$SELF" _lo_init 9>&- \
+  "$SELF" _persist "$NSDIR/lo.mnt" "" "$SELF" _lo_init 9>&- \
     || die "loopback sshd did not start; see $BED/lo/sshd.log"
 
   # Namespace hosts.
@@ -693,7 +741,7 @@ cmd_up() {
     local -A pid_of=()
     for h in $names; do
       nsenter --net="/run/netns/bb-$h" -- \
-        unshare --uts="$NSDIR/$h.uts" --mount="$NSDIR/$h.mnt" --propagation slave -- \
+        "$SELF" _persist "$NSDIR/$h.mnt" "$NSDIR/$h.uts" \
         "$SELF" _host_init "$h" "$(host_addr "$h")" >"$BED/$h/init.log" 2>&1 9>&- &
       pid_of[$h]=$!
     done
@@ -902,6 +950,7 @@ case "${1:-}" in
   status) cmd_status ;;
   exec) shift; cmd_exec "$@" ;;
   ssh) shift; cmd_ssh "$@" ;;
+  _persist) shift; cmd__persist "$@" ;;
   _lo_init) cmd__lo_init ;;
   _host_init) shift; cmd__host_init "$@" ;;
   _jump_target) cmd__jump_target ;;
