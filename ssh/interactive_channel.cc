@@ -160,6 +160,11 @@ void InteractiveChannel::Service() {
     if (pending_off_ == pending_.size() && !in_eof_) {
       uint32_t room = std::min<uint32_t>(ssh_channel_window_size(channel_), kChunk);
       if (room == 0) break;
+      // Read only what is there: the input is not made non-blocking (the
+      // flag lives in the open file description, shared with the shell
+      // and whatever else holds it, and would outlive a killed barge).
+      pollfd ready{in_fd_, POLLIN, 0};
+      if (poll(&ready, 1, 0) <= 0 || (ready.revents & (POLLIN | POLLHUP | POLLERR)) == 0) break;
       ssize_t n = read(in_fd_, buf, room);
       if (n > 0) {
         pending_.assign(buf, static_cast<size_t>(n));

@@ -23,8 +23,9 @@ struct PtySize {
 // Driven by one poll hook of the loop (never from inside libssh's dispatch),
 // like SshExecutor's own channels, but not one of them: it does not wait for
 // the executor's free channel slots. Bytes read from `in_fd` (watched by the
-// loop, non-blocking reads) go to the channel as its window allows; EOF on
-// `in_fd` is sent as EOF (without a pty; with one, the terminal's own ^D is
+// loop; each read only once a poll says it is ready, so `in_fd` stays
+// blocking) go to the channel as its window allows; EOF on `in_fd` is sent
+// as EOF (without a pty; with one, the terminal's own ^D is
 // just a byte). Output is written to `out_fd` / `err_fd` (blocking writes: a
 // terminal or a pipe the user reads). With a pty the host merges stderr into
 // stdout, as ssh -t does.

@@ -3,7 +3,6 @@
 // -i/-it`, each of which connects to the job's hosts itself (its own
 // sessions, its own loop), so nothing here can block a running job's
 // controller.
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,12 +155,9 @@ int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, 
     size.rows = ts.rows;
     pty = size;
   }
-  const int in_flags = fcntl(STDIN_FILENO, F_GETFL);
-  if (in_flags >= 0) fcntl(STDIN_FILENO, F_SETFL, in_flags | O_NONBLOCK);
   Result<std::unique_ptr<ssh::InteractiveChannel>> channel = ssh::InteractiveChannel::Start(
       &loop_, host.exec.get(), line, pty, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO);
   if (!channel.ok()) {
-    if (in_flags >= 0) fcntl(STDIN_FILENO, F_SETFL, in_flags);
     Say(channel.status().message());
     return kExitBargeFailure;
   }
@@ -191,7 +187,6 @@ int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, 
     sigaction(SIGWINCH, &old_winch, nullptr);
     g_winch_loop = nullptr;
   }
-  if (in_flags >= 0) fcntl(STDIN_FILENO, F_SETFL, in_flags);
   if (!ch.done()) return kExitInterrupted;
   if (!ch.exit().known()) {
     Say(ch.exit().error);

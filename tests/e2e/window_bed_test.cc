@@ -4,6 +4,7 @@
 // (script, tmux); `barge top --once --json` on three hosts under a CPU
 // burner, with a stand-in nvidia-smi on one host.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -383,6 +384,30 @@ TEST_F(WindowBedTest, ExecItGivesARealTerminalPassesTypedInputResizesAndCtrlCAnd
   EXPECT_EQ(Barge("exec -i " + job + " -- sh -c 'tty; wc -c; exit 3'", &piped, "twelve bytes"), 3);
   EXPECT_NE(piped.find("not a tty"), std::string::npos) << piped;
   EXPECT_NE(piped.find("12"), std::string::npos) << piped;
+
+  // barge never makes its stdin non-blocking: the flag belongs to the open
+  // file description, shared with whoever else holds it (a shell, a pipe's
+  // writer), and would stay set after a killed barge. Checked on a pipe
+  // this test holds too, while `exec -i` reads it and after a SIGKILL.
+  int in[2];
+  ASSERT_EQ(pipe(in), 0);
+  const std::string cmd = Env() + "exec " + BARGE_BINARY + " exec -i " + job + " -- sh -c 'cat >/dev/null' >/dev/null 2>&1";
+  pid_t reader = fork();
+  if (reader == 0) {
+    dup2(in[0], STDIN_FILENO);
+    close(in[0]);
+    close(in[1]);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  ASSERT_EQ(write(in[1], "some input\n", 11), 11);
+  std::this_thread::sleep_for(seconds(2));
+  EXPECT_EQ(fcntl(in[0], F_GETFL) & O_NONBLOCK, 0) << "exec -i made its stdin non-blocking";
+  kill(reader, SIGKILL);
+  waitpid(reader, nullptr, 0);
+  EXPECT_EQ(fcntl(in[0], F_GETFL) & O_NONBLOCK, 0) << "a killed exec -i left its stdin non-blocking";
+  close(in[0]);
+  close(in[1]);
   std::string down;
   EXPECT_EQ(Barge("down " + job, &down), 0) << down;
 }
