@@ -3,7 +3,7 @@
 #include "ssh/port_forward.h"
 
 #include "ssh/channel_errors.h"
-#include "ssh/peer_owner.h"
+#include "base/peer_owner.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -370,11 +370,14 @@ TEST_F(HoldScriptRun, ASecondJobIsRefusedUntilTheFirstsLeaseLapsesThenTakesTheHo
   // a's controller and watchdog went: its lease was last renewed long ago
   // (lease 600 s + grace 60 s). b removes a's hold and lease as stale and
   // takes the host.
-  Run(Docker().Line({"rename", a_lease, LeaseName(a.job_id, r.now - 661)}));
+  const long long lapsed = r.now - 661;
+  Run(Docker().Line({"rename", a_lease, LeaseName(a.job_id, lapsed)}));
+  // (b released what its refused tries left, as its controller does.)
+  Run(ReleaseHoldsCommand(Docker(), b.job_id));
   r = ParseHoldReply(Take(HoldRequest{}, b, &exit));
   EXPECT_EQ(exit, 0) << r.errors;
   EXPECT_EQ(r.removed_stale, (std::vector<std::string>{HostHoldName() + " (job " + a.job_id + " a)",
-                                                       LeaseName(a.job_id, r.now - 661) + " (job " + a.job_id + " a)"}));
+                                                       LeaseName(a.job_id, lapsed) + " (job " + a.job_id + " a)"}));
   EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()});
   ASSERT_EQ(r.holds.size(), 2u);
   EXPECT_EQ(r.holds[0].job_id, b.job_id);
@@ -399,6 +402,7 @@ TEST_F(HoldScriptRun, AHoldIsJudgedByItsLeaseOnTheEngineNotByAnyFileAnotherUserC
   // A planted directory with a fresh lease file does not keep a lapsed
   // lease's hold alive.
   Run(Docker().Line({"rename", a_lease, LeaseName(a.job_id, r.now - 661)}));
+  Run(ReleaseHoldsCommand(Docker(), b.job_id));  // as b's controller does after a refusal
   std::filesystem::create_directories("/tmp/barge-" + a.job_id);
   std::ofstream("/tmp/barge-" + a.job_id + "/lease");
   int exit = -1;

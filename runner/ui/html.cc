@@ -89,7 +89,7 @@ document.addEventListener('DOMContentLoaded', function () {
   var state = document.getElementById('live-state');
   var select = document.getElementById('log-node');
   var source = null;
-  var kMaxLines = 5000;
+  var kMaxLines = )js" + std::to_string(kLiveLogLines) + R"js(;
   function say(text) { if (state) state.textContent = text; }
   function open() {
     if (source) source.close();

@@ -10,6 +10,10 @@
 
 namespace barge::runner::ui {
 
+// The most lines a job page keeps in its live log (older ones leave the
+// page as new ones come): a live stream never sends more in one go.
+inline constexpr size_t kLiveLogLines = 5000;
+
 // &, <, >, " and ' as entities: safe in element text and in quoted
 // attribute values, in HTML and in SVG.
 std::string HtmlEscape(std::string_view text);

@@ -339,13 +339,17 @@ void UiServer::Impl::Stream(const httplib::Request& req, httplib::Response& res)
         }
         const bool final = IsFinal(job->status);
         // A new stream starts with the end of the backlog; a resumed one
-        // with everything since its cursor.
+        // with what came since its cursor, and each poll with what came
+        // since the last, at most the page's kLiveLogLines (the older ones
+        // would leave the page at once): however far back a cursor
+        // (Last-Event-ID: 0:0) or however chatty the job, one poll holds
+        // and sends a bounded number of lines.
         Result<std::vector<ViewLine>> lines = st->tail.Poll(
-            *job, *nodes, false, first && !st->resumed ? kStreamBacklogLines : SIZE_MAX);
+            *job, *nodes, false, first && !st->resumed ? kStreamBacklogLines : kLiveLogLines);
         if (!lines.ok()) return false;
         out += SseLines(*lines, st->tail.Cursor());
         if (final && !st->tail.grew()) {
-          Result<std::vector<ViewLine>> rest = st->tail.Poll(*job, *nodes, true);
+          Result<std::vector<ViewLine>> rest = st->tail.Poll(*job, *nodes, true, kLiveLogLines);
           if (!rest.ok()) return false;
           out += SseLines(*rest, st->tail.Cursor());
           out += std::string("event: end\ndata: ") + ToString(job->status) + "\n\n";

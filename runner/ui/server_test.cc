@@ -2,6 +2,8 @@
 // (cpp-httplib's client, and raw sockets for requests no client would send).
 #include "runner/ui/server.h"
 
+#include "runner/ui/html.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -291,6 +293,33 @@ TEST_F(UiServerTest, TheLiveStreamSendsAppendedLinesAndEndsWhenTheJobEnds) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->status, 200);
   EXPECT_NE(again->body.find("event: end"), std::string::npos);
+}
+
+TEST_F(UiServerTest, AStreamResumedFromTheLogsStartSendsAtMostThePagesLiveLinesOfALongLog) {
+  // done1's log grows to 3 x kLiveLogLines lines; a browser that resumes
+  // from cursor 0:0 (Last-Event-ID) gets the last kLiveLogLines, not the
+  // whole log in one response.
+  {
+    std::ofstream log(dir_.path() + "/runs/done1/0-local.log", std::ios::app);
+    for (size_t i = 0; i < 3 * kLiveLogLines; ++i) {
+      log << "2024-05-01T12:00:01.000000000Z stdout line " << i << "\n";
+    }
+  }
+  auto c = Client();
+  httplib::Headers headers = Authed();
+  headers.emplace("Last-Event-ID", "0:0");
+  auto res = c.Get("/jobs/done1/logs/stream", headers);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  size_t events = 0;
+  for (size_t at = res->body.find("event: line"); at != std::string::npos; at = res->body.find("event: line", at + 1)) {
+    ++events;
+  }
+  EXPECT_LE(events, kLiveLogLines);
+  EXPECT_GE(events, kLiveLogLines - 1);
+  EXPECT_NE(res->body.find("\"text\":\"line " + std::to_string(3 * kLiveLogLines - 1) + "\""), std::string::npos);
+  EXPECT_EQ(res->body.find("\"text\":\"line 0\""), std::string::npos) << "the log's start was sent";
+  EXPECT_NE(res->body.find("event: end"), std::string::npos);
 }
 
 }  // namespace

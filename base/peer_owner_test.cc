@@ -1,4 +1,4 @@
-#include "ssh/peer_owner.h"
+#include "base/peer_owner.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-namespace barge::ssh {
+namespace barge {
 namespace {
 
 // A little-endian machine's /proc/net/tcp: a listener on 127.0.0.1:8265,
@@ -49,4 +49,4 @@ TEST(PeerUid, IsThisProcesssUidForItsOwnLoopbackConnection) {
 }
 
 }  // namespace
-}  // namespace barge::ssh
+}  // namespace barge

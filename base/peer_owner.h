@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-namespace barge::ssh {
+namespace barge {
 
 // The uid of the socket in `proc_net_tcp` (the text of /proc/net/tcp)
 // whose local end is 127.0.0.1:`client_port` and remote end
@@ -25,4 +25,4 @@ std::optional<uid_t> LoopbackClientUid(std::string_view proc_net_tcp, int client
 // told (the client has gone, /proc is not readable).
 std::optional<uid_t> PeerUid(int fd);
 
-}  // namespace barge::ssh
+}  // namespace barge

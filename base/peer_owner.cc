@@ -1,5 +1,5 @@
 // Who is at the other end of an accepted connection.
-#include "ssh/peer_owner.h"
+#include "base/peer_owner.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-namespace barge::ssh {
+namespace barge {
 
 namespace {
 
@@ -80,4 +80,4 @@ std::optional<uid_t> PeerUid(int fd) {
   return LoopbackClientUid(text.str(), ntohs(p->sin_port), ntohs(s->sin_port));
 }
 
-}  // namespace barge::ssh
+}  // namespace barge
