@@ -55,16 +55,49 @@ std::optional<JobSpec> HostsSpec(const std::string& file, const std::string& hos
   return spec;
 }
 
-// `barge hosts JOBFILE | --hosts a,b [--json]`.
+// The specs whose hosts `hosts` and `reap` look at: the job's own hosts
+// (when it has any) and each host group's, reached with that group's ssh
+// settings, each with its label ("" for the job's own, "group NAME").
+std::vector<std::pair<std::string, JobSpec>> HostsSpecs(const JobSpec& spec) {
+  std::vector<std::pair<std::string, JobSpec>> out;
+  if (!spec.hosts.empty() || spec.host_groups.empty()) out.emplace_back("", spec);
+  for (const HostGroup& g : spec.host_groups) {
+    JobSpec s = spec;
+    s.host_groups.clear();
+    s.hosts = g.hosts;
+    for (auto& h : s.hosts) h.nodes = 1;
+    s.ssh = g.ssh;
+    s.hosts_file = g.hosts_file;
+    s.hosts_command.clear();
+    s.hosts_command_ran = false;
+    out.emplace_back("group " + g.name, std::move(s));
+  }
+  return out;
+}
+
+// `barge hosts JOBFILE | --hosts a,b [--json]`: the job's hosts and every
+// host group's, in one table (or JSON).
 int Hosts(const std::string& file, const std::string& hosts, bool json) {
   std::optional<JobSpec> spec = HostsSpec(file, hosts);
   if (!spec) return kExitBargeFailure;
   ControllerOptions options;
   options.state_dir = StateDir();
-  return ShowJobHosts(*spec, MakePlanInput(*spec, "hosts"), options, json);
+  std::vector<fleet::HostView> views;
+  int code = 0;
+  for (const auto& [label, s] : HostsSpecs(*spec)) {
+    if (ListJobHosts(s, MakePlanInput(s, "hosts"), options, label, &views) != 0) code = kExitBargeFailure;
+  }
+  if (json) {
+    std::printf("%s\n", fleet::HostsJson(views).dump(2).c_str());
+  } else {
+    std::fputs(fleet::HostsTable(views).c_str(), stdout);
+  }
+  std::fflush(stdout);
+  return code;
 }
 
-// `barge reap FILE | --hosts a,b`: removes barge containers of no running job.
+// `barge reap FILE | --hosts a,b`: removes the barge containers on the
+// job's hosts and every host group's that no live job owns.
 int Reap(const std::string& file, const std::string& hosts) {
   std::optional<JobSpec> spec = HostsSpec(file, hosts);
   if (!spec) return kExitBargeFailure;
@@ -76,12 +109,17 @@ int Reap(const std::string& file, const std::string& hosts) {
   }
   auto is_live = [&](const std::string& id) {
     Result<JobRecord> job = (*store)->GetJob(id);
-    if (!job.ok()) return false;  // not a job of this store: an orphan here
+    if (!job.ok()) return false;  // not a job of this store
     return !IsFinal(job->status) && ControllerAlive(job->controller_pid);
   };
   ControllerOptions options;
   options.state_dir = state_dir;
-  return ReapJobHosts(*spec, MakePlanInput(*spec, "reap"), options, is_live);
+  int code = 0;
+  for (const auto& [label, s] : HostsSpecs(*spec)) {
+    if (!label.empty()) std::printf("%s:\n", label.c_str());
+    if (ReapJobHosts(s, MakePlanInput(s, "reap"), options, is_live) != 0) code = kExitBargeFailure;
+  }
+  return code;
 }
 
 // `barge exec JOB --node RANK -- CMD...`.

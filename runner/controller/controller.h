@@ -51,6 +51,7 @@
 #include "runner/controller/store_observer.h"
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/engine_stream.h"
+#include "runner/remote/hosts_view.h"
 #include "runner/remote/holds_api.h"
 #include "runner/remote/reservation.h"
 #include "runner/jobfile/job_spec.h"
@@ -118,8 +119,9 @@ class Controller {
   int Forward(const std::vector<ForwardSpec>& forwards);
   int Top(const TopOptions& top);
   // runner/controller/hosts_verb.cc: `barge hosts`, every host's holds and
-  // running barge containers in one table (or JSON).
-  int ShowHosts(bool json);
+  // running barge containers, added to `views` (named with `label` after
+  // each host when not empty).
+  int ListHosts(const std::string& label, std::vector<fleet::HostView>* views);
 
  private:
   // --- controller.cc: the flow and the plumbing.

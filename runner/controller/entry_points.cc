@@ -182,9 +182,9 @@ int ForwardJobPorts(const JobSpec& spec, const cluster::PlanInput& input,
                         [&](Controller& c) { return c.Forward(forwards); });
 }
 
-int ShowJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
-                 bool json) {
-  return WithController(spec, input, options, false, [&](Controller& c) { return c.ShowHosts(json); });
+int ListJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+                 const std::string& label, std::vector<fleet::HostView>* views) {
+  return WithController(spec, input, options, false, [&](Controller& c) { return c.ListHosts(label, views); });
 }
 
 int TopJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,

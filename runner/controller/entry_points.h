@@ -20,6 +20,7 @@
 #include <vector>
 #include <string>
 
+#include "runner/remote/hosts_view.h"
 #include "runner/console/failure.h"
 #include "cluster/plan.h"
 #include "runner/jobfile/job_spec.h"
@@ -102,10 +103,11 @@ int TopJob(const JobSpec& spec, const cluster::PlanInput& input, const Controlle
            const TopOptions& top);
 
 // `barge hosts`: every host of `spec`'s holds and running barge containers,
-// from the hosts themselves (runner/remote/hosts_view.h); 125 when a host
+// from the hosts themselves (runner/remote/hosts_view.h), added to `views`
+// (each host named with `label` after it when not empty); 125 when a host
 // could not be asked.
-int ShowJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
-                 bool json);
+int ListJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+                 const std::string& label, std::vector<fleet::HostView>* views);
 
 // `barge attach` to a job whose controller is gone (see Controller).
 int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,

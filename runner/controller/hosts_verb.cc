@@ -1,7 +1,7 @@
 // `barge hosts`: asks every host of a job file (or of --hosts) for its holds
-// and running barge containers, one command per host in parallel, and prints
-// them in one table (or JSON). Exit 0 when every host answered, 125 when one
-// could not be asked.
+// and running barge containers, one command per host in parallel (the CLI
+// prints them, every host group's too, in one table or JSON). Exit 0 when
+// every host answered, 125 when one could not be asked.
 #include <algorithm>
 #include <cstdio>
 
@@ -10,7 +10,7 @@
 
 namespace barge::runner::internal {
 
-int Controller::ShowHosts(bool json) {
+int Controller::ListHosts(const std::string& label, std::vector<fleet::HostView>* out) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   // Every listed host, not only those this job's plan would use.
   plan_.used_hosts.clear();
@@ -21,7 +21,7 @@ int Controller::ShowHosts(bool json) {
   std::map<size_t, size_t> row;  // host index → views
   for (auto& [h, host] : hosts_) {
     row[h] = views.size();
-    views.push_back(fleet::HostView{host->name, 0, {}, {}, ""});
+    views.push_back(fleet::HostView{host->name + (label.empty() ? "" : " (" + label + ")"), 0, {}, {}, ""});
     if (!host->exec) {
       auto why = connect_errors_.find(h);
       views.back().error = why == connect_errors_.end() ? "not connected" : why->second;
@@ -33,18 +33,14 @@ int Controller::ShowHosts(bool json) {
                                      std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout)),
               [&, h = h, hs](const Outcome& o) {
                 fleet::HostView v = fleet::ParseHostView(hs->name, o.out);
+                v.host = views[row[h]].host;
                 if (!o.ok() && v.error.empty()) v.error = o.Reason();
                 views[row[h]] = std::move(v);
               });
   }
   RunWhileProgressing(group, spec_.ssh.engine_timeout * 2 + seconds(30), [&] { return interrupts_ > 0; });
   const bool all = std::all_of(views.begin(), views.end(), [](const fleet::HostView& v) { return v.error.empty(); });
-  if (json) {
-    std::printf("%s\n", fleet::HostsJson(views).dump(2).c_str());
-  } else {
-    std::fputs(fleet::HostsTable(views).c_str(), stdout);
-  }
-  std::fflush(stdout);
+  out->insert(out->end(), std::make_move_iterator(views.begin()), std::make_move_iterator(views.end()));
   return all ? 0 : kExitBargeFailure;
 }
 

@@ -124,6 +124,24 @@ TEST(HostGroupsBed, FourMembersOverTwoGroupsEachRunOnAHostOfItsRowsGroupWithThat
   const std::vector<std::string> members = MemberJobs(job, id[1]);
   EXPECT_EQ(members.size(), 4u);
   for (const std::string& member : members) EXPECT_EQ(ContainersOf(member), "") << member;
+
+  // `barge hosts` and `barge reap` know the groups: each group's hosts,
+  // group b's reached through its ProxyJump (the job has no hosts of its
+  // own). A leftover container on group b's host is reaped there.
+  CliOutcome hosts = job.Barge("hosts job.yaml");
+  EXPECT_EQ(hosts.code, 0) << hosts.err;
+  for (const std::string& want : {h1.address + " (group a)", h2.address + " (group a)",
+                                  bed.jump_target.address + " (group b)"}) {
+    EXPECT_NE(hosts.out.find(want), std::string::npos) << want << "\n" << hosts.out;
+  }
+  const std::string orphan = "barge-grouptest-orphan-" + std::to_string(getpid());
+  OnHost(BedHostNamed("h3"), "DOCKER_HOST=" + bed.jump_target.docker_host + " docker run -d --name " + orphan +
+                                 " --label barge.job=0rphan0b " + bed.image + " sleep 60 >/dev/null");
+  CliOutcome reap = job.Barge("reap job.yaml");
+  EXPECT_EQ(reap.code, 0) << reap.err;
+  EXPECT_NE(reap.out.find("group b:\n"), std::string::npos) << reap.out;
+  EXPECT_NE(reap.out.find(bed.jump_target.address + ": removing " + orphan + " (job 0rphan0b"), std::string::npos)
+      << reap.out << reap.err;
 }
 
 TEST(HostGroupsBed, ARowNamingAnUnknownGroupStopsTheArrayBeforeAnythingStarts) {
