@@ -33,8 +33,10 @@ test_packages=(
   # the AddressSanitizer build of barge (clang compiles it in about half
   # the CPU of g++; scripts/fuzz.sh needs both too)
   clang libclang-rt-dev
-  # the package test (debootstrap, dpkg-shlibdeps) and the schema test
-  debootstrap dpkg-dev python3-jsonschema python3-yaml
+  # the package test (debootstrap; dpkg-dev and file for cpack's
+  # dpkg-shlibdeps step: CPackDeb refuses to run without `file`, which a
+  # minimal Debian lacks) and the schema test
+  debootstrap dpkg-dev file python3-jsonschema python3-yaml
   # the dashboard's end-to-end test (tests/ui/dashboard_test.py) and
   # scripts/screenshot-dashboard.sh drive headless Chromium; a font so its
   # screenshots have text
