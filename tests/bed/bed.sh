@@ -319,49 +319,41 @@ cmd_down() {
 
 # ---------------------------------------------------------------------------
 # _persist MNT UTS CMD...: runs CMD in new mount namespaces (slave
-# propagation) and, when UTS is not empty, new UTS namespaces, both bound
-# to their files (MNT, UTS) before CMD starts; exits with CMD's status.
-# Not `unshare --mount=FILE`: inside a container (bench/fresh-machine.sh,
-# kernel 6.18) the kernel refuses to bind about half of the new mount
-# namespaces ("mount /proc/PID/ns/mnt on FILE failed: Invalid argument"),
-# each refused one for good however often it is tried, while a namespace
-# made again is bound at once. Here CMD waits (on a FIFO) until its
-# namespaces are bound, and a refused one is dropped and made again, up
-# to 30 times.
+# propagation) and, when UTS is not empty, new UTS namespaces, named by MNT
+# (and UTS) before CMD starts; exits with CMD's status. The names are
+# symlinks to /proc/HOLDER/ns/{mnt,uts} of a holder process (titled
+# barge-bed-ns-holder, a sleep) that stays in those namespaces until the
+# bed goes down (bed_pids finds it through them). Not bind mounts of the
+# namespaces (`unshare --mount=FILE`): inside a container
+# (bench/fresh-machine.sh, kernel 6.18) the kernel refuses to bind new mount
+# namespaces there ("mount /proc/PID/ns/mnt on FILE failed: Invalid
+# argument"), sometimes every one of 30 made in a row; nsenter and setns
+# take the /proc name as well.
 cmd__persist() {
-  local mnt=$1 uts=$2 pid i try go
+  local mnt=$1 uts=$2 pid holder="" i pidfile
   shift 2
-  go=$(mktemp -u "$NSDIR/.go.XXXXXX")
-  mkfifo -m 0600 "$go" || die "cannot make $go"
+  pidfile=$(mktemp -u "$NSDIR/.holder.XXXXXX")
   local -a flags=(--mount)
   [[ -z "$uts" ]] || flags+=(--uts)
-  touch "$mnt" ${uts:+"$uts"} || die "cannot make $mnt $uts"
-  for ((try = 1; ; try++)); do
-    # shellcheck disable=SC2016
-    unshare "${flags[@]}" --propagation slave -- sh -c 'read -r _ <"$1"; shift; exec "$@"' sh "$go" "$@" &
-    pid=$!
-    for ((i = 0; i < 500; i++)); do
-      [[ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" != "$(readlink /proc/self/ns/mnt)" ]] && break
-      alive "$pid" || break
-      sleep 0.01
-    done
-    if [[ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" != "$(readlink /proc/self/ns/mnt)" ]] &&
-       mount --bind "/proc/$pid/ns/mnt" "$mnt" 2>/dev/null; then
-      if [[ -z "$uts" ]] || mount --bind "/proc/$pid/ns/uts" "$uts"; then
-        break
-      fi
-      umount "$mnt" 2>/dev/null || true
-    fi
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    if ((try >= 30)); then
-      rm -f "$go"
-      die "cannot bind new namespaces of $* to $mnt $uts ($try tries)"
-    fi
+  # shellcheck disable=SC2016
+  unshare "${flags[@]}" --propagation slave -- bash -c \
+    '(exec -a barge-bed-ns-holder sleep 2147483647) </dev/null >/dev/null 2>&1 &
+     echo $! >"$1.tmp" && mv "$1.tmp" "$1" || exit 1
+     shift; exec "$@"' bash "$pidfile" "$@" &
+  pid=$!
+  for ((i = 0; i < 500; i++)); do
+    [[ -s "$pidfile" ]] && { holder=$(cat "$pidfile"); break; }
+    alive "$pid" || break
+    sleep 0.01
   done
-  ((try == 1)) || log "$*: namespaces bound on try $try"
-  echo go >"$go"
-  rm -f "$go"
+  rm -f "$pidfile"
+  if ! [[ "$holder" =~ ^[0-9]+$ ]] ||
+     [[ "$(readlink "/proc/$holder/ns/mnt" 2>/dev/null)" == "$(readlink /proc/self/ns/mnt)" ]]; then
+    kill "$pid" 2>/dev/null || true
+    die "no namespaces holder for $* (holder pid '${holder}')"
+  fi
+  ln -sfn "/proc/$holder/ns/mnt" "$mnt" || die "cannot name $mnt"
+  [[ -z "$uts" ]] || ln -sfn "/proc/$holder/ns/uts" "$uts" || die "cannot name $uts"
   wait "$pid"
 }
 
@@ -704,7 +696,6 @@ cmd_up() {
   write_sshd_config "$BED/lo/sshd_config" "$LO_ADDR:$LO_PORT" "$BED/lo/ssh_host_ed25519_key" "$BED/lo/sshd.pid"
   printf '[%s]:%s %s\n' "$LO_ADDR" "$LO_PORT" "$(cut -d' ' -f1,2 "$BED/lo/ssh_host_ed25519_key.pub")" >>"$BED/known_hosts"
   "$SSHD" -t -f "$BED/lo/sshd_config" || die "sshd rejects $BED/lo/sshd_config"
-  touch "$NSDIR/lo.mnt"
   "$SELF" _persist "$NSDIR/lo.mnt" "" "$SELF" _lo_init 9>&- \
     || die "loopback sshd did not start; see $BED/lo/sshd.log"
 
@@ -736,7 +727,6 @@ cmd_up() {
       write_sshd_config "$BED/$h/sshd_config" "$(host_addr "$h"):22" "$BED/$h/ssh_host_ed25519_key" "$BED/$h/sshd.pid" "$dh"
       echo '{}' >"$BED/$h/daemon.json"
       printf '%s,%s %s\n' "$h" "$(host_addr "$h")" "$(cut -d' ' -f1,2 "$BED/$h/ssh_host_ed25519_key.pub")" >>"$BED/known_hosts"
-      touch "$NSDIR/$h.mnt" "$NSDIR/$h.uts"
     done
     local -A pid_of=()
     for h in $names; do
