@@ -1,30 +1,13 @@
 // What `barge reap` removes from one host and what it keeps.
 #include "runner/remote/reap.h"
 
-#include <algorithm>
 #include <map>
-#include <optional>
 
 #include "cluster/plan.h"
+#include "runner/remote/holds_api.h"
 #include "runner/remote/reservation.h"
 
 namespace barge::runner::fleet {
-
-namespace {
-
-std::string ReapLabelOf(const container::PsEntry& e, const std::string& key) {
-  auto it = e.labels.find(key);
-  return it == e.labels.end() ? std::string() : it->second;
-}
-
-// A job's newest lease on the host, as its lease container labels it.
-struct LeaseSeen {
-  long long renewed = 0;
-  long long lease = 0;
-  std::string owner;  // user@machine
-};
-
-}  // namespace
 
 std::string ReapListingLine(const DockerCommands& docker) {
   return "date +%s && " + docker.PsByLabel(cluster::kJobLabel);
@@ -45,37 +28,39 @@ Result<ReapListing> ParseReapListing(std::string_view out) {
 
 std::vector<ReapChoice> ChooseReaped(const std::vector<container::PsEntry>& listed, long long now,
                                      const std::function<bool(const std::string&)>& is_live) {
-  std::map<std::string, LeaseSeen> leases;
+  // Each job's newest lease (reservation.h's rule, HoldsOf's reading); only
+  // a container labelled barge.hold=lease counts as one.
+  std::vector<container::PsEntry> lease_entries;
   for (const container::PsEntry& e : listed) {
-    const std::string name = e.names.substr(0, e.names.find(','));
-    const std::string job = ReapLabelOf(e, std::string(cluster::kJobLabel));
-    std::optional<long long> t = LeaseRenewedAt(name);
-    if (!t || job.empty() || ReapLabelOf(e, std::string(kHoldLabel)) != "lease") continue;
-    LeaseSeen seen{*t, NumberOr(ReapLabelOf(e, "barge.hold.lease"), 0),
-                   ReapLabelOf(e, "barge.hold.user") + "@" + ReapLabelOf(e, "barge.hold.machine")};
-    auto [it, fresh] = leases.emplace(job, seen);
-    if (!fresh && seen.renewed > it->second.renewed) it->second = seen;
+    auto kind = e.labels.find(std::string(kHoldLabel));
+    if (kind != e.labels.end() && kind->second == "lease") lease_entries.push_back(e);
   }
+  // (HoldsOf gives every lease its job's newest renewal: any one will do.)
+  std::map<std::string, Hold> leases;
+  for (Hold& h : HoldsOf(lease_entries)) {
+    if (IsLease(h) && !h.job_id.empty()) leases.emplace(h.job_id, std::move(h));
+  }
+  const std::vector<Hold> all = HoldsOf(listed);
   std::vector<ReapChoice> out;
-  for (const container::PsEntry& e : listed) {
+  for (size_t i = 0; i < all.size(); ++i) {
     ReapChoice c;
-    c.id = e.id;
-    c.name = e.names.substr(0, e.names.find(','));
-    c.job_id = ReapLabelOf(e, std::string(cluster::kJobLabel));
+    c.id = all[i].id;
+    c.name = all[i].name;
+    c.job_id = all[i].job_id;
     auto lease = leases.find(c.job_id);
-    if (lease != leases.end() && lease->second.lease > 0 &&
-        now <= lease->second.renewed + lease->second.lease + StaleGrace(lease->second.lease)) {
+    const std::string& status = listed[i].status;
+    if (lease != leases.end() && lease->second.lease_renewed && !IsStale(lease->second, now)) {
       c.keep = true;
-      c.why = "job " + c.job_id + ", " + lease->second.owner + ", lease renewed " +
-              ShortDuration(now - lease->second.renewed) + " ago";
+      c.why = "job " + c.job_id + ", " + lease->second.user + "@" + lease->second.machine + ", lease renewed " +
+              ShortDuration(now - *lease->second.lease_renewed) + " ago";
     } else if (!c.job_id.empty() && is_live(c.job_id)) {
       c.keep = true;
       c.why = "job " + c.job_id + ", running from this store";
     } else {
-      c.why = "job " + c.job_id + ", " + e.status +
-              (lease != leases.end() ? ", lease lapsed " +
-                                           ShortDuration(now - lease->second.renewed - lease->second.lease) + " ago"
-                                     : std::string());
+      c.why = "job " + c.job_id + ", " + status;
+      if (lease != leases.end() && lease->second.lease_renewed) {
+        c.why += ", lease lapsed " + ShortDuration(now - *lease->second.lease_renewed - lease->second.lease) + " ago";
+      }
     }
     out.push_back(std::move(c));
   }
