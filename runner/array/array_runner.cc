@@ -3,16 +3,17 @@
 #include "runner/array/array_runner.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -26,37 +27,19 @@
 #include "runner/array/member_output.h"
 #include "runner/store/job_store.h"
 #include "runner/store/state_dir.h"
+#include "runner/console/signals.h"
+#include "ssh/event_loop.h"
 
 namespace barge::runner::fleet {
 namespace {
 
-volatile std::sig_atomic_t g_signals = 0;
-volatile std::sig_atomic_t g_last_signal = 0;
-
-void OnSignal(int signo) {
-  g_last_signal = signo;
-  g_signals = g_signals + 1;
+// Closes every file descriptor from `first` on (a forked member's
+// inheritance).
+void CloseFdsFrom(int first) {
+  if (syscall(SYS_close_range, first, ~0U, 0) == 0) return;
+  const long max = sysconf(_SC_OPEN_MAX);
+  for (long fd = first; fd < (max > 0 ? max : 65536); ++fd) close(static_cast<int>(fd));
 }
-
-// Installs OnSignal for SIGINT, SIGTERM and SIGHUP (no SA_RESTART, so poll
-// returns) and restores the previous handlers when destroyed.
-class ArraySignals {
- public:
-  ArraySignals() {
-    g_signals = 0;
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~ArraySignals() {
-    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-
- private:
-  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[3];
-};
 
 // One running member attempt.
 struct Running {
@@ -208,8 +191,11 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     std::fflush(stderr);
   };
 
-  ArraySignals signals;
-  int forwarded = 0;
+  // One event loop: the members' output and the signals (one watcher, as
+  // every barge process has).
+  ssh::EventLoop loop;
+  std::deque<int> signals_in;  // delivered, not yet handled
+  SignalWatcher signals(&loop, [&signals_in](int signo) { signals_in.push_back(signo); });
   bool stopping = false;
   std::map<pid_t, Running> running;
   std::map<int, int> tries;  // attempts in this run, by index (a rerun starts again at 0)
@@ -262,24 +248,29 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     record(m);
     std::fflush(nullptr);
     store.reset();  // no SQLite connection across the fork (see above)
+    // Signals wait until the member has its own handlers: one delivered in
+    // between would run the watcher's handler in the member, which writes
+    // to the array controller's signal pipe.
+    sigset_t block, before;
+    sigemptyset(&block);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+    sigprocmask(SIG_BLOCK, &block, &before);
     pid_t pid = fork();
     if (pid == 0) {
       // The member: an ordinary job controller, in its own process group.
       setpgid(0, 0);
       struct sigaction dfl {};
       dfl.sa_handler = SIG_DFL;
-      for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &dfl, nullptr);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &dfl, nullptr);
+      sigprocmask(SIG_SETMASK, &before, nullptr);
       dup2(out[1], STDOUT_FILENO);
       dup2(err[1], STDERR_FILENO);
-      // Only the array controller reads the member's output: were the member
-      // to keep the read ends, its writes would block on a full pipe instead
-      // of failing once the array controller is gone.
-      close(out[0]);
-      close(err[0]);
-      for (auto& [p, other] : running) {
-        close(other.out_fd);
-        close(other.err_fd);
-      }
+      // Nothing of the array controller's stays open in the member: only the
+      // array controller reads a member's output (were a member to keep the
+      // read ends, its own or another member's, or the event loop's copies of
+      // them, writes would block on a full pipe instead of failing once the
+      // array controller is gone), and its signal pipe is its own.
+      CloseFdsFrom(3);
       ControllerOptions o;
       o.state_dir = options.state_dir;
       o.spec_text = options.spec_text;
@@ -290,6 +281,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       o.wait_unbounded = true;
       std::_Exit(RunJob(*member, MakePlanInput(*member, r.job_id), o));
     }
+    sigprocmask(SIG_SETMASK, &before, nullptr);
     close(out[1]);
     close(err[1]);
     if (pid < 0) {
@@ -310,7 +302,22 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     std::fprintf(stderr, "barge: member %d (%s) attempt %d: job %s on %s\n", index, m.params.c_str(),
                  m.attempts, r.job_id.c_str(), m.hosts.c_str());
     events.MemberStarted(index, r.job_id, m.attempts, m.hosts, *m.started);
-    running.emplace(pid, std::move(r));
+    auto placed = running.emplace(pid, std::move(r)).first;
+    // Each pipe is read as it fills, and closed at its end (the member
+    // closed it, or died).
+    Running* run = &placed->second;
+    for (const bool is_out : {true, false}) {
+      loop.WatchFd(is_out ? run->out_fd : run->err_fd, POLLIN, [&, run, is_out](short) {
+        int& fd = is_out ? run->out_fd : run->err_fd;
+        if (fd < 0) return;
+        if (!Drain(fd, is_out ? *run->out : *run->err, is_out ? stdout : stderr,
+                   is_out ? echo_out : options.echo)) {
+          loop.UnwatchFd(fd);
+          close(fd);
+          fd = -1;
+        }
+      });
+    }
   };
 
   auto finish = [&](Running& r, int code) {
@@ -343,9 +350,9 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   };
 
   for (;;) {
-    if (g_signals > forwarded) {
-      const int signo = g_last_signal;
-      forwarded = g_signals;
+    while (!signals_in.empty()) {
+      const int signo = signals_in.front();
+      signals_in.pop_front();
       if (!stopping) {
         std::fprintf(stderr, "barge: interrupted (signal %d): stopping the array's members\n", signo);
       }
@@ -377,29 +384,9 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       break;
     }
 
-    std::vector<pollfd> fds;
-    std::vector<std::pair<Running*, bool>> owners;
-    for (auto& [pid, r] : running) {
-      if (r.out_fd >= 0) {
-        fds.push_back({r.out_fd, POLLIN, 0});
-        owners.emplace_back(&r, true);
-      }
-      if (r.err_fd >= 0) {
-        fds.push_back({r.err_fd, POLLIN, 0});
-        owners.emplace_back(&r, false);
-      }
-    }
-    poll(fds.data(), fds.size(), 200);
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Running& r = *owners[i].first;
-      int& fd = owners[i].second ? r.out_fd : r.err_fd;
-      if (!Drain(fd, owners[i].second ? *r.out : *r.err, owners[i].second ? stdout : stderr,
-                 owners[i].second ? echo_out : options.echo)) {
-        close(fd);
-        fd = -1;
-      }
-    }
+    // The members' output as it comes (each pipe is watched from its
+    // member's start: watch), signals, or 200 ms for the exits below.
+    loop.Poll(std::chrono::milliseconds(200));
     for (auto it = running.begin(); it != running.end();) {
       int wstatus = 0;
       if (waitpid(it->first, &wstatus, WNOHANG) != it->first) {
@@ -409,6 +396,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       Running& r = it->second;
       for (int* fd : {&r.out_fd, &r.err_fd}) {
         if (*fd < 0) continue;
+        loop.UnwatchFd(*fd);
         (void)Drain(*fd, fd == &r.out_fd ? *r.out : *r.err, fd == &r.out_fd ? stdout : stderr,
                     fd == &r.out_fd ? echo_out : options.echo);
         close(*fd);

@@ -11,7 +11,11 @@
 // (array_store.h). The Controller runs one job on one loop and blocks in
 // its phases, so a process per member reuses it unchanged, and gives each
 // member what a single job has: its own pid for `barge down`, its own
-// watchdog leases, and isolation from the others' faults.
+// watchdog leases, and isolation from the others' faults. The array
+// controller itself waits on one event loop (ssh/event_loop.h): its
+// members' output pipes and the signals (console/signals.h's
+// SignalWatcher, as in every barge process), and reaps exits between
+// polls. A member inherits none of its descriptors.
 //
 // Members run in their own process groups: a Ctrl-C (or `barge down
 // ARRAY`'s SIGTERM) reaches the array controller, which stops starting

@@ -6,12 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/controller.h"
+#include "runner/controller/connect.h"
+#include "runner/controller/job_state.h"
 #include "runner/remote/host_address.h"
 
 namespace barge::runner::internal {
 
-Status Controller::SettleAddresses(const std::vector<size_t>& which) {
+Status Connections::SettleAddresses(const std::vector<size_t>& which) {
   struct Settling {
     HostState* host = nullptr;
     std::string address;

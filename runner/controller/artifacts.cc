@@ -9,14 +9,15 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runner/controller/controller.h"
+#include "runner/controller/artifacts.h"
+#include "runner/controller/job_state.h"
 #include "runner/store/state_dir.h"
 #include "ssh/local_executor.h"
 #include "ssh/quote.h"
 
 namespace barge::runner::internal {
 
-std::vector<NodeState*> Controller::ArtifactNodes(const ArtifactSpec& a) {
+std::vector<NodeState*> Artifacts::ArtifactNodes(const ArtifactSpec& a) {
   std::vector<NodeState*> out;
   for (auto& n : nodes_) {
     if (a.all_nodes || n->plan->rank == a.rank.value_or(0)) out.push_back(n.get());
@@ -24,7 +25,7 @@ std::vector<NodeState*> Controller::ArtifactNodes(const ArtifactSpec& a) {
   return out;
 }
 
-void Controller::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSpec& a,
+void Artifacts::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSpec& a,
                               std::function<void()> done) {
   const std::string dest = options_.state_dir + "/runs/" + plan_.job_id + "/artifacts/" +
                            std::to_string(n.plan->rank);
@@ -62,7 +63,7 @@ void Controller::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactS
   group.Stream(*n.host->exec, n.host->docker->CopyOut(n.plan->container.name, a.path), std::move(cb));
 }
 
-void Controller::ScheduleArtifacts() {
+void Artifacts::ScheduleArtifacts() {
   for (size_t i = 0; i < spec_.artifacts.size(); ++i) {
     const ArtifactSpec& a = spec_.artifacts[i];
     if (!a.every) continue;
@@ -82,7 +83,7 @@ void Controller::ScheduleArtifacts() {
   }
 }
 
-void Controller::FinalArtifacts() {
+void Artifacts::FinalArtifacts() {
   if (spec_.artifacts.empty()) return;
   CommandGroup group(&loop_, &redact_);
   int pending = 0;

@@ -4,11 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/controller.h"
+#include "runner/controller/connect.h"
+#include "runner/controller/job_state.h"
 
 namespace barge::runner::internal {
 
-Status Controller::Connect(const std::vector<size_t>& which) {
+Status Connections::Connect(const std::vector<size_t>& which) {
   std::vector<HostTarget> targets;
   for (size_t h : which) {
     connect_errors_.erase(h);
@@ -36,7 +37,7 @@ Status Controller::Connect(const std::vector<size_t>& which) {
     t.ssh.proxy_jump = host.proxy_jump ? *host.proxy_jump : spec_.ssh.proxy_jump;
     t.dead_after = spec_.ssh.dead_after;
     HostState* hs = state.get();
-    t.on_lost = [this, hs](const Status& why) { OnHostLost(*hs, why.message()); };
+    t.on_lost = [this, hs](const Status& why) { faults_.OnHostLost(*hs, why.message()); };
     targets.push_back(std::move(t));
     hosts_[h] = std::move(state);
   }
@@ -51,7 +52,7 @@ Status Controller::Connect(const std::vector<size_t>& which) {
       std::all_of(targets.begin(), targets.end(), [](const HostTarget& t) { return t.host.is_local(); });
   observer_.StepBegan(Phase::kConnect, all_local ? "" : "connecting", static_cast<int>(targets.size()));
   for (size_t i = 0; i < which.size(); ++i) Began(hosts_[which[i]]->PhaseOf(Phase::kConnect));
-  auto executors = connector_.Connect(targets, spec_.ssh.parallel_connects);
+  auto executors = job_state_.connector.Connect(targets, spec_.ssh.parallel_connects);
   std::vector<std::string> errors;
   for (size_t i = 0; i < executors.size(); ++i) {
     HostState& state = *hosts_[which[i]];

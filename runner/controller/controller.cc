@@ -23,19 +23,10 @@
 
 namespace barge::runner::internal {
 
-std::string HostName(const cluster::Host& h) { return h.address; }
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && s[i] == ' ') ++i;
-  return s.substr(i);
-}
-
 Controller::Controller(const JobSpec& spec, const cluster::PlanInput& input,
                        const ControllerOptions& options, ssh::EventLoop* loop,
                        HostConnector* connector, JobObserver* observer)
-    : spec_(spec), input_(input), options_(options), loop_(*loop), connector_(*connector) {
+    : JobOwner(spec, input, options, loop, connector), JobPart(&job_storage_) {
   if (observer) observer_.Add(observer);
 }
 
@@ -44,7 +35,7 @@ Controller::~Controller() {
   // their callbacks go with the groups, timers are cancelled, buffered
   // phase spans are written.
   timers_.CancelAll();
-  DropApiCalls();
+  streams_.DropApiCalls();
   attempt_.Cancel();
   job_.Cancel();
   observer_.Flush();
@@ -70,9 +61,9 @@ int Controller::Run() {
   observer_.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", job.created);
 
   const int code = Execute();
-  Logout();
-  ReleaseHolds();
-  DisarmWatchdogs();
+  login_.Logout();
+  holds_.ReleaseHolds();
+  leases_.DisarmWatchdogs();
 
   JobStatus final_status = JobStatus::kFailed;
   std::string detail = final_detail_;
@@ -102,21 +93,21 @@ int Controller::Execute() {
   }
   // Hosts that cannot be reached are reported with the other hosts'
   // preflight problems, in one table.
-  if (Status s = Connect(); !s.ok() && connect_errors_.empty()) return Fail(s.message(), kExitBargeFailure);
+  if (Status s = connections_.Connect(); !s.ok() && connect_errors_.empty()) return Fail(s.message(), kExitBargeFailure);
   loop_.Poll(milliseconds(0));  // deliver a signal that came during the connects
   if (interrupts_ > 0) return kExitInterrupted;
   // registry: every host logs in before preflight checks or pulls images.
-  if (Status s = Login(AllHosts()); !s.ok()) {
+  if (Status s = login_.Login(AllHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
-  if (Status s = Preflight(ConnectedHosts()); !s.ok()) {
+  if (Status s = preflight_.Run(ConnectedHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
-  if (Status s = MpiPreflight(ConnectedHosts()); !s.ok()) {
+  if (Status s = mpi_.MpiPreflight(ConnectedHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
   // Every host the job's, or none (runner/controller/holds.cc).
-  if (Status s = SecureHolds(); !s.ok()) {
+  if (Status s = holds_.SecureHolds(); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
   const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
@@ -129,7 +120,7 @@ int Controller::Execute() {
       return Fail("roles.head.ready.log: invalid regex: " + std::string(e.what()), kExitBargeFailure);
     }
   }
-  if (Status s = Upload(AllHosts()); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+  if (Status s = uploads_.Upload(AllHosts()); !s.ok()) return Fail(s.message(), kExitBargeFailure);
 
   for (;;) {
     // Live hosts may have filled in GPU counts; restarts change hosts: the
@@ -137,7 +128,7 @@ int Controller::Execute() {
     if (Status s = Launch(); !s.ok()) {
       // No partial launch: whatever started is removed.
       Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
-      Teardown(interrupts_ < 2);
+      teardown_.Run(interrupts_ < 2);
       return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
     }
     if (timed_out_) {
@@ -145,23 +136,23 @@ int Controller::Execute() {
                std::to_string(std::chrono::duration_cast<seconds>(*spec_.timeout).count()) +
                " s): stopping it",
            kExitTimedOut);
-      Teardown(interrupts_ < 2);
+      teardown_.Run(interrupts_ < 2);
       return interrupts_ > 0 ? kExitInterrupted : kExitTimedOut;
     }
     if (interrupts_ > 0) {
-      Teardown(interrupts_ < 2);
+      teardown_.Run(interrupts_ < 2);
       return kExitInterrupted;
     }
     NodeState& head = *nodes_[0];
     if (!fault_ && head.phase == NodePhase::kExited) {
-      Teardown(true);
+      teardown_.Run(true);
       if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
       return *head.exit_code;
     }
     // A fault ended the attempt.
     const Fault fault = fault_.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
-    const bool again = Restartable(fault);
-    Teardown(/*graceful=*/interrupts_ < 2, /*final=*/!again);
+    const bool again = faults_.Restartable(fault);
+    teardown_.Run(/*graceful=*/interrupts_ < 2, /*final=*/!again);
     if (!again) {
       if (fault.cause == Cause::kNodeFailed && fault.rank == 0) {
         Fail("job failed: " + fault.detail, fault.exit_code);
@@ -171,12 +162,12 @@ int Controller::Execute() {
       if (spec_.restart) {
         msg += restart_count_ >= spec_.restart->max_restarts
                    ? " (no restarts left: max_restarts " + std::to_string(spec_.restart->max_restarts) + ")"
-                   : std::string(" (restart.on does not list ") + CauseName(fault.cause) + ")";
+                   : std::string(" (restart.on does not list ") + Faults::CauseName(fault.cause) + ")";
       }
       return Fail(msg, kExitBargeFailure);
     }
     ++restart_count_;
-    const std::string why = std::string(CauseName(fault.cause)) + ": " + fault.detail;
+    const std::string why = std::string(Faults::CauseName(fault.cause)) + ": " + fault.detail;
     const std::string note = redact_("restart " + std::to_string(restart_count_) + " of " +
                                      std::to_string(spec_.restart->max_restarts) + " after " + why);
     Record(store_->NoteRestart(plan_.job_id, note));
@@ -189,12 +180,12 @@ int Controller::Execute() {
     if (interrupts_ == 0) {
       if (Status s = ReplaceHosts(); !s.ok()) {
         tearing_down_ = true;
-        RunTeardownHooks();
+        teardown_.RunTeardownHooks();
         return Fail("job failed: " + why + "; cannot restart: " + s.message(), kExitBargeFailure);
       }
     }
     if (interrupts_ > 0) {
-      RunTeardownHooks();
+      teardown_.RunTeardownHooks();
       return kExitInterrupted;
     }
   }
@@ -207,7 +198,7 @@ Status Controller::Launch() {
   // its envs go now, and the plan itself below, rather than stay for the
   // whole job (every node's env names all N nodes: O(N^2) bytes). The rest
   // of it stays valid until the new plan replaces it.
-  const bool first = nodes_.empty() && old_nodes_.empty();
+  const bool first = nodes_.empty() && job_state_.old_nodes.empty();
   if (first) {
     for (cluster::NodePlan& n : plan_.nodes) container::KeyValues().swap(n.container.env);
   }
@@ -216,13 +207,13 @@ Status Controller::Launch() {
   // The previous attempt is over: its streams and watches go, and its state
   // stays valid for anything that still points at it.
   attempt_.Cancel();
-  DropApiCalls();
-  copying_.clear();
+  streams_.DropApiCalls();
+  artifacts_.NewAttempt();
   for (auto& n : nodes_) n->retired = true;
-  for (auto& n : nodes_) old_nodes_.push_back(std::move(n));
+  for (auto& n : nodes_) job_state_.old_nodes.push_back(std::move(n));
   nodes_.clear();
-  if (sink_) old_sinks_.push_back(std::move(sink_));
-  if (!first) old_plans_.push_back(std::move(plan_));
+  if (sink_) job_state_.old_sinks.push_back(std::move(sink_));
+  if (!first) job_state_.old_plans.push_back(std::move(plan_));
   plan_ = std::move(plan).value();
   fault_.reset();
   tearing_down_ = false;
@@ -242,11 +233,11 @@ Status Controller::Launch() {
   }
 
   SetStatus(JobStatus::kStarting);
-  StartMonitors();
-  if (Status s = RunStages(); !s.ok()) return s;
+  faults_.StartMonitors();
+  if (Status s = stages_.RunStages(); !s.ok()) return s;
   SetStatus(JobStatus::kRunning, std::to_string(nodes_.size()) + " node(s)" +
                                      (restart_count_ ? ", restart " + std::to_string(restart_count_) : ""));
-  if (restart_count_ == 0) ScheduleArtifacts();
+  if (restart_count_ == 0) artifacts_.ScheduleArtifacts();
   // forward: (window.cc) while the attempt runs; a forward that cannot go
   // on is reported and stops, the job does not.
   ServeForwards(attempt_, [this](const Status& why) { Say(why.message()); });
@@ -267,80 +258,13 @@ Status Controller::Launch() {
   return Status::Ok();
 }
 
-// --- The plumbing every phase uses.
-
-void Timers::Add(Clock::time_point when, std::function<void()> fn) {
-  // The id is known only after AddTimer returns: the callback finds it
-  // through a shared slot.
-  auto id = std::make_shared<ssh::EventLoop::TimerId>(0);
-  *id = loop_->AddTimer(when, [this, id, fn = std::move(fn)] {
-    pending_.erase(*id);
-    fn();
-  });
-  pending_.insert(*id);
-}
-
-void Timers::CancelAll() {
-  for (ssh::EventLoop::TimerId id : pending_) loop_->CancelTimer(id);
-  pending_.clear();
-}
+// --- The Controller's own plumbing.
 
 void Controller::Interrupt(int signo, bool announce) {
   ++interrupts_;
   if (!announce) return;
   Say(std::string(interrupts_ == 1 ? "interrupted (signal " : "interrupted again (signal ") +
       std::to_string(signo) + (interrupts_ == 1 ? "): stopping the job" : "): killing the job"));
-}
-
-void Controller::Event(const char* kind, const std::optional<std::string>& host,
-                       const std::string& detail) {
-  const std::string text = redact_(detail);
-  if (store_) Record(store_->AddEvent(plan_.job_id, kind, host, text));
-  observer_.JobEvent(kind, host, text, WallNow());
-}
-
-void Controller::SetStatus(JobStatus status, const std::string& detail) {
-  const std::string text = redact_(detail);
-  if (store_) Record(store_->SetStatus(plan_.job_id, status, std::nullopt, text));
-  observer_.JobEvent(ToString(status), std::nullopt, text, WallNow());
-}
-
-void Controller::Began(const HostPhase& p) { observer_.HostBegan(p, WallNow()); }
-
-void Controller::Ended(const HostPhase& p, bool ok, const std::string& detail) {
-  observer_.HostEnded(p, WallNow(), ok, redact_(detail));
-}
-
-void Controller::RecordNode(const NodeState& node) {
-  if (!store_) return;
-  NodeRecord r;
-  r.job_id = plan_.job_id;
-  r.rank = node.plan->rank;
-  r.role = node.plan->role;
-  r.host = node.host->name;
-  r.container_name = node.plan->container.name;
-  r.container_id = node.container_id;
-  auto id = node.host->image_ids.find(node.plan->container.image);
-  if (id != node.host->image_ids.end()) r.image_id = id->second;
-  r.exit_code = node.exit_code;
-  r.log_path = sink_ ? sink_->path(node.plan->rank) : "";
-  Record(store_->UpsertNode(r));
-}
-
-void Controller::RecordHost(const HostState& host, std::optional<int> replaces) {
-  if (!store_) return;
-  HostRecord r;
-  r.job_id = plan_.job_id;
-  r.host_id = host.id;
-  r.name = host.name;
-  r.address = cluster::InternalAddress(host.inventory);
-  r.replaces = replaces;
-  Record(store_->UpsertHost(r));
-}
-
-ssh::Executor& Controller::Local() {
-  if (!local_) local_ = connector_.Local();
-  return *local_;
 }
 
 bool Controller::Prepare(bool with_store) {
@@ -357,48 +281,9 @@ bool Controller::Prepare(bool with_store) {
     return false;
   }
   store_ = std::move(store).value();
-  store_observer_ = std::make_unique<StoreObserver>(store_.get(), &loop_, plan_.job_id);
-  observer_.Add(store_observer_.get());
+  job_state_.store_observer = std::make_unique<StoreObserver>(store_.get(), &loop_, plan_.job_id);
+  observer_.Add(job_state_.store_observer.get());
   return true;
-}
-
-bool Controller::RunUntil(const std::function<bool()>& finished, Clock::time_point deadline) {
-  while (!finished()) {
-    auto now = Now();
-    if (now >= deadline) return false;
-    auto wait = std::min<milliseconds>(milliseconds(200),
-                                       std::chrono::duration_cast<milliseconds>(deadline - now));
-    loop_.Poll(std::max(wait, milliseconds(1)));
-  }
-  return true;
-}
-
-bool Controller::RunWhileProgressing(const CommandGroup& group, Clock::duration quiet,
-                                     const std::function<bool()>& stop) {
-  for (;;) {
-    const uint64_t before = group.finished();
-    RunUntil([&] { return group.idle() || stop() || group.finished() != before; }, Now() + quiet);
-    if (group.idle() || stop()) return true;
-    if (group.finished() == before) return false;
-  }
-}
-
-std::string Controller::Bounded(const std::string& line, std::chrono::milliseconds limit) {
-  return BoundedLine(line, limit);
-}
-
-std::vector<HostState*> Controller::AllHosts() {
-  std::vector<HostState*> out;
-  for (auto& [h, host] : hosts_) out.push_back(host.get());
-  return out;
-}
-
-std::vector<HostState*> Controller::ConnectedHosts() {
-  std::vector<HostState*> out;
-  for (auto& [h, host] : hosts_) {
-    if (host->exec) out.push_back(host.get());
-  }
-  return out;
 }
 
 std::vector<LogSink::Node> Controller::MakeNodeStates() {
@@ -421,7 +306,7 @@ HostState* Controller::ConnectToNode(int rank) {
   }
   const cluster::NodePlan& node = plan_.nodes[rank];
   plan_.used_hosts = {node.host_index};
-  if (Status s = Connect(); !s.ok()) {
+  if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
     return nullptr;
   }

@@ -50,22 +50,23 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/controller.h"
+#include "runner/controller/node_streams.h"
+#include "runner/controller/job_state.h"
 
 namespace barge::runner::internal {
 
 using container::DockerApi;
 
-void Controller::FollowWithApi(NodeState& node, bool report_exit) {
+void NodeStreams::FollowWithApi(NodeState& node, bool report_exit) {
   NodeState* n = &node;
   container::LogOptions options;
   options.follow = true;
   options.since_ns = n->skip_through_ns;  // attach: what the kept file holds
   auto sink = [this, n](container::LogStream stream, std::string_view bytes) {
-    n->host->engine_heard = Now();
+    n->host->health.engine_heard = Now();
     (stream == container::LogStream::kStderr ? n->err_lines : n->out_lines)->Feed(bytes);
   };
-  Result<DockerApi::CallPtr> call = n->host->api->Logs(
+  Result<DockerApi::CallPtr> call = n->host->engine.api->Logs(
       n->plan->container.name, options, sink, [this, n, report_exit](container::Reply<container::NoContent> r) {
         n->out_lines->Flush();
         n->err_lines->Flush();
@@ -133,7 +134,7 @@ class StartHandle : public DockerApi::Call {
 
 }  // namespace
 
-void Controller::AttachAndStartWithApi(CommandGroup& group, NodeState& node, CommandGroup::Done started) {
+void NodeStreams::AttachAndStartWithApi(CommandGroup& group, NodeState& node, CommandGroup::Done started) {
   NodeState* n = &node;
   OpenLogLines(node, /*report_exit=*/true);
   node.exit_marker.clear();  // no report in the stream here
@@ -150,7 +151,7 @@ void Controller::AttachAndStartWithApi(CommandGroup& group, NodeState& node, Com
           st->attached = true;
           if (st->finished) return;
           Result<DockerApi::CallPtr> start =
-              n->host->api->Start(n->plan->container.name, [n, st](container::Reply<container::NoContent> r) {
+              n->host->engine.api->Start(n->plan->container.name, [n, st](container::Reply<container::NoContent> r) {
                 if (!r.ok()) {
                   // Never started: nothing will come on the attach.
                   n->api_call.reset();
@@ -170,10 +171,10 @@ void Controller::AttachAndStartWithApi(CommandGroup& group, NodeState& node, Com
           st->start = std::move(*start);
         };
         auto sink = [this, n](container::LogStream stream, std::string_view bytes) {
-          n->host->engine_heard = Now();
+          n->host->health.engine_heard = Now();
           (stream == container::LogStream::kStderr ? n->err_lines : n->out_lines)->Feed(bytes);
         };
-        Result<DockerApi::CallPtr> attach = n->host->api->Attach(
+        Result<DockerApi::CallPtr> attach = n->host->engine.api->Attach(
             name, HasTty(n->plan->container), on_attached, sink,
             [this, n, st](container::Reply<container::NoContent> r) {
               if (!st->attached) {
@@ -199,7 +200,7 @@ void Controller::AttachAndStartWithApi(CommandGroup& group, NodeState& node, Com
       std::move(started));
 }
 
-void Controller::AttachEndedWithApi(NodeState& node, const container::Reply<container::NoContent>& r) {
+void NodeStreams::AttachEndedWithApi(NodeState& node, const container::Reply<container::NoContent>& r) {
   NodeState* n = &node;
   if (r.ok()) {
     // The container's stdio closed: it has stopped (or is stopping). A last
@@ -231,10 +232,10 @@ void Controller::AttachEndedWithApi(NodeState& node, const container::Reply<cont
   FollowWithApi(*n, /*report_exit=*/true);
 }
 
-void Controller::InspectWithApi(NodeState& node, bool waited) {
+void NodeStreams::InspectWithApi(NodeState& node, bool waited) {
   NodeState* n = &node;
   const std::string& name = n->plan->container.name;
-  Result<DockerApi::CallPtr> call = n->host->api->InspectContainer(
+  Result<DockerApi::CallPtr> call = n->host->engine.api->InspectContainer(
       name, [this, n, waited](container::Reply<container::ContainerState> r) {
         if (!r.ok() && r.http_status == 0) return LostWithApi(*n, true, r.value.status().message());
         if (!r.ok()) return EndWithApi(*n, true, r.value.status());
@@ -242,7 +243,7 @@ void Controller::InspectWithApi(NodeState& node, bool waited) {
         // The log ended a moment before the engine marked the container
         // stopped: wait for it, then ask again.
         Result<DockerApi::CallPtr> wait =
-            n->host->api->Wait(n->plan->container.name, [this, n](container::Reply<int> w) {
+            n->host->engine.api->Wait(n->plan->container.name, [this, n](container::Reply<int> w) {
               if (!w.ok() && w.http_status == 0) return LostWithApi(*n, true, w.value.status().message());
               InspectWithApi(*n, /*waited=*/true);
             });
@@ -253,7 +254,7 @@ void Controller::InspectWithApi(NodeState& node, bool waited) {
   n->api_call = std::move(*call);
 }
 
-void Controller::EndWithApi(NodeState& node, bool report_exit, const Result<container::ContainerState>& state) {
+void NodeStreams::EndWithApi(NodeState& node, bool report_exit, const Result<container::ContainerState>& state) {
   NodeState* n = &node;
   auto finish = [this, n, report_exit, state] {
     if (!report_exit) return LogsEnded(*n, false, ssh::ExitStatus{0, "", ""});
@@ -275,13 +276,13 @@ void Controller::EndWithApi(NodeState& node, bool report_exit, const Result<cont
   finish();
 }
 
-void Controller::LostWithApi(NodeState& node, bool report_exit, const std::string& why) {
+void NodeStreams::LostWithApi(NodeState& node, bool report_exit, const std::string& why) {
   ssh::ExitStatus st;
   st.error = why;
   LogsEnded(node, report_exit, st);
 }
 
-void Controller::CatchUpWithApi(NodeState& node, std::optional<int64_t> from, std::function<void()> then) {
+void NodeStreams::CatchUpWithApi(NodeState& node, std::optional<int64_t> from, std::function<void()> then) {
   NodeState* n = &node;
   container::LogOptions options;
   options.follow = false;
@@ -295,7 +296,7 @@ void Controller::CatchUpWithApi(NodeState& node, std::optional<int64_t> from, st
     n->catching_up = false;
     then();
   };
-  Result<DockerApi::CallPtr> call = n->host->api->Logs(n->plan->container.name, options, sink, done);
+  Result<DockerApi::CallPtr> call = n->host->engine.api->Logs(n->plan->container.name, options, sink, done);
   if (!call.ok()) {
     timers_.Add(Now(), [n, then] {
       n->catching_up = false;
@@ -306,108 +307,9 @@ void Controller::CatchUpWithApi(NodeState& node, std::optional<int64_t> from, st
   n->api_call = std::move(*call);
 }
 
-void Controller::DropApiCalls() {
+void NodeStreams::DropApiCalls() {
   for (auto& n : nodes_) n->api_call.reset();
-  for (auto& n : old_nodes_) n->api_call.reset();
-}
-
-}  // namespace barge::runner::internal
-
-namespace barge::runner::internal {
-
-void Controller::StopWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names,
-                             int grace_seconds, CommandGroup::Done done) {
-  struct State {
-    size_t left = 0;
-    std::optional<Outcome> failed;  // the first failure
-  };
-  auto st = std::make_shared<State>();
-  st->left = names.size();
-  for (const std::string& name : names) {
-    group.Api(
-        [&hs, name, grace_seconds](CommandGroup::Finish finish) {
-          return hs.api->Stop(name, grace_seconds,
-                              [finish](container::Reply<container::NoContent> r) { finish(ApiOutcome(r)); });
-        },
-        [st, done](const Outcome& o) {
-          if (!o.ok() && !st->failed) st->failed = o;
-          if (--st->left == 0) done(st->failed ? *st->failed : o);
-        });
-  }
-}
-
-void Controller::RemoveWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names,
-                               bool sweep, const std::string& then_line, CommandGroup::Done done) {
-  HostState* h = &hs;
-  struct State {
-    size_t left = 0;
-    std::optional<Outcome> failed;  // the first failure that is not "no such container"
-  };
-  // Removes `targets` (names or IDs; one already gone is fine), then `next`.
-  auto remove_all = std::make_shared<std::function<void(std::vector<std::string>, std::function<void(std::optional<Outcome>)>)>>();
-  *remove_all = [&group, h](std::vector<std::string> targets, std::function<void(std::optional<Outcome>)> next) {
-    if (targets.empty()) return next(std::nullopt);
-    auto st = std::make_shared<State>();
-    st->left = targets.size();
-    for (const std::string& t : targets) {
-      group.Api(
-          [h, t](CommandGroup::Finish finish) {
-            return h->api->Remove(t, /*force=*/true, [finish](container::Reply<container::NoContent> r) {
-              if (r.not_found()) {
-                Outcome gone;
-                gone.exit.code = 0;
-                return finish(gone);
-              }
-              finish(ApiOutcome(r));
-            });
-          },
-          [st, next](const Outcome& o) {
-            if (!o.ok() && !st->failed) st->failed = o;
-            if (--st->left == 0) next(st->failed);
-          });
-    }
-  };
-  // The last step: the shell line (disarming the watchdog), if any; the
-  // outcome is the removal's, known once that line has run.
-  auto finish = [&group, h, then_line, done](std::optional<Outcome> failed) {
-    Outcome removal;
-    removal.exit.code = 0;
-    if (failed) removal = *failed;
-    if (then_line.empty()) return done(removal);
-    group.Run(*h->exec, then_line, [removal, done](const Outcome& o) {
-      Outcome out = removal;
-      if (!o.exit.known()) out.exit = o.exit;
-      done(out);
-    });
-  };
-  const std::string job = plan_.job_id;
-  (*remove_all)(names, [&group, h, sweep, job, remove_all, finish](std::optional<Outcome> failed) {
-    if (!failed || !sweep) return finish(failed);
-    // Something would not go: everything labelled with the job goes by a
-    // listing instead (as the CLI path's fallback).
-    group.Api(
-        [h, job](CommandGroup::Finish list_finish) {
-          return h->api->ListContainers({"barge.job=" + job},
-                                        [list_finish](container::Reply<std::vector<container::PsEntry>> r) {
-                                          Outcome o = ApiOutcome(r);
-                                          if (r.ok()) {
-                                            for (const container::PsEntry& e : *r.value) o.out += e.id + "\n";
-                                          }
-                                          list_finish(o);
-                                        });
-        },
-        [remove_all, finish](const Outcome& listed) {
-          if (!listed.ok()) return finish(listed);
-          std::vector<std::string> ids;
-          size_t pos = 0;
-          while (pos < listed.out.size()) {
-            const size_t nl = listed.out.find('\n', pos);
-            ids.push_back(listed.out.substr(pos, nl - pos));
-            pos = nl + 1;
-          }
-          (*remove_all)(ids, finish);
-        });
-  });
+  for (auto& n : job_state_.old_nodes) n->api_call.reset();
 }
 
 }  // namespace barge::runner::internal

@@ -1,10 +1,4 @@
-// holds: the controller's side of the reservations on the hosts
-// (runner/remote/reservation.h). Preflight takes every host's holds in its one
-// round trip; SecureHolds then decides: all taken, or release everything
-// and fail with the busy table, or (--wait, `wait:`) release everything and
-// try again until every host is free or the limit passes. The job's holds
-// go at its final teardown (with its containers) or at its end
-// (ReleaseHolds), and with its watchdog when the lease lapses.
+// Holds (holds.h): the controller's side of the reservations on the hosts.
 #include <pwd.h>
 #include <unistd.h>
 
@@ -12,7 +6,8 @@
 #include <random>
 
 #include "cluster/plan.h"
-#include "runner/controller/controller.h"
+#include "runner/controller/holds.h"
+#include "runner/controller/job_state.h"
 #include "runner/remote/reservation.h"
 #include "runner/remote/preflight_script.h"
 
@@ -34,7 +29,7 @@ fleet::HoldOwner OwnerOf(const cluster::Plan& plan, const JobSpec& spec) {
 
 }  // namespace
 
-fleet::HoldRequest Controller::HoldRequestFor(const HostState& hs) const {
+fleet::HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
   std::vector<fleet::HoldNode> nodes;
   std::vector<int> ports;
   for (const cluster::NodePlan& n : plan_.nodes) {
@@ -52,12 +47,12 @@ fleet::HoldRequest Controller::HoldRequestFor(const HostState& hs) const {
   return fleet::RequestFor(nodes, plan_.hosts[hs.index].gpus, std::move(ports));
 }
 
-std::string Controller::TakeHoldsLine(const HostState& hs) const {
+std::string Holds::TakeHoldsLine(const HostState& hs) const {
   return fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), OwnerOf(plan_, spec_),
                                 std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
 }
 
-fleet::ApiHoldJob Controller::ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const {
+fleet::ApiHoldJob Holds::ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const {
   fleet::ApiHoldJob job;
   job.api = api;
   job.request = HoldRequestFor(hs);
@@ -68,37 +63,37 @@ fleet::ApiHoldJob Controller::ApiHoldJobFor(HostState& hs, container::DockerApi*
   return job;
 }
 
-std::string Controller::NoteHolds(HostState& hs, const std::string& text, int exit) {
+std::string Holds::NoteHolds(HostState& hs, const std::string& text, int exit) {
   return NoteHolds(hs, fleet::ParseHoldReply(text), exit != 0);
 }
 
-std::string Controller::NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed) {
-  hs.hold = std::move(reply);
-  hs.holding = !hs.hold->taken.empty() || fleet::HoldsAny(*hs.hold, plan_.job_id);
-  for (const std::string& s : hs.hold->removed_stale) Say(hs.name + ": removed a stale hold: " + s);
-  if (!fleet::Conflicts(HoldRequestFor(hs), *hs.hold, plan_.job_id).empty()) return "";
-  if (failed || hs.hold->taken.empty()) {
+std::string Holds::NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed) {
+  hs.holds.reply = std::move(reply);
+  hs.holds.holding = !hs.holds.reply->taken.empty() || fleet::HoldsAny(*hs.holds.reply, plan_.job_id);
+  for (const std::string& s : hs.holds.reply->removed_stale) Say(hs.name + ": removed a stale hold: " + s);
+  if (!fleet::Conflicts(HoldRequestFor(hs), *hs.holds.reply, plan_.job_id).empty()) return "";
+  if (failed || hs.holds.reply->taken.empty()) {
     return "cannot reserve the host (a hold container on its engine): " +
-           (hs.hold->errors.empty() ? std::string(failed ? "it failed" : "nothing was taken") : hs.hold->errors);
+           (hs.holds.reply->errors.empty() ? std::string(failed ? "it failed" : "nothing was taken") : hs.holds.reply->errors);
   }
   return "";
 }
 
-std::vector<fleet::BusyHost> Controller::BusyHosts() {
+std::vector<fleet::BusyHost> Holds::BusyHosts() {
   std::vector<fleet::BusyHost> busy;
   std::vector<HostState*> hosts = ConnectedHosts();
   std::sort(hosts.begin(), hosts.end(), [](HostState* a, HostState* b) { return a->name < b->name; });
   for (HostState* hs : hosts) {
-    if (!hs->hold) continue;
-    std::vector<fleet::Hold> c = fleet::Conflicts(HoldRequestFor(*hs), *hs->hold, plan_.job_id);
-    if (!c.empty()) busy.push_back({hs->name, hs->hold->now, std::move(c)});
+    if (!hs->holds.reply) continue;
+    std::vector<fleet::Hold> c = fleet::Conflicts(HoldRequestFor(*hs), *hs->holds.reply, plan_.job_id);
+    if (!c.empty()) busy.push_back({hs->name, hs->holds.reply->now, std::move(c)});
   }
   return busy;
 }
 
-Status Controller::AdoptHeldGpus(HostState& hs) {
-  if (!hs.hold) return Status::Ok();
-  std::vector<int> gpus = fleet::HeldGpus(*hs.hold, plan_.job_id);
+Status Holds::AdoptHeldGpus(HostState& hs) {
+  if (!hs.holds.reply) return Status::Ok();
+  std::vector<int> gpus = fleet::HeldGpus(*hs.holds.reply, plan_.job_id);
   if (gpus.empty()) return Status::Ok();
   std::string list;
   for (int g : gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
@@ -118,12 +113,12 @@ Status Controller::AdoptHeldGpus(HostState& hs) {
   return Status::Ok();
 }
 
-Status Controller::SecureHoldsOn(HostState& hs) {
+Status Holds::SecureHoldsOn(HostState& hs) {
   std::vector<fleet::Hold> c;
-  if (hs.hold) c = fleet::Conflicts(HoldRequestFor(hs), *hs.hold, plan_.job_id);
+  if (hs.holds.reply) c = fleet::Conflicts(HoldRequestFor(hs), *hs.holds.reply, plan_.job_id);
   Status s = Status::Ok();
   if (!c.empty()) {
-    s = Status::Error("it is held by another job:\n" + fleet::BusyTable({{hs.name, hs.hold->now, std::move(c)}}));
+    s = Status::Error("it is held by another job:\n" + fleet::BusyTable({{hs.name, hs.holds.reply->now, std::move(c)}}));
   } else {
     s = AdoptHeldGpus(hs);
   }
@@ -131,7 +126,7 @@ Status Controller::SecureHoldsOn(HostState& hs) {
   return s;
 }
 
-Status Controller::SecureHolds() {
+Status Holds::SecureHolds() {
   std::vector<fleet::BusyHost> busy = BusyHosts();
   if (busy.empty()) {
     for (HostState* hs : ConnectedHosts()) {
@@ -212,7 +207,7 @@ Status Controller::SecureHolds() {
                        (wait ? "" : " (--wait or `wait: 30m` waits for them)") + ":\n" + fleet::BusyTable(busy));
 }
 
-void Controller::ReleaseHolds() {
+void Holds::ReleaseHolds() {
   // The current hosts and those a spare replaced (a preempted host whose
   // release at the replacement did not get through): a lost one is left to
   // its watchdog, which removes the job's holds with its containers when
@@ -222,13 +217,13 @@ void Controller::ReleaseHolds() {
   ReleaseHoldsOn(hosts);
 }
 
-void Controller::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {
+void Holds::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {
   CommandGroup group(&loop_, &redact_);
   for (HostState* hs : hosts) {
-    if (!hs->holding || hs->lost || !hs->exec) continue;
+    if (!hs->holds.holding || hs->lost || !hs->exec) continue;
     group.Run(*hs->exec, fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome& o) {
       if (o.ok()) {
-        hs->holding = false;
+        hs->holds.holding = false;
       } else {
         Say(hs->name + ": releasing the hold failed (its watchdog removes it when the lease lapses): " + o.Reason());
       }

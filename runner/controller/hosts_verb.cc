@@ -15,7 +15,7 @@ int Controller::ListHosts(const std::string& label, std::vector<fleet::HostView>
   // Every listed host, not only those this job's plan would use.
   plan_.used_hosts.clear();
   for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
-  (void)Connect();  // a host that cannot be reached gets its row
+  (void)connections_.Connect();  // a host that cannot be reached gets its row
   CommandGroup group(&loop_, &redact_);
   std::vector<fleet::HostView> views;
   std::map<size_t, size_t> row;  // host index → views

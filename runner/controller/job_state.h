@@ -1,6 +1,6 @@
-// The controller's state of one job's hosts and nodes, and its timers:
-// what runner/controller/'s phases read and change. Owned by the
-// Controller (controller.h); the loop's thread only.
+// The controller's state of one job's hosts and nodes: what
+// runner/controller/'s parts read and change. Owned by the Controller's Job
+// (job.h); the loop's thread only.
 #pragma once
 
 #include <array>
@@ -17,68 +17,38 @@
 #include "cluster/plan.h"
 #include "container/docker_api.h"
 #include "container/log_line.h"
+#include "runner/controller/engine_api.h"
+#include "runner/controller/faults.h"
+#include "runner/controller/holds.h"
 #include "runner/controller/job_observer.h"
+#include "runner/controller/leases.h"
+#include "runner/controller/login.h"
+#include "runner/controller/preflight.h"
 #include "runner/remote/engine_stream.h"
 #include "runner/remote/docker_commands.h"
-#include "runner/remote/holds_api.h"
-#include "ssh/keygen.h"
 
 namespace barge::runner::internal {
 
-using Clock = std::chrono::steady_clock;
-
-// A timer set that cancels what has not run when it is destroyed: a
-// controller that ends never leaves a timer behind on a shared loop.
-class Timers {
- public:
-  explicit Timers(ssh::EventLoop* loop) : loop_(loop) {}
-  ~Timers() { CancelAll(); }
-  Timers(const Timers&) = delete;
-  Timers& operator=(const Timers&) = delete;
-  void Add(Clock::time_point when, std::function<void()> fn);
-  void CancelAll();
-
- private:
-  ssh::EventLoop* loop_;
-  std::set<ssh::EventLoop::TimerId> pending_;
-};
-
+// A host of the job: its identity and its link (what every part uses to
+// reach it), then one member per concern, each defined in that concern's
+// header.
 struct HostState {
   size_t index = 0;  // into the plan's hosts (a spare takes its place's index)
   int id = 0;        // stable for the job: a spare gets a new one
   std::string name;  // as in messages and log prefixes
   cluster::Host inventory;  // its entry (a spare's, once it took a lost host's place)
-  // A spare took its place: the job's teardown hooks still run for it.
-  bool superseded = false;
   std::unique_ptr<ssh::Executor> exec;
   std::unique_ptr<DockerCommands> docker;
-  // runner/controller/engine_api.cc: the host's Docker engine through the
-  // Engine API over the host's session (no process on the host per call),
-  // when preflight found its unix socket and a ping through it answered;
-  // null: every Docker call there is a CLI command line.
-  std::unique_ptr<EngineStreams> engine_streams;  // api's transport: exec's socket streams
-  std::unique_ptr<container::DockerApi> api;
-  std::map<std::string, std::string> image_ids;  // image reference → ID
-  bool watchdog_armed = false;
-  // registry: a login was tried, so the job's Docker client config there
-  // may hold the credential until Logout.
-  bool login_tried = false;
   // The session died, or the engine stopped answering: nothing more is
   // sent there, and teardown does not wait on it.
   bool lost = false;
-  // Lost or preempted: at a restart a spare takes its place (or it is
-  // checked again before it is reused).
-  bool replace = false;
-  bool probing = false;     // an engine probe is in flight
-  int engine_misses = 0;    // probes in a row that got no answer
-  // When a log stream from this host's engine last delivered bytes: an
-  // engine that streams answers, so no probe is needed for a while.
-  Clock::time_point engine_heard{};
-  bool polling = false;     // a preemption check is in flight
-  // holds.cc: what the host answered to the job's last try
-  // at its holds, and whether the job may hold something there now.
-  std::optional<fleet::HoldReply> hold;
-  bool holding = false;
+
+  HostEngine engine;  // engine_api.h: its Engine API client, when it has one
+  HostImages images;  // preflight.h: the job's images there
+  HostLogin login;    // login.h: the registry login
+  HostHolds holds;    // holds.h: the job's reservation there
+  HostLease lease;    // leases.h: its watchdog
+  HostHealth health;  // faults.h: its monitors and whether it is replaced
 
   HostPhase PhaseOf(Phase p, std::optional<int> rank = std::nullopt) const {
     return HostPhase{p, id, name, rank};
@@ -149,13 +119,6 @@ struct NodeState {
   Live live;
 
   HostPhase PhaseOf(Phase p) const { return host->PhaseOf(p, plan->rank); }
-};
-
-// mpi: the job's keys, made once per job on this machine and kept only in
-// memory (mpi.cc).
-struct MpiKeys {
-  ssh::KeyPair client;
-  std::map<int, ssh::KeyPair> hosts;  // by worker rank
 };
 
 }  // namespace barge::runner::internal

@@ -1,19 +1,19 @@
-// leases: the per-host watchdog's parameters (armed by preflight), the
-// lease renewals while the job runs, and disarming it at the end.
+// Leases (leases.h): the watchdog's parameters, renewals, disarming.
 #include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runner/controller/controller.h"
+#include "runner/controller/leases.h"
+#include "runner/controller/job_state.h"
 #include "runner/remote/reservation.h"
 #include "runner/remote/teardown_hooks.h"
 #include "runner/remote/watchdog.h"
 
 namespace barge::runner::internal {
 
-WatchdogParams Controller::WatchdogFor(const HostState& host) const {
+WatchdogParams Leases::WatchdogFor(const HostState& host) const {
   WatchdogParams p;
   p.job_id = plan_.job_id;
   p.docker = DockerCommandOf(spec_, plan_.hosts[host.index], plan_.job_id);
@@ -32,7 +32,7 @@ WatchdogParams Controller::WatchdogFor(const HostState& host) const {
   return p;
 }
 
-void Controller::RenewLeases() {
+void Leases::RenewLeases() {
   if (renewing_) return;
   renewing_ = true;
   // Renewals belong to the job (job_, timers_): they run until
@@ -41,24 +41,24 @@ void Controller::RenewLeases() {
   *tick = [this, weak = std::weak_ptr<std::function<void()>>(tick)] {
     if (!renewing_) return;
     for (auto& [h, host] : hosts_) {
-      if (host->watchdog_armed && !host->lost && host->exec) RenewLeaseOn(*host);
+      if (host->lease.armed && !host->lost && host->exec) RenewLeaseOn(*host);
     }
     if (auto t = weak.lock()) timers_.Add(Now() + RenewEvery(), [t] { (*t)(); });
   };
-  monitors_.push_back(tick);
+  tick_ = tick;
   timers_.Add(Now() + RenewEvery(), [tick] { (*tick)(); });
 }
 
-void Controller::RenewLeaseOn(HostState& host) {
+void Leases::RenewLeaseOn(HostState& host) {
   // The watchdog's lease file and the lease on the engine
   // (runner/remote/reservation.h) that other jobs and `barge reap` read;
   // the engine's after the file's, so the engine never says alive when
   // the watchdog would not.
-  const std::string lease_id = host.hold ? fleet::LeaseIdOf(host.hold->holds, plan_.job_id) : std::string();
+  const std::string lease_id = host.holds.reply ? fleet::LeaseIdOf(host.holds.reply->holds, plan_.job_id) : std::string();
   const seconds engine_timeout = std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout);
   if (lease_id.empty()) {
     job_.Run(*host.exec, RenewLeaseCommand(plan_.job_id), [](const Outcome&) {});
-  } else if (!host.api) {
+  } else if (!host.engine.api) {
     job_.Run(*host.exec,
              RenewLeaseCommand(plan_.job_id) + " && " +
                  fleet::RenewEngineLeaseCommand(*host.docker, plan_.job_id, lease_id, engine_timeout),
@@ -69,14 +69,14 @@ void Controller::RenewLeaseOn(HostState& host) {
     HostState* hs = &host;
     job_.Run(*host.exec, RenewLeaseCommand(plan_.job_id) + " && date +%s", [this, hs, lease_id](const Outcome& o) {
       const long long now = fleet::NumberOr(std::string(o.out.substr(0, o.out.find('\n'))), -1);
-      if (!o.ok() || now < 0 || !hs->api || hs->lost) return;
+      if (!o.ok() || now < 0 || !hs->engine.api || hs->lost) return;
       container::HttpRequest req;
       req.method = "POST";
       req.target = "/containers/" + container::UrlEncode(lease_id) +
                    "/rename?name=" + container::UrlEncode(fleet::LeaseName(plan_.job_id, now));
       job_.Api(
           [hs, req](CommandGroup::Finish finish) {
-            return hs->api->Request(req, nullptr, [finish](container::Reply<container::DockerApi::Response>) {
+            return hs->engine.api->Request(req, nullptr, [finish](container::Reply<container::DockerApi::Response>) {
               Outcome done;
               done.exit.code = 0;
               finish(done);
@@ -87,14 +87,14 @@ void Controller::RenewLeaseOn(HostState& host) {
   }
 }
 
-void Controller::DisarmWatchdogs() {
+void Leases::DisarmWatchdogs() {
   renewing_ = false;
   CommandGroup group(&loop_, &redact_);
   for (auto& [h, host] : hosts_) {
-    if (!host->watchdog_armed || host->lost || !host->exec) continue;
+    if (!host->lease.armed || host->lost || !host->exec) continue;
     HostState* hs = host.get();
     group.Run(*hs->exec, DisarmWatchdogCommand(plan_.job_id), [this, hs](const Outcome& o) {
-      hs->watchdog_armed = false;
+      hs->lease.armed = false;
       if (!o.ok()) Say(hs->name + ": disarming the watchdog failed: " + o.Reason());
     });
   }

@@ -1,15 +1,15 @@
-// login: the registry login on every host (the password on the command's
-// stdin) into the job's own Docker client config, and the logout at the end.
+// RegistryLogin (login.h): docker login and logout on every host.
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runner/controller/controller.h"
+#include "runner/controller/login.h"
+#include "runner/controller/job_state.h"
 #include "runner/remote/docker_commands.h"
 
 namespace barge::runner::internal {
 
-Status Controller::Login(const std::vector<HostState*>& targets) {
+Status RegistryLogin::Login(const std::vector<HostState*>& targets) {
   if (!spec_.registry) return Status::Ok();
   const RegistrySpec& registry = *spec_.registry;
   const std::string config = DockerConfigDir(plan_.job_id);
@@ -27,7 +27,7 @@ Status Controller::Login(const std::vector<HostState*>& targets) {
     // job's own client config.
     hs->docker = std::make_unique<DockerCommands>(
         DockerCommandOf(spec_, plan_.hosts[hs->index], plan_.job_id));
-    hs->login_tried = true;
+    hs->login.tried = true;
     Began(hs->PhaseOf(Phase::kLogin));
     ssh::Command* cmd = group.Run(
         *hs->exec, Bounded(hs->docker->Login(config, registry.server, registry.username), limit),
@@ -62,16 +62,16 @@ Status Controller::Login(const std::vector<HostState*>& targets) {
   return Status::Error(msg);
 }
 
-void Controller::Logout() {
+void RegistryLogin::Logout() {
   if (!spec_.registry) return;
   CommandGroup group(&loop_, &redact_);
   for (auto& [h, host] : hosts_) {
-    if (!host->login_tried || host->lost || !host->exec) continue;
+    if (!host->login.tried || host->lost || !host->exec) continue;
     HostState* hs = host.get();
     group.Run(*hs->exec,
               Bounded(hs->docker->Logout(DockerConfigDir(plan_.job_id), spec_.registry->server), seconds(30)),
               [this, hs](const Outcome& o) {
-                hs->login_tried = false;
+                hs->login.tried = false;
                 if (!o.ok()) Say(hs->name + ": docker logout failed: " + o.Reason());
               });
   }

@@ -28,7 +28,8 @@
 
 #include "cluster/mpi.h"
 #include "container/proc_net.h"
-#include "runner/controller/controller.h"
+#include "runner/controller/mpi.h"
+#include "runner/controller/job_state.h"
 #include "runner/controller/preflight.h"
 #include "runner/remote/docker_commands.h"
 #include "ssh/keygen.h"
@@ -55,7 +56,7 @@ constexpr int kFirstUnprivilegedPort = 1024;
 
 }  // namespace
 
-Status Controller::MpiPreflight(const std::vector<HostState*>& targets) {
+Status Mpi::MpiPreflight(const std::vector<HostState*>& targets) {
   if (plan_.mpi_nodes.empty() || targets.empty()) return Status::Ok();
   CommandGroup group(&loop_, &redact_);
   std::map<size_t, std::vector<std::string>> errors;  // by host index
@@ -135,7 +136,7 @@ Status Controller::MpiPreflight(const std::vector<HostState*>& targets) {
   return Status::Error(ProblemTable(table, hosts_.size()));
 }
 
-Status Controller::ShipMpiFiles(const std::vector<HostState*>& targets) {
+Status Mpi::ShipMpiFiles(const std::vector<HostState*>& targets) {
   if (!spec_.mpi || targets.empty()) return Status::Ok();
   // The plan as it will launch: live hosts may have told their GPU counts
   // (slots).
@@ -194,7 +195,7 @@ Status Controller::ShipMpiFiles(const std::vector<HostState*>& targets) {
     files += static_cast<int>(writes.size());
     if (writes.empty()) per_host.erase(hs);
   }
-  if (Status s = WriteFiles(per_host, "the MPI keys"); !s.ok()) return s;
+  if (Status s = transfers_.WriteFiles(per_host, "the MPI keys"); !s.ok()) return s;
   if (Status s = ShareMpiFiles(readable); !s.ok()) return s;
   size_t shared = 0;
   for (const auto& [hs, dirs] : readable) shared += dirs.size();
@@ -208,7 +209,7 @@ Status Controller::ShipMpiFiles(const std::vector<HostState*>& targets) {
   return Status::Ok();
 }
 
-Status Controller::ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& dirs) {
+Status Mpi::ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& dirs) {
   if (dirs.empty()) return Status::Ok();
   CommandGroup group(&loop_, &redact_);
   std::map<HostState*, std::string> errors;

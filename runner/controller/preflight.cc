@@ -4,6 +4,7 @@
 // the rendezvous port is free and the watchdog is armed. Every host's
 // problems are reported together, in one table.
 #include "runner/controller/preflight.h"
+#include "runner/controller/job_state.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,7 +13,7 @@
 #include <sstream>
 
 #include "container/proc_net.h"
-#include "runner/controller/controller.h"
+
 #include "runner/remote/preflight_script.h"
 #include "ssh/quote.h"
 
@@ -66,7 +67,7 @@ bool EngineApiWanted() {
 
 }  // namespace
 
-Status Controller::Preflight(const std::vector<HostState*>& targets) {
+Status Preflight::Run(const std::vector<HostState*>& targets) {
   // Each engine's API client, while preflight tries it; handed to its host
   // at the end. Declared before the group: its calls refer to them.
   std::map<HostState*, std::unique_ptr<container::DockerApi>> apis;
@@ -145,8 +146,8 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
     checks.pull_always = spec_.image_pull == ImagePull::kAlways;
     if (gpu_spec) checks.gpu_probe = hs->docker->GpuProbe(*gpu_spec);
     checks.tcp_tables = head_on_host_network && h == head.host_index;
-    checks.arm_watchdog = ArmWatchdogCommand(WatchdogFor(*hs));
-    checks.hold = TakeHoldsLine(*hs);
+    checks.arm_watchdog = ArmWatchdogCommand(leases_.WatchdogFor(*hs));
+    checks.hold = holds_.TakeHoldsLine(*hs);
     checks.engine_timeout = spec_.ssh.engine_timeout;
     checks.engine_misses = spec_.ssh.engine_misses;
     checks.engine_socket = hs->docker->plain() && EngineApiWanted();
@@ -181,7 +182,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
         }
         check(hs, hs->docker->ImageId(image), [&, hs, image](const Outcome& again) {
           if (again.ok()) {
-            hs->image_ids[image] = Trim(again.out);
+            hs->images.ids[image] = Trim(again.out);
           } else {
             errors[hs->index].push_back("image " + image + ": " + again.Reason());
           }
@@ -194,7 +195,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       check(hs, hs->docker->Pull(image) + " >/dev/null && " + hs->docker->ImageId(image),
             [&, hs, image](const Outcome& pulled) {
               if (pulled.ok()) {
-                hs->image_ids[image] = Trim(pulled.out);
+                hs->images.ids[image] = Trim(pulled.out);
               } else {
                 errors[hs->index].push_back("cannot pull " + image + " (image_pull: always): " + pulled.Reason());
               }
@@ -212,7 +213,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       return s;
     };
     if (const PreflightSection* held = section("hold")) {
-      if (std::string p = NoteHolds(*hs, held->text, held->exit); !p.empty()) problems.push_back(p);
+      if (std::string p = holds_.NoteHolds(*hs, held->text, held->exit); !p.empty()) problems.push_back(p);
     }
     // The engine: asked only when an image check failed (or to pull).
     const PreflightSection* engine = reply.Find("engine");
@@ -226,7 +227,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
       const PreflightSection* s = section("image" + std::to_string(i));
       if (!s) continue;
       if (s->exit == 0) {
-        hs->image_ids[image] = ImageIdOf(s->text);
+        hs->images.ids[image] = ImageIdOf(s->text);
       } else if (s->timed_out()) {
         if (!engine_down) problems.push_back(engine_bound + " (image inspect " + image + ")");
       } else if (!engine_down) {  // (an engine that is down is said once, above)
@@ -251,8 +252,8 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // then the disk of the first image's storage (one shell command).
   auto engine_api = [&](HostState* hs, container::DockerApi* api, const PreflightChecks& checks, long long now) {
     ++open[hs];
-    fleet::TakeHoldsWithApi(group, ApiHoldJobFor(*hs, api, now), [&, hs](fleet::HoldReply reply, bool failed) {
-      if (std::string p = NoteHolds(*hs, std::move(reply), failed); !p.empty()) errors[hs->index].push_back(p);
+    fleet::TakeHoldsWithApi(group, holds_.ApiHoldJobFor(*hs, api, now), [&, hs](fleet::HoldReply reply, bool failed) {
+      if (std::string p = holds_.NoteHolds(*hs, std::move(reply), failed); !p.empty()) errors[hs->index].push_back(p);
       end(hs);
     });
     if (checks.pull_always) {
@@ -295,7 +296,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
               }
               const container::Reply<container::ImageInfo>& r = **reply;
               if (r.ok()) {
-                hs->image_ids[image] = r.value->id;
+                hs->images.ids[image] = r.value->id;
                 if (i == 0) storage_disk(r.value->upper_dir);
                 return;
               }
@@ -310,8 +311,8 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // A ping through the engine's socket: the API takes the engine's part, or
   // the second script does.
   auto ping = [&](HostState* hs, const std::string& path, const PreflightChecks& checks) {
-    if (!hs->engine_streams) hs->engine_streams = std::make_unique<EngineStreams>(hs->exec.get());
-    auto api = std::make_unique<container::DockerApi>(hs->engine_streams.get(), path);
+    if (!hs->engine.streams) hs->engine.streams = std::make_unique<EngineStreams>(hs->exec.get());
+    auto api = std::make_unique<container::DockerApi>(hs->engine.streams.get(), path);
     container::DockerApi* raw = api.get();
     apis[hs] = std::move(api);
     auto answer = std::make_shared<std::optional<container::Reply<container::DockerApi::Response>>>();
@@ -358,7 +359,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
     const PreflightChecks checks = checks_for(hs);
     // Armed or not, disarming removes whatever part of the watchdog was made
     // (a full disk can leave the directory without it).
-    hs->watchdog_armed = true;
+    hs->lease.armed = true;
     check(hs, PreflightScript(*hs->docker, checks), [&, hs, checks](const Outcome& o) {
       std::vector<std::string>& problems = errors[hs->index];
       const PreflightReply reply = ParsePreflightReply(o.out);
@@ -428,7 +429,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // stalling engine) must not keep the others' renewals from starting, or
   // their watchdogs find the lease lapsed and remove the job there just as
   // it starts.
-  RenewLeases();
+  leases_.RenewLeases();
   // No fixed deadline for the whole step: on many hosts (or a saturated
   // controller) it takes as long as it takes while hosts keep finishing.
   // It gives up once no command at all has finished for longer than one
@@ -471,7 +472,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   // run the same image ID for the same reference.
   std::map<std::string, std::map<std::string, std::vector<std::string>>> ids;  // image → id → hosts
   for (auto& [h, host] : hosts_) {
-    for (const auto& [image, id] : host->image_ids) ids[image][id].push_back(host->name);
+    for (const auto& [image, id] : host->images.ids) ids[image][id].push_back(host->name);
   }
   for (const auto& [image, by_id] : ids) {
     if (by_id.size() > 1) {
@@ -490,7 +491,7 @@ Status Controller::Preflight(const std::vector<HostState*>& targets) {
   }
   // Where a ping answered, the host's engine is the API's from now on.
   for (auto& [hs, api] : apis) {
-    if (!without_api.count(hs)) hs->api = std::move(api);
+    if (!without_api.count(hs)) hs->engine.api = std::move(api);
   }
   if (!without_api.empty()) {
     const auto& [first, why] = *without_api.begin();

@@ -1,10 +1,21 @@
-// Preflight's pure parts: reading the disk check's output and the one table
-// of every host's problems.
+// Preflight: per host, in parallel and before anything starts, the engine
+// answers, every image is there (pulled, or pushed when image_pull says so:
+// push.cc), GPUs work where asked for, the login shell is POSIX, the disks
+// have room, the rendezvous port is free, the job's holds are taken and the
+// watchdog is armed, in one round of commands per host. Every host's
+// problems are reported together, in one table. Its pure parts first:
+// reading the disk check's output and the table.
 #pragma once
 
+#include <map>
 #include <utility>
 #include <string>
 #include <vector>
+
+#include "runner/controller/holds.h"
+#include "runner/controller/job.h"
+#include "runner/controller/leases.h"
+#include "runner/controller/transfers.h"
 
 namespace barge::runner {
 
@@ -26,4 +37,35 @@ std::vector<std::string> LowDiskSpace(const std::string& df);
 std::string ProblemTable(
     const std::vector<std::pair<std::string, std::vector<std::string>>>& problems, size_t hosts);
 
+namespace internal {
+
+// The job's images on a host: reference → image ID, as preflight (or a
+// pull, or a push) found them; the store records each node's.
+struct HostImages {
+  std::map<std::string, std::string> ids;
+};
+
+class Preflight : private JobPart {
+ public:
+  Preflight(Job* job, Holds* holds, Leases* leases, Transfers* transfers)
+      : JobPart(job), holds_(*holds), leases_(*leases), transfers_(*transfers) {}
+
+  // Engine, images, GPUs, rendezvous port, disk, shell, the holds and the
+  // watchdog on `targets`, in one round of commands per host; then the
+  // lease renewals (Leases) run.
+  Status Run(const std::vector<HostState*>& targets);
+
+ private:
+  // push.cc (image_pull: push): streams the local `docker save IMAGE` into
+  // `docker load` on every target host in parallel, then records each
+  // host's image ID; failures go to `errors` by host.
+  void Push(const std::string& image, const std::vector<HostState*>& targets,
+            std::map<size_t, std::vector<std::string>>* errors);
+
+  Holds& holds_;
+  Leases& leases_;
+  Transfers& transfers_;
+};
+
+}  // namespace internal
 }  // namespace barge::runner

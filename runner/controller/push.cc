@@ -7,13 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/controller.h"
+#include "runner/controller/preflight.h"
+#include "runner/controller/job_state.h"
 #include "runner/remote/docker_commands.h"
 #include "runner/store/state_dir.h"
 
 namespace barge::runner::internal {
 
-void Controller::Push(const std::string& image, const std::vector<HostState*>& targets,
+void Preflight::Push(const std::string& image, const std::vector<HostState*>& targets,
                       std::map<size_t, std::vector<std::string>>* errors) {
   // Save once to a file, then stream it to each host at the pace its channel
   // takes it, so memory stays bounded however big the image is.
@@ -40,7 +41,7 @@ void Controller::Push(const std::string& image, const std::vector<HostState*>& t
     return;
   }
 
-  std::map<HostState*, Outcome> results = StreamFile(
+  std::map<HostState*, Outcome> results = transfers_.StreamFile(
       file, targets, [](HostState& h) { return h.docker->Load(); }, Phase::kPush, "pushing " + image);
   for (HostState* t : targets) {
     auto it = results.find(t);
@@ -56,7 +57,7 @@ void Controller::Push(const std::string& image, const std::vector<HostState*>& t
     if (it == results.end() || !it->second.ok()) continue;
     group.Run(*hs->exec, hs->docker->ImageId(image), [&, hs](const Outcome& o) {
       if (o.ok()) {
-        hs->image_ids[image] = Trim(o.out);
+        hs->images.ids[image] = Trim(o.out);
       } else {
         (*errors)[hs->index].push_back("image " + image + " still missing after push: " + o.Reason());
       }

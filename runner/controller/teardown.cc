@@ -1,7 +1,4 @@
-// teardown: once the attempt is over, stop what still runs (docker stop,
-// or kill after a second interrupt), let the log streams drain, copy the
-// artifacts a last time, remove every container of the attempt on every
-// reachable host, then (when the job is over) run the teardown hooks.
+// Teardown (teardown.h): stop, drain, last artifacts, remove, hooks.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -10,13 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/controller.h"
+#include "runner/controller/teardown.h"
+#include "runner/controller/job_state.h"
 #include "runner/remote/teardown_hooks.h"
 #include "runner/remote/watchdog.h"
 
 namespace barge::runner::internal {
 
-void Controller::Teardown(bool graceful, bool final) {
+void Teardown::Run(bool graceful, bool final) {
   // A lost host is left alone: its watchdog removes what it holds once the
   // lease lapses (or `barge reap` does when it comes back).
   tearing_down_ = true;
@@ -44,7 +42,7 @@ void Controller::Teardown(bool graceful, bool final) {
         stopped.insert(hs);
         Ended(hs->PhaseOf(Phase::kStop), o.ok(), o.ok() ? "" : o.Reason());
       };
-      if (graceful && hs->api) {
+      if (graceful && hs->engine.api) {
         StopWithApi(group, *hs, names, grace, on_stopped);
       } else {
         group.Run(*hs->exec, graceful ? hs->docker->Stop(names, grace) : hs->docker->Kill(names), on_stopped);
@@ -89,18 +87,18 @@ void Controller::Teardown(bool graceful, bool final) {
     removing.insert(hs);
     Began(hs->PhaseOf(Phase::kRemove));
     std::string line = hs->docker->Remove(names);
-    const bool disarm = disarm_with_remove && hs->watchdog_armed;
+    const bool disarm = disarm_with_remove && hs->lease.armed;
     // The job's holds go with its containers on its last teardown.
-    const bool release = final && hs->holding;
+    const bool release = final && hs->holds.holding;
     auto on_removed = [this, hs, disarm, release](const Outcome& o) {
       Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
-      if (disarm && o.exit.known()) hs->watchdog_armed = false;
-      if (release && o.ok()) hs->holding = false;
+      if (disarm && o.exit.known()) hs->lease.armed = false;
+      if (release && o.ok()) hs->holds.holding = false;
       if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
     };
     const std::vector<std::string> hold_ids =
-        release && hs->hold ? fleet::HoldIdsOf(*hs->hold, plan_.job_id) : std::vector<std::string>{};
-    if (hs->api && (!release || !hold_ids.empty())) {
+        release && hs->holds.reply ? fleet::HoldIdsOf(*hs->holds.reply, plan_.job_id) : std::vector<std::string>{};
+    if (hs->engine.api && (!release || !hold_ids.empty())) {
       std::vector<std::string> targets = names;
       targets.insert(targets.end(), hold_ids.begin(), hold_ids.end());
       RemoveWithApi(removals, *hs, targets, /*sweep=*/release, disarm ? DisarmWatchdogCommand(plan_.job_id) : "",
@@ -149,7 +147,7 @@ void Controller::Teardown(bool graceful, bool final) {
   if (!remove_step) observer_.StepEnded(Phase::kStop);
   group.Cancel();
   // Last copy of the artifacts: the containers have stopped but exist.
-  FinalArtifacts();
+  artifacts_.FinalArtifacts();
   for (auto& [host, names] : attempted) {
     if (!removing.count(host)) remove(host, names);
   }
@@ -165,7 +163,7 @@ void Controller::Teardown(bool graceful, bool final) {
   Event(event::kTornDown, std::nullopt, final ? "" : "before a restart");
 }
 
-void Controller::RunTeardownHooks() {
+void Teardown::RunTeardownHooks() {
   if (!spec_.teardown.host_command && !spec_.teardown.local_command) return;
   CommandGroup group(&loop_, &redact_);
   auto run = [&](ssh::Executor& where, const std::string& kind, const std::string& hook,
@@ -187,7 +185,7 @@ void Controller::RunTeardownHooks() {
   // lost VM is still worth its terminate call).
   std::vector<HostState*> used = AllHosts();
   for (auto& old : retired_) {
-    if (old->superseded) used.push_back(old.get());
+    if (old->health.superseded) used.push_back(old.get());
   }
   for (HostState* host : used) {
     const cluster::Host& inventory = host->inventory;
@@ -203,6 +201,103 @@ void Controller::RunTeardownHooks() {
   if (!RunUntil([&] { return group.idle(); }, Now() + seconds(300))) {
     Say("teardown hooks did not finish within 300 s");
   }
+}
+
+// --- Through the Engine API.
+
+void Teardown::StopWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names,
+                             int grace_seconds, CommandGroup::Done done) {
+  struct State {
+    size_t left = 0;
+    std::optional<Outcome> failed;  // the first failure
+  };
+  auto st = std::make_shared<State>();
+  st->left = names.size();
+  for (const std::string& name : names) {
+    group.Api(
+        [&hs, name, grace_seconds](CommandGroup::Finish finish) {
+          return hs.engine.api->Stop(name, grace_seconds,
+                              [finish](container::Reply<container::NoContent> r) { finish(ApiOutcome(r)); });
+        },
+        [st, done](const Outcome& o) {
+          if (!o.ok() && !st->failed) st->failed = o;
+          if (--st->left == 0) done(st->failed ? *st->failed : o);
+        });
+  }
+}
+
+void Teardown::RemoveWithApi(CommandGroup& group, HostState& hs, const std::vector<std::string>& names,
+                               bool sweep, const std::string& then_line, CommandGroup::Done done) {
+  HostState* h = &hs;
+  struct State {
+    size_t left = 0;
+    std::optional<Outcome> failed;  // the first failure that is not "no such container"
+  };
+  // Removes `targets` (names or IDs; one already gone is fine), then `next`.
+  auto remove_all = std::make_shared<std::function<void(std::vector<std::string>, std::function<void(std::optional<Outcome>)>)>>();
+  *remove_all = [&group, h](std::vector<std::string> targets, std::function<void(std::optional<Outcome>)> next) {
+    if (targets.empty()) return next(std::nullopt);
+    auto st = std::make_shared<State>();
+    st->left = targets.size();
+    for (const std::string& t : targets) {
+      group.Api(
+          [h, t](CommandGroup::Finish finish) {
+            return h->engine.api->Remove(t, /*force=*/true, [finish](container::Reply<container::NoContent> r) {
+              if (r.not_found()) {
+                Outcome gone;
+                gone.exit.code = 0;
+                return finish(gone);
+              }
+              finish(ApiOutcome(r));
+            });
+          },
+          [st, next](const Outcome& o) {
+            if (!o.ok() && !st->failed) st->failed = o;
+            if (--st->left == 0) next(st->failed);
+          });
+    }
+  };
+  // The last step: the shell line (disarming the watchdog), if any; the
+  // outcome is the removal's, known once that line has run.
+  auto finish = [&group, h, then_line, done](std::optional<Outcome> failed) {
+    Outcome removal;
+    removal.exit.code = 0;
+    if (failed) removal = *failed;
+    if (then_line.empty()) return done(removal);
+    group.Run(*h->exec, then_line, [removal, done](const Outcome& o) {
+      Outcome out = removal;
+      if (!o.exit.known()) out.exit = o.exit;
+      done(out);
+    });
+  };
+  const std::string job = plan_.job_id;
+  (*remove_all)(names, [&group, h, sweep, job, remove_all, finish](std::optional<Outcome> failed) {
+    if (!failed || !sweep) return finish(failed);
+    // Something would not go: everything labelled with the job goes by a
+    // listing instead (as the CLI path's fallback).
+    group.Api(
+        [h, job](CommandGroup::Finish list_finish) {
+          return h->engine.api->ListContainers({"barge.job=" + job},
+                                        [list_finish](container::Reply<std::vector<container::PsEntry>> r) {
+                                          Outcome o = ApiOutcome(r);
+                                          if (r.ok()) {
+                                            for (const container::PsEntry& e : *r.value) o.out += e.id + "\n";
+                                          }
+                                          list_finish(o);
+                                        });
+        },
+        [remove_all, finish](const Outcome& listed) {
+          if (!listed.ok()) return finish(listed);
+          std::vector<std::string> ids;
+          size_t pos = 0;
+          while (pos < listed.out.size()) {
+            const size_t nl = listed.out.find('\n', pos);
+            ids.push_back(listed.out.substr(pos, nl - pos));
+            pos = nl + 1;
+          }
+          (*remove_all)(ids, finish);
+        });
+  });
 }
 
 }  // namespace barge::runner::internal

@@ -27,7 +27,7 @@ namespace barge::runner::internal {
 
 int Controller::TearDownOrphan() {
   if (!Prepare(/*with_store=*/true)) return kExitBargeFailure;
-  if (Status s = Connect(); !s.ok()) {
+  if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
   }
@@ -35,7 +35,7 @@ int Controller::TearDownOrphan() {
   bool failed = false;
   for (auto& [h, host] : hosts_) {
     HostState* hs = host.get();
-    group.Run(*hs->exec, RemoveJobContainersLine(*hs), [&, hs](const Outcome& o) {
+    group.Run(*hs->exec, faults_.RemoveJobContainersLine(*hs), [&, hs](const Outcome& o) {
       if (!o.ok()) {
         failed = true;
         Say(hs->name + ": removing the job's containers failed: " + o.Reason());
@@ -48,9 +48,9 @@ int Controller::TearDownOrphan() {
   }
   const bool done = RunUntil([&] { return group.idle(); }, Now() + seconds(120));
   group.Cancel();
-  RunTeardownHooks();
-  for (auto& [h, host] : hosts_) host->watchdog_armed = true;  // whatever is left of it
-  DisarmWatchdogs();
+  teardown_.RunTeardownHooks();
+  for (auto& [h, host] : hosts_) host->lease.armed = true;  // whatever is left of it
+  leases_.DisarmWatchdogs();
   Record(store_->SetStatus(plan_.job_id, JobStatus::kCancelled, kExitBargeFailure,
                            "torn down by barge down (its controller was gone)"));
   return failed || !done ? kExitBargeFailure : 0;
@@ -61,7 +61,7 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
   // Every listed host, not only those this job's plan would use.
   plan_.used_hosts.clear();
   for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
-  if (Status s = Connect(); !s.ok()) {
+  if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
   }
@@ -134,7 +134,7 @@ int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
 int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
                              std::optional<int64_t> restarted_at_ns) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
-  if (Status s = Connect(); !s.ok()) {
+  if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
   }
@@ -163,7 +163,7 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
     n->live.lines = n->live.skip = kept.lines;
     n->live.last_hash = kept.last_hash;
   }
-  for (auto& n : nodes_) StreamLogs(*n, /*report_exit=*/false);
+  for (auto& n : nodes_) streams_.StreamLogs(*n, /*report_exit=*/false);
   RunUntil(
       [&] {
         return interrupts_ > 0 || std::none_of(nodes_.begin(), nodes_.end(),

@@ -89,7 +89,7 @@ int Controller::Forward(const std::vector<ForwardSpec>& forwards) {
   std::set<size_t> used;
   for (const ForwardSpec& f : forwards) used.insert(plan_.nodes[f.rank].host_index);
   plan_.used_hosts.assign(used.begin(), used.end());
-  if (Status s = Connect(); !s.ok()) {
+  if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
   }
@@ -197,7 +197,7 @@ int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, 
 
 int Controller::Top(const TopOptions& top) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
-  if (Status s = Connect(); !s.ok()) {
+  if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
   }

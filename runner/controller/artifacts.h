@@ -1,0 +1,38 @@
+// Artifacts: copies of what the job file's artifacts: name out of the
+// nodes' containers into runs/<id>/artifacts/<rank>/, every `every` while
+// the job runs and once more at teardown.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "runner/controller/job.h"
+
+namespace barge::runner::internal {
+
+class Artifacts : private JobPart {
+ public:
+  explicit Artifacts(Job* job) : JobPart(job) {}
+
+  // The periodic copies of the attempt (Job::attempt, Job::monitors).
+  void ScheduleArtifacts();
+  // Copies every artifact of every node once more and waits (bounded).
+  void FinalArtifacts();
+  // A new attempt: no copy of the previous one counts as in flight.
+  void NewAttempt() { copying_.clear(); }
+
+ private:
+  // Copies `a` out of node `n`'s container (docker cp NAME:PATH -, a tar
+  // stream on the host's session) into runs/<id>/artifacts/<rank>/, unpacked
+  // by a local tar, with both commands in `group`. `done` runs when it has
+  // finished (not if the group is cancelled first).
+  void CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSpec& a,
+                    std::function<void()> done);
+  std::vector<NodeState*> ArtifactNodes(const ArtifactSpec& a);
+
+  std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
+};
+
+}  // namespace barge::runner::internal

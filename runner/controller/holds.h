@@ -1,0 +1,66 @@
+// Holds: the controller's side of the reservations on the hosts
+// (runner/remote/reservation.h). Preflight takes every host's holds in its
+// one round trip; SecureHolds then decides: all taken, or release
+// everything and fail with the busy table, or (--wait, `wait:`) release
+// everything and try again until every host is free or the limit passes.
+// The job's holds go at its final teardown (with its containers) or at its
+// end (ReleaseHolds), and with its watchdog when the lease lapses.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "container/docker_api.h"
+#include "runner/controller/job.h"
+#include "runner/remote/holds_api.h"
+#include "runner/remote/reservation.h"
+
+namespace barge::runner::internal {
+
+// A host's part in the reservations: what it answered to the job's last
+// try at its holds, and whether the job may hold something there now.
+struct HostHolds {
+  std::optional<fleet::HoldReply> reply;
+  bool holding = false;
+};
+
+class Holds : private JobPart {
+ public:
+  explicit Holds(Job* job) : JobPart(job) {}
+
+  // The shell that takes the job's holds on `hs` (preflight runs it in its
+  // script).
+  std::string TakeHoldsLine(const HostState& hs) const;
+  // Reads the host's answer into hs.hold; a problem for preflight's table
+  // when the engine failed (a busy host is not a problem: SecureHolds).
+  std::string NoteHolds(HostState& hs, const std::string& text, int exit);
+  std::string NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed);
+  // The same holds taken through the host's Engine API `api`
+  // (runner/remote/holds_api.h), `now` being the host's clock.
+  fleet::ApiHoldJob ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const;
+  // After preflight: Ok when every host is the job's; otherwise releases
+  // every hold the job got and fails with the busy table, or waits (--wait,
+  // `wait:`), trying every host again after a random 1-3 s, until all are
+  // free or the limit passes.
+  Status SecureHolds();
+  // The same for one host that preflight took holds on while the job runs
+  // (a spare, a lost host checked again): Ok when it is the job's (its GPU
+  // slices adopted); otherwise releases the job's holds there and fails
+  // naming the holder.
+  Status SecureHoldsOn(HostState& hs);
+  // Removes the job's holds wherever it may hold one: every current host
+  // and every retired one (replaced by a spare) that is still reachable.
+  void ReleaseHolds();
+
+ private:
+  // What the job holds on `hs` (fleet::RequestFor its nodes there).
+  fleet::HoldRequest HoldRequestFor(const HostState& hs) const;
+  // The hosts whose holds conflict with the job's, by name.
+  std::vector<fleet::BusyHost> BusyHosts();
+  // The job's nodes on `hs` get the GPU devices the job holds there.
+  Status AdoptHeldGpus(HostState& hs);
+  void ReleaseHoldsOn(const std::vector<HostState*>& hosts);
+};
+
+}  // namespace barge::runner::internal
