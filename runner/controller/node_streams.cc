@@ -52,11 +52,6 @@ bool ReadyLineMatches(const std::regex& re, std::string_view text) {
   return std::regex_search(head.begin(), head.end(), re);
 }
 
-// "the head" or "node 3": what messages call a node.
-std::string NodeNoun(const NodeState& n) {
-  return n.plan->rank == 0 ? "the head" : "node " + std::to_string(n.plan->rank);
-}
-
 }  // namespace
 
 

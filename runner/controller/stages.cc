@@ -23,34 +23,6 @@ namespace barge::runner::internal {
 
 namespace {
 
-// How a container ended, from `docker inspect`: "OOMKilled (exit code
-// 137)", "killed by SIGKILL (exit code 137)", "exit code 3".
-std::string EndReason(const container::ContainerState& st) {
-  std::string code = "exit code " + std::to_string(st.exit_code);
-  std::string reason;
-  if (st.oom_killed) {
-    reason = "OOMKilled (" + code + ")";
-  } else if (st.exit_code > 128 && st.exit_code < 128 + 65) {
-    const int sig = st.exit_code - 128;
-    const char* name = sig == 9 ? "SIGKILL" : sig == 15 ? "SIGTERM" : sig == 6 ? "SIGABRT"
-                     : sig == 11 ? "SIGSEGV" : sig == 2 ? "SIGINT" : nullptr;
-    reason = std::string("killed by ") + (name ? name : "signal " + std::to_string(sig)) + " (" + code + ")";
-  } else {
-    reason = code;
-  }
-  if (!st.error.empty()) reason += ": " + st.error;
-  return reason;
-}
-
-// std::regex recurses per character matched: a long line with a pattern
-// like ".*ready" would overflow the stack. Readiness lines are short; only
-// their first kReadyScan bytes are searched.
-bool ReadyLineMatches(const std::regex& re, std::string_view text) {
-  constexpr size_t kReadyScan = 4096;
-  std::string_view head = text.substr(0, kReadyScan);
-  return std::regex_search(head.begin(), head.end(), re);
-}
-
 // "the head" or "node 3": what messages call a node.
 std::string NodeNoun(const NodeState& n) {
   return n.plan->rank == 0 ? "the head" : "node " + std::to_string(n.plan->rank);
