@@ -114,7 +114,7 @@ constexpr KeyRule<HostDraft> kHostRules[] = {
     {"container",
      {.type = KeyType::kBlock, .description = "Container options for this host's nodes", .keys = ContainerKeys}, [](const Entry& e, HostDraft& h) { ReadContainer(e, h.host.container); }},
     {"vars",
-     {.type = KeyType::kStringMap, .description = "Per-host variables for teardown hooks ({host.vars.NAME})"},
+     {.type = KeyType::kStringMap, .description = "Per-host variables, which teardown hooks read as \"$BARGE_VAR_NAME\""},
      [](const Entry& e, HostDraft& h) {
        std::optional<KeyValues> vars = ReadKeyValues(
            e,

@@ -245,7 +245,7 @@ stop_grace: 0s
 rendezvous: {port: 1234, env: []}
 teardown:
   host_command: "echo {host.address} {host.internal_address}"
-  local_command: "aws ec2 terminate-instances --instance-ids {host.vars.instance_id} # {job.id} {not.a.placeholder}"
+  local_command: "aws ec2 terminate-instances --instance-ids \"$BARGE_VAR_instance_id\" # {job.id} {not.a.placeholder}"
 roles:
   worker: {count: 2}
   head:
@@ -274,7 +274,7 @@ roles:
   EXPECT_TRUE(spec.rendezvous.conventions.empty());
   EXPECT_EQ(spec.teardown.host_command, "echo {host.address} {host.internal_address}");
   EXPECT_EQ(spec.teardown.local_command,
-            "aws ec2 terminate-instances --instance-ids {host.vars.instance_id} # {job.id} "
+            "aws ec2 terminate-instances --instance-ids \"$BARGE_VAR_instance_id\" # {job.id} "
             "{not.a.placeholder}");
   EXPECT_EQ(spec.roles.at("worker").count, 2);
   EXPECT_EQ(spec.roles.at("head").ready.kind, cluster::ReadinessProbe::Kind::kLog);
@@ -926,13 +926,22 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
 
 TEST_F(JobFileTest, TeardownPlaceholdersMustExistAndHostVarsMustBeSetOnEveryHost) {
   EXPECT_THAT(Errors("name: x\nimage: i\nhosts:\n  - {address: a, vars: {id: i-1}}\n  - b\n"
-                     "teardown:\n  local_command: terminate {host.vars.id}\n"
+                     "teardown:\n  local_command: terminate \"$BARGE_VAR_id\"\n"
                      "  host_command: echo {host.adress}\n"),
-              ElementsAre("job.yaml:7:18: teardown.local_command: {host.vars.id} is not set in "
+              ElementsAre("job.yaml:7:18: teardown.local_command: $BARGE_VAR_id is not set in "
                           "hosts[1].vars (line 5)",
                           "job.yaml:8:17: teardown.host_command: unknown placeholder {host.adress} "
-                          "(expected {host.address}, {host.internal_address}, {host.vars.NAME} or "
-                          "{job.id}); did you mean {host.address}?"));
+                          "(expected {host.address}, {host.internal_address} or {job.id}, or "
+                          "\"$BARGE_VAR_NAME\" for a host's vars); did you mean {host.address}?"));
+}
+
+TEST_F(JobFileTest, AHostVarPastedIntoAHooksTextIsRefusedNamingTheVariableToReadInstead) {
+  // Inside the user's own double quotes, a quoted value's $(...) would run.
+  EXPECT_THAT(Errors("name: x\nimage: i\nhosts:\n  - {address: a, vars: {id: i-1}}\n"
+                     "teardown:\n  local_command: 'terminate \"{host.vars.id}\"'\n"),
+              ElementsAre("job.yaml:6:18: teardown.local_command: {host.vars.id} would paste a host's "
+                          "value into the hook's shell text: write \"$BARGE_VAR_id\" instead (barge "
+                          "sets it for the hook)"));
 }
 
 TEST_F(JobFileTest, ValuesWithNulEscapesAreRejected) {

@@ -1,4 +1,6 @@
 // The top-level keys of a job file, the checks across blocks, and ReadJob.
+#include <cctype>
+
 #include "runner/jobfile/blocks.h"
 
 namespace barge::runner::jobfile {
@@ -341,11 +343,13 @@ void CheckMpi(JobDraft& d) {
   }
 }
 
-// Teardown hooks may use {host.address}, {host.internal_address},
-// {host.vars.NAME} and {job.id}; other braces are left alone.
+// Teardown hooks may use {host.address}, {host.internal_address} and
+// {job.id} (validated values); a host's vars are read from
+// "$BARGE_VAR_NAME" (runner/remote/teardown_hooks.h), never pasted into the
+// hook's text. Other braces are left alone.
 void CheckTeardownPlaceholders(const JobDraft& d) {
-  static constexpr std::string_view kPlaceholders[] = {"{host.address}", "{host.internal_address}",
-                                                       "{host.vars.NAME}", "{job.id}"};
+  static constexpr std::string_view kPlaceholders[] = {"{host.address}", "{host.internal_address}", "{job.id}"};
+  static constexpr std::string_view kVar = "BARGE_VAR_";
   for (const Entry& e : d.teardown.commands) {
     const std::string& command = e.value.Scalar();
     // Hooks are shell text run on the hosts or here: no array row value in
@@ -354,7 +358,8 @@ void CheckTeardownPlaceholders(const JobDraft& d) {
       e.Error(why);
       continue;
     }
-    for (size_t open = command.find('{'); open != std::string::npos;
+    bool failed = false;
+    for (size_t open = command.find('{'); open != std::string::npos && !failed;
          open = command.find('{', open + 1)) {
       size_t close = command.find('}', open);
       if (close == std::string::npos) break;
@@ -365,30 +370,47 @@ void CheckTeardownPlaceholders(const JobDraft& d) {
           placeholder == "{job.id}") {
         continue;
       }
+      failed = true;
       if (inner.starts_with("host.vars.") && IsIdentifier(inner.substr(10))) {
-        std::string name(inner.substr(10));
-        if (!d.hosts_given) {
-          e.Error(placeholder + " needs hosts with 'vars:' (this job runs on the local engine)");
-          break;
-        }
-        for (const HostDraft& h : d.hosts) {
-          if (!h.host.vars.contains(name)) {
-            e.Error(placeholder + " is not set in " + h.entry.path + ".vars (line " +
-                    std::to_string(h.host.line) + ")");
-            break;
-          }
-        }
+        // A var's value comes from the job file or a hosts_command's JSON:
+        // pasted into text the user quoted themselves, it could run as code.
+        e.Error(placeholder + " would paste a host's value into the hook's shell text: write \"$" +
+                std::string(kVar) + std::string(inner.substr(10)) + "\" instead (barge sets it for the hook)");
         continue;
       }
       std::string message = "unknown placeholder " + placeholder + " (expected " +
-                            JoinWords(kPlaceholders, " or ") + ")";
+                            JoinWords(kPlaceholders, " or ") + ", or \"$" + std::string(kVar) + "NAME\" for a host's vars)";
       if (auto close_match = ClosestMatch(placeholder, kPlaceholders)) {
         message += "; did you mean " + *close_match + "?";
       } else if (inner.starts_with("host.") && IsIdentifier(inner.substr(5))) {
         // {host.instance_id}: a per-host value lives under vars.
-        message += "; did you mean {host.vars." + std::string(inner.substr(5)) + "}?";
+        message += "; did you mean \"$" + std::string(kVar) + std::string(inner.substr(5)) + "\"?";
       }
       e.Error(message);
+    }
+    if (failed) continue;
+    // Every var the hook reads is set on every host (an unset one would run
+    // the hook with an empty value: a terminate call without its instance).
+    for (size_t at = command.find(kVar); at != std::string::npos; at = command.find(kVar, at + 1)) {
+      if (at > 0 && (std::isalnum(static_cast<unsigned char>(command[at - 1])) || command[at - 1] == '_')) continue;
+      size_t end = at + kVar.size();
+      while (end < command.size() && (std::isalnum(static_cast<unsigned char>(command[end])) || command[end] == '_')) ++end;
+      const std::string name = command.substr(at + kVar.size(), end - at - kVar.size());
+      if (name.empty()) continue;
+      const std::string shown = "$" + std::string(kVar) + name;
+      if (!d.hosts_given) {
+        e.Error(shown + " needs hosts with 'vars:' (this job runs on the local engine)");
+        break;
+      }
+      bool missing = false;
+      for (const HostDraft& h : d.hosts) {
+        if (!h.host.vars.contains(name)) {
+          e.Error(shown + " is not set in " + h.entry.path + ".vars (line " + std::to_string(h.host.line) + ")");
+          missing = true;
+          break;
+        }
+      }
+      if (missing) break;
     }
   }
 }

@@ -30,11 +30,10 @@ Result<std::string> SubstituteHook(const std::string& hook, const cluster::Host&
     } else if (name == "job.id") {
       value = job_id;
     } else if (name.rfind("host.vars.", 0) == 0) {
-      auto it = host.vars.find(name.substr(10));
-      if (it == host.vars.end()) {
-        return Status::Error("{" + name + "} is not set for host " + host.address);
-      }
-      value = it->second;
+      // A var's value comes from the job file or a hosts_command's JSON:
+      // pasted into text the user quoted themselves, it could break out.
+      return Status::Error("{" + name + "} is not allowed in a teardown hook: write \"$" + kHookVarPrefix +
+                           name.substr(10) + "\" (barge sets it for the hook)");
     } else if (name.find_first_of(" \t\n;$") != std::string::npos || name.empty()) {
       // Not a placeholder (e.g. a shell brace group): keep the text.
       out += hook.substr(open, close - open + 1);
@@ -46,7 +45,13 @@ Result<std::string> SubstituteHook(const std::string& hook, const cluster::Host&
     out += ssh::ShellQuote(value);
     pos = close + 1;
   }
-  return out;
+  // The hook's variables, set before it (each value quoted once, by
+  // barge, as a whole word: never inside the user's own quotes).
+  std::string vars = "export BARGE_JOB_ID=" + ssh::ShellQuote(job_id) +
+                     " BARGE_HOST_ADDRESS=" + ssh::ShellQuote(host.address) +
+                     " BARGE_HOST_INTERNAL_ADDRESS=" + ssh::ShellQuote(cluster::InternalAddress(host));
+  for (const auto& [name, value] : host.vars) vars += " " + std::string(kHookVarPrefix) + name + "=" + ssh::ShellQuote(value);
+  return vars + "; " + out;
 }
 
 }  // namespace barge::runner

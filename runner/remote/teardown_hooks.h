@@ -9,11 +9,19 @@
 
 namespace barge::runner {
 
-// Replaces {host.address}, {host.internal_address}, {host.vars.NAME} and
-// {job.id} in `hook` by the value, shell-quoted (ssh::ShellQuote), so a
-// value can never become shell syntax. Fails on an unknown placeholder or a
-// var the host does not set (the job file's validation reports these
-// first).
+// The prefix of the variable a hook reads a host's var NAME from:
+// "$BARGE_VAR_NAME".
+inline constexpr char kHookVarPrefix[] = "BARGE_VAR_";
+
+// The hook's shell line: `hook` with {host.address},
+// {host.internal_address} and {job.id} replaced by their values,
+// shell-quoted (ssh::ShellQuote; each is validated as an address or an id),
+// after `export` of BARGE_JOB_ID, BARGE_HOST_ADDRESS,
+// BARGE_HOST_INTERNAL_ADDRESS and BARGE_VAR_NAME for each of the host's
+// vars. A var's value is never pasted into the hook's text (inside quotes
+// the user wrote, a quoted value could still break out): {host.vars.NAME}
+// fails, naming "$BARGE_VAR_NAME" instead, as does an unknown placeholder
+// (the job file's validation reports both first).
 [[nodiscard]] Result<std::string> SubstituteHook(const std::string& hook, const cluster::Host& host,
                                                  const std::string& job_id);
 

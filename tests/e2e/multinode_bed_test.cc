@@ -153,7 +153,7 @@ TEST_F(MultiNodeTest, TeardownHooksRunOncePerHostWithQuotedSubstitutions) {
                     Hosts(2, "    vars: {instance_id: \"i-0 $(touch /tmp/pwned)\"}\n") +
                     "teardown:\n"
                     "  host_command: \"echo {host.internal_address} {job.id} >> /tmp/barge-hook-test\"\n"
-                    "  local_command: \"echo {host.address} {host.vars.instance_id} >> " +
+                    "  local_command: \"echo {host.address} \\\"$BARGE_VAR_instance_id\\\" >> " +
                     marker.string() + "\"\n"
                     "command: [\"true\"]\n");
   ASSERT_EQ(o.code, 0) << o.err;
