@@ -251,6 +251,16 @@ Result<Plan> MakePlan(const PlanInput& in) {
       }
     }
     options.env.reset();
+    if (auto it = in.host_paths.find(node.host_index); !in.host_path.empty() && it != in.host_paths.end()) {
+      auto rewrite = [&](std::optional<std::vector<std::string>>& words) {
+        if (!words) return;
+        for (std::string& w : *words) {
+          if (w.starts_with(in.host_path)) w = it->second + w.substr(in.host_path.size());
+        }
+      };
+      rewrite(options.volumes);
+      rewrite(options.run_options);
+    }
     c.options = std::move(options);
     plan.nodes.push_back(std::move(node));
   }

@@ -43,6 +43,13 @@ struct PlanInput {
   // reservations). A node asking for a GPU count on a host whose inventory
   // sets `gpus` gets free devices of its own (cluster/gpu_slices.h).
   std::map<size_t, std::set<int>> held_gpus;
+  // A path prefix that differs by host (the runner's job directory on each
+  // host, whose name is drawn when the host is set up): every volume source
+  // and run option of a node that starts with `host_path` has that prefix
+  // replaced by `host_paths[its host index]` where one is known; the plan
+  // shows `host_path` itself where none is (`barge plan`).
+  std::string host_path;
+  std::map<size_t, std::string> host_paths;
 };
 
 struct NodePlan {

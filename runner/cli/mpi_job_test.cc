@@ -115,8 +115,8 @@ TEST(MpiSamples, TheAllreduceSampleStartsTwoWorkersThenTheHeadRunningMpirun) {
   EXPECT_EQ(p.plan.stages[1].ranks, std::vector<int>{0});
   EXPECT_EQ(cluster::MpiHostfile(p.plan.mpi_nodes), "10.77.0.2 slots=1\n10.77.0.3 slots=1\n10.77.0.4 slots=1\n");
   EXPECT_NE(p.text.find("mpirun --hostfile"), std::string::npos);
-  EXPECT_NE(p.text.find("cat > /tmp/barge-0123abcd/mpi/0/id_ed25519"), std::string::npos) << p.text;
-  EXPECT_NE(p.text.find("-v /tmp/barge-0123abcd/mpi/1:/run/barge:ro"), std::string::npos);
+  EXPECT_NE(p.text.find("cat > /tmp/barge-0123abcd.XXXXXXXXXXXX/mpi/0/id_ed25519"), std::string::npos) << p.text;
+  EXPECT_NE(p.text.find("-v /tmp/barge-0123abcd.XXXXXXXXXXXX/mpi/1:/run/barge:ro"), std::string::npos);
   EXPECT_EQ(p.text.find("PRIVATE KEY"), std::string::npos) << "no key is made or shown by a plan";
 }
 

@@ -10,6 +10,7 @@
 #include "container/create_body.h"
 #include "container/docker_args.h"
 #include "runner/remote/docker_commands.h"
+#include "runner/remote/watchdog.h"
 
 namespace barge::runner {
 namespace {
@@ -81,7 +82,10 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
   }
   for (size_t h : plan.used_hosts) {
     const cluster::Host& host = plan.hosts[h];
-    DockerCommands docker(DockerCommandOf(spec, host, plan.job_id));
+    // The job's directory there is drawn when the host is set up; the plan
+    // shows its pattern.
+    const std::string job_dir = HostJobDirShown(plan.job_id);
+    DockerCommands docker(DockerCommandOf(spec, host, job_dir));
     std::vector<const cluster::NodePlan*> nodes;
     for (const auto& n : plan.nodes)
       if (n.host_index == h) nodes.push_back(&n);
@@ -92,7 +96,7 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
     if (spec.registry) {
       out << "# registry login, the password written to the command's stdin (" +
                  spec.registry->password_source + "); docker logout at the end\n"
-          << docker.Login(DockerConfigDir(plan.job_id), spec.registry->server,
+          << docker.Login(DockerConfigDir(job_dir), spec.registry->server,
                           spec.registry->username)
           << "\n";
     }
@@ -134,12 +138,12 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
              "/run/secrets/NAME\n";
       std::string env_names;
       for (const SecretSpec& secret : spec.secrets) {
-        out << WriteSecretCommand(plan.job_id, SecretsDir(plan.job_id) + "/" + secret.name) << "   # "
+        out << WriteSecretCommand(job_dir, SecretsDir(job_dir) + "/" + secret.name) << "   # "
             << secret.source << "\n";
         if (secret.as_env) env_names += (env_names.empty() ? "" : " ") + secret.name;
       }
       if (!env_names.empty()) {
-        out << WriteSecretCommand(plan.job_id, SecretEnvFile(plan.job_id)) << "   # NAME=VALUE of " << env_names
+        out << WriteSecretCommand(job_dir, SecretEnvFile(job_dir)) << "   # NAME=VALUE of " << env_names
             << ", for --env-file\n";
       }
     }
@@ -161,13 +165,13 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
              "0644 in a 0755 directory under a 0700 one), mounted read-only at "
           << cluster::kMpiDir << "\n";
       for (const auto* n : nodes) {
-        const std::string dir = MpiFilesDir(plan.job_id) + "/" + std::to_string(n->rank) + "/";
+        const std::string dir = MpiFilesDir(job_dir) + "/" + std::to_string(n->rank) + "/";
         const std::vector<std::string> files =
             n->rank == 0 ? std::vector<std::string>{"id_ed25519", "id_ed25519.pub", "known_hosts",
                                                     "ssh_config", "hostfile"}
                          : std::vector<std::string>{"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub",
                                                     "authorized_keys"};
-        for (const std::string& f : files) out << WriteSecretCommand(plan.job_id, dir + f) << "\n";
+        for (const std::string& f : files) out << WriteSecretCommand(job_dir, dir + f) << "\n";
       }
     }
     for (const auto* n : nodes) {
@@ -222,7 +226,7 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
     if (!workers.empty()) out << docker.Stop(workers, grace) << "\n";
     out << docker.Remove(all) << "\n";
     if (spec.registry) {
-      out << docker.Logout(DockerConfigDir(plan.job_id), spec.registry->server) << "\n";
+      out << docker.Logout(DockerConfigDir(job_dir), spec.registry->server) << "\n";
     }
   }
   return out.str();

@@ -62,7 +62,7 @@ secrets:
   CERT: {file: token, as_env: false}
 registry: {server: registry.example.com, username: ci, password: {file: password}}
 )");
-  const std::string d = "/tmp/barge-a1b2c3d4";
+  const std::string d = "/tmp/barge-a1b2c3d4.XXXXXXXXXXXX";
   // The job's own client config follows the host's docker words.
   EXPECT_TRUE(Contains(plan, "umask 077 && mkdir -p " + d + "/docker && sudo -n docker --config " + d +
                                  "/docker login --username=ci --password-stdin registry.example.com\n"))

@@ -6,6 +6,7 @@
 
 #include "runner/controller/connect.h"
 #include "runner/controller/job_state.h"
+#include "runner/remote/watchdog.h"
 
 namespace barge::runner::internal {
 
@@ -24,6 +25,8 @@ Status Connections::Connect(const std::vector<size_t>& which) {
     state->name = HostName(host);
     state->inventory = host;
     state->docker = std::make_unique<DockerCommands>(DockerCommandOf(spec_, host));
+    state->job_dir = NewHostJobDir(plan_.job_id);
+    input_.host_paths[h] = state->job_dir;
     HostTarget t;
     t.host = host;
     t.ssh.host = host.address;

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,6 +116,23 @@ class ControllerTest : public ::testing::Test {
   }
 
   // Lines on `host` containing `part`.
+  // Lines of `host` that `pattern` (ECMAScript) matches a part of.
+  int CountRe(const std::string& host, const std::string& pattern) {
+    const std::regex re(pattern);
+    const auto& lines = fake_.host(host).lines();
+    return static_cast<int>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
+      return std::regex_search(l, re);
+    }));
+  }
+  // The first capture of `pattern` in the first line of `host` it matches.
+  std::string Capture(const std::string& host, const std::string& pattern) {
+    const std::regex re(pattern);
+    for (const std::string& l : fake_.host(host).lines()) {
+      std::smatch m;
+      if (std::regex_search(l, m, re)) return m[1].str();
+    }
+    return "";
+  }
   int Count(const std::string& host, const std::string& part) {
     const auto& lines = fake_.host(host).lines();
     return static_cast<int>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
@@ -464,8 +483,8 @@ TEST_F(ControllerTest, AnMpiJobHasEveryWorkerReadyBeforeTheHeadStartsAndItsKeysO
   EXPECT_LT(rec_.First("ready ok 1 on h2"), head_start);
   EXPECT_LT(rec_.First("ready ok 2 on h3"), head_start);
   // Each key file is written from the command's stdin; no line holds a key.
-  EXPECT_EQ(Count("h1", "cat > /tmp/barge-abcd1234/mpi/0/"), 5);  // key, .pub, known_hosts, config, hostfile
-  EXPECT_EQ(Count("h2", "cat > /tmp/barge-abcd1234/mpi/1/"), 3);  // host key, .pub, authorized_keys
+  EXPECT_EQ(CountRe("h1", "cat > /tmp/barge-abcd1234\\.[a-z0-9]{12}/mpi/0/"), 5);  // key, .pub, known_hosts, config, hostfile
+  EXPECT_EQ(CountRe("h2", "cat > /tmp/barge-abcd1234\\.[a-z0-9]{12}/mpi/1/"), 3);  // host key, .pub, authorized_keys
   EXPECT_EQ(Count("h1", "mpi/1/"), 0) << "node 1's files go only to its own host";
   EXPECT_EQ(Count("h2", "test -x /usr/sbin/sshd"), 1);
   for (const std::string& line : fake_.all_lines()) {
@@ -473,6 +492,27 @@ TEST_F(ControllerTest, AnMpiJobHasEveryWorkerReadyBeforeTheHeadStartsAndItsKeysO
     EXPECT_EQ(line.find("AAAAC3NzaC1lZDI1NTE5"), std::string::npos) << line;
   }
   EXPECT_TRUE(rec_.Said("MPI: a client key and 2 host key(s) made for this job")) << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
+// Issue #29: each host's job directory has a name drawn for it (no other
+// user can know it before barge makes it), its files go there and its
+// containers mount them from there.
+TEST_F(ControllerTest, EachHostGetsAJobDirectoryNamedForItAndItsContainersMountFromIt) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {network: host}\nmpi: {}\n")), 0) << rec_.AllMessages();
+  std::set<std::string> dirs;
+  const char* hosts[] = {"h1", "h2", "h3"};
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string h = hosts[rank];
+    const std::string dir = Capture(h, "mkdir -m 700 (/tmp/barge-abcd1234\\.[a-z0-9]{12})");
+    ASSERT_FALSE(dir.empty()) << h << ": no job directory made";
+    dirs.insert(dir);
+    EXPECT_EQ(Count(h, "cat > " + dir + "/mpi/" + std::to_string(rank) + "/"), rank == 0 ? 5 : 3) << h;
+    EXPECT_EQ(Count(h, "-v " + dir + "/mpi/" + std::to_string(rank) + ":/run/barge:ro"), 1) << h;
+    EXPECT_EQ(CountRe(h, "XXXXXXXXXXXX"), 0) << h << ": the plan's shown name reached a host";
+  }
+  EXPECT_EQ(dirs.size(), 3u) << "two hosts share a name";
   EXPECT_TRUE(NothingLeft());
 }
 
@@ -497,11 +537,11 @@ TEST_F(ControllerTest, AnMpiJobWhoseImageRunsAsANonRootUserGetsItsFilesReadableI
   EXPECT_EQ(Count("h2", "test -x /usr/sbin/sshd || exit 1; id -u"), 1);
   EXPECT_EQ(Count("h1", "--entrypoint /bin/sh img -c '\\''id -u'\\''"), 1);
   EXPECT_EQ(Count("h1", "test -x"), 0) << "the head's image: its uid only";
-  EXPECT_EQ(Count("h1", "chmod 0755 /tmp/barge-abcd1234/mpi/0 && chmod 0644 /tmp/barge-abcd1234/mpi/0/*"), 1);
-  EXPECT_EQ(Count("h2", "chmod 0755 /tmp/barge-abcd1234/mpi/1 && chmod 0644 /tmp/barge-abcd1234/mpi/1/*"), 1);
-  EXPECT_EQ(Count("h2", "chmod 0755 /tmp/barge-abcd1234/mpi "), 0) << "the parent stays 0700";
+  EXPECT_EQ(CountRe("h1", "chmod 0755 (/tmp/barge-abcd1234\\.[a-z0-9]{12})/mpi/0 && chmod 0644 \\1/mpi/0/\\*"), 1);
+  EXPECT_EQ(CountRe("h2", "chmod 0755 (/tmp/barge-abcd1234\\.[a-z0-9]{12})/mpi/1 && chmod 0644 \\1/mpi/1/\\*"), 1);
+  EXPECT_EQ(CountRe("h2", "chmod 0755 /tmp/barge-abcd1234\\.[a-z0-9]{12}/mpi "), 0) << "the parent stays 0700";
   EXPECT_TRUE(rec_.Said("3 node(s) whose image runs as a non-root user get them mode 0644 in a 0755 "
-                        "directory (/tmp/barge-abcd1234/mpi stays 0700)"))
+                        "directory (/tmp/barge-abcd1234.XXXXXXXXXXXX/mpi stays 0700)"))
       << rec_.AllMessages();
   EXPECT_TRUE(NothingLeft());
 }
@@ -513,7 +553,7 @@ TEST_F(ControllerTest, AnMpiJobWhoseImageRunsAsRootKeepsItsFilesMode0600) {
   }
   fake_.SetNode(0, FakeNode{milliseconds(300), 0});
   EXPECT_EQ(Run(Job("container: {network: host}\nmpi: {}\n")), 0) << rec_.AllMessages();
-  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "chmod 0755 /tmp/barge-abcd1234/mpi"), 0) << h;
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(CountRe(h, "chmod 0755 /tmp/barge-abcd1234\\.[a-z0-9]{12}/mpi"), 0) << h;
   EXPECT_FALSE(rec_.Said("non-root")) << rec_.AllMessages();
 }
 

@@ -19,6 +19,7 @@
 #include "runner/controller/host_connector.h"
 #include "runner/controller/job_observer.h"
 #include "runner/remote/docker_commands.h"
+#include "runner/remote/watchdog.h"
 #include "runner/jobfile/job_values.h"
 #include "runner/console/progress.h"
 #include "runner/console/stdio_writer.h"
@@ -43,22 +44,27 @@ cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id)
   }
   in.roles = spec.roles;
   in.rendezvous = spec.rendezvous;
+  // The job's directory on each host has a name drawn when the host is
+  // set up (NewHostJobDir): the plan carries the shown name, which MakePlan
+  // replaces by each host's (PlanInput::host_paths, set by the controller).
+  const std::string job_dir = HostJobDirShown(job_id);
+  in.host_path = job_dir;
   if (spec.mpi) {
     in.mpi = spec.mpi;
-    in.mpi->files_dir = MpiFilesDir(job_id);
+    in.mpi->files_dir = MpiFilesDir(job_dir);
   }
   // workdir: and files: are mounted from the host's job directory into every
   // container, whatever volumes a role or host block sets.
   std::vector<std::string> mounts;
-  if (spec.workdir) mounts.push_back(HostJobDir(job_id) + "/workdir:" + spec.workdir->mount);
+  if (spec.workdir) mounts.push_back(job_dir + "/workdir:" + spec.workdir->mount);
   for (size_t i = 0; i < spec.files.size(); ++i) {
-    mounts.push_back(HostJobDir(job_id) + "/files/" + std::to_string(i) + ":" + spec.files[i].to + ":ro");
+    mounts.push_back(job_dir + "/files/" + std::to_string(i) + ":" + spec.files[i].to + ":ro");
   }
   // secrets: each one a read-only file at /run/secrets/NAME; those given as
   // environment come from an env file on the host (docker run --env-file),
   // so that no value is ever on a command line.
   for (const SecretSpec& secret : spec.secrets) {
-    mounts.push_back(SecretsDir(job_id) + "/" + secret.name + ":/run/secrets/" + secret.name + ":ro");
+    mounts.push_back(SecretsDir(job_dir) + "/" + secret.name + ":/run/secrets/" + secret.name + ":ro");
   }
   if (!mounts.empty()) {
     auto add = [&](container::ContainerOptions& o, bool always) {
@@ -72,7 +78,7 @@ cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id)
   }
   if (std::any_of(spec.secrets.begin(), spec.secrets.end(),
                   [](const SecretSpec& s) { return s.as_env; })) {
-    const std::vector<std::string> env_file = {"--env-file", SecretEnvFile(job_id)};
+    const std::vector<std::string> env_file = {"--env-file", SecretEnvFile(job_dir)};
     auto add = [&](container::ContainerOptions& o, bool always) {
       if (!o.run_options && !always) return;
       if (!o.run_options) o.run_options.emplace();
@@ -86,14 +92,14 @@ cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id)
 }
 
 std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Host& host,
-                                         const std::string& job_id) {
+                                         const std::string& job_dir) {
   const std::string& text = host.docker_command ? *host.docker_command : spec.docker_command;
   Result<std::vector<std::string>> split = SplitDockerCommand(text);
   // Validated at parse time: the fallback is not reached.
   std::vector<std::string> words = split.ok() ? *split : std::vector<std::string>{"docker"};
-  if (spec.registry && !job_id.empty()) {
+  if (spec.registry && !job_dir.empty()) {
     words.push_back("--config");
-    words.push_back(DockerConfigDir(job_id));
+    words.push_back(DockerConfigDir(job_dir));
   }
   return words;
 }

@@ -116,11 +116,12 @@ int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,
 
 // Helpers shared with `barge plan`.
 cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id);
-// The host's docker command words; for a job (`job_id` given) with a
-// `registry:`, followed by `--config DockerConfigDir(job_id)`, so that every
-// docker command of the job on that host sees the job's own login and no
-// other (the host user's ~/.docker is neither read nor changed).
+// The host's docker command words; for a job with a `registry:` (given
+// the job's directory on the host, `job_dir`), followed by `--config
+// DockerConfigDir(job_dir)`, so that every docker command of the job on
+// that host sees the job's own login and no other (the host user's
+// ~/.docker is neither read nor changed).
 std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Host& host,
-                                         const std::string& job_id = "");
+                                         const std::string& job_dir = "");
 
 }  // namespace barge::runner

@@ -48,7 +48,9 @@ fleet::HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
 }
 
 std::string Holds::TakeHoldsLine(const HostState& hs) const {
-  return fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), OwnerOf(plan_, spec_),
+  fleet::HoldOwner owner = OwnerOf(plan_, spec_);
+  owner.job_dir = hs.job_dir;
+  return fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
                                 std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
 }
 

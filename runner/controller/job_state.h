@@ -39,6 +39,10 @@ struct HostState {
   cluster::Host inventory;  // its entry (a spare's, once it took a lost host's place)
   std::unique_ptr<ssh::Executor> exec;
   std::unique_ptr<DockerCommands> docker;
+  // The job's directory there (NewHostJobDir: drawn at each connect, made
+  // by the registry login or the watchdog's arming); empty where it is not
+  // known (`barge down` of a job whose controller is gone).
+  std::string job_dir;
   // The session died, or the engine stopped answering: nothing more is
   // sent there, and teardown does not wait on it.
   bool lost = false;

@@ -16,7 +16,8 @@ namespace barge::runner::internal {
 WatchdogParams Leases::WatchdogFor(const HostState& host) const {
   WatchdogParams p;
   p.job_id = plan_.job_id;
-  p.docker = DockerCommandOf(spec_, plan_.hosts[host.index], plan_.job_id);
+  p.dir = host.job_dir;
+  p.docker = DockerCommandOf(spec_, plan_.hosts[host.index], host.job_dir);
   if (plan_.nodes[0].host_index == host.index) p.head_container = plan_.nodes[0].container.name;
   p.lease = std::chrono::duration_cast<seconds>(spec_.lease);
   p.grace = std::max<seconds>(RenewEvery() * 3, seconds(5));
@@ -26,7 +27,7 @@ WatchdogParams Leases::WatchdogFor(const HostState& host) const {
   }
   if (spec_.teardown.host_command) {
     Result<std::string> hook =
-        SubstituteHook(*spec_.teardown.host_command, plan_.hosts[host.index], plan_.job_id);
+        SubstituteHook(*spec_.teardown.host_command, plan_.hosts[host.index], plan_.job_id, host.job_dir);
     if (hook.ok()) p.host_hook = *hook;
   }
   return p;
@@ -57,17 +58,17 @@ void Leases::RenewLeaseOn(HostState& host) {
   const std::string lease_id = host.holds.reply ? fleet::LeaseIdOf(host.holds.reply->holds, plan_.job_id) : std::string();
   const seconds engine_timeout = std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout);
   if (lease_id.empty()) {
-    job_.Run(*host.exec, RenewLeaseCommand(plan_.job_id), [](const Outcome&) {});
+    job_.Run(*host.exec, RenewLeaseCommand(host.job_dir), [](const Outcome&) {});
   } else if (!host.engine.api) {
     job_.Run(*host.exec,
-             RenewLeaseCommand(plan_.job_id) + " && " +
+             RenewLeaseCommand(host.job_dir) + " && " +
                  fleet::RenewEngineLeaseCommand(*host.docker, plan_.job_id, lease_id, engine_timeout),
              [](const Outcome&) {});
   } else {
     // Through the Engine API: no Docker CLI process on the host; its clock
     // comes with the file's renewal.
     HostState* hs = &host;
-    job_.Run(*host.exec, RenewLeaseCommand(plan_.job_id) + " && date +%s", [this, hs, lease_id](const Outcome& o) {
+    job_.Run(*host.exec, RenewLeaseCommand(host.job_dir) + " && date +%s", [this, hs, lease_id](const Outcome& o) {
       const long long now = fleet::NumberOr(std::string(o.out.substr(0, o.out.find('\n'))), -1);
       if (!o.ok() || now < 0 || !hs->engine.api || hs->lost) return;
       container::HttpRequest req;
@@ -93,7 +94,7 @@ void Leases::DisarmWatchdogs() {
   for (auto& [h, host] : hosts_) {
     if (!host->lease.armed || host->lost || !host->exec) continue;
     HostState* hs = host.get();
-    group.Run(*hs->exec, DisarmWatchdogCommand(plan_.job_id), [this, hs](const Outcome& o) {
+    group.Run(*hs->exec, hs->job_dir.empty() ? DisarmJobWatchdogsCommand(plan_.job_id) : DisarmWatchdogCommand(plan_.job_id, hs->job_dir), [this, hs](const Outcome& o) {
       hs->lease.armed = false;
       if (!o.ok()) Say(hs->name + ": disarming the watchdog failed: " + o.Reason());
     });

@@ -12,7 +12,6 @@ namespace barge::runner::internal {
 Status RegistryLogin::Login(const std::vector<HostState*>& targets) {
   if (!spec_.registry) return Status::Ok();
   const RegistrySpec& registry = *spec_.registry;
-  const std::string config = DockerConfigDir(plan_.job_id);
   const auto limit = seconds(120);
   std::vector<HostState*> connected;
   for (HostState* hs : targets) {
@@ -26,11 +25,11 @@ Status RegistryLogin::Login(const std::vector<HostState*>& targets) {
     // From now on every docker command of the job on this host uses the
     // job's own client config.
     hs->docker = std::make_unique<DockerCommands>(
-        DockerCommandOf(spec_, plan_.hosts[hs->index], plan_.job_id));
+        DockerCommandOf(spec_, plan_.hosts[hs->index], hs->job_dir));
     hs->login.tried = true;
     Began(hs->PhaseOf(Phase::kLogin));
     ssh::Command* cmd = group.Run(
-        *hs->exec, Bounded(hs->docker->Login(config, registry.server, registry.username), limit),
+        *hs->exec, Bounded(hs->docker->Login(DockerConfigDir(hs->job_dir), registry.server, registry.username), limit),
         [&, hs](const Outcome& o) {
           std::string why;
           if (!o.ok()) {
@@ -69,7 +68,7 @@ void RegistryLogin::Logout() {
     if (!host->login.tried || host->lost || !host->exec) continue;
     HostState* hs = host.get();
     group.Run(*hs->exec,
-              Bounded(hs->docker->Logout(DockerConfigDir(plan_.job_id), spec_.registry->server), seconds(30)),
+              Bounded(hs->docker->Logout(DockerConfigDir(hs->job_dir), spec_.registry->server), seconds(30)),
               [this, hs](const Outcome& o) {
                 hs->login.tried = false;
                 if (!o.ok()) Say(hs->name + ": docker logout failed: " + o.Reason());

@@ -32,6 +32,7 @@
 #include "runner/controller/job_state.h"
 #include "runner/controller/preflight.h"
 #include "runner/remote/docker_commands.h"
+#include "runner/remote/watchdog.h"
 #include "ssh/keygen.h"
 #include "ssh/quote.h"
 
@@ -161,7 +162,6 @@ Status Mpi::ShipMpiFiles(const std::vector<HostState*>& targets) {
   std::map<int, std::string> public_keys;
   for (const auto& [rank, pair] : mpi_keys_->hosts) public_keys[rank] = pair.public_key;
   // Per node: file name in its directory → content.
-  const std::string dir = MpiFilesDir(plan_.job_id);
   const std::string authorized = mpi_keys_->client.public_key + "\n";
   const std::string known = cluster::MpiKnownHosts(nodes, public_keys);
   const std::string config = cluster::MpiSshConfig(nodes);
@@ -177,7 +177,7 @@ Status Mpi::ShipMpiFiles(const std::vector<HostState*>& targets) {
     std::vector<std::pair<std::string, const std::string*>>& writes = per_host[hs];  // path, content
     for (const cluster::NodePlan& n : planned->nodes) {
       if (n.host_index != hs->index) continue;
-      const std::string node_dir = dir + "/" + std::to_string(n.rank);
+      const std::string node_dir = MpiFilesDir(hs->job_dir) + "/" + std::to_string(n.rank);
       auto uid = mpi_image_uids_.find(n.container.image);
       if (uid != mpi_image_uids_.end() && uid->second != 0) readable[hs].push_back(node_dir);
       if (n.rank == 0) {
@@ -200,12 +200,12 @@ Status Mpi::ShipMpiFiles(const std::vector<HostState*>& targets) {
   size_t shared = 0;
   for (const auto& [hs, dirs] : readable) shared += dirs.size();
   Say("MPI: a client key and " + std::to_string(mpi_keys_->hosts.size()) +
-      " host key(s) made for this job; " + std::to_string(files) + " file(s) written (" + dir +
+      " host key(s) made for this job; " + std::to_string(files) + " file(s) written (" + MpiFilesDir(HostJobDirShown(plan_.job_id)) +
       "/RANK, mode 0600, mounted read-only at " + cluster::kMpiDir + ")" +
       (shared == 0 ? std::string()
                    : "; " + std::to_string(shared) +
                          " node(s) whose image runs as a non-root user get them mode 0644 in a 0755 "
-                         "directory (" + dir + " stays 0700)"));
+                         "directory (" + MpiFilesDir(HostJobDirShown(plan_.job_id)) + " stays 0700)"));
   return Status::Ok();
 }
 

@@ -19,7 +19,7 @@ Status Controller::ReplaceHosts() {
     HostState* old_state = host_ptr.get();
     if (!old_state->lost) {
       // Still reachable (preempted): its watchdog is not needed any more.
-      job_.Run(*old_state->exec, DisarmWatchdogCommand(plan_.job_id), [](const Outcome&) {});
+      job_.Run(*old_state->exec, DisarmWatchdogCommand(plan_.job_id, old_state->job_dir), [](const Outcome&) {});
     }
     bool placed = false;
     // A spare in its place: connected, preflighted, given the workdir.
@@ -64,6 +64,19 @@ Status Controller::ReplaceHosts() {
     Status s = Status::Ok();
     if (was_lost) {
       s = connections_.Connect({h});
+      // Its old watchdog may still run, on the job's old directory there:
+      // it goes before a new one is armed on a new directory (it would
+      // otherwise remove the new attempt's containers when its lease lapses).
+      if (s.ok()) {
+        std::optional<Outcome> disarmed;
+        CommandGroup group(&loop_, &redact_);
+        group.Run(*hosts_[h]->exec, DisarmWatchdogCommand(plan_.job_id, old_state->job_dir),
+                  [&](const Outcome& o) { disarmed = o; });
+        RunUntil([&] { return disarmed.has_value(); }, Now() + spec_.ssh.dead_after + seconds(60));
+        if (!disarmed || !disarmed->ok()) {
+          s = Status::Error("its old watchdog could not be stopped: " + (disarmed ? disarmed->Reason() : "no answer"));
+        }
+      }
       if (s.ok()) s = login_.Login({hosts_[h].get()});
       if (s.ok()) s = preflight_.Run({hosts_[h].get()});
       if (s.ok()) s = holds_.SecureHoldsOn(*hosts_[h]);

@@ -101,7 +101,7 @@ void Teardown::Run(bool graceful, bool final) {
     if (hs->engine.api && (!release || !hold_ids.empty())) {
       std::vector<std::string> targets = names;
       targets.insert(targets.end(), hold_ids.begin(), hold_ids.end());
-      RemoveWithApi(removals, *hs, targets, /*sweep=*/release, disarm ? DisarmWatchdogCommand(plan_.job_id) : "",
+      RemoveWithApi(removals, *hs, targets, /*sweep=*/release, disarm ? DisarmWatchdogCommand(plan_.job_id, hs->job_dir) : "",
                     on_removed);
       return;
     }
@@ -114,7 +114,7 @@ void Teardown::Run(bool graceful, bool final) {
                " || s=1; [ $s -eq 0 ]; }";
       }
     }
-    if (disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(plan_.job_id) + "; exit $s; }";
+    if (disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(plan_.job_id, hs->job_dir) + "; exit $s; }";
     removals.Run(*hs->exec, line, on_removed);
   };
   auto start_ready_removals = [&] {
@@ -167,8 +167,8 @@ void Teardown::RunTeardownHooks() {
   if (!spec_.teardown.host_command && !spec_.teardown.local_command) return;
   CommandGroup group(&loop_, &redact_);
   auto run = [&](ssh::Executor& where, const std::string& kind, const std::string& hook,
-                 const cluster::Host& host, const std::string& for_host) {
-    Result<std::string> line = SubstituteHook(hook, host, plan_.job_id);
+                 const cluster::Host& host, const std::string& for_host, const std::string& job_dir) {
+    Result<std::string> line = SubstituteHook(hook, host, plan_.job_id, job_dir);
     if (!line.ok()) {
       Say("teardown " + kind + " for " + for_host + " not run: " + line.status().message());
       return;
@@ -192,10 +192,10 @@ void Teardown::RunTeardownHooks() {
     if (spec_.teardown.host_command && (host->lost || !host->exec)) {
       Say("teardown host_command for " + host->name + " not run: the host is lost (its watchdog runs it)");
     } else if (spec_.teardown.host_command) {
-      run(*host->exec, "host_command", *spec_.teardown.host_command, inventory, host->name);
+      run(*host->exec, "host_command", *spec_.teardown.host_command, inventory, host->name, host->job_dir);
     }
     if (spec_.teardown.local_command) {
-      run(Local(), "local_command", *spec_.teardown.local_command, inventory, host->name);
+      run(Local(), "local_command", *spec_.teardown.local_command, inventory, host->name, host->job_dir);
     }
   }
   if (!RunUntil([&] { return group.idle(); }, Now() + seconds(300))) {

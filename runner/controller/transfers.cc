@@ -98,7 +98,7 @@ Status Transfers::WriteFiles(
     Began(hs->PhaseOf(Phase::kUpload));
     for (const auto& [path, content] : files) {
       ++open[hs];
-      ssh::Command* cmd = group.Run(*hs->exec, WriteSecretCommand(plan_.job_id, path), [&, hs](const Outcome& o) {
+      ssh::Command* cmd = group.Run(*hs->exec, WriteSecretCommand(hs->job_dir, path), [&, hs](const Outcome& o) {
         if (!o.ok() && !errors.count(hs)) errors[hs] = o.Reason();
         if (--open[hs] > 0) return;
         auto failed = errors.find(hs);

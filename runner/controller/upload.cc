@@ -23,20 +23,22 @@ namespace barge::runner::internal {
 
 Status Uploads::ShipSecrets(const std::vector<HostState*>& targets) {
   if (spec_.secrets.empty() || targets.empty()) return Status::Ok();
-  std::vector<std::pair<std::string, const std::string*>> files;  // path on the host, content
+  std::vector<std::pair<std::string, const std::string*>> files;  // path in the job's directory, content
   std::string env_file;  // NAME=VALUE lines, as docker run --env-file reads them
   std::string names;
   for (const SecretSpec& secret : spec_.secrets) {
-    files.push_back({SecretsDir(plan_.job_id) + "/" + secret.name, &secret.value});
+    files.push_back({SecretsDir("") + "/" + secret.name, &secret.value});
     if (secret.as_env) env_file += secret.name + "=" + EnvValueOf(secret) + "\n";
     names += (names.empty() ? "" : ", ") + secret.name;
   }
-  if (!env_file.empty()) files.push_back({SecretEnvFile(plan_.job_id), &env_file});
+  if (!env_file.empty()) files.push_back({SecretEnvFile(""), &env_file});
   std::map<HostState*, std::vector<std::pair<std::string, const std::string*>>> writes;
-  for (HostState* hs : targets) writes[hs] = files;
+  for (HostState* hs : targets) {
+    for (const auto& [path, content] : files) writes[hs].push_back({hs->job_dir + path, content});
+  }
   if (Status s = transfers_.WriteFiles(writes, "secrets"); !s.ok()) return s;
   Say("secrets " + names + " written to " + std::to_string(targets.size()) + " host(s) (" +
-      SecretsDir(plan_.job_id) + ", mode 0600)");
+      SecretsDir(HostJobDirShown(plan_.job_id)) + ", mode 0600)");
   return Status::Ok();
 }
 
@@ -72,15 +74,15 @@ Status Uploads::Upload(const std::vector<HostState*>& targets) {
                            (made ? made->Reason() : interrupts_ ? "interrupted" : "timed out"));
     }
     Say("shipping workdir " + spec_.workdir->path + " to " + std::to_string(targets.size()) + " host(s)");
-    auto results = transfers_.StreamFile(file, targets, [&](HostState&) {
-      return ReceiveWorkdirCommand(plan_.job_id);
+    auto results = transfers_.StreamFile(file, targets, [&](HostState& hs) {
+      return ReceiveWorkdirCommand(hs.job_dir);
     }, Phase::kUpload, "shipping the workdir");
     std::remove(file.c_str());
     if (Status s = check(results, "the workdir"); !s.ok()) return s;
   }
   for (size_t i = 0; i < spec_.files.size(); ++i) {
-    auto results = transfers_.StreamFile(spec_.files[i].from, targets, [&](HostState&) {
-      return ReceiveFileCommand(plan_.job_id, i);
+    auto results = transfers_.StreamFile(spec_.files[i].from, targets, [&](HostState& hs) {
+      return ReceiveFileCommand(hs.job_dir, i);
     }, Phase::kUpload, "shipping " + spec_.files[i].from);
     if (Status s = check(results, spec_.files[i].from); !s.ok()) return s;
   }

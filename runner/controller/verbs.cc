@@ -48,6 +48,10 @@ int Controller::TearDownOrphan() {
   }
   const bool done = RunUntil([&] { return group.idle(); }, Now() + seconds(120));
   group.Cancel();
+  // The job's directories there were named by the controller that is gone:
+  // the hooks are not told one, and every directory of the job that is the
+  // SSH user's is disarmed (DisarmJobWatchdogsCommand).
+  for (auto& [h, host] : hosts_) host->job_dir.clear();
   teardown_.RunTeardownHooks();
   for (auto& [h, host] : hosts_) host->lease.armed = true;  // whatever is left of it
   leases_.DisarmWatchdogs();

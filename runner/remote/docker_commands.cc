@@ -190,30 +190,30 @@ std::string PosixShellProbe() { return "echo barge-posix-$((6*7))"; }
 
 std::string HostTcpTables() { return "cat /proc/net/tcp /proc/net/tcp6"; }
 
-std::string SecretsDir(const std::string& job_id) { return HostJobDir(job_id) + "/secrets"; }
+std::string SecretsDir(const std::string& job_dir) { return job_dir + "/secrets"; }
 
-std::string SecretEnvFile(const std::string& job_id) { return SecretsDir(job_id) + "/.env"; }
+std::string SecretEnvFile(const std::string& job_dir) { return SecretsDir(job_dir) + "/.env"; }
 
-std::string DockerConfigDir(const std::string& job_id) { return HostJobDir(job_id) + "/docker"; }
+std::string DockerConfigDir(const std::string& job_dir) { return job_dir + "/docker"; }
 
-std::string MpiFilesDir(const std::string& job_id) { return HostJobDir(job_id) + "/mpi"; }
+std::string MpiFilesDir(const std::string& job_dir) { return job_dir + "/mpi"; }
 
-std::string WriteSecretCommand(const std::string& job_id, const std::string& path) {
+std::string WriteSecretCommand(const std::string& job_dir, const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  return OwnDirGuard(HostJobDir(job_id)) + " && umask 077 && mkdir -p " + ssh::ShellQuote(dir) + " && cat > " +
+  return OwnDirGuard(job_dir) + " && umask 077 && mkdir -p " + ssh::ShellQuote(dir) + " && cat > " +
          ssh::ShellQuote(path);
 }
 
-std::string ReceiveWorkdirCommand(const std::string& job_id) {
-  const std::string dir = HostJobDir(job_id) + "/workdir";
-  return OwnDirGuard(HostJobDir(job_id)) + " && mkdir -p " + ssh::ShellQuote(dir) + " && tar -x --no-same-owner -C " +
+std::string ReceiveWorkdirCommand(const std::string& job_dir) {
+  const std::string dir = job_dir + "/workdir";
+  return OwnDirGuard(job_dir) + " && mkdir -p " + ssh::ShellQuote(dir) + " && tar -x --no-same-owner -C " +
          ssh::ShellQuote(dir);
 }
 
-std::string ReceiveFileCommand(const std::string& job_id, size_t index) {
-  const std::string dir = HostJobDir(job_id) + "/files";
-  return OwnDirGuard(HostJobDir(job_id)) + " && mkdir -p " + ssh::ShellQuote(dir) + " && cat > " +
+std::string ReceiveFileCommand(const std::string& job_dir, size_t index) {
+  const std::string dir = job_dir + "/files";
+  return OwnDirGuard(job_dir) + " && mkdir -p " + ssh::ShellQuote(dir) + " && cat > " +
          ssh::ShellQuote(dir + "/" + std::to_string(index));
 }
 

@@ -126,29 +126,31 @@ inline constexpr char kPosixShellAnswer[] = "barge-posix-42";
 // The host's own TCP tables (container::ParseListeningPorts of the output).
 std::string HostTcpTables();
 
-// Where a job keeps secrets on a host: inside its per-host directory
-// (HostJobDir, mode 0700, removed at teardown and by the watchdog).
+// Where a job keeps things on a host: inside its per-host directory DIR
+// (`job_dir`: NewHostJobDir, mode 0700, removed at teardown and by the
+// watchdog).
 //   DIR/secrets/NAME   one file per secret, mode 0600, mounted read-only at
 //                      /run/secrets/NAME
 //   DIR/secrets/.env   NAME=VALUE lines of the secrets given as environment,
 //                      mode 0600, for `docker run --env-file` (a name
 //                      cannot hold '.', so no secret is called ".env")
 //   DIR/docker         the job's own Docker client config (registry:)
-std::string SecretsDir(const std::string& job_id);
-std::string SecretEnvFile(const std::string& job_id);
-std::string DockerConfigDir(const std::string& job_id);
+std::string SecretsDir(const std::string& job_dir);
+std::string SecretEnvFile(const std::string& job_dir);
+std::string DockerConfigDir(const std::string& job_dir);
 // mpi: DIR/mpi/RANK, one directory per node of the host (keys, hostfile,
 // client config), each file mode 0600, mounted read-only at /run/barge.
-std::string MpiFilesDir(const std::string& job_id);
+std::string MpiFilesDir(const std::string& job_dir);
 
-// Writes the command's stdin to `path` (under job `job_id`'s directory)
-// with mode 0600 (umask 077), making its directory (0700) first: the value
-// never appears on the line. Only in the job's own directory (OwnDirGuard).
-std::string WriteSecretCommand(const std::string& job_id, const std::string& path);
+// Writes the command's stdin to `path` (under the job's directory
+// `job_dir`) with mode 0600 (umask 077), making its directory (0700)
+// first: the value never appears on the line. Only in the job's own
+// directory (OwnDirGuard).
+std::string WriteSecretCommand(const std::string& job_dir, const std::string& path);
 // Unpacks a tar on stdin into the job directory's workdir/, and writes stdin
 // to its files/INDEX: `workdir:` and `files:` shipped up. Only in the job's
 // own directory.
-std::string ReceiveWorkdirCommand(const std::string& job_id);
-std::string ReceiveFileCommand(const std::string& job_id, size_t index);
+std::string ReceiveWorkdirCommand(const std::string& job_dir);
+std::string ReceiveFileCommand(const std::string& job_dir, size_t index);
 
 }  // namespace barge::runner

@@ -329,7 +329,7 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
   // A write to a closed channel fails instead of killing the script: it
   // must still be able to remove what it made.
   s += "trap '' PIPE\n";
-  s += "H_J=" + ShellQuote(owner.job_id) + "; H_D=" + ShellQuote("/tmp/barge-" + owner.job_id) +
+  s += "H_J=" + ShellQuote(owner.job_id) + "; H_D=" + ShellQuote(owner.job_dir) +
        "; H_E=; H_C=; H_P='--pull never'; H_I=barge/hold:1; H_now=$(date +%s); echo \"now $H_now\"\n";
   // The controller is still there: its job's directory (made by the
   // watchdog just before, removed when it disarms the watchdog) exists, and

@@ -114,6 +114,9 @@ struct HoldOwner {
   std::string user;     // on the controller's machine
   std::string machine;  // the controller's host name
   std::chrono::seconds lease{600};
+  // The job's directory on the host the holds are taken on (NewHostJobDir):
+  // TakeHoldsScript takes nothing without it.
+  std::string job_dir;
 };
 
 // What a job holds on one host.
@@ -216,7 +219,7 @@ std::set<int> GpusNotHeld(int total, const std::vector<int>& ours);
 // NAME" and "hold <fields>" lines (ParseHoldReply). Each docker call is
 // bounded by `engine_timeout`. Needs the hold image, which it imports (an
 // empty image, a 1 KiB tar) only when a create fails and the engine lacks
-// it. Needs the job's directory on the host (HostJobDir, made by the
+// it. Needs the job's directory on the host (owner.job_dir, made by the
 // watchdog's arming): without it, or once the channel to the controller is
 // closed, it creates nothing and removes what it made (see above).
 std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& request,

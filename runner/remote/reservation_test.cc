@@ -241,6 +241,7 @@ class HoldScriptRun : public ::testing::Test {
   // makes it).
   HoldOwner Job(const std::string& name) {
     HoldOwner o{"ut" + std::to_string(getpid()) + name, name, "alice", "box", std::chrono::seconds(600)};
+    o.job_dir = "/tmp/barge-" + o.job_id;
     std::filesystem::create_directories("/tmp/barge-" + o.job_id);
     std::ofstream("/tmp/barge-" + o.job_id + "/lease");
     jobs_.push_back(o.job_id);

@@ -6,7 +6,7 @@
 namespace barge::runner {
 
 Result<std::string> SubstituteHook(const std::string& hook, const cluster::Host& host,
-                                   const std::string& job_id) {
+                                   const std::string& job_id, const std::string& job_dir) {
   std::string out;
   size_t pos = 0;
   while (pos < hook.size()) {
@@ -50,6 +50,7 @@ Result<std::string> SubstituteHook(const std::string& hook, const cluster::Host&
   std::string vars = "export BARGE_JOB_ID=" + ssh::ShellQuote(job_id) +
                      " BARGE_HOST_ADDRESS=" + ssh::ShellQuote(host.address) +
                      " BARGE_HOST_INTERNAL_ADDRESS=" + ssh::ShellQuote(cluster::InternalAddress(host));
+  if (!job_dir.empty()) vars += " BARGE_JOB_DIR=" + ssh::ShellQuote(job_dir);
   for (const auto& [name, value] : host.vars) vars += " " + std::string(kHookVarPrefix) + name + "=" + ssh::ShellQuote(value);
   return vars + "; " + out;
 }

@@ -1,18 +1,62 @@
 #include "runner/remote/watchdog.h"
 
 #include <algorithm>
+#include <random>
 
 #include "ssh/quote.h"
 
 namespace barge::runner {
 
-std::string HostJobDir(const std::string& job_id) { return "/tmp/barge-" + job_id; }
+std::string NewHostJobDir(const std::string& job_id) {
+  // 12 characters of [a-z0-9] (62 bits), from the kernel's random source.
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::random_device random;
+  std::string token;
+  for (int i = 0; i < 12; ++i) token += kAlphabet[random() % 36];
+  return "/tmp/barge-" + job_id + "." + token;
+}
 
-std::string OwnDirTest(const std::string& dir) {
-  const std::string d = ssh::ShellQuote(dir);
+std::string HostJobDirShown(const std::string& job_id) { return "/tmp/barge-" + job_id + ".XXXXXXXXXXXX"; }
+
+namespace {
+
+// OwnDirTest of a shell word (a quoted path, or "$d").
+std::string OwnDirTestOf(const std::string& d) {
   return "{ [ -d " + d + " ] && [ ! -L " + d + " ] && [ -O " + d + " ] && [ \"$(stat -c %a " + d +
          " 2>/dev/null)\" = 700 ]; }";
 }
+
+// DisarmWatchdogCommand of a shell word (a quoted path, or "$d").
+std::string DisarmOf(const std::string& job_id, const std::string& dir) {
+  // The directory is first moved into a fresh directory of our own
+  // (mktemp -d: no other user can have made it, unlike a fixed name):
+  // `kill` does not wait, and a watchdog still finishing its tick would
+  // otherwise write $D/now into a directory that `rm -rf` is emptying
+  // (which then stays, with that one file). After the move nothing can be
+  // created under the old path, and the watchdog ends by itself on its next
+  // tick ($D is gone) if the signal is late.
+  //
+  // The PID read back is signalled only when it is all digits, belongs to
+  // us, its argv ends in barge-watchdog-<job id>, and it leads its own
+  // process group (the watchdog runs under setsid); then the whole group
+  // is ended, so the loop's `sleep` (and a hook it runs) go with it. All
+  // in a subshell: callers chain this after their own variables.
+  const std::string tmpl = dir + "'.gone.XXXXXX'";
+  const std::string title = ssh::ShellQuote(" barge-watchdog-" + job_id + " ");
+  return "(g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir +
+         " \"$g/d\" 2>/dev/null && d=\"$g/d\" || d=" + dir +
+         "; p=; { read -r p < \"$d/watchdog.pid\"; } 2>/dev/null;"
+         " case \"$p\" in ''|*[!0-9]*) ;; *)"
+         " if [ -O \"/proc/$p\" ]; then"
+         " c=$(tr '\\0' ' ' < \"/proc/$p/cmdline\" 2>/dev/null); s=$(cat \"/proc/$p/stat\" 2>/dev/null);"
+         " s=${s##*) }; set -- $s;"
+         " case \"$c\" in *" + title + ") [ \"${3:-}\" = \"$p\" ] && kill -TERM \"-$p\" 2>/dev/null ;; esac;"
+         " fi ;; esac; rm -rf \"$d\" ${g:+\"$g\"}; exit 0)";
+}
+
+}  // namespace
+
+std::string OwnDirTest(const std::string& dir) { return OwnDirTestOf(ssh::ShellQuote(dir)); }
 
 std::string OwnDirGuard(const std::string& dir) {
   return "{ " + OwnDirTest(dir) + " || { echo " +
@@ -33,7 +77,7 @@ std::chrono::seconds WatchdogTick(const WatchdogParams& p) {
 
 std::string ArmWatchdogCommand(const WatchdogParams& p) {
   using ssh::ShellQuote;
-  const std::string dir = HostJobDir(p.job_id);
+  const std::string& dir = p.dir;
   std::string docker = ssh::ShellJoin(p.docker);
   // The loop, with every value quoted into it. `timeout` bounds each docker
   // call where it exists (a frozen dockerd hangs the CLI forever). A tick
@@ -68,36 +112,20 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
          " >/dev/null 2>&1 </dev/null & echo $! > " + ShellQuote(dir + "/watchdog.pid") + ")";
 }
 
-std::string RenewLeaseCommand(const std::string& job_id) {
-  return OwnDirTest(HostJobDir(job_id)) + " && touch " + ssh::ShellQuote(HostJobDir(job_id) + "/lease");
+std::string RenewLeaseCommand(const std::string& job_dir) {
+  return OwnDirTest(job_dir) + " && touch " + ssh::ShellQuote(job_dir + "/lease");
 }
 
-std::string DisarmWatchdogCommand(const std::string& job_id) {
-  // The directory is first moved into a fresh directory of our own
-  // (mktemp -d: no other user can have made it, unlike a fixed name):
-  // `kill` does not wait, and a watchdog still finishing its tick would
-  // otherwise write $D/now into a directory that `rm -rf` is emptying
-  // (which then stays, with that one file). After the move nothing can be
-  // created under the old path, and the watchdog ends by itself on its next
-  // tick ($D is gone) if the signal is late.
-  //
-  // The PID read back is signalled only when it is all digits, belongs to
-  // us, its argv ends in barge-watchdog-<job id>, and it leads its own
-  // process group (the watchdog runs under setsid); then the whole group
-  // is ended, so the loop's `sleep` (and a hook it runs) go with it. All
-  // in a subshell: callers chain this after their own variables.
-  const std::string dir = ssh::ShellQuote(HostJobDir(job_id));
-  const std::string tmpl = ssh::ShellQuote(HostJobDir(job_id) + ".gone.XXXXXX");
-  const std::string title = ssh::ShellQuote(" barge-watchdog-" + job_id + " ");
-  return "(g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir +
-         " \"$g/d\" 2>/dev/null && d=\"$g/d\" || d=" + dir +
-         "; p=; { read -r p < \"$d/watchdog.pid\"; } 2>/dev/null;"
-         " case \"$p\" in ''|*[!0-9]*) ;; *)"
-         " if [ -O \"/proc/$p\" ]; then"
-         " c=$(tr '\\0' ' ' < \"/proc/$p/cmdline\" 2>/dev/null); s=$(cat \"/proc/$p/stat\" 2>/dev/null);"
-         " s=${s##*) }; set -- $s;"
-         " case \"$c\" in *" + title + ") [ \"${3:-}\" = \"$p\" ] && kill -TERM \"-$p\" 2>/dev/null ;; esac;"
-         " fi ;; esac; rm -rf \"$d\" ${g:+\"$g\"}; exit 0)";
+std::string DisarmWatchdogCommand(const std::string& job_id, const std::string& job_dir) {
+  return DisarmOf(job_id, ssh::ShellQuote(job_dir));
+}
+
+std::string DisarmJobWatchdogsCommand(const std::string& job_id) {
+  // Each directory of the job's name pattern that is ours (another user's
+  // is skipped, never read), disarmed as above; `for` gets the pattern
+  // itself when nothing matches, which is not a directory of ours.
+  return "(for d in " + ssh::ShellQuote("/tmp/barge-" + job_id + ".") + "????????????; do " + OwnDirTestOf("\"$d\"") +
+         " || continue; " + DisarmOf(job_id, "\"$d\"") + "; done; exit 0)";
 }
 
 }  // namespace barge::runner

@@ -23,6 +23,7 @@ namespace barge::runner {
 
 struct WatchdogParams {
   std::string job_id;
+  std::string dir;                  // the job's directory on the host (NewHostJobDir)
   std::vector<std::string> docker;  // the host's docker command words
   std::string head_container;       // on the head's host; empty elsewhere
   std::chrono::seconds lease{600};
@@ -32,13 +33,21 @@ struct WatchdogParams {
   std::string host_hook;  // substituted host teardown hook, or empty
 };
 
-// The job's per-host directory: /tmp/barge-<job id>.
-std::string HostJobDir(const std::string& job_id);
+// A job's directory on a host: /tmp/barge-<job id>.<12 random [a-z0-9]>,
+// a new name each time the controller sets a host up (every connect of a
+// host, a spare's, a lost host's again). The name is drawn here and shown
+// to no one before barge makes the directory on the host, so another user
+// of the host cannot make it first (a fixed name, known from the job id in
+// `ps` or another host's /tmp, could be: then every later step refused
+// the host). The controller keeps each host's (HostState::job_dir).
+std::string NewHostJobDir(const std::string& job_id);
+// How `barge plan` shows it (no host is contacted, no name is drawn):
+// /tmp/barge-<job id>.XXXXXXXXXXXX.
+std::string HostJobDirShown(const std::string& job_id);
 
 // A shell test, true when `dir` is a directory (not a symlink) owned by the
 // user running it, mode 0700: what each step checks before it writes in a
-// job's host directory, since another user of the host can make that name
-// first (the job id is visible in /tmp and in ps).
+// job's host directory (that it is still the one barge made).
 std::string OwnDirTest(const std::string& dir);
 // The same as a guard for a command chain (`GUARD && ...`): false, with an
 // error naming `dir` on stderr, when the test fails.
@@ -58,12 +67,16 @@ std::chrono::seconds WatchdogTick(const WatchdogParams& p);
 // user made it first) fails it, naming the path, and nothing is written.
 std::string ArmWatchdogCommand(const WatchdogParams& p);
 
-// Renews the lease (only in the job's own directory).
-std::string RenewLeaseCommand(const std::string& job_id);
+// Renews the lease (only in the job's own directory `job_dir`).
+std::string RenewLeaseCommand(const std::string& job_dir);
 
 // Stops the watchdog and everything it started (its process group, once
 // the PID read back is checked to be this job's watchdog of ours) and
-// removes the per-host directory. Exits 0; runs in a subshell.
-std::string DisarmWatchdogCommand(const std::string& job_id);
+// removes the per-host directory `job_dir`. Exits 0; runs in a subshell.
+std::string DisarmWatchdogCommand(const std::string& job_id, const std::string& job_dir);
+// The same for every directory of job `job_id` on the host that is the SSH
+// user's own (OwnDirTest), whatever its random part: for a job whose
+// controller is gone (`barge down`), which does not know the names.
+std::string DisarmJobWatchdogsCommand(const std::string& job_id);
 
 }  // namespace barge::runner

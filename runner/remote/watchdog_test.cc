@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -39,6 +40,7 @@ class WatchdogTest : public ::testing::Test {
  protected:
   void SetUp() override {
     job_ = "wdtest" + std::to_string(getpid()) + "x" + std::to_string(rand() % 100000);
+    jobdir_ = NewHostJobDir(job_);
     scratch_ = fs::temp_directory_path() / ("barge-watchdog-test-" + job_);
     fs::create_directories(scratch_);
     log_ = (scratch_ / "docker.log").string();
@@ -48,12 +50,13 @@ class WatchdogTest : public ::testing::Test {
     fs::permissions(docker_, fs::perms::owner_all);
   }
   void TearDown() override {
-    (void)Sh(DisarmWatchdogCommand(job_));
+    (void)Sh(DisarmWatchdogCommand(job_, jobdir_));
     fs::remove_all(scratch_);
   }
   WatchdogParams Params(std::chrono::seconds lease) const {
     WatchdogParams p;
     p.job_id = job_;
+    p.dir = jobdir_;
     p.docker = {docker_};
     p.lease = lease;
     p.grace = 1s;
@@ -70,6 +73,7 @@ class WatchdogTest : public ::testing::Test {
     return done();
   }
   std::string job_;
+  std::string jobdir_;  // the job's directory (NewHostJobDir)
   fs::path scratch_;
   std::string log_, docker_;
 };
@@ -88,7 +92,7 @@ TEST(WatchdogTick, IsHalfTheShorterOfLeaseAndGraceFromOneToTenSeconds) {
 
 TEST_F(WatchdogTest, ALapsedLeaseRemovesTheJobsContainersAndDirectoryWithinFiveSeconds) {
   ASSERT_EQ(Sh(ArmWatchdogCommand(Params(1s))), 0);
-  const std::string dir = HostJobDir(job_);
+  const std::string dir = jobdir_;
   ASSERT_TRUE(fs::exists(dir + "/lease"));
   EXPECT_TRUE(Within(5000ms, [&] { return !fs::exists(dir); })) << "the job directory is still there";
   std::string log = ReadAll(log_);
@@ -98,15 +102,15 @@ TEST_F(WatchdogTest, ALapsedLeaseRemovesTheJobsContainersAndDirectoryWithinFiveS
 
 TEST_F(WatchdogTest, ARenewedLeaseKeepsTheJobAndDisarmingEndsTheLoop) {
   ASSERT_EQ(Sh(ArmWatchdogCommand(Params(2s))), 0);
-  const std::string dir = HostJobDir(job_);
+  const std::string dir = jobdir_;
   const pid_t pid = std::stoi(ReadAll(dir + "/watchdog.pid"));
   for (int i = 0; i < 8; ++i) {  // 4 s: twice the lease
-    ASSERT_EQ(Sh(RenewLeaseCommand(job_)), 0);
+    ASSERT_EQ(Sh(RenewLeaseCommand(jobdir_)), 0);
     std::this_thread::sleep_for(500ms);
   }
   EXPECT_TRUE(fs::exists(dir));
   EXPECT_THAT(ReadAll(log_), ::testing::Not(::testing::HasSubstr("rm -f")));
-  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
   EXPECT_FALSE(fs::exists(dir));
   // Gone, or a zombie waiting for a late reaper: not running either way.
   EXPECT_TRUE(Within(3000ms, [&] {
@@ -116,12 +120,12 @@ TEST_F(WatchdogTest, ARenewedLeaseKeepsTheJobAndDisarmingEndsTheLoop) {
 }
 
 TEST_F(WatchdogTest, DisarmingAtAnyPointOfATickLeavesNoDirectoryBehindInTenRounds) {
-  const std::string dir = HostJobDir(job_);
+  const std::string dir = jobdir_;
   for (int round = 0; round < 10; ++round) {
     ASSERT_EQ(Sh(ArmWatchdogCommand(Params(2s))), 0);
     // Spread over one tick (1 s): the disarm meets the loop at every step.
     std::this_thread::sleep_for(std::chrono::milliseconds(1000 + 100 * round));
-    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
     std::this_thread::sleep_for(200ms);
     EXPECT_FALSE(fs::exists(dir)) << "round " << round;
     EXPECT_FALSE(fs::exists(dir + ".gone")) << "round " << round;
@@ -151,10 +155,10 @@ TEST_F(WatchdogTest, DisarmingEndsTheWatchdogAndItsSleepAtOnceWithinOneSecond) {
   WatchdogParams p = Params(600s);
   p.grace = 20s;  // a 10 s tick: the loop sits in `sleep 10`
   ASSERT_EQ(Sh(ArmWatchdogCommand(p)), 0);
-  const pid_t pid = std::stoi(ReadAll(HostJobDir(job_) + "/watchdog.pid"));
+  const pid_t pid = std::stoi(ReadAll(jobdir_ + "/watchdog.pid"));
   ASSERT_TRUE(Within(2000ms, [&] { return RunningInGroup(pid).size() >= 2; }))
       << "the watchdog and its sleep should both run in group " << pid;
-  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
   EXPECT_TRUE(Within(1000ms, [&] { return RunningInGroup(pid).empty(); }))
       << RunningInGroup(pid).size() << " processes of the watchdog's group still run";
 }
@@ -164,7 +168,7 @@ TEST_F(WatchdogTest, DisarmingEndsTheWatchdogAndItsSleepAtOnceWithinOneSecond) {
 // PID of another process (one of ours leading its own group, but not the
 // watchdog).
 TEST_F(WatchdogTest, DisarmingSignalsNothingButThisJobsWatchdog) {
-  const std::string dir = HostJobDir(job_);
+  const std::string dir = jobdir_;
   // A bystander leading its own group, as the watchdog does.
   pid_t bystander = fork();
   ASSERT_GE(bystander, 0);
@@ -178,7 +182,7 @@ TEST_F(WatchdogTest, DisarmingSignalsNothingButThisJobsWatchdog) {
         std::to_string(bystander), std::string("$(touch x)")}) {
     fs::create_directories(dir);
     std::ofstream(dir + "/watchdog.pid") << planted << "\n";
-    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0) << planted;
+    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0) << planted;
     EXPECT_FALSE(fs::exists(dir)) << planted;
     std::string stat = ReadAll("/proc/" + std::to_string(bystander) + "/stat");
     EXPECT_TRUE(!stat.empty() && stat.find(") Z ") == std::string::npos)
@@ -191,12 +195,12 @@ TEST_F(WatchdogTest, DisarmingSignalsNothingButThisJobsWatchdog) {
 // A directory named like the old fixed rename target, made beforehand, does
 // not receive the job's directory, and its watchdog.pid is not read.
 TEST_F(WatchdogTest, APremadeGoneDirectoryIsNeitherUsedNorReadAtDisarm) {
-  const std::string dir = HostJobDir(job_);
+  const std::string dir = jobdir_;
   ASSERT_EQ(Sh(ArmWatchdogCommand(Params(600s))), 0);
   const pid_t pid = std::stoi(ReadAll(dir + "/watchdog.pid"));
   fs::create_directories(dir + ".gone");
   std::ofstream(dir + ".gone/watchdog.pid") << "-1\n";
-  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_)), 0);
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
   EXPECT_FALSE(fs::exists(dir));
   EXPECT_FALSE(fs::exists(dir + ".gone/" + fs::path(dir).filename().string()));
   EXPECT_EQ(ReadAll(dir + ".gone/watchdog.pid"), "-1\n");
@@ -204,13 +208,16 @@ TEST_F(WatchdogTest, APremadeGoneDirectoryIsNeitherUsedNorReadAtDisarm) {
   fs::remove_all(dir + ".gone");
 }
 
-// Issue #29: another user of the host can make /tmp/barge-<job> first (the
-// job id shows in /tmp and in ps). barge then uses nothing there.
+// Issue #29: another user of the host could make a job's directory first
+// when its name was fixed (/tmp/barge-<job id>: the id shows in ps); the
+// name is now drawn at each setup, but a name seen in /tmp still must not
+// be trusted once it was out of barge's hands. barge then uses nothing
+// there.
 class ForeignJobDirTest : public WatchdogTest {
  protected:
   // The job's directory, made first by uid 65534 (nobody), open to all.
   void MakeForeign() {
-    dir_ = HostJobDir(job_);
+    dir_ = jobdir_;
     fs::create_directories(dir_);
     ASSERT_EQ(chown(dir_.c_str(), 65534, 65534), 0);
     fs::permissions(dir_, fs::perms::all);
@@ -247,18 +254,18 @@ TEST_F(ForeignJobDirTest, ArmingRefusesADirectoryAnotherUserMadeFirstNamingItAnd
 TEST_F(ForeignJobDirTest, SecretsRegistryConfigAndUploadsAreNotWrittenIntoIt) {
   MakeForeign();
   std::string err;
-  EXPECT_NE(ShWithInput(WriteSecretCommand(job_, SecretsDir(job_) + "/TOKEN"), "s3cret", &err), 0);
+  EXPECT_NE(ShWithInput(WriteSecretCommand(jobdir_, SecretsDir(jobdir_) + "/TOKEN"), "s3cret", &err), 0);
   EXPECT_NE(err.find("not a directory of this user"), std::string::npos) << err;
-  EXPECT_NE(ShWithInput(ReceiveFileCommand(job_, 0), "data", &err), 0);
-  EXPECT_NE(ShWithInput(ReceiveWorkdirCommand(job_), "", &err), 0);
+  EXPECT_NE(ShWithInput(ReceiveFileCommand(jobdir_, 0), "data", &err), 0);
+  EXPECT_NE(ShWithInput(ReceiveWorkdirCommand(jobdir_), "", &err), 0);
   DockerCommands docker({"docker"});
-  EXPECT_NE(ShWithInput(docker.Login(DockerConfigDir(job_), "registry.example", "u"), "pw", &err), 0);
-  EXPECT_NE(ShWithInput(RenewLeaseCommand(job_), "", &err), 0);
+  EXPECT_NE(ShWithInput(docker.Login(DockerConfigDir(jobdir_), "registry.example", "u"), "pw", &err), 0);
+  EXPECT_NE(ShWithInput(RenewLeaseCommand(jobdir_), "", &err), 0);
   EXPECT_TRUE(fs::is_empty(dir_)) << "something was written into another user's directory";
 }
 
 TEST_F(ForeignJobDirTest, ASymlinkOrAnOwnDirectoryWithAWideModeIsRefusedToo) {
-  dir_ = HostJobDir(job_);
+  dir_ = jobdir_;
   const std::string target = (scratch_ / "elsewhere").string();
   fs::create_directories(target);
   fs::permissions(target, fs::perms::owner_all, fs::perm_options::replace);
@@ -271,31 +278,68 @@ TEST_F(ForeignJobDirTest, ASymlinkOrAnOwnDirectoryWithAWideModeIsRefusedToo) {
   fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                             fs::perms::others_read | fs::perms::others_exec,
                   fs::perm_options::replace);
-  EXPECT_NE(ShWithInput(WriteSecretCommand(job_, SecretsDir(job_) + "/TOKEN"), "s3cret", &err), 0);
-  EXPECT_FALSE(fs::exists(SecretsDir(job_)));
+  EXPECT_NE(ShWithInput(WriteSecretCommand(jobdir_, SecretsDir(jobdir_) + "/TOKEN"), "s3cret", &err), 0);
+  EXPECT_FALSE(fs::exists(SecretsDir(jobdir_)));
 }
 
 // The registry login comes before the watchdog is armed: it makes the
 // job's directory itself (and refuses another user's, as above).
 TEST_F(ForeignJobDirTest, TheRegistryLoginMakesTheJobsDirectoryWhenItIsNotThereYet) {
-  dir_ = HostJobDir(job_);
+  dir_ = jobdir_;
   DockerCommands docker({"true"});
   std::string err;
-  EXPECT_EQ(ShWithInput(docker.Login(DockerConfigDir(job_), "registry.example", "u"), "pw", &err), 0) << err;
-  EXPECT_TRUE(fs::is_directory(DockerConfigDir(job_)));
+  EXPECT_EQ(ShWithInput(docker.Login(DockerConfigDir(jobdir_), "registry.example", "u"), "pw", &err), 0) << err;
+  EXPECT_TRUE(fs::is_directory(DockerConfigDir(jobdir_)));
   EXPECT_EQ(fs::status(dir_).permissions() & fs::perms::all, fs::perms::owner_all);
   EXPECT_EQ(Sh(ArmWatchdogCommand(Params(600s))), 0) << "arming after the login finds its own directory";
 }
 
 TEST_F(ForeignJobDirTest, TheJobsOwnDirectoryIsUsedAsBefore) {
   ASSERT_EQ(Sh(ArmWatchdogCommand(Params(600s))), 0);
-  dir_ = HostJobDir(job_);
+  dir_ = jobdir_;
   std::string err;
-  EXPECT_EQ(ShWithInput(WriteSecretCommand(job_, SecretsDir(job_) + "/TOKEN"), "s3cret", &err), 0) << err;
-  EXPECT_EQ(ReadAll(SecretsDir(job_) + "/TOKEN"), "s3cret");
-  EXPECT_EQ(ShWithInput(RenewLeaseCommand(job_), "", &err), 0) << err;
+  EXPECT_EQ(ShWithInput(WriteSecretCommand(jobdir_, SecretsDir(jobdir_) + "/TOKEN"), "s3cret", &err), 0) << err;
+  EXPECT_EQ(ReadAll(SecretsDir(jobdir_) + "/TOKEN"), "s3cret");
+  EXPECT_EQ(ShWithInput(RenewLeaseCommand(jobdir_), "", &err), 0) << err;
   // Arming again (a reconnect) finds its own directory and goes on.
   EXPECT_EQ(ShWithInput(ArmWatchdogCommand(Params(600s)), "", &err), 0) << err;
+}
+
+TEST(HostJobDirName, IsDrawnAnewForEachSetupAndHasTwelveRandomCharacters) {
+  const std::string a = NewHostJobDir("0123abcd"), b = NewHostJobDir("0123abcd");
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(std::regex_match(a, std::regex("/tmp/barge-0123abcd\\.[a-z0-9]{12}"))) << a;
+  EXPECT_EQ(HostJobDirShown("0123abcd"), "/tmp/barge-0123abcd.XXXXXXXXXXXX");
+}
+
+// `barge down` of a job whose controller is gone does not know the names
+// drawn: it disarms every directory of the job that is the user's own, and
+// another user's directory of that pattern is neither read nor removed.
+TEST_F(WatchdogTest, DisarmingEveryDirectoryOfAJobEndsOurWatchdogsAndLeavesAnotherUsersDirectoryAlone) {
+  const std::string second = NewHostJobDir(job_);
+  WatchdogParams p2 = Params(600s);
+  p2.dir = second;
+  ASSERT_EQ(Sh(ArmWatchdogCommand(Params(600s))), 0);
+  ASSERT_EQ(Sh(ArmWatchdogCommand(p2)), 0);
+  const pid_t first_pid = std::stoi(ReadAll(jobdir_ + "/watchdog.pid"));
+  const pid_t second_pid = std::stoi(ReadAll(second + "/watchdog.pid"));
+  // uid 65534's directory of the job's pattern, naming a process of ours.
+  const std::string foreign = "/tmp/barge-" + job_ + ".zzzzzzzzzzzz";
+  fs::create_directories(foreign);
+  std::ofstream(foreign + "/watchdog.pid") << first_pid << "\n";
+  ASSERT_EQ(chown((foreign + "/watchdog.pid").c_str(), 65534, 65534), 0);
+  ASSERT_EQ(chown(foreign.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(Sh(DisarmJobWatchdogsCommand(job_)), 0);
+  EXPECT_FALSE(fs::exists(jobdir_));
+  EXPECT_FALSE(fs::exists(second));
+  EXPECT_TRUE(fs::exists(foreign + "/watchdog.pid")) << "another user's directory was touched";
+  for (pid_t pid : {first_pid, second_pid}) {
+    EXPECT_TRUE(Within(3000ms, [&] {
+      std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+      return stat.empty() || stat.find(") Z ") != std::string::npos;
+    })) << "watchdog " << pid << " still runs";
+  }
+  fs::remove_all(foreign);
 }
 
 }  // namespace

@@ -207,7 +207,8 @@ TEST_F(MpiBedTest, AnAllreduceAcrossThreeHostsSumsEveryRankWithWorkersFirstAndTh
   ASSERT_TRUE(job_->WaitFor("err.txt", "barge: job ", std::chrono::seconds(120))) << ReadWholeFile(job_->path() / "err.txt");
   job_id_ = JobIdIn(ReadWholeFile(job_->path() / "err.txt"));
   ASSERT_FALSE(job_id_.empty());
-  const std::string dir = "/tmp/barge-" + job_id_ + "/mpi/";
+  // Each host's job directory has a name drawn for it: found by its pattern.
+  const std::string dir = "/tmp/barge-" + job_id_ + ".????????????/mpi/";
   keys.push_back(KeyBody(InHost(bed.hosts[0], "cat " + dir + "0/id_ed25519")));
   keys.push_back(KeyBody(InHost(bed.hosts[1], "cat " + dir + "1/ssh_host_ed25519_key")));
   keys.push_back(KeyBody(InHost(bed.hosts[2], "cat " + dir + "2/ssh_host_ed25519_key")));
@@ -272,7 +273,7 @@ TEST_F(MpiBedTest, AnAllreduceAcrossThreeHostsSumsEveryRankWithWorkersFirstAndTh
 
   // Nothing left: containers (TearDown), the job's directories, watchdogs.
   for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(InHost(bed.hosts[i], "ls -d /tmp/barge-" + job_id_ + " 2>/dev/null; true"), "")
+    EXPECT_EQ(InHost(bed.hosts[i], "ls -d /tmp/barge-" + job_id_ + ".* 2>/dev/null; true"), "")
         << "the job's directory was left on " << bed.hosts[i].name;
   }
   EXPECT_TRUE(WaitForNoWatchdog(job_id_, std::chrono::seconds(10)));
@@ -291,7 +292,7 @@ TEST_F(MpiBedTest, MpirunToANodeWhoseHostKeyWasSwappedFailsNamingThatNode) {
       << ReadWholeFile(job_->path() / "err.txt");
   job_id_ = JobIdIn(ReadWholeFile(job_->path() / "err.txt"));
   ASSERT_FALSE(job_id_.empty());
-  const std::string key = "/tmp/barge-" + job_id_ + "/mpi/1/ssh_host_ed25519_key";
+  const std::string key = "$(ls -d /tmp/barge-" + job_id_ + ".????????????)/mpi/1/ssh_host_ed25519_key";
   const std::string other = "/tmp/barge-swap-" + job_id_;
   InHost(bed.hosts[1], "ssh-keygen -q -t ed25519 -N '' -f " + other + " && cat " + other + " > " +
                            key + "; rm -f " + other + " " + other + ".pub");
@@ -339,18 +340,26 @@ TEST_F(MpiBedTest, AnImageWhoseUserIsNotRootRunsTheAllreduceWithItsKeyFilesReada
   ASSERT_FALSE(job_id_.empty());
   // Written before the job line: the parent 0700, each node's directory
   // 0755, its files 0644 (the key files owned by the SSH login user, root).
-  const std::string dir = "/tmp/barge-" + job_id_ + "/mpi";
-  const std::string head_modes =
-      InHost(bed.hosts[0], "stat -c '%a %U %n' " + dir + " " + dir + "/0 " + dir + "/0/id_ed25519");
-  const std::string worker_modes =
-      InHost(bed.hosts[1], "stat -c '%a %U %n' " + dir + " " + dir + "/1 " + dir + "/1/ssh_host_ed25519_key");
+  // Each host's job directory has a name of its own (NewHostJobDir).
+  auto mpi_dir = [&](const BedHost& h) {
+    std::string d = InHost(h, "ls -d /tmp/barge-" + job_id_ + ".????????????");
+    while (!d.empty() && d.back() == '\n') d.pop_back();
+    return d + "/mpi";
+  };
+  const std::string head_dir = mpi_dir(bed.hosts[0]), worker_dir = mpi_dir(bed.hosts[1]);
+  const std::string head_modes = InHost(bed.hosts[0], "stat -c '%a %U %n' " + head_dir + " " + head_dir + "/0 " +
+                                                          head_dir + "/0/id_ed25519");
+  const std::string worker_modes = InHost(bed.hosts[1], "stat -c '%a %U %n' " + worker_dir + " " + worker_dir +
+                                                            "/1 " + worker_dir + "/1/ssh_host_ed25519_key");
   CliOutcome o = job_->Wait(pid, std::chrono::seconds(240));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ASSERT_EQ(o.code, 0) << o.err << o.out;
   std::cout << "[ measured ] the 3-host MPI job as a non-root user ran in " << secs << " s\n";
-  EXPECT_EQ(head_modes, "700 root " + dir + "\n755 root " + dir + "/0\n644 root " + dir + "/0/id_ed25519\n");
-  EXPECT_EQ(worker_modes,
-            "700 root " + dir + "\n755 root " + dir + "/1\n644 root " + dir + "/1/ssh_host_ed25519_key\n");
+  EXPECT_NE(head_dir, worker_dir);
+  EXPECT_EQ(head_modes, "700 root " + head_dir + "\n755 root " + head_dir + "/0\n644 root " + head_dir +
+                            "/0/id_ed25519\n");
+  EXPECT_EQ(worker_modes, "700 root " + worker_dir + "\n755 root " + worker_dir + "/1\n644 root " + worker_dir +
+                              "/1/ssh_host_ed25519_key\n");
   EXPECT_TRUE(Contains(o.err, "3 node(s) whose image runs as a non-root user")) << o.err;
   for (int r = 0; r < 3; ++r) {
     const std::string expect =
@@ -358,7 +367,7 @@ TEST_F(MpiBedTest, AnImageWhoseUserIsNotRootRunsTheAllreduceWithItsKeyFilesReada
     EXPECT_TRUE(Contains(o.out, expect)) << "missing: " << expect << "\n" << o.out;
   }
   for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(InHost(bed.hosts[i], "ls -d /tmp/barge-" + job_id_ + " 2>/dev/null; true"), "")
+    EXPECT_EQ(InHost(bed.hosts[i], "ls -d /tmp/barge-" + job_id_ + ".* 2>/dev/null; true"), "")
         << "the job's directory was left on " << bed.hosts[i].name;
   }
   EXPECT_TRUE(WaitForNoWatchdog(job_id_, std::chrono::seconds(10)));
@@ -376,7 +385,7 @@ TEST_F(MpiBedTest, AWorkerImageRunningAsRootWithoutTheSshdUserFailsSayingHowToAd
       << o.err << o.out;
   if (!job_id_.empty()) {
     for (size_t i = 0; i < 3; ++i) {
-      EXPECT_EQ(InHost(GetBed().hosts[i], "ls -d /tmp/barge-" + job_id_ + " 2>/dev/null; true"), "");
+      EXPECT_EQ(InHost(GetBed().hosts[i], "ls -d /tmp/barge-" + job_id_ + ".* 2>/dev/null; true"), "");
     }
   }
 }

@@ -279,8 +279,8 @@ std::string LeftOn(const BedHost& h, const std::string& id) {
   const std::string containers = RunShell("DOCKER_HOST=" + h.docker_host +
                                           " timeout 20 docker ps -aq --filter label=barge.job=" + id);
   if (!containers.empty()) left += "containers " + containers + "; ";
-  const std::string dir = InHost(h, "test -e /tmp/barge-" + id + " && echo left || echo gone");
-  if (dir != "gone\n") left += "/tmp/barge-" + id + ": " + dir + "; ";
+  const std::string dir = InHost(h, "ls -d /tmp/barge-" + id + ".* >/dev/null 2>&1 && echo left || echo gone");
+  if (dir != "gone\n") left += "/tmp/barge-" + id + ".*: " + dir + "; ";
   return left;
 }
 
@@ -443,6 +443,108 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
       << ReadWholeFile(dir_ / "ls.txt");
 }
 
+// Issue #29, played on the bed: an unprivileged user of the hosts (uid
+// 65534) plants, while a job runs, what barge's paths on a host look like:
+// a directory of the job's name pattern holding a watchdog.pid that names a
+// process of the SSH user and a lease file, a "gone" directory of its
+// disarming pattern, a symlink of the pattern into a directory of the SSH
+// user, and a FIFO of the pattern. The job then ends by its controller's
+// teardown (SIGTERM), and a second job by `barge down` after its controller
+// was killed (which, not knowing the names its controller drew, disarms by
+// the pattern). Either way barge signals nothing of theirs, writes and
+// reads nothing through their files, and removes only its own.
+TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreNeitherUsedNorSignalledAtTeardownOrDown) {
+  const auto& bed = GetBed();
+  // The SSH user's process that the planted pid files name.
+  pid_t victim = fork();
+  ASSERT_GE(victim, 0);
+  if (victim == 0) {
+    execlp("sleep", "sleep", "600", nullptr);
+    _exit(127);
+  }
+  auto alive = [&] { return kill(victim, 0) == 0 && waitpid(victim, nullptr, WNOHANG) == 0; };
+  std::ofstream(dir_ / "job.yaml") << "name: planted\nimage: " << bed.image << "\n" << Hosts(2)
+                                   << "lease: 30s\ncommand: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n";
+  const std::string base = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " + BARGE_BINARY;
+  auto start = [&] {
+    pid_t pid = fork();
+    if (pid == 0) {
+      const std::string cmd = base + " run job.yaml >out.txt 2>err.txt </dev/null";
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      _exit(127);
+    }
+    auto up = [&] {
+      std::string out = ReadWholeFile(dir_ / "out.txt");
+      return out.find("[0 head") != std::string::npos && out.find("[1 worker") != std::string::npos;
+    };
+    for (int i = 0; i < 300 && !up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_TRUE(up()) << ReadWholeFile(dir_ / "err.txt");
+    return pid;
+  };
+  // As uid 65534 on host `h`, for job `id`; the SSH user's canary
+  // directory, which the planted symlink points into, first.
+  auto plant = [&](const BedHost& h, const std::string& id) {
+    const std::string p = "/tmp/barge-" + id;
+    InHost(h, "mkdir -p /tmp/canary-" + id + " && echo keep > /tmp/canary-" + id + "/file");
+    const std::string as_other =
+        "d=" + p + ".zzzzzzzzzzzz; mkdir -m 777 $d && echo " + std::to_string(victim) +
+        " > $d/watchdog.pid && touch $d/lease && mkdir -m 777 $d/secrets;"
+        " g=" + p + ".zzzzzzzzzzzz.gone.AAAAAA; mkdir -m 777 $g && echo " + std::to_string(victim) +
+        " > $g/watchdog.pid;"
+        " ln -s /tmp/canary-" + id + " " + p + ".yyyyyyyyyyyy;"
+        " mkfifo -m 666 " + p + ".xxxxxxxxxxxx; echo planted";
+    const std::string out =
+        InHost(h, "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c " + ShellQuote(as_other));
+    EXPECT_EQ(out, "planted\n") << h.name;
+  };
+  // What is left of job `id` on `h`: exactly the planted paths, intact.
+  auto check = [&](const BedHost& h, const std::string& id) {
+    const std::string p = "/tmp/barge-" + id;
+    EXPECT_EQ(InHost(h, "ls -d " + p + ".* | LC_ALL=C sort"),
+              p + ".xxxxxxxxxxxx\n" + p + ".yyyyyyyyyyyy\n" + p + ".zzzzzzzzzzzz\n" + p +
+                  ".zzzzzzzzzzzz.gone.AAAAAA\n")
+        << h.name << ": barge's own directory is left, or a planted path was removed";
+    EXPECT_EQ(InHost(h, "stat -c '%u %F' " + p + ".zzzzzzzzzzzz " + p + ".zzzzzzzzzzzz/watchdog.pid " + p +
+                            ".zzzzzzzzzzzz/lease " + p + ".xxxxxxxxxxxx"),
+              "65534 directory\n65534 regular file\n65534 regular empty file\n65534 fifo\n")
+        << h.name;
+    EXPECT_EQ(InHost(h, "ls -A " + p + ".zzzzzzzzzzzz/secrets; cat /tmp/canary-" + id + "/file; ls -A /tmp/canary-" + id),
+              "keep\nfile\n")
+        << h.name << ": something was written through a planted path";
+    EXPECT_TRUE(alive()) << "the process a planted pid file names was signalled";
+    InHost(h, "rm -rf " + p + ".zzzzzzzzzzzz " + p + ".zzzzzzzzzzzz.gone.AAAAAA " + p + ".yyyyyyyyyyyy " + p +
+                  ".xxxxxxxxxxxx /tmp/canary-" + id);
+  };
+
+  // 1. The controller's own teardown.
+  pid_t pid = start();
+  std::string id = JobIdIn(ReadWholeFile(dir_ / "err.txt"));
+  ASSERT_EQ(id.size(), 8u);
+  for (size_t i = 0; i < 2; ++i) plant(bed.hosts[i], id);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 130) << ReadWholeFile(dir_ / "err.txt");
+  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(10))) << "a watchdog of job " << id << " still runs";
+  for (size_t i = 0; i < 2; ++i) check(bed.hosts[i], id);
+
+  // 2. `barge down` of a job whose controller is gone.
+  fs::remove(dir_ / "out.txt");
+  pid = start();
+  id = JobIdIn(ReadWholeFile(dir_ / "err.txt"));
+  ASSERT_EQ(id.size(), 8u);
+  for (size_t i = 0; i < 2; ++i) plant(bed.hosts[i], id);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  int code = -1;
+  const std::string down = RunShell(base + " down " + id + " 2>&1", &code);
+  EXPECT_EQ(code, 0) << down;
+  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(10))) << "a watchdog of job " << id << " still runs";
+  for (size_t i = 0; i < 2; ++i) check(bed.hosts[i], id);
+  kill(victim, SIGKILL);
+  waitpid(victim, nullptr, 0);
+}
+
 TEST_F(MultiNodeTest, ArtifactsWrittenBeforeTheHeadExitsAreKeptAfterTeardown) {
   const auto& bed = GetBed();
   CliOutcome o = Barge("name: artifacts\nimage: " + bed.image + "\n" + Hosts(2) +
@@ -488,7 +590,7 @@ TEST_F(MultiNodeTest, TheWorkdirAndFilesReachEveryContainerAndLeaveNothingOnTheH
   const std::string id = JobIdIn(o.err);
   ASSERT_NE(id, "") << o.err;
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(OnHost(bed.hosts[i], "ls -d /tmp/barge-" + id + " 2>/dev/null"), "")
+    EXPECT_EQ(OnHost(bed.hosts[i], "ls -d /tmp/barge-" + id + ".* 2>/dev/null"), "")
         << "the job's directory was left on " << bed.hosts[i].name;
   }
 }

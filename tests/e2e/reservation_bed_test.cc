@@ -134,7 +134,7 @@ class ReservationTest : public ::testing::Test {
         const std::string left = Docker(h, "ps -aq --filter label=barge.job=" + id);
         EXPECT_EQ(left, "") << "job " << id << " left containers on " << h.name;
         RemoveJob(h, id);
-        EXPECT_EQ(barge::testing::OnHost(h, "ls -d /tmp/barge-" + id + " 2>/dev/null; true"), "")
+        EXPECT_EQ(barge::testing::OnHost(h, "ls -d /tmp/barge-" + id + ".* 2>/dev/null; true"), "")
             << "job " << id << " left its directory on " << h.name;
       }
     }
@@ -305,7 +305,7 @@ TEST_F(ReservationTest, AHoldWhoseLeaseLapsedIsTakenOverAfterTheGrace) {
   // Its container, which nothing stopped, and its job directory, which its
   // killed watchdog would have removed.
   RemoveJob(GetBed().hosts[0], dead_id);
-  barge::testing::OnHost(GetBed().hosts[0], "rm -rf /tmp/barge-" + dead_id);
+  barge::testing::OnHost(GetBed().hosts[0], "rm -rf /tmp/barge-" + dead_id + ".????????????");
 }
 
 TEST_F(ReservationTest, ReapFromAnotherStoreKeepsAColleaguesLiveJobAndRemovesOnlyJobsWithNoLiveLease) {

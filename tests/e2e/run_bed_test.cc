@@ -406,7 +406,7 @@ TEST_F(RunTest, ATwoSecondTimeoutStopsTheHeadWithinOneSecondOfItExits124AndLeave
   EXPECT_NE(ls.out.find("\"status\": \"timed_out\""), std::string::npos) << ls.out;
   // Nothing left: no container (TearDown), no job directory, no watchdog.
   EXPECT_EQ(RunShell("docker ps -aq --filter label=barge.job=" + id), "");
-  EXPECT_EQ(OnHost(bed.loopback, "test -e /tmp/barge-" + id + " && echo left || echo gone"),
+  EXPECT_EQ(OnHost(bed.loopback, "ls -d /tmp/barge-" + id + ".* >/dev/null 2>&1 && echo left || echo gone"),
             "gone\n");
   EXPECT_TRUE(barge::testing::WaitForNoWatchdog(id, std::chrono::seconds(10)));
 }

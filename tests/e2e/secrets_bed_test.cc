@@ -256,7 +256,8 @@ TEST_F(SecretsTest, SecretsReachTheContainerAndNoCommandLinePlanStoreLogOrHostDi
   ASSERT_TRUE(job_->WaitFor("out.txt", "[0 head " + bed.hosts[0].address + "] secrets-checked"));
   job_id_ = JobIdIn(ReadWholeFile(job_->path() / "err.txt"));
   ASSERT_EQ(job_id_.size(), 8u) << ReadWholeFile(job_->path() / "err.txt");
-  const std::string dir = "/tmp/barge-" + job_id_;
+  // Each host's job directory has a name drawn for it (NewHostJobDir).
+  const std::string glob = "/tmp/barge-" + job_id_ + ".????????????";
 
   // While it runs: no command line anywhere holds a value (the hosts'
   // process tables over plain OpenSSH, and every process here: barge and
@@ -271,6 +272,9 @@ TEST_F(SecretsTest, SecretsReachTheContainerAndNoCommandLinePlanStoreLogOrHostDi
       EXPECT_FALSE(Contains(procs, v)) << "a secret value is on a command line on " << h.name;
     }
     // On the host: a 0700 directory, 0600 files owned by the SSH user.
+    std::string dir = OnHost(h, "ls -d " + glob);
+    if (!dir.empty() && dir.back() == '\n') dir.pop_back();
+    EXPECT_EQ(dir.find('\n'), std::string::npos) << "more than one directory of the job: " << dir;
     EXPECT_EQ(OnHost(h, "stat -c '%a %U' " + dir + " " + dir + "/secrets " + dir +
                             "/secrets/HF_TOKEN " + dir + "/secrets/WANDB_API_KEY " + dir + "/secrets/.env"),
               "700 " + bed.user + "\n700 " + bed.user + "\n600 " + bed.user + "\n600 " + bed.user +
@@ -322,7 +326,7 @@ TEST_F(SecretsTest, SecretsReachTheContainerAndNoCommandLinePlanStoreLogOrHostDi
 
   // The per-host directory, secrets included, is gone.
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(OnHost(bed.hosts[i], "test -e " + dir + " && echo left || echo gone"), "gone\n")
+    EXPECT_EQ(OnHost(bed.hosts[i], "ls -d " + glob + " >/dev/null 2>&1 && echo left || echo gone"), "gone\n")
         << bed.hosts[i].name;
   }
 
@@ -352,7 +356,7 @@ TEST_F(SecretsTest, BargeMasksSecretValuesInItsOwnMessagesButNotInTheContainersO
       "roles:\n"
       "  head: {ready: {command: \"false\", timeout: 3s}}\n"
       "teardown:\n"
-      "  host_command: \"cat /tmp/barge-{job.id}/secrets/TOKEN >&2; exit 3\"\n";
+      "  host_command: \"cat \\\"$BARGE_JOB_DIR/secrets/TOKEN\\\" >&2; exit 3\"\n";
   job_->Write(yaml);
   CliOutcome o = job_->Barge("run job.yaml");
   job_id_ = JobIdIn(o.err);
@@ -386,7 +390,8 @@ TEST_F(SecretsTest, TheWatchdogRemovesTheSecretsWhenTheControllerIsKilled) {
   ASSERT_TRUE(job_->WaitFor("out.txt", "] up")) << ReadWholeFile(job_->path() / "err.txt");
   job_id_ = JobIdIn(ReadWholeFile(job_->path() / "err.txt"));
   ASSERT_EQ(job_id_.size(), 8u);
-  const std::string check = "test -e /tmp/barge-" + job_id_ + "/secrets/TOKEN && echo left || echo gone";
+  const std::string check =
+      "ls /tmp/barge-" + job_id_ + ".????????????/secrets/TOKEN >/dev/null 2>&1 && echo left || echo gone";
   EXPECT_EQ(OnHost(bed.hosts[0], check), "left\n");
   kill(pid, SIGKILL);
   job_->Wait(pid, std::chrono::seconds(5));
@@ -539,7 +544,8 @@ TEST_F(SecretsTest, ARegistryLoginPullsAPrivateImageAndLeavesNoCredentialBehind)
   EXPECT_FALSE(Contains(o.out + o.err + AllFilesUnder(job_->path() / "home"), password));
   // The login lived in the job's directory, which is gone; the host user's
   // own Docker config is as it was.
-  EXPECT_EQ(OnHost(bed.loopback, "test -e /tmp/barge-" + job_id_ + " && echo left || echo gone"), "gone\n");
+  EXPECT_EQ(OnHost(bed.loopback, "ls -d /tmp/barge-" + job_id_ + ".* >/dev/null 2>&1 && echo left || echo gone"),
+            "gone\n");
   EXPECT_EQ(OnHost(bed.loopback, "cat ~/.docker/config.json 2>/dev/null"), user_config_before);
 
   // A wrong password: the registry's own reason, per host, and nothing starts.

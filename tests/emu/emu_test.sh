@@ -52,8 +52,8 @@ runs=$(find "$BARGE_EMU_DIR/started/$id" -type f | wc -l)
 ((runs == N)) || fail "the fake engine saw $runs 'run -d' for $N nodes"
 
 # Nothing left on any emulated host.
-dirs=$(find "$BARGE_EMU_DIR/hosts" -mindepth 2 -maxdepth 2 -name "barge-$id" | wc -l)
-((dirs == 0)) || fail "$dirs per-host job directories /tmp/barge-$id are left"
+dirs=$(find "$BARGE_EMU_DIR/hosts" -mindepth 2 -maxdepth 2 -name "barge-$id.*" | wc -l)
+((dirs == 0)) || fail "$dirs per-host job directories /tmp/barge-$id.* are left"
 ctrs=$(find "$BARGE_EMU_DIR/hosts" -mindepth 3 -maxdepth 3 -path '*/fake-docker/*' | wc -l)
 ((ctrs == 0)) || fail "$ctrs fake containers are left"
 # A watchdog's argv holds barge-watchdog-ID ([b] keeps grep from finding itself).
