@@ -60,6 +60,21 @@ TEST(Plan, LaunchStagesStartTheHeadGatedByItsReadinessThenEveryWorker) {
   EXPECT_EQ(plan->stages[1].gate.kind, ReadinessProbe::Kind::kRunning);
 }
 
+TEST(Plan, APathPrefixThatDiffersByHostIsReplacedByEachHostsOwnInItsNodesVolumesAndRunOptions) {
+  PlanInput in = ThreeHosts();
+  in.host_path = "/tmp/barge-j.XXXXXXXXXXXX";
+  in.container.volumes = {{"/tmp/barge-j.XXXXXXXXXXXX/workdir:/workspace", "/data:/data"}};
+  in.container.run_options = {{"--env-file", "/tmp/barge-j.XXXXXXXXXXXX/secrets/.env"}};
+  in.host_paths = {{0, "/tmp/barge-j.aaaaaaaaaaaa"}, {1, "/tmp/barge-j.bbbbbbbbbbbb"}};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const auto& v0 = *plan->nodes[0].container.options.volumes;
+  EXPECT_EQ(v0, (std::vector<std::string>{"/tmp/barge-j.aaaaaaaaaaaa/workdir:/workspace", "/data:/data"}));
+  EXPECT_EQ((*plan->nodes[1].container.options.run_options)[1], "/tmp/barge-j.bbbbbbbbbbbb/secrets/.env");
+  // A host whose name is not known yet keeps the shown one (barge plan).
+  EXPECT_EQ((*plan->nodes[2].container.options.volumes)[0], "/tmp/barge-j.XXXXXXXXXXXX/workdir:/workspace");
+}
+
 TEST(Plan, AJobOfOneNodeHasOnlyTheHeadStage) {
   PlanInput in = ThreeHosts();
   in.hosts.resize(1);
