@@ -309,6 +309,25 @@ TEST_F(ControllerTest, AnInterruptWhileWorkersStartRemovesEveryContainerAndExits
   Drain(milliseconds(3500));
 }
 
+TEST_F(ControllerTest, AHostLostWhileItsNodeStartsEndsTheAttemptWithoutWaitingForTheStartsAnswer) {
+  // h3's engine takes the worker's start and then freezes: the start never
+  // answers, the engine probes get no answer, and h3 is found lost. The
+  // job fails on that fault at once, not after the start's 300 s.
+  fake_.host("h3").On("docker run -d", FakeReply{0, "", "", milliseconds(0), /*hang=*/true});
+  const auto began = loop_.Now();
+  EXPECT_EQ(Run(Job(""),
+                [&](internal::Controller&) {
+                  fake_.host("h3").When("docker run -d", [&] {
+                    fake_.host("h3").On("docker version", FakeReply{0, "", "", milliseconds(0), /*hang=*/true});
+                  });
+                }),
+            125);
+  EXPECT_LT(loop_.Now() - began, seconds(120)) << "the start's answer was waited for";
+  EXPECT_TRUE(rec_.Said("is lost: the Docker engine did not answer")) << rec_.AllMessages();
+  EXPECT_EQ(Count("h1", "docker rm -f barge-"), 1);
+  EXPECT_EQ(Count("h2", "docker rm -f barge-"), 1);
+}
+
 TEST_F(ControllerTest, ASecondInterruptKillsInsteadOfStopping) {
   fake_.host("h1").On("docker stop", FakeReply{0, "", "", milliseconds(0), /*hang=*/true});
   EXPECT_EQ(Run(Job(""),
