@@ -17,6 +17,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "runner/controller/entry_points.h"
 #include "runner/array/array_events.h"
@@ -199,6 +200,11 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   bool stopping = false;
   std::map<pid_t, Running> running;
   std::map<int, int> tries;  // attempts in this run, by index (a rerun starts again at 0)
+  // Retries move off a failing host: the pool hosts (by index) a member's
+  // last failure came from, which its next attempt takes only when no
+  // other host is free; and the hosts set aside, for the summary.
+  std::map<int, std::set<size_t>> avoid;
+  std::vector<std::string> set_aside;
 
   auto launch = [&](int index, size_t pool_index, std::vector<size_t> hosts) {
     MemberRecord& m = members[static_cast<size_t>(index)];
@@ -326,10 +332,28 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     m.exit_code = code;
     m.ended = WallNow();
     bool succeeded = false;
+    std::map<std::string, std::string> caused;  // by address: what the host did
     if (Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(options.state_dir); jobs.ok()) {
       Result<JobRecord> job = (*jobs)->GetJob(r.job_id);
       succeeded = job.ok() && job->status == JobStatus::kSucceeded && code == 0;
+      Result<std::vector<EventRecord>> events = (*jobs)->GetEvents(r.job_id);
+      Result<std::vector<PhaseRecord>> phases = (*jobs)->GetPhases(r.job_id);
+      if (!succeeded && events.ok() && phases.ok()) caused = HostCausedFailures(*events, *phases);
     }
+    const std::vector<cluster::Host>& inventory = *pool_hosts[r.pool];
+    std::set<size_t> caused_here;
+    for (size_t h : r.hosts) {
+      if (h < inventory.size() && caused.contains(inventory[h].address)) caused_here.insert(h);
+    }
+    for (size_t h : pools[r.pool].NoteAttempt(r.hosts, caused_here)) {
+      std::string name = inventory[h].address;
+      if (r.pool > 0) name += " (group " + spec.host_groups[r.pool - 1].name + ")";
+      const std::string why = caused.at(inventory[h].address);
+      std::fprintf(stderr, "barge: %s is set aside for the rest of the array: two attempts in a row failed "
+                   "because of it (last: %s)\n", name.c_str(), why.c_str());
+      set_aside.push_back(name + ": " + why);
+    }
+    avoid[r.index] = caused_here;
     if (succeeded) {
       m.status = MemberStatus::kSucceeded;
     } else if (stopping) {
@@ -368,7 +392,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     // waiting for a busy group does not hold back the members of another.
     for (auto it = waiting.begin(); !stopping && running.size() < at_once && it != waiting.end();) {
       const size_t p = pool_of[static_cast<size_t>(*it)];
-      std::optional<std::vector<size_t>> hosts = pools[p].TakeFreeHosts(needs[p]);
+      std::optional<std::vector<size_t>> hosts = pools[p].TakeFreeHosts(needs[p], avoid[*it]);
       if (!hosts) {
         ++it;
         continue;
@@ -380,7 +404,8 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     status_line();
     if (running.empty() && (waiting.empty() || stopping)) break;
     if (running.empty()) {  // nothing runs and nothing can start: cannot happen with a checked pool
-      std::fprintf(stderr, "barge: no waiting member can get its host(s) from its pool\n");
+      std::fprintf(stderr, "barge: no waiting member can get its host(s) from its pool%s\n",
+                   set_aside.empty() ? "" : " (hosts were set aside)");
       break;
     }
 
@@ -419,7 +444,9 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   for (const MemberRecord& m : members) all_ok = all_ok && m.status == MemberStatus::kSucceeded;
   const int code = all_ok ? 0 : stopping ? kExitInterrupted : kExitBargeFailure;
   std::fflush(stderr);
-  Write(summary_to, "\n" + SummaryTable(members, WallNow()));
+  std::string aside_lines;
+  for (const std::string& a : set_aside) aside_lines += "set aside: " + a + "\n";
+  Write(summary_to, "\n" + SummaryTable(members, WallNow()) + aside_lines);
   array->status = all_ok ? "succeeded" : stopping ? "cancelled" : "failed";
   array->ended = WallNow();
   array->exit_code = code;

@@ -4,36 +4,60 @@
 // pool for the job's hosts and one per host group (JobSpec::host_groups);
 // a host is in one pool only (the job file's validation sees to it).
 //
-// TakeFreeHosts is the one place a member gets hosts. Today it knows only
-// this array's own members; the seam for the hosts' reservations (other
-// jobs, other users) is there: a host the pool thinks free but whose
-// reservation another job holds will be skipped, or waited for, inside it.
+// TakeFreeHosts is the one place a member gets hosts. It knows only this
+// array's own members; a host another job holds is waited for by the
+// member itself (its reservations, runner/remote/reservation.h). A host
+// that keeps failing members is set aside (NoteAttempt).
 //
 // Not thread-safe; the array controller's thread only.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
+
+#include "runner/store/job_store.h"
 
 namespace barge::runner::fleet {
 
 class HostPool {
  public:
-  explicit HostPool(size_t size) : busy_(size, false) {}
+  explicit HostPool(size_t size) : busy_(size, false), streak_(size, 0), aside_(size, false) {}
 
   // `n` free hosts (by index into the inventory, lowest first, so the
-  // order is the same on every run), now marked busy; nullopt (nothing
-  // taken) when fewer than `n` are free.
-  std::optional<std::vector<size_t>> TakeFreeHosts(size_t n);
+  // order is the same on every run; hosts in `avoid` only when the others
+  // do not make `n`), now marked busy; nullopt (nothing taken) when fewer
+  // than `n` are free. A host set aside is never taken.
+  std::optional<std::vector<size_t>> TakeFreeHosts(size_t n, const std::set<size_t>& avoid = {});
   // Gives `hosts` back (a member ended). Hosts not taken are ignored.
   void Release(const std::vector<size_t>& hosts);
+
+  // An attempt on `hosts` ended; `host_caused` are those of them its
+  // failure came from (HostCausedFailures). A host on which two attempts in
+  // a row (by any members) ended in a failure it caused is set aside for
+  // the rest of the array: the hosts set aside by this call.
+  std::vector<size_t> NoteAttempt(const std::vector<size_t>& hosts, const std::set<size_t>& host_caused);
+  bool set_aside(size_t host) const { return host < aside_.size() && aside_[host]; }
 
   size_t size() const { return busy_.size(); }
   size_t free_count() const;
 
  private:
   std::vector<bool> busy_;
+  std::vector<int> streak_;  // host-caused failures in a row
+  std::vector<bool> aside_;
 };
+
+// The hosts (by address, as the job's records name them) that a member
+// job's failure came from, each with what happened there: a host lost (its
+// session, or its engine that stopped answering) or preempted while the
+// job ran (its events), or one that could not be connected to or whose
+// preflight failed for the host's own state: its engine, disk, GPUs or
+// session, not an image or a port the job names (its phases).
+std::map<std::string, std::string> HostCausedFailures(const std::vector<EventRecord>& events,
+                                                      const std::vector<PhaseRecord>& phases);
 
 }  // namespace barge::runner::fleet

@@ -25,5 +25,64 @@ TEST(HostPool, MembersHoldDisjointHostsUntilTheyGiveThemBack) {
   EXPECT_FALSE(pool.TakeFreeHosts(0).has_value());
 }
 
+TEST(HostPool, ARetryTakesOtherFreeHostsFirstAndTheAvoidedOnesOnlyWhenNothingElseIsFree) {
+  HostPool pool(3);
+  auto a = pool.TakeFreeHosts(1, {0});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(*a, (std::vector<size_t>{1}));
+  auto b = pool.TakeFreeHosts(2, {0});
+  ASSERT_TRUE(b);
+  EXPECT_EQ(*b, (std::vector<size_t>{0, 2})) << "the avoided host, since nothing else makes two";
+}
+
+TEST(HostPool, AHostWhoseTwoAttemptsInARowFailedBecauseOfItIsSetAsideForGood) {
+  HostPool pool(2);
+  EXPECT_TRUE(pool.NoteAttempt({0}, {0}).empty());  // one host-caused failure
+  EXPECT_TRUE(pool.NoteAttempt({0}, {}).empty());   // then one that was not: the count starts again
+  EXPECT_TRUE(pool.NoteAttempt({0}, {0}).empty());
+  EXPECT_EQ(pool.NoteAttempt({0, 1}, {0}), (std::vector<size_t>{0}));
+  EXPECT_TRUE(pool.set_aside(0));
+  EXPECT_FALSE(pool.set_aside(1));
+  EXPECT_TRUE(pool.NoteAttempt({0}, {0}).empty()) << "set aside once";
+  EXPECT_EQ(pool.free_count(), 1u);
+  auto only = pool.TakeFreeHosts(1);
+  ASSERT_TRUE(only);
+  EXPECT_EQ(*only, (std::vector<size_t>{1}));
+  pool.Release(*only);
+  EXPECT_FALSE(pool.TakeFreeHosts(2).has_value()) << "a host set aside is never taken";
+}
+
+TEST(HostCausedFailures, LostAndPreemptedHostsAndTheHostsOwnPreflightProblemsNotTheJobs) {
+  std::vector<EventRecord> events(3);
+  events[0].kind = event::kHostLost;
+  events[0].host = "10.0.0.1";
+  events[0].detail = "10.0.0.1 is lost: the Docker engine did not answer";
+  events[1].kind = event::kNodeFailed;  // the job's own failure
+  events[1].host = "10.0.0.2";
+  events[2].kind = event::kPreempted;
+  events[2].host = "10.0.0.3";
+  std::vector<PhaseRecord> phases(5);
+  phases[4].host = "10.0.0.8";
+  phases[4].phase = "preflight";
+  phases[4].outcome = "cannot reserve the host (a hold container on its engine): error: listing holds:";
+  phases[0].host = "10.0.0.4";
+  phases[0].phase = "preflight";
+  phases[0].outcome = "docker is not reachable: Cannot connect to the Docker daemon";
+  phases[1].host = "10.0.0.5";
+  phases[1].phase = "preflight";
+  phases[1].outcome = "image img:1 is missing and cannot be pulled: not found";
+  phases[2].host = "10.0.0.6";
+  phases[2].phase = "connect";
+  phases[2].outcome = "connection refused";
+  phases[3].host = "10.0.0.7";
+  phases[3].phase = "running";
+  phases[3].outcome = "exit code 1";
+  const auto caused = HostCausedFailures(events, phases);
+  std::set<std::string> hosts;
+  for (const auto& [h, why] : caused) hosts.insert(h);
+  EXPECT_EQ(hosts, (std::set<std::string>{"10.0.0.1", "10.0.0.3", "10.0.0.4", "10.0.0.6", "10.0.0.8"}));
+  EXPECT_EQ(caused.at("10.0.0.1"), "host_lost: 10.0.0.1 is lost: the Docker engine did not answer");
+}
+
 }  // namespace
 }  // namespace barge::runner::fleet

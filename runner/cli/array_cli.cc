@@ -74,6 +74,22 @@ Result<ArrayRecord> LiveArray(ArrayStore& store, const std::string& state_dir, c
   return a;
 }
 
+// Members recorded as running whose job waits for hosts other jobs hold
+// (its status `waiting`) are shown waiting; nothing is written.
+void ShowWaitingMembers(const std::string& state_dir, std::vector<MemberRecord>* members) {
+  std::unique_ptr<JobStore> jobs;
+  for (MemberRecord& m : *members) {
+    if (m.status != MemberStatus::kRunning || m.job_ids.empty()) continue;
+    if (!jobs) {
+      Result<std::unique_ptr<JobStore>> opened = JobStore::Open(state_dir);
+      if (!opened.ok()) return;
+      jobs = std::move(opened).value();
+    }
+    Result<JobRecord> job = jobs->GetJob(m.job_ids.back());
+    if (job.ok() && job->status == JobStatus::kWaiting) m.status = MemberStatus::kWaiting;
+  }
+}
+
 Json OptTime(const std::optional<TimePoint>& t) { return t ? Json(IsoUtc(*t)) : Json(nullptr); }
 Json OptInt(const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); }
 
@@ -297,6 +313,7 @@ Status AddArraysToList(const std::string& state_dir, ListOptions* list) {
     if (list->status && *list->status != a->status) continue;
     Result<std::vector<MemberRecord>> members = store.GetMembers(a->id);
     if (!members.ok()) return members.status();
+    ShowWaitingMembers(state_dir, &*members);
     list->extra_json.emplace_back(a->created, ArrayJson(*a, *members, now).dump(-1, ' ', false,
                                                                                  Json::error_handler_t::replace));
     list->extra_rows.push_back(
@@ -314,6 +331,7 @@ int ListArrayMembers(const std::string& state_dir, const std::string& array_id, 
   if (Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id); !a.ok()) return SayFailure(stderr, a.status().message());
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
   if (!members.ok()) return SayFailure(stderr, members.status().message());
+  ShowWaitingMembers(state_dir, &*members);
   std::vector<std::vector<std::string>> rows = {{"INDEX", "JOB", "PARAMS", "STATUS", "ATTEMPTS", "EXIT", "HOSTS"}};
   for (const MemberRecord& m : *members) {
     rows.push_back({std::to_string(m.index), m.job_ids.empty() ? "-" : m.job_ids.back(), m.params,
@@ -331,6 +349,7 @@ int ShowArray(const std::string& state_dir, const std::string& array_id, std::FI
   if (!a.ok()) return SayFailure(stderr, a.status().message());
   Result<std::vector<MemberRecord>> members = (*store)->GetMembers(array_id);
   if (!members.ok()) return SayFailure(stderr, members.status().message());
+  ShowWaitingMembers(state_dir, &*members);
   if (json) {
     const std::string text = ArrayJson(*a, *members, WallNow()).dump(2, ' ', false, Json::error_handler_t::replace);
     std::fprintf(out, "%s\n", text.c_str());

@@ -55,7 +55,7 @@ TEST(EnumNames, JobStatusesParseBackFromTheirNamesAndOtherTextListsThemAll) {
   Result<JobStatus> bad = ParseJobStatus("done");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "unknown status 'done' (expected one of: preflight, pushing, starting, running, "
+            "unknown status 'done' (expected one of: preflight, waiting, pushing, starting, running, "
             "completing, succeeded, failed, cancelled, timed_out, lost)");
 }
 

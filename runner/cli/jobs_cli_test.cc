@@ -235,7 +235,7 @@ TEST_F(JobsCliTest, LsFiltersByStatusNameAndLimit) {
   EXPECT_EQ(bad.code, 125);
   EXPECT_EQ(bad.out, "");
   EXPECT_EQ(bad.err,
-            "barge: --status: unknown status 'done' (expected one of: preflight, pushing, "
+            "barge: --status: unknown status 'done' (expected one of: preflight, waiting, pushing, "
             "starting, running, completing, succeeded, failed, cancelled, timed_out, lost)\n");
 }
 

@@ -156,6 +156,8 @@ Status Holds::SecureHolds() {
     const std::string what = fleet::WaitingFor(busy);
     if (what != last_said) {
       if (!last_said.empty()) observer_.StepEnded(Phase::kPreflight);
+      // `barge ls` (and an array's `ls ARRAY`) shows the job waiting.
+      SetStatus(JobStatus::kWaiting, "for " + what);
       Say("waiting for " + what);
       observer_.StepBegan(Phase::kPreflight, "waiting for " + what, 0);
       last_said = what;
@@ -195,6 +197,7 @@ Status Holds::SecureHolds() {
     busy = BusyHosts();
     if (busy.empty()) {
       observer_.StepEnded(Phase::kPreflight);
+      SetStatus(JobStatus::kPreflight, "every host is free");
       Say("every host is free: starting");
       return SecureHolds();
     }

@@ -46,6 +46,7 @@ TimePoint WallNow();
 
 enum class JobStatus {
   kPreflight,
+  kWaiting,  // for hosts other jobs hold (--wait, `wait:`, an array's member)
   kPushing,
   kStarting,
   kRunning,
@@ -59,6 +60,7 @@ enum class JobStatus {
 // The names the store, `barge jobs --status` and the dashboard use.
 inline constexpr auto kJobStatusNames = std::to_array<EnumName<JobStatus>>({
     {JobStatus::kPreflight, "preflight"},
+    {JobStatus::kWaiting, "waiting"},
     {JobStatus::kPushing, "pushing"},
     {JobStatus::kStarting, "starting"},
     {JobStatus::kRunning, "running"},

@@ -104,7 +104,7 @@ TEST(JobStatusNames, RoundTripAndUnknownNamesListTheAcceptedOnes) {
   Result<JobStatus> bad = ParseJobStatus("done");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "unknown status 'done' (expected one of: preflight, pushing, starting, running, "
+            "unknown status 'done' (expected one of: preflight, waiting, pushing, starting, running, "
             "completing, succeeded, failed, cancelled, timed_out, lost)");
   EXPECT_FALSE(IsFinal(JobStatus::kCompleting));
   EXPECT_TRUE(IsFinal(JobStatus::kLost));

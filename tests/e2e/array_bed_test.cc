@@ -281,6 +281,85 @@ TEST(ArrayBed, MembersWaitForAHostAnotherJobHoldsAllSucceedAndNoneRunsThereWhile
   EXPECT_EQ(ContainersOf(holder_id), "");
 }
 
+// Issue #30: retries move off a failing host. Member 0 starts on host 1 of
+// a 3-host pool (one member at a time); its host's dockerd is then frozen
+// (SIGSTOP): the member's controller finds the host lost and fails, and its
+// retry goes to another host. Member 1 then gets host 1 again (the lowest
+// free one, after one failure only), fails its preflight there (the engine
+// does not answer): two attempts in a row failed because of host 1, which is
+// set aside, named at once and in the summary; member 1's retry runs
+// elsewhere and the array succeeds.
+TEST(ArrayBed, AMemberWhoseHostsEngineDiesIsRetriedElsewhereAndTheHostIsSetAsideAndNamed) {
+  JobDir job("array-setaside");
+  SharedDir shared("setaside");
+  const auto& bed = GetBed();
+  const int dockerd = [&] {
+    std::ifstream in(bed.raw.at("BED_HOST_" + bed.hosts[0].name + "_DOCKERD_PIDFILE"));
+    int pid = 0;
+    in >> pid;
+    return pid;
+  }();
+  ASSERT_GT(dockerd, 0);
+  struct Thaw {
+    int pid;
+    ~Thaw() { kill(pid, SIGCONT); }
+  } thaw{dockerd};
+  std::ofstream(job.path() / "params.csv") << "n\n1\n2\n";
+  // Member 0's first run sleeps (it is meant to be cut off); every other
+  // run ends at once.
+  job.Write("name: array-setaside\nimage: " + bed.image + "\n" +
+            BedHostsYaml(0, 3, "  dead_after: 3s\n  engine_timeout: 2s\n  engine_misses: 2\n") +
+            "parallel: 1\narray_retries: 2\nstop_grace: 1s\ntimeout: 120s\nlease: 5s\n"
+            "container:\n  volumes: [\"" + shared.path() + ":/shared\"]\n"
+            "command: [\"sh\", \"-c\", \"echo START $BARGE_ARRAY_INDEX $MASTER_ADDR >> /shared/events; "
+            "if [ $BARGE_ARRAY_INDEX != 0 ] || [ -e /shared/tried-0 ]; then exit 0; fi; "
+            "touch /shared/tried-0; sleep 300\"]\n");
+  pid_t pid = job.Start("run job.yaml --array params.csv");
+  const fs::path events = fs::path(shared.path()) / "events";
+  const std::string first = "START 0 " + bed.hosts[0].address;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (ReadWholeFile(events).find(first) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_NE(ReadWholeFile(events).find(first), std::string::npos) << ReadWholeFile(events);
+  ASSERT_EQ(kill(dockerd, SIGSTOP), 0);
+  CliOutcome run = job.Wait(pid, std::chrono::seconds(150));
+  SCOPED_TRACE(run.out + run.err);
+  EXPECT_EQ(run.code, 0);
+  EXPECT_NE(run.err.find("barge: " + bed.hosts[0].address +
+                         " is set aside for the rest of the array: two attempts in a row failed because of it"),
+            std::string::npos);
+  EXPECT_NE(run.out.find("set aside: " + bed.hosts[0].address + ": "), std::string::npos);
+  EXPECT_NE(run.err.find("succeeded 2"), std::string::npos);
+  // Each member ran once more, not on the frozen host: two starts there
+  // (member 0's first, and none of member 1's, which failed in preflight).
+  std::istringstream in(ReadWholeFile(events));
+  std::map<int, std::vector<std::string>> starts;
+  for (std::string what, host; in >> what;) {
+    int index = -1;
+    in >> index >> host;
+    starts[index].push_back(host);
+  }
+  ASSERT_EQ(starts[0].size(), 2u) << ReadWholeFile(events);
+  EXPECT_EQ(starts[0][0], bed.hosts[0].address);
+  EXPECT_NE(starts[0][1], bed.hosts[0].address) << "member 0's retry ran on the host that failed it";
+  ASSERT_EQ(starts[1].size(), 1u) << ReadWholeFile(events);
+  EXPECT_NE(starts[1][0], bed.hosts[0].address);
+  kill(dockerd, SIGCONT);
+  // What the frozen engine kept of member 0's first attempt goes with its
+  // watchdog (lease 5 s) once the engine answers again; nothing else is left.
+  auto left = [&] {
+    std::string all;
+    for (const BedHost& h : bed.hosts) all += OnHost(h, "docker ps -aq --filter name=barge-array-setaside-");
+    return all;
+  };
+  const auto gone = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (left() != "" && std::chrono::steady_clock::now() < gone) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_EQ(left(), "");
+}
+
 TEST(ArrayBed, DownOfARunningArrayCancelsItsMembersAndLeavesNothingOnAnyHost) {
   JobDir job("array-down");
   job.Write("name: long\n"

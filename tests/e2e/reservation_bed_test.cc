@@ -272,6 +272,11 @@ TEST_F(ReservationTest, ABusyHostFailsTheJobWithTheHolderNamedAndWaitStartsItWhe
   EXPECT_NE(waited.err.find("waiting for " + GetBed().hosts[2].address + " (held by " + holder_id), std::string::npos)
       << waited.err;
   EXPECT_NE(waited.err.find("every host is free"), std::string::npos) << waited.err;
+  // Its record said so while it waited: the status `waiting`, with what for.
+  CliOutcome show = dir.Barge("show --json " + JobIdIn(waited.err));
+  EXPECT_NE(show.out.find("waiting"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("for " + GetBed().hosts[2].address + " (held by " + holder_id), std::string::npos)
+      << show.out;
   std::printf("wait:\n%s\n", waited.err.c_str());
   EXPECT_EQ(Holds(GetBed().hosts[2], {"busy-holder", "busy-second"}), "");
   EXPECT_EQ(LeasesOf(GetBed().hosts[2], {"busy-holder", "busy-second"}), "");
