@@ -5,7 +5,7 @@
 // connected to (SSH_CONNECTION's third word, 127.1.x.y); the command runs
 // in a mount namespace of its own where /tmp is that host's directory
 // $BARGE_EMU_DIR/hosts/ADDR, so emulated hosts share no /tmp (barge's
-// per-host job directory /tmp/barge-<job id>, the fake engine's state).
+// per-host job directory /tmp/barge-<job id>.<random>, the fake engine's state).
 #include <sched.h>
 #include <sys/mount.h>
 #include <unistd.h>
