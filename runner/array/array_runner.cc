@@ -191,6 +191,40 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     std::fprintf(stderr, "barge: array %s: %s\n", array_id.c_str(), counts.c_str());
     std::fflush(stderr);
   };
+  // What running members wait for (hosts other jobs hold: their jobs'
+  // status `waiting` and its detail), said when it changes; asked from the
+  // store every 2 s.
+  std::string last_waiting;
+  auto next_waiting_look = std::chrono::steady_clock::now();
+  auto waiting_line = [&](const std::map<pid_t, Running>& running) {
+    if (std::chrono::steady_clock::now() < next_waiting_look) return;
+    next_waiting_look = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(options.state_dir);
+    if (!jobs.ok()) return;
+    std::map<int, std::string> waits;  // by index
+    for (const auto& [pid, r] : running) {
+      Result<JobRecord> job = (*jobs)->GetJob(r.job_id);
+      if (!job.ok() || job->status != JobStatus::kWaiting) continue;
+      Result<std::vector<EventRecord>> evs = (*jobs)->GetEvents(r.job_id);
+      if (!evs.ok()) continue;
+      for (auto it = evs->rbegin(); it != evs->rend(); ++it) {
+        if (it->kind == ToString(JobStatus::kWaiting)) {
+          waits[r.index] = it->detail;
+          break;
+        }
+      }
+    }
+    std::string text;
+    for (const auto& [index, what] : waits) {
+      text += (text.empty() ? "" : "; ") + std::string("member ") + std::to_string(index) + " " + what;
+    }
+    if (text == last_waiting) return;
+    last_waiting = text;
+    if (!text.empty()) {
+      std::fprintf(stderr, "barge: array %s: waiting %zu: %s\n", array_id.c_str(), waits.size(), text.c_str());
+      std::fflush(stderr);
+    }
+  };
 
   // One event loop: the members' output and the signals (one watcher, as
   // every barge process has).
@@ -402,6 +436,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       launch(index, p, std::move(*hosts));
     }
     status_line();
+    waiting_line(running);
     if (running.empty() && (waiting.empty() || stopping)) break;
     if (running.empty()) {  // nothing runs and nothing can start: cannot happen with a checked pool
       std::fprintf(stderr, "barge: no waiting member can get its host(s) from its pool%s\n",

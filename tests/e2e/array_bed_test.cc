@@ -253,6 +253,9 @@ TEST(ArrayBed, MembersWaitForAHostAnotherJobHoldsAllSucceedAndNoneRunsThereWhile
   EXPECT_EQ(held.code, 0) << held.err;
   EXPECT_EQ(run.code, 0);
   EXPECT_NE(run.err.find("waiting for " + bed.hosts[0].address + " (held by " + holder_id), std::string::npos);
+  // The array's own line says which members wait, and for what.
+  EXPECT_TRUE(std::regex_search(run.err, std::regex("barge: array [0-9a-f]+: waiting [1-4]: member [0-3] for [0-9.]+ "
+                                                    "\\(held by " + holder_id)));
   EXPECT_NE(run.err.find("succeeded 4"), std::string::npos);
   EXPECT_TRUE(std::regex_search(run.out, std::regex(R"(\n\d +\| n=\d +\| succeeded +\| 0 )")));
   EXPECT_EQ(run.out.find("attempts)"), std::string::npos) << "a busy host cost a member an attempt";
