@@ -121,18 +121,19 @@ Status Stages::StartNodes(const std::vector<NodeState*>& nodes, const std::strin
     group.Run(*n->host->exec, via_api ? docker.Create(n->plan->container) : docker.Run(n->plan->container),
               made);
   }
-  // A fault (a host lost while its node starts: its engine may never
-  // answer the start) or an interrupt ends the attempt: the starts still in
-  // flight are dropped with the group, and teardown removes what they made.
-  auto attempt_over = [&] { return fault_.has_value() || interrupts_ > 0; };
-  bool done = RunWhileProgressing(group, seconds(300), attempt_over);
+  // Every start is waited for while its host answers, an interrupt or a
+  // fault elsewhere too: a start dropped on a reachable host would make its
+  // container after teardown's removal. A node whose host is lost meanwhile
+  // (a frozen engine may never answer its start) is not waited for: it is
+  // kLost, and its host's watchdog removes what the start made.
+  auto only_lost_left = [&] {
+    return std::none_of(nodes.begin(), nodes.end(), [](const NodeState* n) { return n->phase == NodePhase::kStarting; });
+  };
+  bool done = RunWhileProgressing(group, seconds(300), only_lost_left);
   for (NodeState* n : nodes) {
-    if (n->phase == NodePhase::kStarting) {
-      Ended(n->PhaseOf(Phase::kStart), false, attempt_over() ? "the attempt ended" : "did not finish in time");
-    }
+    if (n->phase == NodePhase::kStarting) Ended(n->PhaseOf(Phase::kStart), false, "did not finish in time");
   }
   observer_.StepEnded(Phase::kStart);
-  if (attempt_over()) return Status::Ok();  // RunStages' caller sees why
   if (!done) errors.push_back("starting containers did not finish: no `docker run` ended for 300 s");
   if (errors.empty()) return Status::Ok();
   std::string msg;
