@@ -23,18 +23,19 @@ namespace barge::runner::internal {
 
 Status Uploads::ShipSecrets(const std::vector<HostState*>& targets) {
   if (spec_.secrets.empty() || targets.empty()) return Status::Ok();
-  std::vector<std::pair<std::string, const std::string*>> files;  // path in the job's directory, content
   std::string env_file;  // NAME=VALUE lines, as docker run --env-file reads them
   std::string names;
   for (const SecretSpec& secret : spec_.secrets) {
-    files.push_back({SecretsDir("") + "/" + secret.name, &secret.value});
     if (secret.as_env) env_file += secret.name + "=" + EnvValueOf(secret) + "\n";
     names += (names.empty() ? "" : ", ") + secret.name;
   }
-  if (!env_file.empty()) files.push_back({SecretEnvFile(""), &env_file});
+  // Each host's files in its own job directory (path there, content).
   std::map<HostState*, std::vector<std::pair<std::string, const std::string*>>> writes;
   for (HostState* hs : targets) {
-    for (const auto& [path, content] : files) writes[hs].push_back({hs->job_dir + path, content});
+    for (const SecretSpec& secret : spec_.secrets) {
+      writes[hs].push_back({SecretsDir(hs->job_dir) + "/" + secret.name, &secret.value});
+    }
+    if (!env_file.empty()) writes[hs].push_back({SecretEnvFile(hs->job_dir), &env_file});
   }
   if (Status s = transfers_.WriteFiles(writes, "secrets"); !s.ok()) return s;
   Say("secrets " + names + " written to " + std::to_string(targets.size()) + " host(s) (" +

@@ -76,6 +76,26 @@ class MultiNodeTest : public ::testing::Test {
     return o;
   }
 
+  // Starts `barge run job.yaml` in dir_ (stdout and stderr to out.txt and
+  // err.txt) and waits until the head and worker 1 have printed a line;
+  // returns its pid.
+  pid_t StartUntilUp() {
+    const std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " + BARGE_BINARY +
+                            " run job.yaml >out.txt 2>err.txt </dev/null";
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      _exit(127);
+    }
+    auto up = [&] {
+      std::string out = ReadWholeFile(dir_ / "out.txt");
+      return out.find("[0 head") != std::string::npos && out.find("[1 worker") != std::string::npos;
+    };
+    for (int i = 0; i < 300 && !up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_TRUE(up()) << ReadWholeFile(dir_ / "err.txt");
+    return pid;
+  }
+
   fs::path dir_;
 };
 
@@ -392,20 +412,9 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
   const auto& bed = GetBed();
   std::ofstream(dir_ / "job.yaml") << "name: watched\nimage: " << bed.image << "\n" << Hosts(2)
                                    << "lease: 4s\ncommand: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n";
-  std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " + BARGE_BINARY +
-                    " run job.yaml >out.txt 2>err.txt </dev/null";
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
-  auto up = [&] {
-    std::string out = ReadWholeFile(dir_ / "out.txt");
-    return out.find("[0 head") != std::string::npos && out.find("[1 worker") != std::string::npos;
-  };
-  for (int i = 0; i < 300 && !up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_TRUE(up()) << ReadWholeFile(dir_ / "err.txt");
+  pid_t pid = StartUntilUp();
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(HasFailure()) << "the job did not come up";
   const std::string id = JobIdIn(ReadWholeFile(dir_ / "err.txt"));
   const size_t watchdogs = WatchdogPids(id).size();
   const double killed = barge::testing::WallSeconds();
@@ -466,21 +475,6 @@ TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreN
   std::ofstream(dir_ / "job.yaml") << "name: planted\nimage: " << bed.image << "\n" << Hosts(2)
                                    << "lease: 30s\ncommand: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n";
   const std::string base = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " + BARGE_BINARY;
-  auto start = [&] {
-    pid_t pid = fork();
-    if (pid == 0) {
-      const std::string cmd = base + " run job.yaml >out.txt 2>err.txt </dev/null";
-      execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-      _exit(127);
-    }
-    auto up = [&] {
-      std::string out = ReadWholeFile(dir_ / "out.txt");
-      return out.find("[0 head") != std::string::npos && out.find("[1 worker") != std::string::npos;
-    };
-    for (int i = 0; i < 300 && !up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    EXPECT_TRUE(up()) << ReadWholeFile(dir_ / "err.txt");
-    return pid;
-  };
   // As uid 65534 on host `h`, for job `id`; the SSH user's canary
   // directory, which the planted symlink points into, first.
   auto plant = [&](const BedHost& h, const std::string& id) {
@@ -517,7 +511,7 @@ TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreN
   };
 
   // 1. The controller's own teardown.
-  pid_t pid = start();
+  pid_t pid = StartUntilUp();
   std::string id = JobIdIn(ReadWholeFile(dir_ / "err.txt"));
   ASSERT_EQ(id.size(), 8u);
   for (size_t i = 0; i < 2; ++i) plant(bed.hosts[i], id);
@@ -530,7 +524,7 @@ TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreN
 
   // 2. `barge down` of a job whose controller is gone.
   fs::remove(dir_ / "out.txt");
-  pid = start();
+  pid = StartUntilUp();
   id = JobIdIn(ReadWholeFile(dir_ / "err.txt"));
   ASSERT_EQ(id.size(), 8u);
   for (size_t i = 0; i < 2; ++i) plant(bed.hosts[i], id);
