@@ -14,7 +14,7 @@
 # Usage: scripts/fuzz.sh [LIBFUZZER_OPTION...]   (e.g. -jobs=2 -max_len=65536)
 # Environment:
 #   BARGE_FUZZ_SECONDS    run time per target (default 60; 0 skips fuzzing)
-#   BARGE_FUZZ_TARGETS    targets to run (default "job_file log_line http_response")
+#   BARGE_FUZZ_TARGETS    targets to run (default "job_file log_line http_response request_head")
 #   BARGE_FUZZ_BUILD_DIR  clang build directory (default build-fuzz)
 # Needs root (or password-less sudo) only when something must be installed.
 set -euo pipefail
@@ -22,7 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 exec </dev/null
 
 seconds="${BARGE_FUZZ_SECONDS:-60}"
-read -r -a targets <<<"${BARGE_FUZZ_TARGETS:-job_file log_line http_response}"
+read -r -a targets <<<"${BARGE_FUZZ_TARGETS:-job_file log_line http_response request_head}"
 build="${BARGE_FUZZ_BUILD_DIR:-build-fuzz}"
 
 if ! [[ "$seconds" =~ ^[0-9]+$ ]]; then

@@ -108,6 +108,28 @@ std::optional<std::string> Auth::CookieIn(std::string_view header) const {
   return std::nullopt;
 }
 
+std::optional<Auth::Refusal> Auth::Refuse(std::string_view host_header,
+                                         const std::optional<std::string>& token_param,
+                                         std::string_view cookie_header) const {
+  if (!HostAllowed(host_header)) {
+    const bool v6 = listen_host_.find(':') != std::string::npos;
+    return Refusal{403, "the Host header must name this server's address (" +
+                            (v6 ? "[" + listen_host_ + "]" : listen_host_) + ":" +
+                            std::to_string(port_) + ")"};
+  }
+  if (token_param) {
+    if (TokenMatches(*token_param)) return std::nullopt;
+    return Refusal{401, "wrong token: open the URL `barge ui` printed"};
+  }
+  std::optional<std::string> cookie = CookieIn(cookie_header);
+  if (!cookie || !TokenMatches(*cookie)) {
+    return Refusal{401,
+                   "this dashboard needs its token: open the URL `barge ui` printed (it ends in "
+                   "?token=...)"};
+  }
+  return std::nullopt;
+}
+
 std::string Auth::NewCsrf(const std::string& job_id) {
   std::string csrf = NewToken();
   if (csrf.empty()) return csrf;  // never stored: an empty one matches nothing

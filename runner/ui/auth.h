@@ -45,6 +45,21 @@ class Auth {
   // The value of this server's cookie in a Cookie header, if any.
   std::optional<std::string> CookieIn(std::string_view cookie_header) const;
 
+  // Why a request may not go on, as the status and the message to answer.
+  struct Refusal {
+    int status;
+    std::string message;
+  };
+  // The one decision on a request, from its Host header, its `token` query
+  // parameter (nullopt when it has none) and its Cookie header: nullopt when
+  // it may go on (the Host names this server and the token or the cookie
+  // carries the token); else 403 for the Host, 401 for the token. Both the
+  // front gate (gate.h, on a request's head) and the server (on every
+  // request of a connection) ask this.
+  std::optional<Refusal> Refuse(std::string_view host_header,
+                                const std::optional<std::string>& token_param,
+                                std::string_view cookie_header) const;
+
   // A new CSRF token for a page of job `job_id`. The newest kMaxCsrf stay
   // valid.
   std::string NewCsrf(const std::string& job_id);

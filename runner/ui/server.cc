@@ -19,6 +19,7 @@
 #include "runner/store/job_store.h"
 #include "runner/store/job_lookup.h"
 #include "runner/ui/auth.h"
+#include "runner/ui/gate.h"
 #include "runner/ui/html.h"
 #include "runner/ui/log_view.h"
 #include "runner/ui/pages.h"
@@ -48,6 +49,29 @@ void Html(httplib::Response& res, int status, const std::string& body) {
 
 void Fail(httplib::Response& res, int status, const std::string& message) {
   Html(res, status, ErrorPage(status, message));
+}
+
+// The whole response the gate sends for a refusal: the error page with the
+// headers every response of the server carries.
+std::string GateAnswer(int status, const std::string& message) {
+  const char* reason = "Error";
+  switch (status) {
+    case 400: reason = "Bad Request"; break;
+    case 401: reason = "Unauthorized"; break;
+    case 403: reason = "Forbidden"; break;
+    case 408: reason = "Request Timeout"; break;
+    case 431: reason = "Request Header Fields Too Large"; break;
+    case 503: reason = "Service Unavailable"; break;
+    default: break;
+  }
+  const std::string body = ErrorPage(status, message);
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
+         "\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\nContent-Security-Policy: " +
+         kCsp +
+         "\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
+         "X-Frame-Options: DENY\r\nCache-Control: no-store\r\n\r\n" +
+         body;
 }
 
 // The store, opened for this request's thread; nullptr when barge has no
@@ -90,7 +114,10 @@ std::string SseLines(const std::vector<ViewLine>& lines, const std::string& curs
 struct UiServer::Impl {
   UiOptions options;
   std::unique_ptr<Auth> auth;
-  httplib::Server server;
+  std::unique_ptr<Gate> gate;  // the public address
+  httplib::Server server;      // on `socket_path`, behind the gate
+  std::string private_dir;     // 0700, holds socket_path
+  std::string socket_path;
   std::thread thread;
   int port = 0;
   std::atomic<int> streams{0};
@@ -109,29 +136,19 @@ struct UiServer::Impl {
 };
 
 bool UiServer::Impl::Allowed(const httplib::Request& req, httplib::Response& res) {
-  if (!auth->HostAllowed(req.get_header_value("Host"))) {
-    Fail(res, 403,
-         "the Host header must name this server's address (" + options.listen_host + ":" +
-             std::to_string(port) + ")");
+  std::optional<std::string> token;
+  if (req.has_param("token")) token = req.get_param_value("token");
+  if (std::optional<Auth::Refusal> no =
+          auth->Refuse(req.get_header_value("Host"), token, req.get_header_value("Cookie"))) {
+    Fail(res, no->status, no->message);
     return false;
   }
-  if (req.has_param("token")) {
-    if (!auth->TokenMatches(req.get_param_value("token"))) {
-      Fail(res, 401, "wrong token: open the URL `barge ui` printed");
-      return false;
-    }
+  if (token) {
     // Hand the token over as a cookie and drop it from the address bar.
     res.status = 303;
     res.set_header("Location", req.path.empty() ? "/" : req.path);
     res.set_header("Set-Cookie", auth->SetCookieValue());
     res.set_content("", "text/plain");
-    return false;
-  }
-  std::optional<std::string> cookie = auth->CookieIn(req.get_header_value("Cookie"));
-  if (!cookie || !auth->TokenMatches(*cookie)) {
-    Fail(res, 401,
-         "this dashboard needs its token: open the URL `barge ui` printed (it ends in "
-         "?token=...)");
     return false;
   }
   return true;
@@ -451,25 +468,26 @@ Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
   impl->server.set_read_timeout(5, 0);
   impl->server.set_write_timeout(5, 0);
   impl->server.set_payload_max_length(64 * 1024);
-  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
-  // second `barge ui` on the same port would bind too and silently take
-  // half of the connections.
-  impl->server.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  const std::string& host = options.listen_host;
-  if (options.port == 0) {
-    impl->port = impl->server.bind_to_any_port(host);
-    if (impl->port <= 0) return Status::Error("cannot listen on " + host + ": bind failed");
-  } else {
-    if (!impl->server.bind_to_port(host, options.port)) {
-      return Status::Error("cannot listen on " + host + ":" + std::to_string(options.port) +
-                           " (in use, or not an address of this machine)");
-    }
-    impl->port = options.port;
+  // The public address is the gate's (gate.h); the server listens on a unix
+  // socket in a directory of this user's only, which no other user can
+  // connect to.
+  Result<std::unique_ptr<Gate>> gate = Gate::Listen(options.listen_host, options.port, options.gate);
+  if (!gate.ok()) return gate.status();
+  impl->gate = std::move(gate).value();
+  impl->port = impl->gate->port();
+  char dir[] = "/tmp/barge-ui.XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    return Status::Error(std::string("cannot make the dashboard's private directory: ") +
+                         std::strerror(errno));
   }
-  impl->auth = std::make_unique<Auth>(options.token, host, impl->port);
+  impl->private_dir = dir;
+  impl->socket_path = impl->private_dir + "/http.sock";
+  impl->server.set_address_family(AF_UNIX);
+  if (!impl->server.bind_to_port(impl->socket_path, 80)) {
+    std::filesystem::remove_all(impl->private_dir);
+    return Status::Error("cannot listen on " + impl->socket_path);
+  }
+  impl->auth = std::make_unique<Auth>(options.token, options.listen_host, impl->port);
   impl->Routes();
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] {
@@ -487,6 +505,12 @@ Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
     server->Stop();
     return Status::Error("the dashboard did not start listening within 10 s");
   }
+  raw->gate->Serve(raw->socket_path, [raw](const RequestHead& head) -> std::optional<Gate::Answer> {
+    std::optional<Auth::Refusal> no =
+        raw->auth->Refuse(head.Field("Host"), head.QueryParam("token"), head.Field("Cookie"));
+    if (!no) return std::nullopt;
+    return Gate::Answer{no->status, no->message};
+  }, GateAnswer);
   return server;
 }
 
@@ -508,12 +532,17 @@ void UiServer::Stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
   impl_->stopping = true;
+  if (impl_->gate) impl_->gate->Stop();  // first: no new connection reaches the server
   // stop() acts only once the server runs: ask until the listener returned.
   while (impl_->thread.joinable() && !impl_->listening_done) {
     impl_->server.stop();
     std::this_thread::sleep_for(milliseconds(5));
   }
   if (impl_->thread.joinable()) impl_->thread.join();
+  if (!impl_->private_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(impl_->private_dir, ec);
+  }
 }
 
 }  // namespace barge::runner::ui

@@ -13,9 +13,15 @@
 // script or style, nothing from another origin), nosniff, no-referrer,
 // frame-ancestors none, and Cache-Control: no-store.
 //
-// Threads: cpp-httplib serves each connection on a thread of a pool of
-// `threads`; idle keep-alive connections are closed after 2 s so open tabs
-// do not hold threads. At most `max_streams` live-log streams run at once
+// Connections: the gate (gate.h) owns the public address. It reads each
+// connection's first request head on a thread of its own, under a
+// deadline, a size cap and per-peer caps, answers refused requests itself,
+// and passes allowed connections to cpp-httplib, which listens on a unix
+// socket in a 0700 directory under /tmp (removed at Stop). So an
+// unauthenticated user can hold no server thread.
+// Threads: cpp-httplib serves each passed-on connection on a thread of a
+// pool of `threads`; idle keep-alive connections are closed after 2 s so
+// open tabs do not hold threads. At most `max_streams` live-log streams run at once
 // (more get 503 and the browser retries), so pages are always served by the
 // threads left. Server threads read the store (one JobStore per request)
 // and files only: they never touch libssh; the stop action runs `barge
@@ -27,6 +33,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "runner/ui/gate.h"
 
 namespace barge::runner::ui {
 
@@ -43,6 +50,8 @@ struct UiOptions {
   // resumes where it was (Last-Event-ID).
   std::chrono::seconds stream_lifetime{300};
   size_t log_page_lines = 500;
+  // The front gate's deadline and caps.
+  GateLimits gate;
 };
 
 class UiServer {

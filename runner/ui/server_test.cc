@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -320,6 +321,34 @@ TEST_F(UiServerTest, AStreamResumedFromTheLogsStartSendsAtMostThePagesLiveLinesO
   EXPECT_NE(res->body.find("\"text\":\"line " + std::to_string(3 * kLiveLogLines - 1) + "\""), std::string::npos);
   EXPECT_EQ(res->body.find("\"text\":\"line 0\""), std::string::npos) << "the log's start was sent";
   EXPECT_NE(res->body.find("event: end"), std::string::npos);
+}
+
+TEST_F(UiServerTest, HeadsThatNeverEndOnMoreConnectionsThanServerThreadsDoNotDelayAPage) {
+  // Six connections (more than the 4 server threads) each send half a
+  // head and nothing more. The gate holds them; the server's threads stay
+  // free, so a page is served at once, and the six are still open.
+  std::vector<int> slow;
+  for (int i = 0; i < 6; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string half = "GET / HTTP/1.1\r\nHost: " + host_;
+    ASSERT_EQ(send(fd, half.data(), half.size(), MSG_NOSIGNAL), static_cast<ssize_t>(half.size()));
+    slow.push_back(fd);
+  }
+  std::this_thread::sleep_for(milliseconds(100));
+  for (int i = 0; i < 3; ++i) {
+    const std::string page = Get("/");  // Raw waits at most 5 s for each read
+    EXPECT_EQ(page.substr(0, 12), "HTTP/1.1 200") << i << ": " << page.substr(0, 200);
+  }
+  for (int fd : slow) {
+    pollfd p{fd, POLLIN, 0};
+    EXPECT_EQ(poll(&p, 1, 0), 0) << "a half head was answered or closed before its deadline";
+    close(fd);
+  }
 }
 
 }  // namespace
