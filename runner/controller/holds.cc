@@ -47,9 +47,18 @@ fleet::HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
   return fleet::RequestFor(nodes, plan_.hosts[hs.index].gpus, std::move(ports));
 }
 
-std::string Holds::TakeHoldsLine(const HostState& hs) const {
+std::string Holds::TakeHoldsLine(const HostState& hs, std::optional<long long> ticket_since) const {
   fleet::HoldOwner owner = OwnerOf(plan_, spec_);
   owner.job_dir = hs.job_dir;
+  if (ticket_since) {
+    const std::vector<fleet::Hold> none;
+    const std::vector<fleet::Hold>& listed = hs.holds.reply ? hs.holds.reply->holds : none;
+    owner.has_lease = !fleet::LeaseIdOf(listed, plan_.job_id).empty();
+    const bool has_ticket = std::any_of(listed.begin(), listed.end(), [&](const fleet::Hold& h) {
+      return h.job_id == plan_.job_id && fleet::IsTicket(h);
+    });
+    if (!has_ticket) owner.ticket_since = ticket_since;
+  }
   return fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
                                 std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
 }
@@ -147,11 +156,18 @@ Status Holds::SecureHolds() {
   const Clock::time_point give_up = Now() + limit;
   std::mt19937 random(std::random_device{}());
   std::string last_said;
+  // The job's place in every host's queue: the second it began to wait.
+  const long long ticket_since =
+      std::chrono::duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (;;) {
     // All or nothing: what this job got anywhere goes before it fails or
-    // waits, so it never holds one host while waiting for another.
-    ReleaseHolds();
-    if (!wait || interrupts_ > 0 || Now() >= give_up) break;
+    // waits, so it never holds one host while waiting for another. A
+    // waiting job keeps its lease and ticket (its place in the queue).
+    if (!wait || interrupts_ > 0 || Now() >= give_up) {
+      ReleaseHolds();
+      break;
+    }
+    ReleaseHoldsKeepingPlace();
     // The status line says what it waits for; anew only when that changes.
     const std::string what = fleet::WaitingFor(busy);
     if (what != last_said) {
@@ -172,7 +188,8 @@ Status Holds::SecureHolds() {
     std::map<HostState*, std::string> problems;
     for (HostState* hs : ConnectedHosts()) {
       const std::string script = "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\n"
-                                 "echo " + std::string(kPosixShellAnswer) + "\nbs hold; (\n" + TakeHoldsLine(*hs) +
+                                 "echo " + std::string(kPosixShellAnswer) + "\nbs hold; (\n" +
+                                 TakeHoldsLine(*hs, ticket_since) +
                                  "\n) 2>&1; be hold $?\n";
       group.Run(*hs->exec, script, [this, hs, &problems](const Outcome& o) {
         const PreflightReply reply = ParsePreflightReply(o.out);
@@ -199,7 +216,11 @@ Status Holds::SecureHolds() {
       observer_.StepEnded(Phase::kPreflight);
       SetStatus(JobStatus::kPreflight, "every host is free");
       Say("every host is free: starting");
-      return SecureHolds();
+      Status secured = SecureHolds();
+      // Only once the holds are decided: without its ticket in the
+      // listing, the job would count every other waiter's as before it.
+      RemoveTickets();
+      return secured;
     }
   }
   if (!last_said.empty()) observer_.StepEnded(Phase::kPreflight);
@@ -208,7 +229,13 @@ Status Holds::SecureHolds() {
                                                            std::chrono::duration_cast<seconds>(limit).count()) +
                                 ": "
                           : "";
-  return Status::Error(head + std::to_string(busy.size()) + " host(s) are held by other jobs; nothing was started" +
+  bool queued = false;
+  for (const fleet::BusyHost& b : busy) {
+    queued = queued || std::any_of(b.holds.begin(), b.holds.end(), [](const fleet::Hold& h) { return fleet::IsTicket(h); });
+  }
+  return Status::Error(head + std::to_string(busy.size()) + " host(s) are held by other jobs" +
+                       (queued ? " or wanted first by jobs waiting in line (GPUS: queued)" : "") +
+                       "; nothing was started" +
                        (wait ? "" : " (--wait or `wait: 30m` waits for them)") + ":\n" + fleet::BusyTable(busy));
 }
 
@@ -220,6 +247,37 @@ void Holds::ReleaseHolds() {
   std::vector<HostState*> hosts = AllHosts();
   for (auto& old : retired_) hosts.push_back(old.get());
   ReleaseHoldsOn(hosts);
+}
+
+void Holds::ReleaseHoldsKeepingPlace() {
+  CommandGroup group(&loop_, &redact_);
+  for (HostState* hs : ConnectedHosts()) {
+    if (!hs->holds.holding || hs->lost || !hs->exec) continue;
+    group.Run(*hs->exec, fleet::ReleaseHoldsKeepingPlaceCommand(*hs->docker, plan_.job_id),
+              [this, hs](const Outcome& o) {
+                if (!o.ok()) Say(hs->name + ": releasing the holds between tries failed: " + o.Reason());
+              });
+  }
+  RunWhileProgressing(group, spec_.ssh.engine_timeout + seconds(30));
+}
+
+void Holds::RemoveTickets() {
+  CommandGroup group(&loop_, &redact_);
+  for (HostState* hs : ConnectedHosts()) {
+    if (hs->lost || !hs->exec) continue;
+    group.Run(*hs->exec, fleet::RemoveTicketCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome&) {
+      // Gone (or never there): the listing the teardown removes by ID
+      // must not name it.
+      if (!hs->holds.reply) return;
+      auto& listed = hs->holds.reply->holds;
+      listed.erase(std::remove_if(listed.begin(), listed.end(),
+                                  [&](const fleet::Hold& h) {
+                                    return h.job_id == plan_.job_id && fleet::IsTicket(h);
+                                  }),
+                   listed.end());
+    });
+  }
+  RunWhileProgressing(group, spec_.ssh.engine_timeout + seconds(30));
 }
 
 void Holds::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {

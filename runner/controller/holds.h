@@ -30,8 +30,11 @@ class Holds : private JobPart {
   explicit Holds(Job* job) : JobPart(job) {}
 
   // The shell that takes the job's holds on `hs` (preflight runs it in its
-  // script).
-  std::string TakeHoldsLine(const HostState& hs) const;
+  // script). `ticket_since`: the job is waiting since then (its lease is
+  // kept on the host between tries, and it leaves its ticket there:
+  // reservation.h's "Queue").
+  std::string TakeHoldsLine(const HostState& hs,
+                            std::optional<long long> ticket_since = std::nullopt) const;
   // Reads the host's answer into hs.hold; a problem for preflight's table
   // when the engine failed (a busy host is not a problem: SecureHolds).
   std::string NoteHolds(HostState& hs, const std::string& text, int exit);
@@ -61,6 +64,10 @@ class Holds : private JobPart {
   // The job's nodes on `hs` get the GPU devices the job holds there.
   Status AdoptHeldGpus(HostState& hs);
   void ReleaseHoldsOn(const std::vector<HostState*>& hosts);
+  // Between a waiting job's tries: its holds go, its lease and ticket stay.
+  void ReleaseHoldsKeepingPlace();
+  // The waiting is over (the job has its holds): its tickets go.
+  void RemoveTickets();
 };
 
 }  // namespace barge::runner::internal

@@ -13,7 +13,19 @@ namespace {
 
 std::string Utc(long long t) { return FormatUtc(static_cast<std::time_t>(t), "%Y-%m-%dT%H:%M:%SZ"); }
 
-std::string HoldWhat(const Hold& h, long long now) {
+// 1 for the first live ticket of the host's queue, ...; 0 for anything else.
+int QueuePosition(const Hold& h, const std::vector<Hold>& queue) {
+  for (size_t i = 0; i < queue.size(); ++i) {
+    if (queue[i].id == h.id && queue[i].name == h.name) return static_cast<int>(i) + 1;
+  }
+  return 0;
+}
+
+std::string HoldWhat(const Hold& h, long long now, const std::vector<Hold>& queue) {
+  if (IsTicket(h)) {
+    const int at = QueuePosition(h, queue);
+    return at > 0 ? "queued #" + std::to_string(at) : "ticket (stale)";
+  }
   if (IsLease(h)) {
     std::optional<long long> t = LeaseRenewedAt(h.name);
     return "lease" + (t ? " (renewed " + ShortDuration(now - *t) + " ago)" : std::string());
@@ -68,10 +80,11 @@ std::string HostsTable(const std::vector<HostView>& hosts) {
       continue;
     }
     if (v.holds.empty() && v.containers.empty()) rows.push_back({v.host, "free", "", "", "", ""});
+    const std::vector<Hold> queue = Queue(v.holds, v.now);
     for (const Hold& h : v.holds) {
       std::optional<long long> at = StaleAt(h);
       std::string stale = !at ? "never (not barge's)" : v.now > *at ? "stale now" : "in " + ShortDuration(*at - v.now);
-      rows.push_back({v.host, HoldWhat(h, v.now),
+      rows.push_back({v.host, HoldWhat(h, v.now, queue),
                       h.job_id + " " + h.job_name + " " + h.user + "@" + h.machine,
                       ShortDuration(v.now - h.since) + " ago", h.gpus.empty() ? "-" : h.gpus, stale});
     }
@@ -88,12 +101,17 @@ nlohmann::json HostsJson(const std::vector<HostView>& hosts) {
   for (const HostView& v : hosts) {
     nlohmann::json host = {{"host", v.host}, {"holds", nlohmann::json::array()}, {"containers", nlohmann::json::array()}};
     if (!v.error.empty()) host["error"] = v.error;
+    const std::vector<Hold> queue = Queue(v.holds, v.now);
     for (const Hold& h : v.holds) {
       std::optional<long long> at = StaleAt(h);
       host["holds"].push_back({{"name", h.name}, {"job", h.job_id}, {"job_name", h.job_name}, {"user", h.user},
                                {"machine", h.machine}, {"gpus", h.gpus}, {"since", Utc(h.since)},
                                {"stale_at", at ? nlohmann::json(Utc(*at)) : nlohmann::json(nullptr)},
                                {"stale", IsStale(h, v.now)}, {"lease", IsLease(h)},
+                               {"ticket", IsTicket(h)},
+                               {"queue_position", QueuePosition(h, queue) > 0
+                                                      ? nlohmann::json(QueuePosition(h, queue))
+                                                      : nlohmann::json(nullptr)},
                                {"lease_renewed", h.lease_renewed ? nlohmann::json(Utc(*h.lease_renewed))
                                                                  : nlohmann::json(nullptr)}});
     }

@@ -36,7 +36,8 @@ std::vector<BargeContainer> ParseBargeContainers(std::string_view text);
 HostView ParseHostView(const std::string& host, std::string_view text);
 
 // HOST | WHAT | JOB (id, name, user@machine) | SINCE | GPUS | STALE, one row
-// per hold and per container, "free" for a host with neither.
+// per hold, lease, ticket ("queued #N", N its place in the host's queue)
+// and container, "free" for a host with none.
 std::string HostsTable(const std::vector<HostView>& hosts);
 nlohmann::json HostsJson(const std::vector<HostView>& hosts);
 

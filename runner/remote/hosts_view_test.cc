@@ -34,6 +34,34 @@ TEST(HostsView, ShowsEachHoldAndRunningContainerAndFreeHosts) {
   EXPECT_TRUE(j[1]["holds"].empty());
 }
 
+TEST(HostsView, ShowsEachHostsQueueInOrderAndAStaleTicketAsStale) {
+  // Two waiters' tickets (the later listed first) and a dead waiter's (no
+  // lease): "queued #1", "queued #2", and the dead one as stale.
+  const std::string h1 =
+      "now 2000\n"
+      "hold\tt2\tbarge-ticket-bbbb\tbbbb\tsmall\tbob\tbox\t\t1950\t2550\t600\t2\n"
+      "hold\tl2\tbarge-lease-bbbb.1995\tbbbb\tsmall\tbob\tbox\t\t1940\t2540\t600\t2\n"
+      "hold\tt1\tbarge-ticket-aaaa\taaaa\tbig\talice\tbox\t\t1900\t2500\t600\t2\n"
+      "hold\tl1\tbarge-lease-aaaa.1990\taaaa\tbig\talice\tbox\t\t1900\t2500\t600\t2\n"
+      "hold\tt3\tbarge-ticket-cccc\tcccc\tgone\tcarol\tbox\t\t1800\t2400\t600\t2\n";
+  std::vector<HostView> views = {ParseHostView("h1", h1)};
+  const std::string t = HostsTable(views);
+  const size_t first = t.find("queued #1"), second = t.find("queued #2");
+  ASSERT_NE(first, std::string::npos) << t;
+  ASSERT_NE(second, std::string::npos) << t;
+  auto line_of = [&](size_t at) { return t.substr(t.rfind('\n', at) + 1, t.find('\n', at) - t.rfind('\n', at) - 1); };
+  EXPECT_NE(line_of(first).find("aaaa big alice@box"), std::string::npos) << t;
+  EXPECT_NE(line_of(second).find("bbbb small bob@box"), std::string::npos) << t;
+  EXPECT_NE(t.find("ticket (stale)"), std::string::npos) << t;
+  const nlohmann::json j = HostsJson(views);
+  EXPECT_EQ(j[0]["holds"][0]["ticket"], true);
+  EXPECT_EQ(j[0]["holds"][0]["queue_position"], 2);
+  EXPECT_EQ(j[0]["holds"][2]["queue_position"], 1);
+  EXPECT_TRUE(j[0]["holds"][4]["queue_position"].is_null());
+  EXPECT_EQ(j[0]["holds"][4]["stale"], true);
+  EXPECT_EQ(j[0]["holds"][1]["ticket"], false);
+}
+
 TEST(HostsView, AHostThatCouldNotListSaysWhy) {
   HostView v = ParseHostView("h3", "now 5\nerror: listing holds: Cannot connect to the Docker daemon\n");
   EXPECT_EQ(v.error, "listing holds: Cannot connect to the Docker daemon");

@@ -21,6 +21,8 @@ std::string LeaseName(const std::string& job_id, long long renewed) {
   return std::string(kLeasePrefix) + job_id + "." + std::to_string(renewed);
 }
 
+std::string TicketName(const std::string& job_id) { return std::string(kTicketPrefix) + job_id; }
+
 std::optional<long long> LeaseRenewedAt(std::string_view name) {
   if (name.substr(0, kLeasePrefix.size()) != kLeasePrefix) return std::nullopt;
   const size_t dot = name.rfind('.');
@@ -34,6 +36,21 @@ std::optional<long long> LeaseRenewedAt(std::string_view name) {
 }
 
 bool IsLease(const Hold& h) { return h.name.rfind(std::string(kLeasePrefix), 0) == 0; }
+
+bool IsTicket(const Hold& h) { return h.name.rfind(std::string(kTicketPrefix), 0) == 0; }
+
+bool TicketBefore(const Hold& a, const Hold& b) {
+  return a.since != b.since ? a.since < b.since : a.job_id < b.job_id;
+}
+
+std::vector<Hold> Queue(const std::vector<Hold>& holds, long long now) {
+  std::vector<Hold> out;
+  for (const Hold& h : holds) {
+    if (IsTicket(h) && !IsStale(h, now)) out.push_back(h);
+  }
+  std::sort(out.begin(), out.end(), TicketBefore);
+  return out;
+}
 
 void ApplyEngineLeases(std::vector<Hold>* holds) {
   std::map<std::string, long long> newest;
@@ -236,8 +253,11 @@ HoldReply ParseHoldReply(std::string_view text) {
     if (line.rfind("now ", 0) == 0) {
       reply.now = NumberOr(std::string(line.substr(4)), 0);
     } else if (line.rfind("took ", 0) == 0) {
-      // The lease is not a hold: taken lists what the job holds.
-      if (line.substr(5).rfind(kLeasePrefix, 0) != 0) reply.taken.emplace_back(line.substr(5));
+      // The lease and the ticket are not holds: taken lists what the job holds.
+      const std::string_view name = line.substr(5);
+      if (name.rfind(kLeasePrefix, 0) != 0 && name.rfind(kTicketPrefix, 0) != 0) {
+        reply.taken.emplace_back(name);
+      }
     } else if (line.rfind("stale ", 0) == 0) {
       reply.removed_stale.emplace_back(line.substr(6));
     } else if (line.rfind("hold\t", 0) == 0) {
@@ -266,9 +286,18 @@ HoldReply ParseHoldReply(std::string_view text) {
 
 std::vector<Hold> Conflicts(const HoldRequest& request, const HoldReply& reply, const std::string& job_id) {
   std::vector<Hold> out;
-  std::set<std::string> taken(reply.taken.begin(), reply.taken.end());
+  const Hold* mine = nullptr;  // the job's own ticket: its place in the queue
+  for (const Hold& h : reply.holds) {
+    if (h.job_id == job_id && IsTicket(h)) mine = &h;
+  }
   for (const Hold& h : reply.holds) {
     if (h.job_id == job_id || IsLease(h) || IsStale(h, reply.now)) continue;
+    if (IsTicket(h)) {
+      // First come, first served: a ticket before the job's own (or any,
+      // when it has none here) stands in the way, whatever either asks.
+      if (mine == nullptr || TicketBefore(h, *mine)) out.push_back(h);
+      continue;
+    }
     if (request.exclusive) {
       out.push_back(h);
       continue;
@@ -324,13 +353,17 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
                             std::chrono::seconds engine_timeout) {
   std::string s = Prelude(docker, engine_timeout);
   const std::string lease_s = Secs(owner.lease);
-  // The job's lease on the engine, made before any hold (the stale rule).
-  const std::string lease = "h_mk \"" + std::string(kLeasePrefix) + "$H_J.$H_now\"\n";
+  // The job's lease on the engine, made before any hold (the stale rule),
+  // unless it is there already (a waiting job keeps it between tries); and
+  // a waiting job's ticket, unless it is there already.
+  std::string lease = owner.has_lease ? "" : "h_mk \"" + std::string(kLeasePrefix) + "$H_J.$H_now\"\n";
+  if (owner.ticket_since) lease += "h_mk " + ShellQuote(TicketName(owner.job_id)) + "\n";
   // A write to a closed channel fails instead of killing the script: it
   // must still be able to remove what it made.
   s += "trap '' PIPE\n";
   s += "H_J=" + ShellQuote(owner.job_id) + "; H_D=" + ShellQuote(owner.job_dir) +
-       "; H_E=; H_C=; H_P='--pull never'; H_I=barge/hold:1; H_now=$(date +%s); echo \"now $H_now\"\n";
+       "; H_E=; H_C=; H_P='--pull never'; H_I=barge/hold:1; H_now=$(date +%s); H_TS=" +
+       std::to_string(owner.ticket_since.value_or(0)) + "; echo \"now $H_now\"\n";
   // The controller is still there: its job's directory (made by the
   // watchdog just before, removed when it disarms the watchdog) exists, and
   // the channel to it is open (barge closes it when it cancels or exits:
@@ -345,12 +378,13 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
   // name); "took NAME" when made; a name in use goes to H_C. The hold image
   // (empty: a tar of two zero blocks) is imported only when a create fails
   // and the engine lacks it.
-  s += "h_mk() { case $1 in " + std::string(kLeasePrefix) + "*) h_k=lease; h_g=;; *-host) h_k=host; h_g=all;; *-gpu-*) h_k=gpu; h_g=${1##*-};; *) h_k=port; h_g=;; esac; "
+  s += "h_mk() { h_sn=$H_now; case $1 in " + std::string(kLeasePrefix) + "*) h_k=lease; h_g=;; " +
+       std::string(kTicketPrefix) + "*) h_k=ticket; h_g=; h_sn=$H_TS;; *-host) h_k=host; h_g=all;; *-gpu-*) h_k=gpu; h_g=${1##*-};; *) h_k=port; h_g=;; esac; "
        "h_try=0; while :; do H_o=$(h_dk create --name \"$1\" $H_P --network none --label \"barge.job=$H_J\" "
        "--label \"barge.hold=$h_k\" --label " + ShellQuote("barge.hold.name=" + owner.job_name) +
        " --label " + ShellQuote("barge.hold.user=" + owner.user) + " --label " +
        ShellQuote("barge.hold.machine=" + owner.machine) +
-       " --label \"barge.hold.gpus=$h_g\" --label \"barge.hold.since=$H_now\" --label barge.hold.v=" +
+       " --label \"barge.hold.gpus=$h_g\" --label \"barge.hold.since=$h_sn\" --label barge.hold.v=" +
        std::to_string(kHoldFormat) + " "
        "--label \"barge.hold.expires=$((H_now + " + lease_s + "))\" --label barge.hold.lease=" + lease_s +
        " \"$H_I\" hold 2>&1); h_rc=$?; [ $h_rc -eq 0 ] && { echo \"took $1\"; return 0; }; "
@@ -396,8 +430,11 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
   s += "h_ls" + fail_listing + "\n";
   // A name in use by a stale hold: the stale ones go, the names are tried
   // once more, and the listing is taken again.
-  s += "if h_st && [ -n \"$H_C\" ]; then h_c=$H_C; H_C=; for h_n in $h_c; do h_mk \"$h_n\"; done; "
-       "h_here || h_bye; h_ls" + fail_listing + "; fi\n";
+  // So is a name in use at the create that nobody holds any more at the
+  // listing (its holder released it in between).
+  s += "h_st; h_sr=$?; h_gone=; for h_n in $H_C; do case \"$H_A\" in *\"\t$h_n\t\"*) ;; *) h_gone=1;; esac; done\n";
+  s += "if { [ $h_sr -eq 0 ] || [ -n \"$h_gone\" ]; } && [ -n \"$H_C\" ]; then h_c=$H_C; H_C=; "
+       "for h_n in $h_c; do h_mk \"$h_n\"; done; h_here || h_bye; h_ls" + fail_listing + "; fi\n";
   // A name in use by this job itself (an earlier try's): it holds it.
   s += "for h_n in $H_C; do case \"$H_A\" in *\"\t$h_n\t$H_J\t\"*) echo \"took $h_n\";; esac; done\n";
   s += "[ -z \"$H_A\" ] || printf '%s\\n' \"$H_A\"; [ -z \"$H_E\" ]\n";
@@ -428,6 +465,19 @@ std::string RenewEngineLeaseCommand(const DockerCommands& docker, const std::str
 std::string ReleaseHoldsCommand(const DockerCommands& docker, const std::string& job_id) {
   return "ids=$(" + docker.Line({"ps", "-aq", "--filter", "label=" + std::string(kHoldLabel), "--filter", "label=barge.job=" + job_id}) +
          "); [ -z \"$ids\" ] || " + docker.Line({"rm", "-f"}) + " $ids >/dev/null";
+}
+
+std::string ReleaseHoldsKeepingPlaceCommand(const DockerCommands& docker, const std::string& job_id) {
+  // Hosts, GPUs and ports: every kind but the lease and the ticket.
+  return "ids=$(" +
+         docker.Line({"ps", "-a", "--filter", "label=" + std::string(kHoldLabel), "--filter",
+                      "label=barge.job=" + job_id, "--format", "{{.ID}} {{.Label \"barge.hold\"}}"}) +
+         ") || exit 1; ids=$(printf '%s\\n' \"$ids\" | while read -r i k; do case $k in host|gpu|port) echo \"$i\";; "
+         "esac; done); [ -z \"$ids\" ] || " + docker.Line({"rm", "-f"}) + " $ids >/dev/null";
+}
+
+std::string RemoveTicketCommand(const DockerCommands& docker, const std::string& job_id) {
+  return docker.Line({"rm", "-f", TicketName(job_id)}) + " >/dev/null 2>&1 || :";
 }
 
 std::vector<std::string> HoldIdsOf(const HoldReply& reply, const std::string& job_id) {
@@ -488,6 +538,7 @@ std::string BusyTable(const std::vector<BusyHost>& rows) {
     for (const Hold& h : jobs) {
       std::optional<long long> at = StaleAt(h);
       std::string gpus = gpus_of[h.job_id].empty() ? "-" : gpus_of[h.job_id];
+      if (IsTicket(h)) gpus = "queued";
       cells.push_back({b.host, HeldBy(h), UtcTime(h.since) + " (" + ShortDuration(b.now - h.since) + " ago)", gpus,
                        at ? "in " + ShortDuration(*at - b.now) + " unless renewed" : "never (its watchdog releases it)"});
     }
@@ -507,7 +558,7 @@ std::string WaitingFor(const std::vector<BusyHost>& rows) {
   std::set<std::string> seen;
   for (const BusyHost& b : rows) {
     for (const Hold& h : b.holds) {
-      std::string item = b.host + " (held by " + HeldBy(h) + ")";
+      std::string item = b.host + (IsTicket(h) ? " (queued behind " : " (held by ") + HeldBy(h) + ")";
       if (!seen.insert(item).second) continue;
       out += (out.empty() ? "" : ", ") + item;
     }

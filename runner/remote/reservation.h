@@ -65,6 +65,21 @@
 // reply reaching the controller, or a create that the engine carries out
 // after the script gave up on it: such a hold's lease is gone with the
 // rest, so every other job treats it as stale at once and removes it.
+//
+// Queue (tickets). A job that waits for its hosts (--wait, `wait:`, an
+// array member) keeps its lease on every host while it waits and leaves a
+// ticket there: a container `barge-ticket-JOB`, labelled like a hold
+// (barge.hold=ticket), whose barge.hold.since is the second the job began
+// to wait, on the controller's clock, the same on every host. A ticket's
+// place is (since, job id): one global order that every host agrees on.
+// Another job's live ticket on a host stands in the way of every job with
+// no ticket or a later one there, whatever they ask (first come, first
+// served per host, no backfill: a host may stay idle while the first
+// waiter waits for its other hosts). Of two multi-host waiters, the later
+// never takes a host the earlier wants and the earlier ignores the later's
+// tickets, so they never wait for each other. A ticket goes when its job
+// has its holds, gives up or ends, and with its lease like a hold (the
+// stale rule), so a dead waiter blocks nobody for longer than a hold would.
 #pragma once
 
 #include <chrono>
@@ -82,6 +97,8 @@ namespace barge::runner::fleet {
 inline constexpr std::string_view kHoldPrefix = "barge-hold-";
 // A job's lease on an engine: barge-lease-JOB.T (see above).
 inline constexpr std::string_view kLeasePrefix = "barge-lease-";
+// A waiting job's ticket: barge-ticket-JOB (see "Queue" above).
+inline constexpr std::string_view kTicketPrefix = "barge-ticket-";
 // The hold format barge.hold.v labels: 2 = the job's lease is on the engine.
 inline constexpr int kHoldFormat = 2;
 // The label that marks a hold; its value is the hold's kind ("host", "gpu",
@@ -104,6 +121,7 @@ std::string GpuHoldName(int index);
 std::string PortHoldName(int port);
 // The name of `job_id`'s lease renewed at `renewed` (host clock).
 std::string LeaseName(const std::string& job_id, long long renewed);
+std::string TicketName(const std::string& job_id);
 // T of a lease's name (barge-lease-JOB.T), nullopt when `name` is not one.
 std::optional<long long> LeaseRenewedAt(std::string_view name);
 
@@ -117,6 +135,12 @@ struct HoldOwner {
   // The job's directory on the host the holds are taken on (NewHostJobDir):
   // TakeHoldsScript takes nothing without it.
   std::string job_dir;
+  // The job's lease is on the host's engine already (kept while it waits):
+  // TakeHoldsScript makes no new one.
+  bool has_lease = false;
+  // Waiting: the second it began to wait (controller's clock), its
+  // ticket's place; TakeHoldsScript leaves the ticket if it is not there.
+  std::optional<long long> ticket_since;
 };
 
 // What a job holds on one host.
@@ -170,6 +194,13 @@ struct Hold {
 
 // Whether `h` is a lease (barge-lease-...), not a hold.
 bool IsLease(const Hold& h);
+// Whether `h` is a ticket (barge-ticket-...), not a hold.
+bool IsTicket(const Hold& h);
+// Whether ticket `a` comes before ticket `b` (since, then job id).
+bool TicketBefore(const Hold& a, const Hold& b);
+// The live tickets of `reply`'s listing (stale ones left out), first
+// first: the host's queue.
+std::vector<Hold> Queue(const std::vector<Hold>& holds, long long now);
 // Sets every entry's lease_renewed from the newest lease of its job among
 // `holds` (the leases' own too).
 void ApplyEngineLeases(std::vector<Hold>* holds);
@@ -196,7 +227,9 @@ struct HoldReply {
 HoldReply ParseHoldReply(std::string_view text);
 
 // The other jobs' holds that keep `job_id` from having what `request` asks
-// (stale ones do not count); empty when it has it all.
+// (stale ones do not count), and the other jobs' tickets before its own
+// (all of them when it has none there: see "Queue"); empty when it has it
+// all.
 std::vector<Hold> Conflicts(const HoldRequest& request, const HoldReply& reply,
                             const std::string& job_id);
 // The GPU indices `job_id` holds in `reply`, ascending.
@@ -234,8 +267,13 @@ std::string ListHoldsScript(const DockerCommands& docker, bool containers,
 // host's clock from the watchdog's renewal.)
 std::string RenewEngineLeaseCommand(const DockerCommands& docker, const std::string& job_id,
                                     const std::string& lease_id, std::chrono::seconds engine_timeout);
-// Removes every hold and the lease of `job_id` on the host.
+// Removes every hold, the lease and the ticket of `job_id` on the host.
 std::string ReleaseHoldsCommand(const DockerCommands& docker, const std::string& job_id);
+// Removes `job_id`'s holds on the host and keeps its lease and ticket (a
+// waiting job between its tries).
+std::string ReleaseHoldsKeepingPlaceCommand(const DockerCommands& docker, const std::string& job_id);
+// Removes `job_id`'s ticket on the host (it has its holds now).
+std::string RemoveTicketCommand(const DockerCommands& docker, const std::string& job_id);
 // The IDs of `job_id`'s holds in `reply`'s listing.
 std::vector<std::string> HoldIdsOf(const HoldReply& reply, const std::string& job_id);
 // A job's last removal on a host: its containers `names` and its holds
@@ -256,7 +294,8 @@ struct BusyHost {
   std::vector<Hold> holds;
 };
 std::string BusyTable(const std::vector<BusyHost>& rows);
-// "h1 (held by 1a2b3c4d train alice@box)" for the status line.
+// "h1 (held by 1a2b3c4d train alice@box)" for the status line; a ticket
+// before the job's own: "h1 (queued behind 1a2b3c4d train alice@box)".
 std::string WaitingFor(const std::vector<BusyHost>& rows);
 
 // A duration for tables: "45s", "3m05s", "2h10m".

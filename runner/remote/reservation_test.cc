@@ -181,6 +181,64 @@ TEST(Conflicts, SharingJobsConflictOnlyWithAHostHoldTooFewGpusOrTheirPorts) {
   EXPECT_EQ(Conflicts(share, r, "me").size(), 2u);
 }
 
+// A job's lease renewed at `t` (the stale rule's fact), as a listing has it.
+Hold LeaseOf(const std::string& job, long long t) { return MakeHold(LeaseName(job, t), job, t, 600); }
+
+TEST(Queue, AnotherJobsLiveTicketStandsInTheWayOfEveryJobWithNoTicketOrALaterOne) {
+  HoldReply r;
+  r.now = 1000;
+  r.holds = {MakeHold(TicketName("old"), "old", 900, 600), LeaseOf("old", 990)};
+  ApplyEngineLeases(&r.holds);
+  // A newcomer, exclusive or sharing GPUs, on a host nobody holds: the
+  // ticket is in its way.
+  std::vector<Hold> c = Conflicts(HoldRequest{}, r, "new");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].job_id, "old");
+  HoldRequest sharing{.exclusive = false, .gpu_count = 1, .gpu_total = 8, .gpu_devices = {}, .ports = {}};
+  r.holds.push_back(MakeHold(GpuHoldName(0), "new", 1000, 600));
+  r.holds.push_back(LeaseOf("new", 1000));
+  ApplyEngineLeases(&r.holds);
+  EXPECT_EQ(Conflicts(sharing, r, "new").size(), 1u);
+  // A later waiter too.
+  r.holds.push_back(MakeHold(TicketName("new"), "new", 950, 600));
+  ApplyEngineLeases(&r.holds);
+  EXPECT_EQ(Conflicts(sharing, r, "new").size(), 1u);
+  EXPECT_EQ(WaitingFor({{"h1", r.now, Conflicts(sharing, r, "new")}}),
+            "h1 (queued behind old train alice@box)");
+  // The same second: the lower job id comes first, the same way on every
+  // host ("new" < "old").
+  r.holds.back().since = 900;
+  EXPECT_TRUE(Conflicts(sharing, r, "new").empty());
+  std::vector<Hold> old = Conflicts(HoldRequest{}, r, "old");
+  EXPECT_TRUE(std::any_of(old.begin(), old.end(), [](const Hold& h) { return IsTicket(h) && h.job_id == "new"; }));
+}
+
+TEST(Queue, AnEarlierWaiterIgnoresALaterOnesTicketSoTwoWaitersNeverWaitForEachOther) {
+  HoldReply r;
+  r.now = 1000;
+  r.holds = {MakeHold(TicketName("early"), "early", 800, 600), LeaseOf("early", 995),
+             MakeHold(TicketName("late"), "late", 900, 600), LeaseOf("late", 995),
+             MakeHold(HostHoldName(), "early", 1000, 600)};
+  ApplyEngineLeases(&r.holds);
+  EXPECT_TRUE(Conflicts(HoldRequest{}, r, "early").empty()) << "the later ticket got in the way";
+  std::vector<Hold> late = Conflicts(HoldRequest{}, r, "late");
+  ASSERT_EQ(late.size(), 2u);  // the earlier's ticket and its hold
+  std::vector<Hold> queue = Queue(r.holds, r.now);
+  ASSERT_EQ(queue.size(), 2u);
+  EXPECT_EQ(queue[0].job_id, "early");
+  EXPECT_EQ(queue[1].job_id, "late");
+}
+
+TEST(Queue, ATicketWhoseJobHasNoLeaseOrALapsedOneStandsInNobodysWay) {
+  HoldReply r;
+  r.now = 10000;
+  r.holds = {MakeHold(TicketName("gone"), "gone", 900, 600),  // no lease at all
+             MakeHold(TicketName("dead"), "dead", 800, 600), LeaseOf("dead", 10000 - 600 - 60 - 1)};
+  ApplyEngineLeases(&r.holds);
+  EXPECT_TRUE(Conflicts(HoldRequest{}, r, "new").empty());
+  EXPECT_TRUE(Queue(r.holds, r.now).empty());
+}
+
 TEST(HoldScript, QuotesTheOwnerAndTakesTheLowestFreeGpusInOrder) {
   DockerCommands docker({"sudo", "-n", "docker"});
   HoldOwner owner{"1a2b3c4d", "it's", "alice", "box", std::chrono::seconds(300)};
@@ -451,6 +509,79 @@ TEST_F(HoldScriptRun, TwoGpuCountJobsGetTheLowestFreeDisjointIndices) {
   HoldReply rc = ParseHoldReply(Take(two, c));
   EXPECT_TRUE(HeldGpus(rc, c.job_id).empty());
   EXPECT_EQ(Conflicts(two, rc, c.job_id).size(), 4u);
+}
+
+TEST_F(HoldScriptRun, AWaitingJobLeavesItsTicketOnceAndKeepsItsLeaseBetweenTriesWithNoNewOne) {
+  HoldOwner a = Job("a"), w = Job("w");
+  HoldReply ra = ParseHoldReply(Take(HoldRequest{}, a));
+  ASSERT_EQ(ra.taken, std::vector<std::string>{HostHoldName()});
+  // w's first try: refused (a holds the host). It waits: its holds go, its
+  // lease stays.
+  HoldReply first = ParseHoldReply(Take(HoldRequest{}, w));
+  ASSERT_FALSE(Conflicts(HoldRequest{}, first, w.job_id).empty());
+  const std::string lease = LeaseIdOf(first.holds, w.job_id);
+  ASSERT_FALSE(lease.empty());
+  int exit = -1;
+  Run(ReleaseHoldsKeepingPlaceCommand(Docker(), w.job_id), &exit);
+  EXPECT_EQ(exit, 0);
+  EXPECT_EQ(Engine(), 3u);  // a's hold and lease, w's lease
+  // Its next try leaves its ticket and makes no second lease.
+  w.has_lease = true;
+  w.ticket_since = 12345;
+  HoldReply second = ParseHoldReply(Take(HoldRequest{}, w, &exit));
+  EXPECT_TRUE(second.taken.empty()) << "the ticket or lease counted as a hold";
+  EXPECT_EQ(LeaseIdOf(second.holds, w.job_id), lease);
+  int tickets = 0, leases = 0;
+  for (const Hold& h : second.holds) {
+    if (h.job_id != w.job_id) continue;
+    if (IsTicket(h)) {
+      ++tickets;
+      EXPECT_EQ(h.name, TicketName(w.job_id));
+      EXPECT_EQ(h.since, 12345);
+      EXPECT_TRUE(h.lease_renewed.has_value()) << "the ticket's job's lease was not applied";
+      EXPECT_FALSE(IsStale(h, second.now));
+    }
+    if (IsLease(h)) ++leases;
+  }
+  EXPECT_EQ(tickets, 1);
+  EXPECT_EQ(leases, 1);
+  // A newcomer is now queued behind w even once a's hold is gone.
+  Run(ReleaseHoldsCommand(Docker(), a.job_id), &exit);
+  HoldOwner n = Job("n");
+  HoldReply rn = ParseHoldReply(Take(HoldRequest{}, n));
+  std::vector<Hold> c = Conflicts(HoldRequest{}, rn, n.job_id);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_TRUE(IsTicket(c[0]));
+  EXPECT_EQ(c[0].job_id, w.job_id);
+  Run(ReleaseHoldsCommand(Docker(), n.job_id), &exit);
+  // w's next try: the host is its own; its ticket then goes, its lease and
+  // hold stay.
+  HoldReply third = ParseHoldReply(Take(HoldRequest{}, w));
+  EXPECT_EQ(third.taken, std::vector<std::string>{HostHoldName()});
+  EXPECT_TRUE(Conflicts(HoldRequest{}, third, w.job_id).empty());
+  Run(RemoveTicketCommand(Docker(), w.job_id), &exit);
+  EXPECT_EQ(exit, 0);
+  EXPECT_EQ(Engine(), 2u);  // w's hold and lease
+  Run(RemoveTicketCommand(Docker(), w.job_id), &exit);
+  EXPECT_EQ(exit, 0) << "removing a ticket that is gone must not fail";
+}
+
+TEST_F(HoldScriptRun, ANameInUseAtTheCreateThatItsHolderReleasedBeforeTheListingIsTakenOnTheRetry) {
+  HoldOwner a = Job("a"), b = Job("b");
+  ASSERT_EQ(ParseHoldReply(Take(HoldRequest{}, a)).taken, std::vector<std::string>{HostHoldName()});
+  // b's create finds the name in use; a releases it just before b lists.
+  const std::filesystem::path docker2 = root_ / "docker2";
+  std::ofstream(docker2) << "#!/bin/sh\nif [ \"$1\" = ps ] && [ ! -e " << (root_ / "released").string()
+                         << " ]; then touch " << (root_ / "released").string() << "; rm -rf "
+                         << (root_ / "engine" / HostHoldName()).string() << "; fi\nexec "
+                         << (root_ / "docker").string() << " \"$@\"\n";
+  std::filesystem::permissions(docker2, std::filesystem::perms::owner_all);
+  int exit = -1;
+  HoldReply r = ParseHoldReply(
+      Run(TakeHoldsScript(DockerCommands({docker2.string()}), HoldRequest{}, b, std::chrono::seconds(20)), &exit));
+  EXPECT_EQ(exit, 0) << r.errors;
+  EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()}) << "b took nothing: " << r.errors;
+  EXPECT_TRUE(Conflicts(HoldRequest{}, r, b.job_id).empty());
 }
 
 TEST(BusyTable, NamesTheHolderWhenItStartedItsGpusAndWhenItGoesStale) {

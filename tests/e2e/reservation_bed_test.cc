@@ -1,6 +1,7 @@
 // Reservations on the test bed (real sshd and dockerd per host): two
 // controllers racing for one host, two 2-host jobs naming their hosts in
 // opposite orders, a busy host failing a job with the holder named, --wait,
+// a three-host job waiting in line ahead of later one-host jobs,
 // a stale hold taken over, GPU-count jobs sharing an 8-GPU host while an
 // exclusive job is refused, `barge reap` from another store beside a live
 // job, and `barge hosts`. Every job here is short
@@ -50,6 +51,7 @@ std::string Holds(const BedHost& h, const std::set<std::string>& names) {
     const size_t last = line.rfind(' ');
     if (last == std::string::npos || !names.count(line.substr(last + 1))) continue;
     if (line.rfind("barge-lease-", 0) == 0) continue;  // a lease, not a hold (LeasesOf)
+    if (line.rfind("barge-ticket-", 0) == 0) continue;  // a place in the queue, not a hold
     out += line.substr(0, last) + "\n";
   }
   return out;
@@ -65,6 +67,20 @@ std::string LeasesOf(const BedHost& h, const std::set<std::string>& names) {
     const size_t last = line.rfind(' ');
     if (last == std::string::npos || !names.count(line.substr(last + 1))) continue;
     out += line.substr(0, last) + "\n";
+  }
+  return out;
+}
+
+// "NAME JOB-NAME" of every ticket on `h` of the jobs named `names`, sorted.
+std::string TicketsOf(const BedHost& h, const std::set<std::string>& names) {
+  std::istringstream in(RunShell("DOCKER_HOST=" + h.docker_host +
+                                 " timeout 20 docker ps -a --filter label=barge.hold=ticket --format "
+                                 "'{{.Names}} {{.Label \"barge.hold.name\"}}' | sort"));
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    const size_t last = line.rfind(' ');
+    if (last == std::string::npos || !names.count(line.substr(last + 1))) continue;
+    out += line + "\n";
   }
   return out;
 }
@@ -280,6 +296,65 @@ TEST_F(ReservationTest, ABusyHostFailsTheJobWithTheHolderNamedAndWaitStartsItWhe
   std::printf("wait:\n%s\n", waited.err.c_str());
   EXPECT_EQ(Holds(GetBed().hosts[2], {"busy-holder", "busy-second"}), "");
   EXPECT_EQ(LeasesOf(GetBed().hosts[2], {"busy-holder", "busy-second"}), "");
+}
+
+TEST_F(ReservationTest, AThreeHostJobWaitingInLineIsNotOvertakenByLaterOneHostJobsOnItsFreeHosts) {
+  const std::set<std::string> kNames = {"line-holder", "line-big", "line-small-a", "line-small-b"};
+  JobDir hd("resv-line-holder"), bd("resv-line-big"), sd("resv-line-small");
+  hd.Write(Job("line-holder", "[\"sleep\", \"8\"]", HostsYaml({0})), "holder.yaml");
+  bd.Write(Job("line-big", "[\"sleep\", \"4\"]", HostsYaml({0, 1, 2}), "wait: 90s\n"), "big.yaml");
+  sd.Write(Job("line-small-a", "[\"true\"]", HostsYaml({1})), "a.yaml");
+  sd.Write(Job("line-small-b", "[\"sleep\", \"1\"]", HostsYaml({2}), "wait: 90s\n"), "b.yaml");
+  const auto& bed = GetBed();
+  pid_t holder = hd.Start("run holder.yaml");
+  ASSERT_TRUE(hd.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)));
+  jobs_.insert(JobIdIn(barge::testing::ReadWholeFile(hd.path() / "err.txt")));
+  // The big job waits for host 0 and takes its place in line on all three.
+  pid_t big = bd.Start("run big.yaml");
+  ASSERT_TRUE(bd.WaitFor("err.txt", "waiting for", std::chrono::seconds(60)));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (TicketsOf(bed.hosts[2], kNames).empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  // Its id: its ticket's name (the id line comes once it starts).
+  const std::string ticket = TicketsOf(bed.hosts[2], kNames);
+  ASSERT_EQ(ticket.rfind("barge-ticket-", 0), 0u) << ticket;
+  const std::string big_id = ticket.substr(13, ticket.find(' ') - 13);
+  jobs_.insert(big_id);
+  for (size_t h = 0; h < 3; ++h) {
+    EXPECT_EQ(TicketsOf(bed.hosts[h], kNames), "barge-ticket-" + big_id + " line-big\n") << bed.hosts[h].name;
+  }
+  // Hosts 1 and 2 are free, yet a later job does not take them: without
+  // --wait it fails at once, naming the job it is queued behind ...
+  CliOutcome a = sd.Barge("run a.yaml");
+  Seen(a);
+  EXPECT_EQ(a.code, 125) << a.err;
+  EXPECT_EQ(a.err.find("node(s); logs in"), std::string::npos) << "it overtook the waiting job:\n" << a.err;
+  EXPECT_NE(a.err.find(big_id + " line-big"), std::string::npos) << a.err;
+  EXPECT_NE(a.err.find("queued"), std::string::npos) << a.err;
+  std::printf("a later job without --wait:\n%s\n", a.err.c_str());
+  // ... `barge hosts` shows the line ...
+  CliOutcome hosts = sd.Barge("hosts b.yaml");
+  EXPECT_NE(hosts.out.find("queued #1"), std::string::npos) << hosts.out;
+  std::printf("hosts while the big job waits:\n%s\n", hosts.out.c_str());
+  // ... and with --wait it waits behind it, then for its holds.
+  pid_t b = sd.Start("run b.yaml");
+  CliOutcome ob = sd.Wait(b, std::chrono::seconds(120));
+  CliOutcome obig = bd.Wait(big, std::chrono::seconds(120));
+  CliOutcome oh = hd.Wait(holder, std::chrono::seconds(60));
+  Seen(ob);
+  EXPECT_EQ(oh.code, 0) << oh.err;
+  EXPECT_EQ(obig.code, 0) << obig.err;
+  EXPECT_EQ(ob.code, 0) << ob.err;
+  EXPECT_NE(ob.err.find("queued behind " + big_id + " line-big"), std::string::npos) << ob.err;
+  // The big job ran before the small one started: the small one waited for
+  // the big one's hold after its ticket went.
+  EXPECT_NE(ob.err.find("held by " + big_id + " line-big"), std::string::npos) << ob.err;
+  std::printf("the later one-host job:\n%s\nthe big job:\n%s\n", ob.err.c_str(), obig.err.c_str());
+  for (size_t h = 0; h < 3; ++h) {
+    EXPECT_EQ(TicketsOf(bed.hosts[h], kNames) + Holds(bed.hosts[h], kNames) + LeasesOf(bed.hosts[h], kNames), "")
+        << bed.hosts[h].name;
+  }
 }
 
 TEST_F(ReservationTest, AHoldWhoseLeaseLapsedIsTakenOverAfterTheGrace) {
