@@ -1,0 +1,412 @@
+// The GPU health gate (gpu_health.h): the driver's answers and the rules.
+#include "runner/remote/gpu_health.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "runner/console/table.h"
+
+namespace barge::runner::gpu {
+
+namespace {
+
+struct XidRule {
+  int code;
+  bool fatal;
+  const char* what;
+  const char* action;
+};
+
+// The Xids the rules act on, with what NVIDIA's Xid catalog (Ampere and
+// newer) has the operator do about each. 63 (a row marked for remapping)
+// is read from the pending-remap flag instead.
+constexpr XidRule kXids[] = {
+    {48, true, "double-bit ECC error", "reset the GPU"},
+    {64, true, "ECC page retirement or row remapping failed", "reset the GPU; contact support if it recurs"},
+    {74, true, "NVLink error", "reset the GPU"},
+    {79, true, "GPU has fallen off the bus", "reboot the host"},
+    {92, false, "high single-bit ECC error rate", "watch it; none needed now"},
+    {94, false, "contained ECC error", "restart the application; reset the GPU when convenient"},
+    {95, true, "uncontained ECC error", "reset the GPU"},
+    {119, true, "GSP RPC timeout", "reset the GPU"},
+    {120, true, "GSP error", "reset the GPU"},
+    {154, true, "GPU recovery action changed", "do the reset or reboot the log line names"},
+};
+
+const XidRule* RuleOf(int code) {
+  for (const XidRule& r : kXids) {
+    if (r.code == code) return &r;
+  }
+  return nullptr;
+}
+
+std::vector<std::string_view> Lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    out.push_back(line);
+    pos = nl + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> Fields(std::string_view line) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    size_t comma = line.find(',', pos);
+    std::string_view f = line.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
+    while (!f.empty() && f.back() == ' ') f.remove_suffix(1);
+    out.emplace_back(f);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+bool Unreadable(const std::string& v) { return v.empty() || v.front() == '[' || v == "N/A"; }
+
+std::optional<long long> Number(const std::string& v) {
+  if (Unreadable(v)) return std::nullopt;
+  if (!std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) || v.size() > 15) {
+    return std::nullopt;
+  }
+  return std::stoll(v);
+}
+
+std::optional<bool> YesNo(const std::string& v) {
+  if (v == "Yes") return true;
+  if (v == "No") return false;
+  return std::nullopt;
+}
+
+// (domain, bus, device) of a PCI address as nvidia-smi ("00000000:00:06.0")
+// or the kernel log ("0000:00:06") writes it.
+std::optional<std::tuple<long, long, long>> PciKey(std::string_view s) {
+  if (s.rfind("PCI:", 0) == 0) s.remove_prefix(4);
+  const size_t dot = s.find('.');
+  if (dot != std::string_view::npos) s = s.substr(0, dot);
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (true) {
+    size_t colon = s.find(':', pos);
+    parts.emplace_back(s.substr(pos, colon == std::string_view::npos ? std::string_view::npos : colon - pos));
+    if (colon == std::string_view::npos) break;
+    pos = colon + 1;
+  }
+  if (parts.size() != 3) return std::nullopt;
+  long v[3];
+  for (int i = 0; i < 3; ++i) {
+    if (parts[i].empty() || parts[i].size() > 8) return std::nullopt;
+    char* end = nullptr;
+    v[i] = std::strtol(parts[i].c_str(), &end, 16);
+    if (end == nullptr || *end != '\0') return std::nullopt;
+  }
+  return std::make_tuple(v[0], v[1], v[2]);
+}
+
+std::string Ago(double seconds) {
+  const long long s = std::llround(std::max(0.0, seconds));
+  char buf[32];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%llds ago", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm ago", s / 60);
+  } else if (s < 86400) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm ago", s / 3600, s % 3600 / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldd ago", s / 86400);
+  }
+  return buf;
+}
+
+std::string FirstLine(std::string_view text) {
+  std::vector<std::string_view> lines = Lines(text);
+  for (std::string_view l : lines) {
+    if (!l.empty()) return std::string(l.substr(0, 200));
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string XidAction(int code) {
+  const XidRule* r = RuleOf(code);
+  return r ? r->action : "";
+}
+bool IsFatalXid(int code) {
+  const XidRule* r = RuleOf(code);
+  return r && r->fatal;
+}
+bool IsWarningXid(int code) {
+  const XidRule* r = RuleOf(code);
+  return r && !r->fatal;
+}
+
+std::string GpuHealthLines(std::string_view nvidia_smi, std::chrono::seconds timeout) {
+  const std::string smi(nvidia_smi);
+  const std::string t = std::to_string(std::max<long long>(1, timeout.count()));
+  std::string s;
+  s += "H_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + t + "'\n";
+  // The query: the full fields, or the basic ones where the driver refuses
+  // one of them (a whole query fails on one unknown field).
+  s += "bs gpuq; H_q=$($H_T " + smi + " --query-gpu=" + std::string(kFullQuery) +
+       " --format=csv,noheader,nounits 2>&1); H_r=$?; case $H_q in *'is not a valid field'*) echo 'fields basic'; "
+       "H_q=$($H_T " + smi + " --query-gpu=" + std::string(kBasicQuery) +
+       " --format=csv,noheader,nounits 2>&1); H_r=$?;; *) echo 'fields full';; esac; "
+       "printf '%s\\n' \"$H_q\"; be gpuq $H_r\n";
+  s += "bs gpurm; $H_T " + smi + " --query-remapped-rows=" + std::string(kRemapQuery) +
+       " --format=csv,noheader,nounits 2>&1; be gpurm $?\n";
+  // The kernel log: dmesg, else this boot's kernel journal (whose hint
+  // about missing permissions means it showed nothing).
+  s += "bs gpuxid; H_u=; read -r H_u H_x </proc/uptime 2>/dev/null; echo \"uptime ${H_u:-?}\"; "
+       "if H_k=$($H_T dmesg 2>&1); then echo 'source dmesg'; printf '%s\\n' \"$H_k\" | grep 'NVRM: Xid' | tail -n 200; "
+       "be gpuxid 0; elif command -v journalctl >/dev/null 2>&1 && H_j=$($H_T journalctl -k -b --no-pager -o short-monotonic 2>&1) "
+       "&& case $H_j in *'insufficient permissions'*|*'not seeing messages'*) false;; *) :;; esac; then "
+       "echo 'source journal'; printf '%s\\n' \"$H_j\" | grep 'NVRM: Xid' | tail -n 200; be gpuxid 0; "
+       "else printf 'unreadable: %s\\n' \"$(printf '%s' \"$H_k\" | head -n 1)\"; be gpuxid 1; fi\n";
+  return s;
+}
+
+std::vector<GpuInfo> ParseGpuQuery(std::string_view text, bool basic_fields) {
+  std::vector<GpuInfo> out;
+  const size_t want = basic_fields ? 5 : 9;
+  for (std::string_view line : Lines(text)) {
+    std::vector<std::string> f = Fields(line);
+    if (f.size() != want) continue;
+    std::optional<long long> index = Number(f[0]);
+    if (!index) continue;
+    GpuInfo g;
+    g.index = static_cast<int>(*index);
+    g.uuid = f[1];
+    g.name = f[2];
+    g.driver = f[3];
+    g.memory_mib = Number(f[4]);
+    if (!basic_fields) {
+      g.ecc_uncorrected = Number(f[5]);
+      g.retired_pending = YesNo(f[6]);
+      g.mig = Unreadable(f[7]) ? "" : f[7];
+      g.bus_id = Unreadable(f[8]) ? "" : f[8];
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::vector<RemappedRows> ParseRemappedRows(std::string_view text) {
+  std::vector<RemappedRows> out;
+  for (std::string_view line : Lines(text)) {
+    std::vector<std::string> f = Fields(line);
+    if (f.size() != 5 || f[0].rfind("GPU-", 0) != 0) continue;
+    RemappedRows r;
+    r.uuid = f[0];
+    r.correctable = Number(f[1]).value_or(0);
+    r.uncorrectable = Number(f[2]).value_or(0);
+    r.pending = YesNo(f[3]).value_or(false);
+    r.failure = YesNo(f[4]).value_or(false);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<XidEvent> ParseXids(std::string_view log) {
+  std::vector<XidEvent> out;
+  for (std::string_view line : Lines(log)) {
+    const size_t nvrm = line.find("NVRM: Xid (");
+    if (nvrm == std::string_view::npos) continue;
+    XidEvent e;
+    const size_t open = line.find('[');
+    const size_t close = line.find(']');
+    if (open != std::string_view::npos && close != std::string_view::npos && open < close && close < nvrm) {
+      std::string stamp(line.substr(open + 1, close - open - 1));
+      char* end = nullptr;
+      const double t = std::strtod(stamp.c_str(), &end);
+      if (end != stamp.c_str()) e.at = t;
+    }
+    std::string_view rest = line.substr(nvrm + 11);
+    const size_t paren = rest.find(')');
+    if (paren == std::string_view::npos) continue;
+    e.pci = std::string(rest.substr(0, paren));
+    if (e.pci.rfind("PCI:", 0) == 0) e.pci = e.pci.substr(4);
+    rest = rest.substr(paren + 1);
+    if (rest.rfind(": ", 0) != 0) continue;
+    rest.remove_prefix(2);
+    size_t digits = 0;
+    while (digits < rest.size() && digits < 5 && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+    if (digits == 0) continue;
+    e.code = std::stoi(std::string(rest.substr(0, digits)));
+    e.text = std::string(line.substr(nvrm, 300));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+GpuReport ReadGpuReport(const std::optional<SectionText>& query, const std::optional<SectionText>& remapped,
+                        const std::optional<SectionText>& xid) {
+  GpuReport r;
+  if (!query) {
+    r.query_error = "the GPU query did not report";
+  } else {
+    std::string_view text = query->text;
+    if (text.rfind("fields basic\n", 0) == 0 || text == "fields basic") {
+      r.basic_fields = true;
+      text.remove_prefix(std::min(text.size(), size_t{13}));
+    } else if (text.rfind("fields full\n", 0) == 0 || text == "fields full") {
+      text.remove_prefix(std::min(text.size(), size_t{12}));
+    }
+    if (query->exit == 137) {
+      r.query_error = "nvidia-smi did not answer in time (killed by its timeout)";
+    } else if (query->exit != 0) {
+      const std::string said = FirstLine(text);
+      r.query_error = "nvidia-smi failed (exit " + std::to_string(query->exit) + ")" + (said.empty() ? "" : ": " + said);
+    } else {
+      r.query_ok = true;
+      r.gpus = ParseGpuQuery(text, r.basic_fields);
+    }
+  }
+  if (remapped && remapped->exit == 0) {
+    r.remapped = ParseRemappedRows(remapped->text);
+  } else {
+    r.remapped_error = remapped ? FirstLine(remapped->text) : "did not report";
+  }
+  if (xid) {
+    std::string_view text = xid->text;
+    std::vector<std::string_view> lines = Lines(text);
+    for (std::string_view l : lines) {
+      if (l.rfind("uptime ", 0) == 0) {
+        std::string v(l.substr(7));
+        char* end = nullptr;
+        const double u = std::strtod(v.c_str(), &end);
+        if (end != v.c_str()) r.uptime = u;
+      } else if (l.rfind("source ", 0) == 0) {
+        r.xid_source = std::string(l.substr(7));
+      } else if (l.rfind("unreadable: ", 0) == 0) {
+        r.xid_error = std::string(l.substr(12));
+      }
+    }
+    if (xid->exit == 0) {
+      r.xids = ParseXids(text);
+    } else if (r.xid_error.empty()) {
+      r.xid_error = xid->exit == 137 ? "reading it timed out" : "exit " + std::to_string(xid->exit);
+    }
+  } else {
+    r.xid_error = "did not report";
+  }
+  return r;
+}
+
+std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_gpus,
+                           std::chrono::seconds xid_window) {
+  std::vector<Finding> out;
+  if (!report.query_ok) {
+    out.push_back({std::nullopt, report.query_error, "now", Severity::kFatal});
+    return out;
+  }
+  const int seen = static_cast<int>(report.gpus.size());
+  if (seen == 0) {
+    out.push_back({std::nullopt, "the driver sees no GPU", "now", Severity::kFatal});
+  } else if (expected_gpus && seen < *expected_gpus) {
+    out.push_back({std::nullopt,
+                   "the driver sees " + std::to_string(seen) + " GPU(s), the inventory says " +
+                       std::to_string(*expected_gpus),
+                   "now", Severity::kFatal});
+  }
+  std::map<std::string, int> by_uuid;
+  std::map<std::tuple<long, long, long>, int> by_pci;
+  for (const GpuInfo& g : report.gpus) {
+    by_uuid[g.uuid] = g.index;
+    if (auto k = PciKey(g.bus_id)) by_pci[*k] = g.index;
+    if (g.ecc_uncorrected && *g.ecc_uncorrected > 0) {
+      out.push_back({g.index,
+                     std::to_string(*g.ecc_uncorrected) +
+                         " uncorrectable ECC error(s) since the driver loaded (reset the GPU)",
+                     "now", Severity::kFatal});
+    }
+    if (g.retired_pending && *g.retired_pending) {
+      out.push_back({g.index, "pages pending retirement (reset the GPU)", "now", Severity::kFatal});
+    }
+  }
+  if (report.remapped) {
+    for (const RemappedRows& r : *report.remapped) {
+      auto it = by_uuid.find(r.uuid);
+      std::optional<int> gpu = it == by_uuid.end() ? std::nullopt : std::optional<int>(it->second);
+      if (r.failure) {
+        out.push_back({gpu, "row remapping failed (contact support)", "now", Severity::kFatal});
+      } else if (r.pending) {
+        out.push_back({gpu, "row remapping pending (reset the GPU)", "now", Severity::kFatal});
+      }
+    }
+  } else if (std::any_of(report.gpus.begin(), report.gpus.end(),
+                         [](const GpuInfo& g) { return !g.retired_pending.has_value(); })) {
+    // Neither retired pages nor remapped rows could be read.
+    out.push_back({std::nullopt,
+                   "remapped rows unknown (" + (report.remapped_error.empty() ? std::string("not readable")
+                                                                              : report.remapped_error) +
+                       ")",
+                   "", Severity::kUnknown});
+  }
+  if (!report.xids) {
+    out.push_back({std::nullopt,
+                   "Xid events unknown: the kernel log cannot be read" +
+                       (report.xid_error.empty() ? std::string() : " (" + report.xid_error + ")"),
+                   "", Severity::kUnknown});
+  } else {
+    // The newest event of each code on each GPU, within the window.
+    std::set<std::pair<std::string, int>> said;
+    for (auto it = report.xids->rbegin(); it != report.xids->rend(); ++it) {
+      const XidEvent& e = *it;
+      const XidRule* rule = RuleOf(e.code);
+      if (rule == nullptr) continue;
+      const std::optional<double> age =
+          report.uptime ? std::optional<double>(*report.uptime - e.at) : std::nullopt;
+      if (age && *age > static_cast<double>(xid_window.count())) continue;
+      if (!said.insert({e.pci, e.code}).second) continue;
+      std::optional<int> gpu;
+      if (auto k = PciKey(e.pci)) {
+        auto g = by_pci.find(*k);
+        if (g != by_pci.end()) gpu = g->second;
+      }
+      out.push_back({gpu,
+                     "Xid " + std::to_string(e.code) + ": " + rule->what + " (" + rule->action + ")" +
+                         (gpu ? "" : " on PCI " + e.pci),
+                     age ? Ago(*age) : "since boot", rule->fatal ? Severity::kFatal : Severity::kWarning});
+    }
+  }
+  return out;
+}
+
+std::vector<int> UnhealthyGpus(const std::vector<Finding>& findings) {
+  std::set<int> out;
+  for (const Finding& f : findings) {
+    if (f.severity == Severity::kFatal && f.gpu) out.insert(*f.gpu);
+  }
+  return {out.begin(), out.end()};
+}
+
+bool HostUnhealthy(const std::vector<Finding>& findings) {
+  return std::any_of(findings.begin(), findings.end(),
+                     [](const Finding& f) { return f.severity == Severity::kFatal && !f.gpu; });
+}
+
+std::string FindingsTable(const std::vector<HostFindings>& hosts) {
+  std::vector<std::vector<std::string>> rows = {{"HOST", "GPU", "PROBLEM", "SEEN"}};
+  for (const HostFindings& h : hosts) {
+    for (const Finding& f : h.findings) {
+      std::string problem = f.problem;
+      if (f.severity == Severity::kWarning) problem = "warning: " + problem;
+      if (f.severity == Severity::kUnknown) problem = "unknown: " + problem;
+      rows.push_back({h.host, f.gpu ? std::to_string(*f.gpu) : "-", problem, f.seen.empty() ? "-" : f.seen});
+    }
+  }
+  return FormatTable(rows);
+}
+
+}  // namespace barge::runner::gpu

@@ -1,0 +1,147 @@
+// The GPU health gate: what preflight asks each host's NVIDIA driver (in
+// the same round trip as its other checks, each command under a timeout:
+// nvidia-smi can hang on a dead GPU), the reading of the answers, and the
+// rules that decide what is unhealthy. Pure, but for the script text.
+//
+// Asked, as preflight sections (preflight_script.h):
+//   "gpuq"   nvidia-smi --query-gpu=<kFullQuery> (csv, no header, no units);
+//            one unknown field fails a whole query, so when the driver
+//            refuses a field the script asks <kBasicQuery> instead, and says
+//            which ("fields full" / "fields basic").
+//   "gpurm"  nvidia-smi --query-remapped-rows (Ampere and newer; refused on
+//            older GPUs and under MIG: then unknown).
+//   "gpuxid" the driver's Xid events from the kernel log (dmesg, else the
+//            kernel journal of this boot), with /proc/uptime, so that each
+//            event's age is known. Where the SSH user may not read the
+//            kernel log (dmesg_restrict), the result is "unknown", never
+//            "healthy".
+//
+// Rules (Judge). Fatal, for the whole host: nvidia-smi fails or hangs, or
+// the driver sees fewer GPUs than the host's inventory says. Fatal, for one
+// GPU: uncorrectable ECC errors since the driver loaded (volatile), pages
+// pending retirement, a row remapping pending or failed, an Xid of
+// kFatalXids within the window. Warnings (shown, not blocking): the Xids of
+// kWarningXids. Unknown (shown as such, not blocking): the kernel log or
+// the remapped rows could not be read. Xid 63 (a row marked for remapping)
+// is covered by the pending-remap flag.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace barge::runner::gpu {
+
+inline constexpr std::string_view kFullQuery =
+    "index,uuid,name,driver_version,memory.total,ecc.errors.uncorrected.volatile.total,"
+    "retired_pages.pending,mig.mode.current,pci.bus_id";
+inline constexpr std::string_view kBasicQuery = "index,uuid,name,driver_version,memory.total";
+inline constexpr std::string_view kRemapQuery =
+    "gpu_uuid,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,"
+    "remapped_rows.failure";
+
+// How hard preflight looks (the job's `health: {gpus: ...}`).
+enum class HealthLevel { kOff, kBasic };
+
+// The shell lines (preflight's `bs`/`be` sections "gpuq", "gpurm",
+// "gpuxid") that ask the driver. `nvidia_smi`: the program (a word, not
+// quoted here); each call is bounded by `timeout` where the host has
+// timeout(1).
+std::string GpuHealthLines(std::string_view nvidia_smi, std::chrono::seconds timeout);
+
+// One GPU as the driver sees it. Optional fields are nullopt where the
+// driver reads "[N/A]" or "[Not Supported]", or the basic query was used.
+struct GpuInfo {
+  int index = -1;
+  std::string uuid;
+  std::string name;
+  std::string driver;
+  std::optional<long long> memory_mib;
+  std::optional<long long> ecc_uncorrected;  // since the driver loaded
+  std::optional<bool> retired_pending;       // [N/A] on Ampere and Hopper
+  std::string mig;                           // "Enabled", "Disabled", "" unknown
+  std::string bus_id;                        // "00000000:00:06.0"
+};
+
+struct RemappedRows {
+  std::string uuid;
+  long long correctable = 0;
+  long long uncorrectable = 0;
+  bool pending = false;
+  bool failure = false;
+};
+
+struct XidEvent {
+  std::string pci;  // as the log names the GPU: "0000:00:06"
+  int code = 0;
+  double at = 0;    // seconds since boot (the log's timestamp)
+  std::string text;  // the log line, from "NVRM:"
+};
+
+// What one host answered.
+struct GpuReport {
+  // The query: ok, or why not (the driver's words; "timed out").
+  bool query_ok = false;
+  std::string query_error;
+  bool basic_fields = false;  // the driver refused a field of kFullQuery
+  std::vector<GpuInfo> gpus;
+  // nullopt: could not be read (unsupported, MIG, no permission).
+  std::optional<std::vector<RemappedRows>> remapped;
+  std::string remapped_error;
+  // nullopt: the kernel log could not be read (why in xid_error).
+  std::optional<std::vector<XidEvent>> xids;
+  std::string xid_error;
+  std::string xid_source;  // "dmesg" or "journal"
+  std::optional<double> uptime;  // seconds since boot
+};
+
+// The rows of a csv,noheader,nounits query (", "-separated).
+std::vector<GpuInfo> ParseGpuQuery(std::string_view text, bool basic_fields);
+std::vector<RemappedRows> ParseRemappedRows(std::string_view text);
+// The Xid lines of a kernel log ("[   12.345678] NVRM: Xid (PCI:0000:10:1c):
+// 79, pid=..., GPU has fallen off the bus."; the journal's short-monotonic
+// form has the same bracket); other lines are skipped.
+std::vector<XidEvent> ParseXids(std::string_view log);
+// From the three sections' text and exit status.
+struct SectionText {
+  int exit = -1;
+  std::string text;
+};
+GpuReport ReadGpuReport(const std::optional<SectionText>& query, const std::optional<SectionText>& remapped,
+                        const std::optional<SectionText>& xid);
+
+enum class Severity { kFatal, kWarning, kUnknown };
+struct Finding {
+  std::optional<int> gpu;  // nullopt: the whole host
+  std::string problem;
+  std::string seen;  // "now", "12m ago", ""
+  Severity severity = Severity::kFatal;
+};
+
+// What the rules find in `report`. `expected_gpus`: the host's inventory
+// count (nullopt: not said). `xid_window`: Xids older than this are not
+// counted.
+std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_gpus,
+                           std::chrono::seconds xid_window);
+
+// The GPU indices a fatal finding names (taken out of what the host
+// offers), and whether a fatal finding is the whole host's.
+std::vector<int> UnhealthyGpus(const std::vector<Finding>& findings);
+bool HostUnhealthy(const std::vector<Finding>& findings);
+
+// HOST | GPU | PROBLEM | SEEN, one row per finding of each host.
+struct HostFindings {
+  std::string host;
+  std::vector<Finding> findings;
+};
+std::string FindingsTable(const std::vector<HostFindings>& hosts);
+
+// What NVIDIA's Xid catalog has the operator do, for the Xids the rules
+// know; "" for others.
+std::string XidAction(int code);
+bool IsFatalXid(int code);
+bool IsWarningXid(int code);
+
+}  // namespace barge::runner::gpu

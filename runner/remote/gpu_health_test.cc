@@ -1,0 +1,186 @@
+// The GPU health gate on real nvidia-smi outputs (tests/data/nvidia-smi: one
+// H100, driver 580.159.04), through the stand-in that replays them
+// (standin.sh) where the script itself runs. Failure outputs are edits of
+// the real ones, each named where it is made.
+#include "runner/remote/gpu_health.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "runner/remote/docker_commands.h"
+#include "runner/remote/preflight_script.h"
+
+namespace barge::runner::gpu {
+namespace {
+
+const std::string kData = std::string(BARGE_SOURCE_DIR) + "/tests/data/nvidia-smi";
+const std::string kH100 = kData + "/driver-580.159.04-h100-80gb-hbm3";
+
+std::string Fixture(const std::string& name) {
+  std::ifstream in(kH100 + "/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs GpuHealthLines (with preflight's section markers) against the
+// stand-in under `env`, as sh; the reply's three sections.
+struct Run {
+  std::optional<SectionText> query, remapped, xid;
+};
+Run RunScript(const std::string& env, std::chrono::seconds timeout = std::chrono::seconds(10)) {
+  const std::string script = "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\necho " +
+                             std::string(kPosixShellAnswer) + "\n" +
+                             GpuHealthLines(kData + "/standin.sh", timeout);
+  const std::string path = "/tmp/barge-gpu-health-test-" + std::to_string(getpid()) + ".sh";
+  std::ofstream(path) << script;
+  std::string out;
+  FILE* p = popen((env + " sh " + path + " 2>&1").c_str(), "r");
+  char buf[4096];
+  for (size_t n; p && (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  if (p) pclose(p);
+  unlink(path.c_str());
+  PreflightReply reply = ParsePreflightReply(out);
+  Run r;
+  auto section = [&](const char* name) -> std::optional<SectionText> {
+    const PreflightSection* s = reply.Find(name);
+    if (!s) return std::nullopt;
+    return SectionText{s->exit, s->text};
+  };
+  r.query = section("gpuq");
+  r.remapped = section("gpurm");
+  r.xid = section("gpuxid");
+  return r;
+}
+
+GpuReport Report(const Run& r) { return ReadGpuReport(r.query, r.remapped, r.xid); }
+
+constexpr std::chrono::seconds kDay{86400};
+
+TEST(GpuHealth, TheCapturedH100ReadsAsOneHealthyGpuWithItsBusIdAndNoFinding) {
+  // The sections as the script frames the captured outputs.
+  GpuReport r = ReadGpuReport(SectionText{0, "fields full\n" + Fixture("query-health-nounits.txt")},
+                              SectionText{0, Fixture("query-remapped-nounits.txt")},
+                              SectionText{0, "uptime 5000.12\nsource dmesg\n" + Fixture("dmesg-xid.txt")});
+  ASSERT_TRUE(r.query_ok) << r.query_error;
+  ASSERT_EQ(r.gpus.size(), 1u);
+  const GpuInfo& g = r.gpus[0];
+  EXPECT_EQ(g.index, 0);
+  EXPECT_EQ(g.uuid, "GPU-32f94187-cb0a-290d-513a-256680d526a5");
+  EXPECT_EQ(g.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(g.driver, "580.159.04");
+  EXPECT_EQ(g.memory_mib, 81559);
+  EXPECT_EQ(g.ecc_uncorrected, 0);
+  EXPECT_EQ(g.retired_pending, std::nullopt) << "Hopper reads [N/A]";
+  EXPECT_EQ(g.mig, "Disabled");
+  EXPECT_EQ(g.bus_id, "00000000:00:06.0");
+  ASSERT_TRUE(r.remapped.has_value());
+  ASSERT_EQ(r.remapped->size(), 1u);
+  EXPECT_FALSE((*r.remapped)[0].pending);
+  ASSERT_TRUE(r.xids.has_value());
+  EXPECT_TRUE(r.xids->empty()) << "the captured log has NVRM lines but no Xid";
+  EXPECT_EQ(r.uptime, 5000.12);
+  EXPECT_TRUE(Judge(r, 1, kDay).empty()) << FindingsTable({{"h", Judge(r, 1, kDay)}});
+}
+
+TEST(GpuHealth, TheScriptAsksTheDriverAndFallsBackToTheBasicFieldsWhenItRefusesOne) {
+  GpuReport full = Report(RunScript(""));
+  ASSERT_TRUE(full.query_ok) << full.query_error;
+  EXPECT_FALSE(full.basic_fields);
+  ASSERT_EQ(full.gpus.size(), 1u);
+  EXPECT_EQ(full.gpus[0].bus_id, "00000000:00:06.0");
+  ASSERT_TRUE(full.remapped.has_value()) << full.remapped_error;
+  GpuReport basic = Report(RunScript("STANDIN_REFUSE_FULL=1"));
+  ASSERT_TRUE(basic.query_ok) << basic.query_error;
+  EXPECT_TRUE(basic.basic_fields);
+  ASSERT_EQ(basic.gpus.size(), 1u);
+  EXPECT_EQ(basic.gpus[0].uuid, "GPU-32f94187-cb0a-290d-513a-256680d526a5");
+  EXPECT_EQ(basic.gpus[0].memory_mib, 81559);
+  EXPECT_EQ(basic.gpus[0].ecc_uncorrected, std::nullopt);
+}
+
+TEST(GpuHealth, AHungNvidiaSmiIsKilledByItsTimeoutAndPutsTheHostOut) {
+  GpuReport r = Report(RunScript("STANDIN_HANG=1", std::chrono::seconds(1)));
+  EXPECT_FALSE(r.query_ok);
+  EXPECT_NE(r.query_error.find("did not answer in time"), std::string::npos) << r.query_error;
+  std::vector<Finding> f = Judge(r, 1, kDay);
+  EXPECT_TRUE(HostUnhealthy(f));
+}
+
+TEST(GpuHealth, APendingRemapOrUncorrectableEccTakesThatGpuOutNotTheHost) {
+  for (const char* env : {"STANDIN_REMAP_PENDING=1", "STANDIN_ECC=2"}) {
+    std::vector<Finding> f = Judge(Report(RunScript(env)), 1, kDay);
+    EXPECT_EQ(UnhealthyGpus(f), std::vector<int>{0}) << env << "\n" << FindingsTable({{"h", f}});
+    EXPECT_FALSE(HostUnhealthy(f)) << env;
+  }
+  std::vector<Finding> ecc = Judge(Report(RunScript("STANDIN_ECC=2")), 1, kDay);
+  EXPECT_NE(FindingsTable({{"h1", ecc}}).find("2 uncorrectable ECC error(s)"), std::string::npos);
+}
+
+TEST(GpuHealth, AnXidInTheWindowIsFatalForItsGpuAnOlderOneIsNotAndXid94IsAWarning) {
+  // The captured log with Xid lines added in the driver's format for the
+  // H100's bus (PCI:0000:00:06): 79 an hour before the check, 48 two days
+  // before, 94 a minute before.
+  const std::string log = Fixture("dmesg-xid.txt") +
+                          "[  172800.100000] NVRM: Xid (PCI:0000:00:06): 48, pid=1, DBE (0x1,0x2)\n"
+                          "[  342000.000000] NVRM: Xid (PCI:0000:00:06): 79, pid=1896, GPU has fallen off the bus.\n"
+                          "[  345540.000000] NVRM: Xid (PCI:0000:00:06): 94, pid=2001, Contained: SM (0x1)\n";
+  GpuReport r = ReadGpuReport(SectionText{0, "fields full\n" + Fixture("query-health-nounits.txt")},
+                              SectionText{0, Fixture("query-remapped-nounits.txt")},
+                              SectionText{0, "uptime 345600.00\nsource dmesg\n" + log});
+  ASSERT_TRUE(r.xids.has_value());
+  ASSERT_EQ(r.xids->size(), 3u);
+  EXPECT_EQ((*r.xids)[1].code, 79);
+  EXPECT_EQ((*r.xids)[1].pci, "0000:00:06");
+  std::vector<Finding> f = Judge(r, 1, kDay);
+  const std::string table = FindingsTable({{"gpu-box", f}});
+  ASSERT_EQ(f.size(), 2u) << table;
+  EXPECT_EQ(UnhealthyGpus(f), std::vector<int>{0}) << table;
+  EXPECT_NE(table.find("Xid 79: GPU has fallen off the bus (reboot the host)"), std::string::npos) << table;
+  EXPECT_NE(table.find("1h00m ago"), std::string::npos) << table;
+  EXPECT_NE(table.find("warning: Xid 94"), std::string::npos) << table;
+  EXPECT_EQ(table.find("Xid 48"), std::string::npos) << "an Xid older than the window counted:\n" << table;
+  // The window is the job's to set: a week counts the 48 too.
+  EXPECT_EQ(Judge(r, 1, std::chrono::seconds(7 * 86400)).size(), 3u);
+}
+
+TEST(GpuHealth, AKernelLogTheUserMayNotReadIsUnknownNeverHealthy) {
+  // What the script prints for dmesg's refusal as uid 65534 (captured).
+  const std::string refused = Fixture("dmesg-as-nobody.txt");
+  const std::string said = refused.substr(0, refused.find('\n'));
+  GpuReport r = ReadGpuReport(SectionText{0, "fields full\n" + Fixture("query-health-nounits.txt")},
+                              SectionText{0, Fixture("query-remapped-nounits.txt")},
+                              SectionText{1, "uptime 100.0\nunreadable: " + said});
+  EXPECT_FALSE(r.xids.has_value());
+  std::vector<Finding> f = Judge(r, 1, kDay);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kUnknown);
+  EXPECT_NE(f[0].problem.find("Operation not permitted"), std::string::npos) << f[0].problem;
+  EXPECT_FALSE(HostUnhealthy(f));
+  EXPECT_TRUE(UnhealthyGpus(f).empty());
+  EXPECT_NE(FindingsTable({{"h", f}}).find("unknown: Xid events unknown"), std::string::npos);
+}
+
+TEST(GpuHealth, FewerGpusThanTheInventorySaysOrNoDriverPutsTheHostOut) {
+  GpuReport one = ReadGpuReport(SectionText{0, "fields full\n" + Fixture("query-health-nounits.txt")},
+                                SectionText{0, Fixture("query-remapped-nounits.txt")},
+                                SectionText{0, "uptime 1\nsource dmesg\n"});
+  std::vector<Finding> f = Judge(one, 8, kDay);
+  EXPECT_TRUE(HostUnhealthy(f));
+  EXPECT_NE(FindingsTable({{"h", f}}).find("the driver sees 1 GPU(s), the inventory says 8"), std::string::npos);
+  // No nvidia-smi at all: sh's own words.
+  GpuReport none = ReadGpuReport(SectionText{127, "fields full\nsh: 1: nvidia-smi: not found"}, std::nullopt,
+                                 SectionText{0, "uptime 1\nsource dmesg\n"});
+  std::vector<Finding> g = Judge(none, std::nullopt, kDay);
+  EXPECT_TRUE(HostUnhealthy(g));
+  EXPECT_NE(g[0].problem.find("nvidia-smi failed (exit 127): sh: 1: nvidia-smi: not found"), std::string::npos)
+      << g[0].problem;
+}
+
+}  // namespace
+}  // namespace barge::runner::gpu
