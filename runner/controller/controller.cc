@@ -103,6 +103,10 @@ int Controller::Execute() {
   if (Status s = preflight_.Run(ConnectedHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
+  // Unhealthy GPUs out of what their hosts offer, or the job stops here.
+  if (Status s = gpu_gate_.Apply(ConnectedHosts()); !s.ok()) {
+    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
   if (Status s = mpi_.MpiPreflight(ConnectedHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }

@@ -159,7 +159,8 @@ class Controller : private JobOwner, private JobPart {
   Holds holds_{&job_storage_};
   Leases leases_{&job_storage_};
   Transfers transfers_{&job_storage_};
-  Preflight preflight_{&job_storage_, &holds_, &leases_, &transfers_};
+  GpuGate gpu_gate_{&job_storage_, &holds_};
+  Preflight preflight_{&job_storage_, &holds_, &leases_, &transfers_, &gpu_gate_};
   Mpi mpi_{&job_storage_, &transfers_};
   Uploads uploads_{&job_storage_, &transfers_, &mpi_};
   NodeStreams streams_{&job_storage_, &faults_};

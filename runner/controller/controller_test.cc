@@ -628,5 +628,72 @@ TEST_F(ControllerTest, ACatchUpFromAStampSharedByLinesTheFollowGaveAndMissedKeep
   EXPECT_EQ(KeptHeadLines(state_), head.lines);
 }
 
+
+// The GPU health gate (gpu_gate.h) on fake hosts: the query's lines are
+// nvidia-smi's (csv,noheader,nounits) for four GPUs.
+std::string FourGpus(int ecc_on_gpu0) {
+  std::string out = "fields full\n";
+  for (int i = 0; i < 4; ++i) {
+    out += std::to_string(i) + ", GPU-fake-" + std::to_string(i) + ", NVIDIA H100 80GB HBM3, 580.159.04, 81559, " +
+           std::to_string(i == 0 ? ecc_on_gpu0 : 0) + ", [N/A], Disabled, 00000000:0" + std::to_string(i) + ":00.0\n";
+  }
+  return out;
+}
+
+TEST_F(ControllerTest, AnUnhealthyGpuIsTakenOutOfWhatItsHostOffersAndTheNodeGetsOthers) {
+  fake_.host("h1").Section("gpuq", FourGpus(/*ecc_on_gpu0=*/2));
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {gpus: 2}\n", "[{address: h1, gpus: 4}]")), 0) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("h1: GPU(s) 0 taken out (2 uncorrectable ECC error(s) since the driver loaded (reset the GPU))"))
+      << rec_.AllMessages();
+  EXPECT_EQ(CountRe("h1", "docker run -d .*--gpus '\"device=1,2\"'"), 1) << "the node did not get GPUs 1 and 2";
+  EXPECT_EQ(CountRe("h1", "docker run -d .*device=0"), 0) << "GPU 0 reached the job's container";
+}
+
+TEST_F(ControllerTest, AHostWhoseNvidiaSmiHangsStartsNothingAndOneTableNamesIt) {
+  fake_.host("h2").Section("gpuq", "fields full\n", 137);
+  EXPECT_EQ(Run(Job("container: {gpus: all}\n")), 125);
+  EXPECT_TRUE(rec_.Said("GPU health: 1 of 3 host(s) cannot run the job's nodes; nothing was started:")) << rec_.AllMessages();
+  const std::string all = rec_.AllMessages();
+  EXPECT_NE(all.find("HOST  GPU  PROBLEM"), std::string::npos) << all;
+  EXPECT_NE(all.find("h2    -    nvidia-smi did not answer in time (killed by its timeout)  now"), std::string::npos) << all;
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "docker run -d"), 0) << h;
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AGpuHealthFindingOnAJobThatTakesAllGpusPutsTheHostOut) {
+  fake_.host("h1").Section("gpuq", FourGpus(/*ecc_on_gpu0=*/1));
+  EXPECT_EQ(Run(Job("container: {gpus: all}\n", "[{address: h1, gpus: 4}]")), 125);
+  const std::string all = rec_.AllMessages();
+  EXPECT_NE(all.find("the job's nodes there ask for GPUs all: no other GPU can be given"), std::string::npos) << all;
+  EXPECT_NE(all.find("h1    0    1 uncorrectable ECC error(s)"), std::string::npos) << all;
+  EXPECT_EQ(Count("h1", "docker run -d"), 0);
+}
+
+TEST_F(ControllerTest, AnUnreadableKernelLogIsSaidAsUnknownAndTheJobRuns) {
+  fake_.host("h1").Section("gpuxid", "uptime 100.0\nunreadable: dmesg: read kernel buffer failed: Operation not permitted", 1);
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {gpus: 1}\n", "[{address: h1, gpus: 4}]")), 0) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("h1: GPU health: unknown: Xid events unknown: the kernel log cannot be read (dmesg: read "
+                        "kernel buffer failed: Operation not permitted)"))
+      << rec_.AllMessages();
+}
+
+TEST_F(ControllerTest, GpuHealthOffAsksTheDriverNothing) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {gpus: all}\nhealth: {gpus: off}\n")), 0) << rec_.AllMessages();
+  EXPECT_EQ(Count("h1", "--query-gpu="), 0);
+}
+
+TEST_F(ControllerTest, AJobWithoutGpusAsksTheDriverNothingAndOneWithGpusAsksEachHostOnce) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("")), 0) << rec_.AllMessages();
+  EXPECT_EQ(Count("h1", "--query-gpu="), 0);
+  ControllerTest::TearDown();
+  ControllerTest::SetUp();
+  EXPECT_EQ(Run(Job("container: {gpus: 1}\n", "[{address: h1, gpus: 4}]")), 0) << rec_.AllMessages();
+  EXPECT_EQ(Count("h1", "--query-gpu=index,uuid,name,driver_version,memory.total,ecc.errors.uncorrected.volatile.total"), 1);
+}
+
 }  // namespace
 }  // namespace barge::runner

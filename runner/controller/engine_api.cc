@@ -232,20 +232,30 @@ void NodeStreams::AttachEndedWithApi(NodeState& node, const container::Reply<con
   FollowWithApi(*n, /*report_exit=*/true);
 }
 
-void NodeStreams::InspectWithApi(NodeState& node, bool waited) {
+void NodeStreams::InspectWithApi(NodeState& node, bool waited, bool oom_asked_again) {
   NodeState* n = &node;
   const std::string& name = n->plan->container.name;
   Result<DockerApi::CallPtr> call = n->host->engine.api->InspectContainer(
-      name, [this, n, waited](container::Reply<container::ContainerState> r) {
+      name, [this, n, waited, oom_asked_again](container::Reply<container::ContainerState> r) {
         if (!r.ok() && r.http_status == 0) return LostWithApi(*n, true, r.value.status().message());
         if (!r.ok()) return EndWithApi(*n, true, r.value.status());
+        if (!r.value->running && r.value->exit_code == 137 && !r.value->oom_killed && !oom_asked_again) {
+          // SIGKILL: the engine may mark an OOM kill a moment after the
+          // exit (its OOM event comes apart from the exit's): ask once more.
+          timers_.Add(Now() + kOomSettle, [this, n, waited] {
+            // A host lost meanwhile has its nodes ended by the loss.
+            if (n->host->lost || !n->host->engine.api) return;
+            InspectWithApi(*n, waited, /*oom_asked_again=*/true);
+          });
+          return;
+        }
         if (!r.value->running || waited) return EndWithApi(*n, true, *r.value);
         // The log ended a moment before the engine marked the container
         // stopped: wait for it, then ask again.
         Result<DockerApi::CallPtr> wait =
-            n->host->engine.api->Wait(n->plan->container.name, [this, n](container::Reply<int> w) {
+            n->host->engine.api->Wait(n->plan->container.name, [this, n, oom_asked_again](container::Reply<int> w) {
               if (!w.ok() && w.http_status == 0) return LostWithApi(*n, true, w.value.status().message());
-              InspectWithApi(*n, /*waited=*/true);
+              InspectWithApi(*n, /*waited=*/true, oom_asked_again);
             });
         if (!wait.ok()) return LostWithApi(*n, true, wait.status().message());
         n->api_call = std::move(*wait);

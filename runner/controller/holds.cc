@@ -44,7 +44,9 @@ fleet::HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
     if (n.rank == 0) ports.push_back(spec_.rendezvous.port);
     if (spec_.mpi && n.rank != 0) ports.push_back(spec_.mpi->port + n.slot);
   }
-  return fleet::RequestFor(nodes, plan_.hosts[hs.index].gpus, std::move(ports));
+  fleet::HoldRequest r = fleet::RequestFor(nodes, plan_.hosts[hs.index].gpus, std::move(ports));
+  r.excluded_gpus = hs.gpus.out;
+  return r;
 }
 
 std::string Holds::TakeHoldsLine(const HostState& hs, std::optional<long long> ticket_since) const {
@@ -184,26 +186,8 @@ Status Holds::SecureHolds() {
     RunUntil([&] { return interrupts_ > 0; }, std::min(give_up, Now() + pause));
     if (interrupts_ > 0) break;
     // Every host again, in one round trip each, in parallel.
-    CommandGroup group(&loop_, &redact_);
-    std::map<HostState*, std::string> problems;
-    for (HostState* hs : ConnectedHosts()) {
-      const std::string script = "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\n"
-                                 "echo " + std::string(kPosixShellAnswer) + "\nbs hold; (\n" +
-                                 TakeHoldsLine(*hs, ticket_since) +
-                                 "\n) 2>&1; be hold $?\n";
-      group.Run(*hs->exec, script, [this, hs, &problems](const Outcome& o) {
-        const PreflightReply reply = ParsePreflightReply(o.out);
-        const PreflightSection* s = reply.Find("hold");
-        if (!s) {
-          problems[hs] = "the hold did not report: " + o.Reason();
-          return;
-        }
-        std::string p = NoteHolds(*hs, s->text, s->exit);
-        if (!p.empty()) problems[hs] = p;
-      });
-    }
-    RunWhileProgressing(group, spec_.ssh.engine_timeout * 3 + seconds(30), [&] { return interrupts_ > 0; });
-    group.Cancel();
+    std::map<HostState*, std::string> problems =
+        RunTakes(ConnectedHosts(), [&](HostState& hs) { return TakeHoldsLine(hs, ticket_since); });
     if (!problems.empty()) {
       observer_.StepEnded(Phase::kPreflight);
       ReleaseHolds();
@@ -247,6 +231,46 @@ void Holds::ReleaseHolds() {
   std::vector<HostState*> hosts = AllHosts();
   for (auto& old : retired_) hosts.push_back(old.get());
   ReleaseHoldsOn(hosts);
+}
+
+std::map<HostState*, std::string> Holds::RunTakes(const std::vector<HostState*>& hosts,
+                                                  const std::function<std::string(HostState&)>& script) {
+  CommandGroup group(&loop_, &redact_);
+  std::map<HostState*, std::string> problems;
+  for (HostState* hs : hosts) {
+    const std::string text = "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\n"
+                             "echo " + std::string(kPosixShellAnswer) + "\nbs hold; (\n" + script(*hs) +
+                             "\n) 2>&1; be hold $?\n";
+    group.Run(*hs->exec, text, [this, hs, &problems](const Outcome& o) {
+      const PreflightReply reply = ParsePreflightReply(o.out);
+      const PreflightSection* s = reply.Find("hold");
+      if (!s) {
+        problems[hs] = "the hold did not report: " + o.Reason();
+        return;
+      }
+      std::string p = NoteHolds(*hs, s->text, s->exit);
+      if (!p.empty()) problems[hs] = p;
+    });
+  }
+  RunWhileProgressing(group, spec_.ssh.engine_timeout * 3 + seconds(30), [&] { return interrupts_ > 0; });
+  group.Cancel();
+  return problems;
+}
+
+Status Holds::TakeAgain(const std::vector<HostState*>& hosts) {
+  std::map<HostState*, std::string> problems = RunTakes(hosts, [&](HostState& hs) {
+    fleet::HoldOwner owner = OwnerOf(plan_, spec_);
+    owner.job_dir = hs.job_dir;
+    owner.has_lease = hs.holds.reply && !fleet::LeaseIdOf(hs.holds.reply->holds, plan_.job_id).empty();
+    return fleet::ReleaseHoldsKeepingPlaceCommand(*hs.docker, plan_.job_id) + "\n" +
+           fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
+                                  std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
+  });
+  if (problems.empty()) return Status::Ok();
+  ReleaseHolds();
+  std::string msg = "cannot reserve the hosts again without their unhealthy GPUs:";
+  for (const auto& [hs, p] : problems) msg += "\n  " + hs->name + ": " + p;
+  return Status::Error(msg);
 }
 
 void Holds::ReleaseHoldsKeepingPlace() {

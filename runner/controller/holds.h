@@ -35,6 +35,11 @@ class Holds : private JobPart {
   // reservation.h's "Queue").
   std::string TakeHoldsLine(const HostState& hs,
                             std::optional<long long> ticket_since = std::nullopt) const;
+  // Takes the job's holds on `hosts` again (its GPU holds go first; its
+  // lease stays): after GpuGate took GPUs out, so that no hold is on one.
+  // Fails when a host did not answer or its engine failed; whether the
+  // host is the job's is SecureHolds' to decide.
+  Status TakeAgain(const std::vector<HostState*>& hosts);
   // Reads the host's answer into hs.hold; a problem for preflight's table
   // when the engine failed (a busy host is not a problem: SecureHolds).
   std::string NoteHolds(HostState& hs, const std::string& text, int exit);
@@ -57,8 +62,13 @@ class Holds : private JobPart {
   void ReleaseHolds();
 
  private:
-  // What the job holds on `hs` (fleet::RequestFor its nodes there).
+  // What the job holds on `hs` (fleet::RequestFor its nodes there), never
+  // on a GPU the health gate took out.
   fleet::HoldRequest HoldRequestFor(const HostState& hs) const;
+  // Runs `script(hs)` (a hold taking) on every host of `hosts` at once and
+  // notes each answer (NoteHolds); the problems by host.
+  std::map<HostState*, std::string> RunTakes(const std::vector<HostState*>& hosts,
+                                             const std::function<std::string(HostState&)>& script);
   // The hosts whose holds conflict with the job's, by name.
   std::vector<fleet::BusyHost> BusyHosts();
   // The job's nodes on `hs` get the GPU devices the job holds there.

@@ -19,6 +19,7 @@
 #include "container/log_line.h"
 #include "runner/controller/engine_api.h"
 #include "runner/controller/faults.h"
+#include "runner/controller/gpu_gate.h"
 #include "runner/controller/holds.h"
 #include "runner/controller/job_observer.h"
 #include "runner/controller/leases.h"
@@ -53,6 +54,7 @@ struct HostState {
   HostHolds holds;    // holds.h: the job's reservation there
   HostLease lease;    // leases.h: its watchdog
   HostHealth health;  // faults.h: its monitors and whether it is replaced
+  HostGpus gpus;      // gpu_gate.h: its GPUs' health, as preflight found it
 
   HostPhase PhaseOf(Phase p, std::optional<int> rank = std::nullopt) const {
     return HostPhase{p, id, name, rank};

@@ -16,6 +16,10 @@
 
 namespace barge::runner::internal {
 
+// How long after a SIGKILL exit (137) with no OOM kill marked the engine is
+// asked once more (its OOM event comes apart from the exit's).
+inline constexpr std::chrono::milliseconds kOomSettle{300};
+
 class NodeStreams : private JobPart {
  public:
   // A node that fails is a fault (`faults`, not owned).
@@ -60,7 +64,9 @@ class NodeStreams : private JobPart {
   void AttachEndedWithApi(NodeState& node, const container::Reply<container::NoContent>& r);
   // Its steps: inspect (`waited`: a wait has run), the end (catch-up, then
   // the report), and a lost transport (what a lost CLI stream says).
-  void InspectWithApi(NodeState& node, bool waited);
+  // A container ended by SIGKILL (137) whose report says no OOM kill is
+  // asked again once, after kOomSettle.
+  void InspectWithApi(NodeState& node, bool waited, bool oom_asked_again = false);
   void EndWithApi(NodeState& node, bool report_exit, const Result<container::ContainerState>& state);
   void LostWithApi(NodeState& node, bool report_exit, const std::string& why);
   void CatchUpWithApi(NodeState& node, std::optional<int64_t> from, std::function<void()> then);

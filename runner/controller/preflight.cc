@@ -145,6 +145,7 @@ Status Preflight::Run(const std::vector<HostState*>& targets) {
     checks.images.assign(images.begin(), images.end());
     checks.pull_always = spec_.image_pull == ImagePull::kAlways;
     if (gpu_spec) checks.gpu_probe = hs->docker->GpuProbe(*gpu_spec);
+    checks.gpu_health = gpu_gate_.LinesFor(*hs);
     checks.tcp_tables = head_on_host_network && h == head.host_index;
     checks.arm_watchdog = ArmWatchdogCommand(leases_.WatchdogFor(*hs));
     checks.hold = holds_.TakeHoldsLine(*hs);
@@ -416,6 +417,7 @@ Status Preflight::Run(const std::vector<HostState*>& targets) {
           }
         }
       }
+      gpu_gate_.Note(*hs, reply);
       if (checks.part != PreflightPart::kHost) return;
       // Holds are taken only under an armed watchdog (it releases them).
       if (!armed) return;
@@ -499,6 +501,10 @@ Status Preflight::Run(const std::vector<HostState*>& targets) {
         " host(s) (" + first->name + ": " + why + "); the docker CLI is used there");
   }
   if (errors.empty()) return Status::Ok();
+  // The GPU health gate's findings go in the same table.
+  for (HostState* hs : targets) {
+    for (std::string& p : gpu_gate_.Problems(*hs)) errors[hs->index].push_back(std::move(p));
+  }
   std::vector<std::pair<std::string, std::vector<std::string>>> table;
   for (const auto& [h, list] : errors) table.emplace_back(hosts_[h]->name, list);
   return Status::Error(ProblemTable(table, hosts_.size()));

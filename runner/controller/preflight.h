@@ -1,6 +1,6 @@
 // Preflight: per host, in parallel and before anything starts, the engine
 // answers, every image is there (pulled, or pushed when image_pull says so:
-// push.cc), GPUs work where asked for, the login shell is POSIX, the disks
+// push.cc), GPUs work where asked for (and are healthy: gpu_gate.h), the login shell is POSIX, the disks
 // have room, the rendezvous port is free, the job's holds are taken and the
 // watchdog is armed, in one round of commands per host. Every host's
 // problems are reported together, in one table. Its pure parts first:
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/controller/gpu_gate.h"
 #include "runner/controller/holds.h"
 #include "runner/controller/job.h"
 #include "runner/controller/leases.h"
@@ -47,8 +48,8 @@ struct HostImages {
 
 class Preflight : private JobPart {
  public:
-  Preflight(Job* job, Holds* holds, Leases* leases, Transfers* transfers)
-      : JobPart(job), holds_(*holds), leases_(*leases), transfers_(*transfers) {}
+  Preflight(Job* job, Holds* holds, Leases* leases, Transfers* transfers, GpuGate* gpu_gate)
+      : JobPart(job), holds_(*holds), leases_(*leases), transfers_(*transfers), gpu_gate_(*gpu_gate) {}
 
   // Engine, images, GPUs, rendezvous port, disk, shell, the holds and the
   // watchdog on `targets`, in one round of commands per host; then the
@@ -65,6 +66,7 @@ class Preflight : private JobPart {
   Holds& holds_;
   Leases& leases_;
   Transfers& transfers_;
+  GpuGate& gpu_gate_;
 };
 
 }  // namespace internal

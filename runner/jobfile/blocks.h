@@ -111,6 +111,7 @@ std::vector<KeyInfo> HostKeys();
 std::vector<KeyInfo> HostGroupKeys();
 std::vector<KeyInfo> JobKeys();
 std::vector<KeyInfo> MpiKeys();
+std::vector<KeyInfo> HealthKeys();
 std::vector<KeyInfo> PasswordKeys();
 std::vector<KeyInfo> PreemptionKeys();
 std::vector<KeyInfo> ReadyKeys();
@@ -127,6 +128,7 @@ std::vector<KeyInfo> WorkerKeys();
 // Constants shared by several tables.
 inline constexpr auto kRestartCauses = NamesOf(kRestartCauseNames);
 inline constexpr auto kImagePull = NamesOf(kImagePullNames);
+inline constexpr auto kGpuHealthLevel = NamesOf(kGpuHealthLevelNames);
 inline constexpr auto kOnWorkerExit = NamesOf(kOnWorkerExitNames);
 
 // What CountExpandedNodes found.

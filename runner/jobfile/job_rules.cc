@@ -20,6 +20,33 @@ constexpr KeyRule<cluster::MpiOptions> kMpiRules[] = {
 };
 std::vector<KeyInfo> MpiKeys() { return Describe(kMpiRules); }
 
+Status CheckProgram(std::string_view v) {
+  if (v.empty()) return Status::Error("must name a program");
+  if (v.find_first_of(std::string_view("\n\r\0", 3)) != std::string_view::npos) {
+    return Status::Error("must be one line");
+  }
+  return Status::Ok();
+}
+
+constexpr KeyRule<HealthSpec> kHealthRules[] = {
+    {"gpus",
+     {.type = KeyType::kEnum, .description = "How preflight judges the GPUs of hosts where the job asks for GPUs: basic (the driver's query, row remapping, the kernel log's Xids) or off", .default_value = NameOf(kGpuHealthLevelNames, GpuHealthLevel::kBasic), .choices = kGpuHealthLevel},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto v = ReadEnum(e, kGpuHealthLevelNames)) h.gpus = *v;
+     }},
+    {"xid_window",
+     {.type = KeyType::kDuration, .description = "Xid events older than this (by the kernel log's clock) do not count", .default_value = "24h"},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto t = ReadDuration(e, /*allow_zero=*/false)) h.xid_window = *t;
+     }},
+    {"nvidia_smi",
+     {.type = KeyType::kString, .description = "The nvidia-smi program on the hosts (a path or a name on the login shell's PATH)", .default_value = "nvidia-smi"},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto v = ReadChecked(e, CheckProgram)) h.nvidia_smi = *v;
+     }},
+};
+std::vector<KeyInfo> HealthKeys() { return Describe(kHealthRules); }
+
 constexpr KeyRule<JobDraft> kJobRules[] = {
     {"name",
      {.type = KeyType::kString, .description = "The job's name: letters, digits, _ . - (at most 63)", .required = true},
@@ -93,6 +120,9 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      [](const Entry& e, JobDraft& d) {
        if (auto t = ReadDuration(e, /*allow_zero=*/false)) d.spec.wait = *t;
      }},
+    {"health",
+     {.type = KeyType::kBlock, .description = "The GPU health gate at preflight: an unhealthy GPU is taken out of what its host offers, an unhealthy host never starts a container", .keys = HealthKeys},
+     [](const Entry& e, JobDraft& d) { ReadMapping(e, kHealthRules, d.spec.health); }},
     {"artifacts",
      {.type = KeyType::kBlockList, .description = "Paths copied back from containers", .keys = ArtifactKeys}, ReadArtifacts},
     {"forward",

@@ -190,6 +190,22 @@ struct HostGroup {
   std::vector<std::string> ssh_keys;  // the keys the group's `ssh:` sets, in table order
 };
 
+// health.gpus: how preflight judges the GPUs of hosts where the job asks
+// for GPUs (runner/remote/gpu_health.h).
+enum class GpuHealthLevel { kBasic, kOff };
+inline constexpr auto kGpuHealthLevelNames = std::to_array<EnumName<GpuHealthLevel>>(
+    {{GpuHealthLevel::kBasic, "basic"}, {GpuHealthLevel::kOff, "off"}});
+static_assert(ListsEveryValueInOrder(kGpuHealthLevelNames));
+
+// `health:` — the GPU health gate at preflight.
+struct HealthSpec {
+  GpuHealthLevel gpus = GpuHealthLevel::kBasic;
+  // Xids older than this (by the kernel log's clock) are not counted.
+  std::chrono::milliseconds xid_window{std::chrono::hours(24)};
+  // The program asked, on each host.
+  std::string nvidia_smi = "nvidia-smi";
+};
+
 struct JobSpec {
   std::string file;      // the job file's path as given
   std::string base_dir;  // directory of the job file; relative paths resolve here
@@ -231,6 +247,7 @@ struct JobSpec {
   // `wait:` — a host held by another job (runner/remote/reservation.h) is
   // waited for, this long at most, instead of failing the job at once.
   std::optional<std::chrono::milliseconds> wait;
+  HealthSpec health;
   std::vector<ArtifactSpec> artifacts;
   std::vector<ForwardSpec> forward;
   std::optional<WorkdirSpec> workdir;

@@ -68,9 +68,12 @@ std::string DockerCommands::FollowUntilExit(const std::string& name,
                                             const std::optional<std::string>& since,
                                             const std::string& marker) const {
   const std::string inspect = Line(container::InspectArgs({name}));
+  // Ended by SIGKILL with no OOM kill marked: the engine may mark one a
+  // moment after the exit (its OOM event comes apart from the exit's).
   return Line(container::LogsArgs(name, /*follow=*/true, since)) + "; s=$(" + inspect +
          " 2>&1); c=$?; case $s in *'\"Running\": true'*|*'\"Running\":true'*) " +
          Line(container::WaitArgs(name)) + " >/dev/null 2>&1; s=$(" + inspect +
+         " 2>&1); c=$?;; esac; case $s in *'\"OOMKilled\": false'*'\"ExitCode\": 137'*) sleep 0.3; s=$(" + inspect +
          " 2>&1); c=$?;; esac; printf '%s %d\\n%s\\n' " + ssh::ShellQuote(marker) + " \"$c\" \"$s\"";
 }
 

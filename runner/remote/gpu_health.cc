@@ -8,6 +8,7 @@
 #include <set>
 
 #include "runner/console/table.h"
+#include "ssh/quote.h"
 
 namespace barge::runner::gpu {
 
@@ -152,7 +153,7 @@ bool IsWarningXid(int code) {
 }
 
 std::string GpuHealthLines(std::string_view nvidia_smi, std::chrono::seconds timeout) {
-  const std::string smi(nvidia_smi);
+  const std::string smi = ssh::ShellQuote(std::string(nvidia_smi));
   const std::string t = std::to_string(std::max<long long>(1, timeout.count()));
   std::string s;
   s += "H_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + t + "'\n";

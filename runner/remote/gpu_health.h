@@ -46,9 +46,8 @@ inline constexpr std::string_view kRemapQuery =
 enum class HealthLevel { kOff, kBasic };
 
 // The shell lines (preflight's `bs`/`be` sections "gpuq", "gpurm",
-// "gpuxid") that ask the driver. `nvidia_smi`: the program (a word, not
-// quoted here); each call is bounded by `timeout` where the host has
-// timeout(1).
+// "gpuxid") that ask the driver. `nvidia_smi`: the program (quoted here);
+// each call is bounded by `timeout` where the host has timeout(1).
 std::string GpuHealthLines(std::string_view nvidia_smi, std::chrono::seconds timeout);
 
 // One GPU as the driver sees it. Optional fields are nullopt where the

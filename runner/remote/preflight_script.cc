@@ -57,6 +57,7 @@ std::string PreflightScript(const DockerCommands& docker, const PreflightChecks&
   s += "bs disk; df -Pk " + disk + " 2>&1; be disk $?\n";
   if (host && c.tcp_tables) s += "bs ports; " + HostTcpTables() + " 2>&1; be ports $?\n";
   if (host && c.gpu_probe) s += "bs gpu; " + *c.gpu_probe + " 2>&1; be gpu $?\n";
+  if (host && !c.gpu_health.empty()) s += c.gpu_health;
   // The CLI's engine: DOCKER_HOST's socket, or the default one; a context
   // (DOCKER_CONTEXT, or a currentContext in the CLI's config) is not read.
   if (host && c.engine_socket) {

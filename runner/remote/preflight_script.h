@@ -32,6 +32,8 @@ struct PreflightChecks {
   // the script then only checks that the engine answers.
   bool pull_always = false;
   std::optional<std::string> gpu_probe;  // a command line (DockerCommands::GpuProbe)
+  // The GPU health gate's sections (gpu::GpuHealthLines); "" = none.
+  std::string gpu_health;
   bool tcp_tables = false;               // /proc/net/tcp{,6} (the head's host)
   std::string arm_watchdog;              // a command line (ArmWatchdogCommand)
   // The job's holds on the host (fleet::TakeHoldsScript); empty = none.
@@ -59,7 +61,8 @@ std::optional<std::string> EngineSocketOf(std::string_view section_text);
 // script, run in a subshell), "image0", "image1", ...,
 // "engine" (only when an image inspect failed, or with pull_always),
 // "disk" (`df -Pk` of /tmp and of the first image's storage directory, or
-// of / when no image is there), "ports", "gpu", "socket". kHost leaves out
+// of / when no image is there), "ports", "gpu", the GPU health gate's
+// "gpuq", "gpurm", "gpuxid" (runner/remote/gpu_health.h), "socket". kHost leaves out
 // the hold, the images and the engine, and its disk is /tmp's alone; kEngine
 // has only those, and its disk is the storage directory's alone.
 std::string PreflightScript(const DockerCommands& docker, const PreflightChecks& checks);

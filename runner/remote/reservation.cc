@@ -406,7 +406,11 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
     // No point taking GPUs under another job's host hold.
     s += "case \"$H_A\" in *\"\t" + HostHoldName() + "\t\"*) ;; *)\n";
     std::string indices;
-    for (int i = 0; i < request.gpu_total; ++i) indices += " " + std::to_string(i);
+    for (int i = 0; i < request.gpu_total; ++i) {
+      if (std::find(request.excluded_gpus.begin(), request.excluded_gpus.end(), i) == request.excluded_gpus.end()) {
+        indices += " " + std::to_string(i);
+      }
+    }
     s += "H_g=0; for h_i in" + indices + "; do [ $H_g -ge " + std::to_string(request.gpu_count) +
          " ] && break; case \"$H_A\" in *\"\t" + std::string(kHoldPrefix) +
          "gpu-$h_i\t$H_J\t\"*) echo \"took " + std::string(kHoldPrefix) + "gpu-$h_i\"; H_g=$((H_g+1)); continue;; *\"\t" +

@@ -153,6 +153,8 @@ struct HoldRequest {
   int gpu_total = 0;
   std::vector<int> gpu_devices;
   std::vector<int> ports;  // host-network ports the job binds there
+  // A GPU count is never taken from these (unhealthy: gpu_health.h).
+  std::vector<int> excluded_gpus;
 };
 
 // One node of the job on a host, as the request is made from: its Docker

@@ -511,6 +511,22 @@ TEST_F(HoldScriptRun, TwoGpuCountJobsGetTheLowestFreeDisjointIndices) {
   EXPECT_EQ(Conflicts(two, rc, c.job_id).size(), 4u);
 }
 
+TEST_F(HoldScriptRun, AGpuCountIsNeverTakenOnAnExcludedUnhealthyGpu) {
+  HoldOwner a = Job("a"), b = Job("b");
+  HoldRequest two = RequestFor({{"2"}}, 4, {});
+  two.excluded_gpus = {0, 2};
+  HoldReply ra = ParseHoldReply(Take(two, a));
+  EXPECT_EQ(HeldGpus(ra, a.job_id), (std::vector<int>{1, 3}));
+  EXPECT_TRUE(Conflicts(two, ra, a.job_id).empty());
+  // Every GPU out: nothing is taken, and the job is short of GPUs.
+  HoldRequest none = RequestFor({{"1"}}, 4, {});
+  none.excluded_gpus = {0, 1, 2, 3};
+  int exit = -1;
+  HoldReply rb = ParseHoldReply(Take(none, b, &exit));
+  EXPECT_TRUE(HeldGpus(rb, b.job_id).empty()) << rb.errors;
+  EXPECT_FALSE(Conflicts(none, rb, b.job_id).empty());
+}
+
 TEST_F(HoldScriptRun, AWaitingJobLeavesItsTicketOnceAndKeepsItsLeaseBetweenTriesWithNoNewOne) {
   HoldOwner a = Job("a"), w = Job("w");
   HoldReply ra = ParseHoldReply(Take(HoldRequest{}, a));

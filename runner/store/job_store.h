@@ -101,6 +101,9 @@ inline constexpr const char* kHostLost = "host_lost";
 inline constexpr const char* kNodeFailed = "node_failed";
 inline constexpr const char* kPreempted = "preempted";
 inline constexpr const char* kRestarting = "restarting";
+// The GPU health gate took GPUs out of what a host offers, or put the host
+// out ("the host is out").
+inline constexpr const char* kGpuUnhealthy = "gpu_unhealthy";
 }  // namespace event
 
 struct JobRecord {

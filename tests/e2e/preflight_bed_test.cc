@@ -1,12 +1,15 @@
 // Preflight on the test bed: every host's problem (down, auth refused,
 // docker missing, a non-POSIX login shell, a full disk, a missing image) is
 // found before anything starts and reported in one table, exit 125, with
-// nothing left on any host.
+// nothing left on any host; the GPU health gate with a stand-in driver.
 #include <gtest/gtest.h>
 
 #include <pwd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include <map>
 #include <regex>
@@ -122,6 +125,70 @@ TEST_F(PreflightTest, EveryHostsProblemIsReportedInOneTableAndNothingStarts) {
   EXPECT_NE(o.err.find("permission denied: the host refused the key"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("Connection refused"), std::string::npos) << o.err;
   EXPECT_EQ(o.out, "");
+}
+
+// The GPU health gate on a bed host. The bed has no GPU: the host's
+// nvidia-smi is the stand-in that replays the captured H100 outputs
+// (tests/data/nvidia-smi/standin.sh, behind a wrapper that sets its knobs:
+// two GPUs, GPU 0 with 2 uncorrectable ECC errors; or a hang), and its
+// docker_command a shim that answers the GPU probe and drops --gpus,
+// logging the value barge passed. All in the bed's directory, which every
+// bed host sees.
+TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutAndAHungDriverStopsTheJobWithItsTable) {
+  const auto& bed = GetBed();
+  const std::filesystem::path base = std::filesystem::path(bed.dir) / "gpu-health";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  int code = -1;
+  RunShell("cp -r " + std::string(BARGE_SOURCE_DIR) + "/tests/data/nvidia-smi " + (base / "nvidia-smi").string(), &code);
+  ASSERT_EQ(code, 0);
+  auto script = [&](const std::string& name, const std::string& body) {
+    const std::filesystem::path p = base / name;
+    std::ofstream(p) << "#!/bin/sh\n" << body;
+    std::filesystem::permissions(p, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                        std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                        std::filesystem::perms::others_exec);
+    return p.string();
+  };
+  const std::string standin = (base / "nvidia-smi" / "standin.sh").string();
+  const std::string sick = script("smi-gpu0-ecc", "STANDIN_GPUS=2 STANDIN_ECC=2 exec " + standin + " \"$@\"\n");
+  const std::string hung = script("smi-hung", "STANDIN_HANG=1 exec " + standin + " \"$@\"\n");
+  const std::string log = (base / "gpus.log").string();
+  const std::string shim = script(
+      "docker", "case \" $* \" in *' nvidia-smi '*) echo 'GPU 0: shim'; echo 'GPU 1: shim'; exit 0;; esac\n"
+                "skip=0\nfor a do\n  shift\n  if [ $skip = 1 ]; then skip=0; echo \"$a\" >> " + log +
+                    "; continue; fi\n  case \"$a\" in --gpus) skip=1; continue;; esac\n  set -- \"$@\" \"$a\"\ndone\n"
+                    "exec docker \"$@\"\n");
+  auto job_yaml = [&](const std::string& smi) {
+    return "name: gpuhealth\nimage: " + bed.image + "\ncommand: [\"sh\", \"-c\", \"echo started\"]\nstop_grace: 1s\n" +
+           "hosts:\n  - {address: " + bed.hosts[0].address + ", gpus: 2, docker_command: " + shim + "}\n" +
+           "ssh: {user: " + bed.user + ", identity_file: " + bed.key + ", known_hosts: " + bed.known_hosts +
+           ", connect_timeout: 10s, engine_timeout: 5s}\n" + "container: {gpus: 1}\nhealth: {nvidia_smi: " + smi + "}\n";
+  };
+  JobDir job("preflight-gpu-health");
+  job.Write(job_yaml(sick));
+  CliOutcome o = job.Barge("run job.yaml");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find(bed.hosts[0].address + ": GPU(s) 0 taken out (2 uncorrectable ECC error(s) since the driver loaded"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.out.find("started"), std::string::npos) << o.out;
+  EXPECT_EQ(barge::testing::ReadWholeFile(log), "\"device=1\"\n") << "the node was not given GPU 1 alone";
+  std::printf("taken out:\n%s\n", o.err.c_str());
+  // A driver that hangs: each call is killed at its timeout (engine_timeout,
+  // at least 5 s), the host is out, nothing starts.
+  job.Write(job_yaml(hung));
+  CliOutcome h = job.Barge("run job.yaml");
+  EXPECT_EQ(h.code, 125) << h.err;
+  EXPECT_NE(h.err.find("GPU health: 1 of 1 host(s) cannot run the job's nodes; nothing was started:"), std::string::npos)
+      << h.err;
+  EXPECT_NE(h.err.find("HOST"), std::string::npos) << h.err;
+  EXPECT_NE(Row(h.err, bed.hosts[0].address).find("nvidia-smi did not answer in time (killed by its timeout)"),
+            std::string::npos)
+      << h.err;
+  EXPECT_EQ(h.out.find("started"), std::string::npos) << h.out;
+  std::printf("hung:\n%s\n", h.err.c_str());
+  std::filesystem::remove_all(base);
 }
 
 TEST_F(PreflightTest, AMissingImageWithImagePullNeverIsReportedPerHost) {

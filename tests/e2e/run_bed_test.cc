@@ -267,15 +267,24 @@ TEST_F(RunTest, AMisspelledKeyIsRejectedWithFileLineKeyAndASuggestionBeforeConne
   EXPECT_EQ(o.err.find("connecting"), std::string::npos) << o.err;
 }
 
-TEST_F(RunTest, AGpuRequestWithoutTheNvidiaRuntimeFailsWithDockersReasonAndTheHost) {
+TEST_F(RunTest, AGpuRequestOnAHostWithoutTheNvidiaDriverStopsAtTheHealthGateOrWithDockersReason) {
   const auto& bed = GetBed();
-  fs::path job = WriteJob("name: gpus\nimage: " + bed.image + "\n" + SshHost() +
-                          "container:\n  gpus: all\ncommand: [\"sh\", \"-c\", \"echo started\"]\n");
-  CliOutcome o = Barge("run " + job.string());
+  const std::string head = "name: gpus\nimage: " + bed.image + "\n" + SshHost() +
+                           "container:\n  gpus: all\ncommand: [\"sh\", \"-c\", \"echo started\"]\n";
+  // The health gate asks nvidia-smi: the host has none (said in the same
+  // table as the GPU probe's failure).
+  CliOutcome o = Barge("run " + WriteJob(head).string());
   EXPECT_EQ(o.code, 125);
   EXPECT_NE(o.err.find(bed.loopback.address), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("could not select device driver"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("HOST"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("GPU health: nvidia-smi failed (exit 127)"), std::string::npos) << o.err;
   EXPECT_EQ(o.out.find("started"), std::string::npos) << "the job ran: " << o.out;
+  // Without the gate, Docker's own reason.
+  CliOutcome off = Barge("run " + WriteJob(head + "health: {gpus: off}\n").string());
+  EXPECT_EQ(off.code, 125);
+  EXPECT_NE(off.err.find(bed.loopback.address), std::string::npos) << off.err;
+  EXPECT_NE(off.err.find("could not select device driver"), std::string::npos) << off.err;
+  EXPECT_EQ(off.out.find("started"), std::string::npos) << "the job ran: " << off.out;
 }
 
 TEST_F(RunTest, TheLocalEngineCarriesAHeadAndWorkersOfOneJob) {

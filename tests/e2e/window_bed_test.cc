@@ -445,7 +445,9 @@ TEST_F(WindowBedTest, TopOnceJsonOnThreeHostsShowsCpuRisingUnderABurnerAndTheSta
   for (int i = 0; i < 2; ++i) hosts += "  - address: " + bed.hosts[i].address + "\n";
   hosts += "  - address: " + gpu_host.address +
            "\n    docker_command: /root/barge-standin/docker-gpu-standin\n    container: {gpus: [1]}\n";
-  const std::string job = StartSleeper("top3", hosts);
+  // This stand-in answers `top`'s query only: the GPU health gate (tested
+  // with the captured outputs in gpu_health_bed_test.cc) is off here.
+  const std::string job = StartSleeper("top3", hosts, "health: {gpus: off}\n");
   ASSERT_EQ(job.size(), 8u);
 
   auto sample = [&] {

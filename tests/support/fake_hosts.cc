@@ -193,8 +193,22 @@ Result<std::unique_ptr<ssh::Command>> FakeExecutor::Start(const std::string& lin
       const std::string name = (*it)[1];
       if (name == "engine") continue;
       out += "@@barge{ " + name + "\n";
+      if (auto set = host->sections_.find(name); set != host->sections_.end()) {
+        out += set->second.second + "\n@@barge} " + name + " " + std::to_string(set->second.first) + "\n";
+        continue;
+      }
       if (name.rfind("image", 0) == 0) out += "sha256:0123456789abcdef0123456789abcdef /var/lib/docker/overlay2/x/diff\n";
       if (name == "gpu") out += "GPU 0: fake\n";
+      // The GPU health gate (runner/remote/gpu_health.h): 16 healthy GPUs
+      // (more than any test's inventory), the kernel log readable.
+      if (name == "gpuq") {
+        out += "fields full\n";
+        for (int i = 0; i < 16; ++i) {
+          out += std::to_string(i) + ", GPU-fake-" + std::to_string(i) + ", Fake GPU, 1.0, 1024, 0, [N/A], Disabled, 00000000:" +
+                 (i < 10 ? "0" : "") + std::to_string(i) + ":00.0\n";
+        }
+      }
+      if (name == "gpuxid") out += "uptime 100.0\nsource dmesg\n";
       if (name == "hold") out += "took barge-hold-host\n";
       out += "\n@@barge} " + name + " 0\n";
     }

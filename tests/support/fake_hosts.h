@@ -57,6 +57,11 @@ class FakeHost {
   FakeHost(FakeConnector* owner, std::string address) : owner_(owner), address_(std::move(address)) {}
   // Commands containing `substring` get `reply` (the last matching rule wins).
   void On(const std::string& substring, FakeReply reply) { rules_.push_back({substring, reply}); }
+  // Preflight's section `name` answers `text` with `exit` (instead of the
+  // model's answer).
+  void Section(const std::string& name, std::string text, int exit = 0) {
+    sections_[name] = {exit, std::move(text)};
+  }
   // The first command containing `substring` to start here runs `fn`, from
   // the loop, right after it started (to inject a fault at a phase).
   void When(const std::string& substring, std::function<void()> fn) {
@@ -89,6 +94,7 @@ class FakeHost {
   FakeConnector* owner_;
   std::string address_;
   std::vector<std::pair<std::string, FakeReply>> rules_;
+  std::map<std::string, std::pair<int, std::string>> sections_;
   std::vector<std::pair<std::string, std::function<void()>>> triggers_;
   std::optional<std::string> refuse_;
   std::string reached_address_;

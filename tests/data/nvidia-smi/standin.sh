@@ -9,21 +9,33 @@
 #                          another field: query-unknown-field.txt, rc 2)
 #   STANDIN_HANG=1         every call hangs (a dead GPU's nvidia-smi)
 #   STANDIN_REMAP_PENDING=1  the remapped-rows line says "Yes" pending
-#   STANDIN_ECC=N          the volatile uncorrectable ECC count reads N
+#   STANDIN_ECC=N          GPU 0's volatile uncorrectable ECC count reads N
+#   STANDIN_GPUS=N         N GPUs: the H100's line N times, GPU i with
+#                          index i, its UUID's last digit i and PCI device
+#                          06+i (the query and the remapped rows)
 set -u
 D=$(dirname "$0")/driver-580.159.04-h100-80gb-hbm3
 [ "${STANDIN_HANG:-}" = 1 ] && exec sleep 60
 full='--query-gpu=index,uuid,name,driver_version,memory.total,ecc.errors.uncorrected.volatile.total,retired_pages.pending,mig.mode.current,pci.bus_id'
 basic='--query-gpu=index,uuid,name,driver_version,memory.total'
 remap='--query-remapped-rows=gpu_uuid,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,remapped_rows.failure'
+# The captured file's lines once per GPU (see STANDIN_GPUS).
+each() {
+  [ -n "${STANDIN_GPUS:-}" ] || { cat "$1"; return; }
+  i=0
+  while [ "$i" -lt "${STANDIN_GPUS:-1}" ]; do
+    sed -e "s/^0, GPU-/$i, GPU-/" -e "s/256680d526a5/256680d526a$i/" -e "s/00:06.0/00:0$((6 + i)).0/" "$1"
+    i=$((i + 1))
+  done
+}
 case "$*" in
   "$full --format=csv,noheader,nounits")
     if [ "${STANDIN_REFUSE_FULL:-}" = 1 ]; then cat "$D/query-unknown-field.txt"; exit 2; fi
-    sed "s/, 81559, 0, /, 81559, ${STANDIN_ECC:-0}, /" "$D/query-health-nounits.txt" ;;
-  "$basic --format=csv,noheader,nounits") cat "$D/query-basic-nounits.txt" ;;
+    each "$D/query-health-nounits.txt" | sed "1s/, 81559, 0, /, 81559, ${STANDIN_ECC:-0}, /" ;;
+  "$basic --format=csv,noheader,nounits") each "$D/query-basic-nounits.txt" ;;
   "$remap --format=csv,noheader,nounits")
-    if [ "${STANDIN_REMAP_PENDING:-}" = 1 ]; then sed 's/, No, No$/, Yes, No/' "$D/query-remapped-nounits.txt"
-    else cat "$D/query-remapped-nounits.txt"; fi ;;
+    if [ "${STANDIN_REMAP_PENDING:-}" = 1 ]; then each "$D/query-remapped-nounits.txt" | sed '1s/, No, No$/, Yes, No/'
+    else each "$D/query-remapped-nounits.txt"; fi ;;
   "-L") cat "$D/list.txt" ;;
   "topo -m") cat "$D/topo.txt" ;;
   *) echo "standin nvidia-smi: no captured output for: $*" >&2; exit 2 ;;

@@ -1,0 +1,129 @@
+// GpuGate (gpu_gate.h): the GPU health gate in the job's preflight.
+#include "runner/controller/gpu_gate.h"
+
+#include <algorithm>
+
+#include "cluster/plan.h"
+#include "runner/controller/job_state.h"
+
+namespace barge::runner::internal {
+
+namespace {
+
+// The engine timeout bounds each nvidia-smi call too, at most 30 s: a
+// healthy driver answers in well under a second.
+seconds CallLimit(const JobSpec& spec) {
+  return std::clamp(std::chrono::duration_cast<seconds>(spec.ssh.engine_timeout), seconds(5), seconds(30));
+}
+
+std::string Indices(const std::vector<int>& v) {
+  std::string out;
+  for (int i : v) out += (out.empty() ? "" : ",") + std::to_string(i);
+  return out;
+}
+
+}  // namespace
+
+std::string GpuGate::LinesFor(const HostState& hs) const {
+  if (spec_.health.gpus == GpuHealthLevel::kOff) return "";
+  const bool asks = std::any_of(plan_.nodes.begin(), plan_.nodes.end(), [&](const cluster::NodePlan& n) {
+    return n.host_index == hs.index && n.container.options.gpus.has_value();
+  });
+  return asks ? gpu::GpuHealthLines(spec_.health.nvidia_smi, CallLimit(spec_)) : "";
+}
+
+void GpuGate::Note(HostState& hs, const PreflightReply& reply) {
+  auto section = [&](const char* name) -> std::optional<gpu::SectionText> {
+    const PreflightSection* s = reply.Find(name);
+    if (!s) return std::nullopt;
+    return gpu::SectionText{s->exit, s->text};
+  };
+  std::optional<gpu::SectionText> query = section("gpuq");
+  if (!query && !reply.Find("gpuxid")) return;  // not asked, or cut off before
+  hs.gpus.report = gpu::ReadGpuReport(query, section("gpurm"), section("gpuxid"));
+  hs.gpus.findings = gpu::Judge(*hs.gpus.report, plan_.hosts[hs.index].gpus,
+                                std::chrono::duration_cast<seconds>(spec_.health.xid_window));
+}
+
+std::vector<std::string> GpuGate::Problems(const HostState& hs) const {
+  std::vector<std::string> out;
+  for (const gpu::Finding& f : hs.gpus.findings) {
+    if (f.severity != gpu::Severity::kFatal) continue;
+    out.push_back("GPU health: " + (f.gpu ? "GPU " + std::to_string(*f.gpu) + ": " : std::string()) + f.problem +
+                  (f.seen.empty() || f.seen == "now" ? "" : " (" + f.seen + ")"));
+  }
+  return out;
+}
+
+Status GpuGate::Apply(const std::vector<HostState*>& hosts) {
+  std::vector<gpu::HostFindings> out;
+  std::vector<HostState*> retake;
+  for (HostState* hs : hosts) {
+    if (!hs->gpus.report) continue;
+    std::vector<gpu::Finding>& findings = hs->gpus.findings;
+    for (const gpu::Finding& f : findings) {
+      if (f.severity == gpu::Severity::kFatal) continue;
+      Say(hs->name + ": GPU health: " + (f.severity == gpu::Severity::kWarning ? "warning: " : "unknown: ") +
+          (f.gpu ? "GPU " + std::to_string(*f.gpu) + ": " : "") + f.problem + (f.seen.empty() ? "" : " (" + f.seen + ")"));
+    }
+    if (gpu::HostUnhealthy(findings)) {
+      out.push_back({hs->name, findings});
+      continue;
+    }
+    const std::vector<int> bad = gpu::UnhealthyGpus(findings);
+    if (bad.empty()) continue;
+    // Nodes that name their GPUs (or take all) cannot be given others.
+    std::string named;
+    for (const cluster::NodePlan& n : plan_.nodes) {
+      if (n.host_index != hs->index || !n.container.options.gpus || !n.gpu_devices.empty()) continue;
+      named = *n.container.options.gpus;
+    }
+    if (!named.empty()) {
+      findings.push_back({std::nullopt, "the job's nodes there ask for GPUs " + named + ": no other GPU can be given",
+                          "", gpu::Severity::kFatal});
+      out.push_back({hs->name, findings});
+      continue;
+    }
+    std::set<int>& held = input_.held_gpus[hs->index];
+    held.insert(bad.begin(), bad.end());
+    Result<cluster::Plan> replanned = cluster::MakePlan(input_);
+    if (!replanned.ok()) {
+      findings.push_back({std::nullopt, "too few healthy GPUs for the job's nodes: " + replanned.status().message(),
+                          "", gpu::Severity::kFatal});
+      out.push_back({hs->name, findings});
+      continue;
+    }
+    hs->gpus.out = bad;
+    std::string why;
+    for (const gpu::Finding& f : findings) {
+      if (f.severity == gpu::Severity::kFatal && f.gpu) why += (why.empty() ? "" : "; ") + f.problem;
+    }
+    Say(hs->name + ": GPU(s) " + Indices(bad) + " taken out (" + why + ")");
+    Event(event::kGpuUnhealthy, hs->name, "GPU(s) " + Indices(bad) + " taken out: " + why);
+    // GPU holds taken on an unhealthy GPU are taken again without it.
+    if (hs->holds.reply) {
+      const std::vector<int> ours = fleet::HeldGpus(*hs->holds.reply, plan_.job_id);
+      if (std::any_of(ours.begin(), ours.end(),
+                      [&](int g) { return std::find(bad.begin(), bad.end(), g) != bad.end(); })) {
+        retake.push_back(hs);
+      }
+    }
+  }
+  if (!out.empty()) {
+    for (const gpu::HostFindings& h : out) Event(event::kGpuUnhealthy, h.host, "the host is out");
+    // Indented under the message, as preflight's table.
+    std::string table;
+    const std::string t = gpu::FindingsTable(out);
+    for (size_t start = 0, end; start < t.size(); start = end + 1) {
+      end = t.find('\n', start);
+      if (end == std::string::npos) end = t.size();
+      table += "  " + t.substr(start, end - start) + "\n";
+    }
+    return Status::Error("GPU health: " + std::to_string(out.size()) + " of " + std::to_string(hosts.size()) +
+                         " host(s) cannot run the job's nodes; nothing was started:\n" + table);
+  }
+  if (!retake.empty()) return holds_.TakeAgain(retake);
+  return Status::Ok();
+}
+
+}  // namespace barge::runner::internal

@@ -1,0 +1,54 @@
+// GpuGate: the GPU health gate (runner/remote/gpu_health.h) in the job's
+// preflight. Preflight asks the driver on every host where the job asks for
+// GPUs (unless `health: {gpus: off}`), in its one round trip; Apply then
+// decides, before anything starts:
+//  - warnings and unknowns are said, and change nothing;
+//  - an unhealthy GPU is taken out of what its host offers: the plan's
+//    GPU slices give the job's nodes there other GPUs, and GPU holds taken
+//    on it are taken again without it;
+//  - a host is out when the whole host is unhealthy, when its nodes ask
+//    for GPUs by name or `all` (nothing to choose from) and one of those is
+//    unhealthy, or when too few healthy GPUs are left for its nodes. A job
+//    with a host out stops before any container starts, with one
+//    HOST | GPU | PROBLEM | SEEN table (exit 125). Spare hosts do not yet
+//    take an unhealthy host's place at the start.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/controller/holds.h"
+#include "runner/controller/job.h"
+#include "runner/remote/gpu_health.h"
+#include "runner/remote/preflight_script.h"
+
+namespace barge::runner::internal {
+
+// A host's GPUs as preflight found them.
+struct HostGpus {
+  std::optional<gpu::GpuReport> report;  // nullopt: not asked
+  std::vector<gpu::Finding> findings;
+  std::vector<int> out;  // indices taken out of what the host offers
+};
+
+class GpuGate : private JobPart {
+ public:
+  GpuGate(Job* job, Holds* holds) : JobPart(job), holds_(*holds) {}
+
+  // Preflight's lines for `hs` (gpu_health.h's sections); "" where the job
+  // asks for no GPU there or `health: {gpus: off}`.
+  std::string LinesFor(const HostState& hs) const;
+  // Reads `hs`'s answer from its preflight reply (nothing when not asked).
+  void Note(HostState& hs, const PreflightReply& reply);
+  // After preflight: see above.
+  Status Apply(const std::vector<HostState*>& hosts);
+  // The fatal findings on `hs`, as rows of preflight's problem table (when
+  // preflight fails for other reasons, they are not lost).
+  std::vector<std::string> Problems(const HostState& hs) const;
+
+ private:
+  Holds& holds_;
+};
+
+}  // namespace barge::runner::internal
