@@ -49,7 +49,10 @@ std::map<std::string, std::string> HostCausedFailures(const std::vector<EventRec
                                                       const std::vector<PhaseRecord>& phases) {
   std::map<std::string, std::string> out;
   for (const EventRecord& e : events) {
-    if (!e.host || (e.kind != event::kHostLost && e.kind != event::kPreempted)) continue;
+    if (!e.host) continue;
+    // An unhealthy host (the GPU health gate put it out) is the host's.
+    const bool unhealthy = e.kind == event::kGpuUnhealthy && e.detail == "the host is out";
+    if (e.kind != event::kHostLost && e.kind != event::kPreempted && !unhealthy) continue;
     out.emplace(*e.host, e.kind + ": " + e.detail);
   }
   // Preflight: what is the host's own state (its engine, its disk, its

@@ -84,5 +84,18 @@ TEST(HostCausedFailures, LostAndPreemptedHostsAndTheHostsOwnPreflightProblemsNot
   EXPECT_EQ(caused.at("10.0.0.1"), "host_lost: 10.0.0.1 is lost: the Docker engine did not answer");
 }
 
+TEST(HostCausedFailures, AHostTheGpuHealthGatePutOutIsTheHostsButAGpuTakenOutIsNot) {
+  std::vector<EventRecord> events(2);
+  events[0].kind = event::kGpuUnhealthy;
+  events[0].host = "10.0.0.1";
+  events[0].detail = "the host is out";
+  events[1].kind = event::kGpuUnhealthy;
+  events[1].host = "10.0.0.2";
+  events[1].detail = "GPU(s) 0 taken out: pages pending retirement (reset the GPU)";
+  const auto caused = HostCausedFailures(events, {});
+  ASSERT_EQ(caused.size(), 1u);
+  EXPECT_EQ(caused.at("10.0.0.1"), "gpu_unhealthy: the host is out");
+}
+
 }  // namespace
 }  // namespace barge::runner::fleet
