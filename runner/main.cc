@@ -194,11 +194,13 @@ int main(int argc, char** argv) {
   top->add_flag("--once", top_options.once, "print one sample and exit");
   top->add_flag("--json", top_options.json, "with --once: the sample as JSON");
   std::string hosts_file_arg, hosts_list;
-  bool hosts_json = false;
+  bool hosts_json = false, hosts_gpus = false;
   auto* hosts = app.add_subcommand("hosts", "Each host's reservations and running barge containers, asked from the hosts");
   hosts->add_option("job_file", hosts_file_arg, "a job file whose hosts to look at");
   hosts->add_option("--hosts", hosts_list, "comma-separated hosts (ssh defaults from ~/.ssh/config)");
   hosts->add_flag("--json", hosts_json, "one JSON array, a host per entry");
+  hosts->add_flag("--gpus", hosts_gpus,
+                  "each host's GPUs as its driver sees them, their health (the preflight gate's rules) and topology");
   std::string older_than;
   auto* prune = app.add_subcommand("prune", "Remove finished jobs and job arrays older than a duration, with their files");
   prune->add_option("--older-than", older_than, "e.g. 30d, 12h")->required();
@@ -350,7 +352,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "barge: hosts needs a job file or --hosts (one of them)\n");
       return barge::runner::kExitBargeFailure;
     }
-    return barge::runner::Hosts(hosts_file_arg, hosts_list, hosts_json);
+    return barge::runner::Hosts(hosts_file_arg, hosts_list, hosts_json, hosts_gpus);
   }
   if (*prune) {
     auto age = barge::runner::ParseDuration(older_than);

@@ -75,13 +75,14 @@ std::vector<std::pair<std::string, JobSpec>> HostsSpecs(const JobSpec& spec) {
   return out;
 }
 
-// `barge hosts JOBFILE | --hosts a,b [--json]`: the job's hosts and every
-// host group's, in one table (or JSON).
-int Hosts(const std::string& file, const std::string& hosts, bool json) {
+// `barge hosts JOBFILE | --hosts a,b [--json] [--gpus]`: the job's hosts and
+// every host group's, in one table (or JSON); with --gpus, their GPUs.
+int Hosts(const std::string& file, const std::string& hosts, bool json, bool gpus) {
   std::optional<JobSpec> spec = HostsSpec(file, hosts);
   if (!spec) return kExitBargeFailure;
   ControllerOptions options;
   options.state_dir = StateDir();
+  options.hosts_gpus = gpus;
   std::vector<fleet::HostView> views;
   int code = 0;
   for (const auto& [label, s] : HostsSpecs(*spec)) {
@@ -90,7 +91,7 @@ int Hosts(const std::string& file, const std::string& hosts, bool json) {
   if (json) {
     std::printf("%s\n", fleet::HostsJson(views).dump(2).c_str());
   } else {
-    std::fputs(fleet::HostsTable(views).c_str(), stdout);
+    std::fputs((gpus ? fleet::HostsGpuTable(views) : fleet::HostsTable(views)).c_str(), stdout);
   }
   std::fflush(stdout);
   return code;

@@ -57,6 +57,8 @@ struct ControllerOptions {
   // With `wait`: no limit without the job's `wait:` (a job array's member:
   // runner/array/array_runner.h).
   bool wait_unbounded = false;
+  // `barge hosts --gpus`: each host's GPUs too (gpu_health.h).
+  bool hosts_gpus = false;
 };
 
 // `input` is the job's PlanInput (with job id); the plan is made again after

@@ -28,15 +28,24 @@ int Controller::ListHosts(const std::string& label, std::vector<fleet::HostView>
       continue;
     }
     HostState* hs = host.get();
-    group.Run(*hs->exec,
-              fleet::ListHoldsScript(*hs->docker, /*containers=*/true,
-                                     std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout)),
-              [&, h = h, hs](const Outcome& o) {
-                fleet::HostView v = fleet::ParseHostView(hs->name, o.out);
-                v.host = views[row[h]].host;
-                if (!o.ok() && v.error.empty()) v.error = o.Reason();
-                views[row[h]] = std::move(v);
-              });
+    std::string script = fleet::ListHoldsScript(*hs->docker, /*containers=*/true,
+                                                std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
+    if (options_.hosts_gpus) {
+      // After the listing (which exits at once when it fails): the GPUs'
+      // problems are their sections', not the command's.
+      script += "(\n" + fleet::HostGpuLines(spec_.health.nvidia_smi, std::chrono::duration_cast<seconds>(
+                                                                     std::clamp<milliseconds>(spec_.ssh.engine_timeout, seconds(5), seconds(30)))) +
+                "\n)\n:\n";
+    }
+    group.Run(*hs->exec, script, [&, h = h, hs](const Outcome& o) {
+      fleet::HostView v = fleet::ParseHostView(hs->name, o.out);
+      v.host = views[row[h]].host;
+      if (!o.ok() && v.error.empty()) v.error = o.Reason();
+      if (options_.hosts_gpus) {
+        fleet::ReadHostGpus(o.out, plan_.hosts[h].gpus, std::chrono::duration_cast<seconds>(spec_.health.xid_window), &v);
+      }
+      views[row[h]] = std::move(v);
+    });
   }
   RunWhileProgressing(group, spec_.ssh.engine_timeout * 2 + seconds(30), [&] { return interrupts_ > 0; });
   const bool all = std::all_of(views.begin(), views.end(), [](const fleet::HostView& v) { return v.error.empty(); });

@@ -5,6 +5,8 @@
 #include <ctime>
 
 #include "runner/console/table.h"
+#include "runner/remote/preflight_script.h"
+#include "ssh/quote.h"
 #include "runner/console/time_format.h"
 
 namespace barge::runner::fleet {
@@ -119,9 +121,93 @@ nlohmann::json HostsJson(const std::vector<HostView>& hosts) {
       host["containers"].push_back({{"id", c.id}, {"name", c.name}, {"job", c.job_id}, {"role", c.role},
                                     {"rank", c.rank}, {"status", c.status}});
     }
+    if (v.gpus) {
+      auto opt = [](const auto& o) { return o ? nlohmann::json(*o) : nlohmann::json(nullptr); };
+      host["gpus"] = nlohmann::json::array();
+      const std::vector<int> out = gpu::UnhealthyGpus(v.gpu_findings);
+      for (const gpu::GpuInfo& g : v.gpus->gpus) {
+        host["gpus"].push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"driver", g.driver},
+                                {"memory_mib", opt(g.memory_mib)}, {"ecc_uncorrected", opt(g.ecc_uncorrected)},
+                                {"retired_pages_pending", opt(g.retired_pending)}, {"mig", g.mig},
+                                {"bus_id", g.bus_id},
+                                {"healthy", std::find(out.begin(), out.end(), g.index) == out.end()}});
+      }
+      host["gpu_findings"] = nlohmann::json::array();
+      for (const gpu::Finding& f : v.gpu_findings) {
+        const char* sev = f.severity == gpu::Severity::kFatal     ? "fatal"
+                          : f.severity == gpu::Severity::kWarning ? "warning"
+                                                                  : "unknown";
+        host["gpu_findings"].push_back({{"gpu", opt(f.gpu)}, {"problem", f.problem}, {"seen", f.seen}, {"severity", sev}});
+      }
+      host["host_healthy"] = !gpu::HostUnhealthy(v.gpu_findings);
+      host["topology"] = v.topology;
+    }
     out.push_back(std::move(host));
   }
   return out;
+}
+
+std::string HostGpuLines(const std::string& nvidia_smi, std::chrono::seconds timeout) {
+  return "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\n" +
+         gpu::GpuHealthLines(nvidia_smi, timeout) + "bs gputopo; $H_T " + ssh::ShellQuote(nvidia_smi) +
+         " topo -m 2>&1; be gputopo $?\n";
+}
+
+void ReadHostGpus(std::string_view text, std::optional<int> expected, std::chrono::seconds xid_window,
+                  HostView* view) {
+  const PreflightReply reply = ParsePreflightReply(text);
+  auto section = [&](const char* name) -> std::optional<gpu::SectionText> {
+    const PreflightSection* s = reply.Find(name);
+    if (!s) return std::nullopt;
+    return gpu::SectionText{s->exit, s->text};
+  };
+  view->gpus = gpu::ReadGpuReport(section("gpuq"), section("gpurm"), section("gpuxid"));
+  view->gpu_findings = gpu::Judge(*view->gpus, expected, xid_window);
+  if (const PreflightSection* t = reply.Find("gputopo"); t && t->exit == 0) {
+    // The driver's own header underlines with terminal escapes: dropped.
+    std::string clean;
+    for (size_t i = 0; i < t->text.size(); ++i) {
+      if (t->text[i] == '\x1b') {
+        while (i < t->text.size() && t->text[i] != 'm') ++i;
+        continue;
+      }
+      clean += t->text[i];
+    }
+    view->topology = clean;
+  }
+}
+
+std::string HostsGpuTable(const std::vector<HostView>& hosts) {
+  std::vector<std::vector<std::string>> rows = {{"HOST", "GPU", "NAME", "MEMORY", "DRIVER", "HEALTH"}};
+  std::vector<gpu::HostFindings> findings;
+  std::string topo;
+  for (const HostView& v : hosts) {
+    if (!v.error.empty()) {
+      rows.push_back({v.host, "?", "cannot ask: " + v.error, "", "", ""});
+      continue;
+    }
+    if (!v.gpus) continue;
+    const std::vector<int> out = gpu::UnhealthyGpus(v.gpu_findings);
+    for (const gpu::GpuInfo& g : v.gpus->gpus) {
+      const bool bad = std::find(out.begin(), out.end(), g.index) != out.end();
+      rows.push_back({v.host, std::to_string(g.index), g.name,
+                      g.memory_mib ? std::to_string(*g.memory_mib) + " MiB" : "?", g.driver,
+                      bad ? "unhealthy" : "ok"});
+    }
+    if (v.gpus->gpus.empty()) rows.push_back({v.host, "-", "no GPU seen", "", "", gpu::HostUnhealthy(v.gpu_findings) ? "unhealthy" : ""});
+    if (!v.gpu_findings.empty()) findings.push_back({v.host, v.gpu_findings});
+    if (!v.topology.empty()) {
+      topo += "\n" + v.host + " (nvidia-smi topo -m):\n";
+      for (size_t start = 0, end; start < v.topology.size(); start = end + 1) {
+        end = v.topology.find('\n', start);
+        if (end == std::string::npos) end = v.topology.size();
+        topo += "  " + v.topology.substr(start, end - start) + "\n";
+      }
+    }
+  }
+  std::string s = FormatTable(rows);
+  if (!findings.empty()) s += "\n" + gpu::FindingsTable(findings);
+  return s + topo;
 }
 
 }  // namespace barge::runner::fleet

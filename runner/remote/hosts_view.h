@@ -2,12 +2,15 @@
 // hosts themselves list them (fleet::ListHoldsScript), in one table or JSON.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "runner/remote/gpu_health.h"
 #include "runner/remote/reservation.h"
 
 namespace barge::runner::fleet {
@@ -28,7 +31,23 @@ struct HostView {
   std::vector<Hold> holds;
   std::vector<BargeContainer> containers;
   std::string error;  // could not be asked: why
+  // `barge hosts --gpus`: what the driver said (nullopt: not asked), what
+  // the preflight gate's rules find in it, and `nvidia-smi topo -m`.
+  std::optional<gpu::GpuReport> gpus;
+  std::vector<gpu::Finding> gpu_findings;
+  std::string topology;
 };
+
+// `barge hosts --gpus`: the GPU health gate's sections (gpu::GpuHealthLines)
+// and a "gputopo" one, with their markers, appended to ListHoldsScript.
+std::string HostGpuLines(const std::string& nvidia_smi, std::chrono::seconds timeout);
+// Reads those sections of `text` into `view` (judged with the host's
+// inventory count `expected` and `xid_window`).
+void ReadHostGpus(std::string_view text, std::optional<int> expected, std::chrono::seconds xid_window,
+                  HostView* view);
+// HOST | GPU | NAME | MEMORY | DRIVER | HEALTH, a row per GPU, then each
+// finding's row, then each host's topology matrix.
+std::string HostsGpuTable(const std::vector<HostView>& hosts);
 
 // The "ctr" lines of a ListHoldsScript reply.
 std::vector<BargeContainer> ParseBargeContainers(std::string_view text);

@@ -62,6 +62,40 @@ TEST(HostsView, ShowsEachHostsQueueInOrderAndAStaleTicketAsStale) {
   EXPECT_EQ(j[0]["holds"][1]["ticket"], false);
 }
 
+TEST(HostsView, WithGpusReadsTheDriversSectionsJudgesThemAndShowsTheTopologyWithoutEscapes) {
+  // The listing, then the GPU sections as the host prints them: two GPUs
+  // (GPU 1 with a pending retirement), a readable kernel log, and a
+  // topology header underlined with the driver's terminal escapes.
+  const std::string text =
+      "now 2000\n"
+      "@@barge{ gpuq\nfields full\n"
+      "0, GPU-a, NVIDIA H100 80GB HBM3, 580.159.04, 81559, 0, No, Disabled, 00000000:00:06.0\n"
+      "1, GPU-b, NVIDIA H100 80GB HBM3, 580.159.04, 81559, 0, Yes, Disabled, 00000000:00:07.0\n"
+      "\n@@barge} gpuq 0\n"
+      "@@barge{ gpurm\nGPU-a, 0, 0, No, No\nGPU-b, 0, 0, No, No\n\n@@barge} gpurm 0\n"
+      "@@barge{ gpuxid\nuptime 50.0\nsource dmesg\n\n@@barge} gpuxid 0\n"
+      "@@barge{ gputopo\n\t\x1b[4mGPU0\tGPU1\x1b[0m\nGPU0\t X \tNV18\n\n@@barge} gputopo 0\n";
+  HostView v = ParseHostView("h1", text);
+  EXPECT_EQ(v.error, "");
+  ReadHostGpus(text, 2, std::chrono::hours(24), &v);
+  ASSERT_TRUE(v.gpus.has_value());
+  ASSERT_EQ(v.gpus->gpus.size(), 2u);
+  const std::string t = HostsGpuTable({v});
+  EXPECT_NE(t.find("h1    0    NVIDIA H100 80GB HBM3  81559 MiB  580.159.04  ok"), std::string::npos) << t;
+  EXPECT_NE(t.find("h1    1    NVIDIA H100 80GB HBM3  81559 MiB  580.159.04  unhealthy"), std::string::npos) << t;
+  EXPECT_NE(t.find("pages pending retirement"), std::string::npos) << t;
+  EXPECT_NE(t.find("  \tGPU0\tGPU1\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find('\x1b'), std::string::npos) << "a terminal escape reached the table";
+  const nlohmann::json j = HostsJson({v});
+  EXPECT_EQ(j[0]["gpus"][1]["healthy"], false);
+  EXPECT_EQ(j[0]["gpus"][1]["retired_pages_pending"], true);
+  EXPECT_EQ(j[0]["gpu_findings"][0]["gpu"], 1);
+  EXPECT_EQ(j[0]["gpu_findings"][0]["severity"], "fatal");
+  EXPECT_EQ(j[0]["host_healthy"], true);
+  // Without --gpus, no GPU keys.
+  EXPECT_FALSE(HostsJson({ParseHostView("h1", text)})[0].contains("gpus"));
+}
+
 TEST(HostsView, AHostThatCouldNotListSaysWhy) {
   HostView v = ParseHostView("h3", "now 5\nerror: listing holds: Cannot connect to the Docker daemon\n");
   EXPECT_EQ(v.error, "listing holds: Cannot connect to the Docker daemon");

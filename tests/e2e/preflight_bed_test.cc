@@ -134,7 +134,7 @@ TEST_F(PreflightTest, EveryHostsProblemIsReportedInOneTableAndNothingStarts) {
 // docker_command a shim that answers the GPU probe and drops --gpus,
 // logging the value barge passed. All in the bed's directory, which every
 // bed host sees.
-TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutAndAHungDriverStopsTheJobWithItsTable) {
+TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndAHungDriverStopsTheJob) {
   const auto& bed = GetBed();
   const std::filesystem::path base = std::filesystem::path(bed.dir) / "gpu-health";
   std::filesystem::remove_all(base);
@@ -175,6 +175,21 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutAndAHungDriverStopsT
   EXPECT_NE(o.out.find("started"), std::string::npos) << o.out;
   EXPECT_EQ(barge::testing::ReadWholeFile(log), "\"device=1\"\n") << "the node was not given GPU 1 alone";
   std::printf("taken out:\n%s\n", o.err.c_str());
+  // `barge hosts --gpus` asks the same driver, in one round trip per host.
+  CliOutcome gpus = job.Barge("hosts --gpus job.yaml");
+  EXPECT_EQ(gpus.code, 0) << gpus.err;
+  EXPECT_NE(gpus.out.find(bed.hosts[0].address + "  0    NVIDIA H100 80GB HBM3  81559 MiB  580.159.04  unhealthy"),
+            std::string::npos)
+      << gpus.out;
+  EXPECT_NE(gpus.out.find(bed.hosts[0].address + "  1    NVIDIA H100 80GB HBM3  81559 MiB  580.159.04  ok"),
+            std::string::npos)
+      << gpus.out;
+  EXPECT_NE(gpus.out.find("2 uncorrectable ECC error(s)"), std::string::npos) << gpus.out;
+  EXPECT_NE(gpus.out.find("GPU0\t X \t0-15"), std::string::npos) << "no topology:\n" << gpus.out;
+  std::printf("hosts --gpus:\n%s\n", gpus.out.c_str());
+  CliOutcome json = job.Barge("hosts --gpus --json job.yaml");
+  EXPECT_NE(json.out.find("\"healthy\": false"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"uuid\": \"GPU-32f94187-cb0a-290d-513a-256680d526a1\""), std::string::npos) << json.out;
   // A driver that hangs: each call is killed at its timeout (engine_timeout,
   // at least 5 s), the host is out, nothing starts.
   job.Write(job_yaml(hung));
