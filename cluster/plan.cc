@@ -223,6 +223,22 @@ Result<Plan> MakePlan(const PlanInput& in) {
       }
     }
     c.env = RendezvousEnv(r);
+    // On the host's network, NCCL and Gloo pick an interface by themselves,
+    // often the wrong one (docker0, a management NIC): the one that carries
+    // the address the other nodes are told.
+    if (options.network && *options.network == "host") {
+      std::string iface;
+      if (auto it = in.host_ifaces.find(node.host_index); it != in.host_ifaces.end()) {
+        iface = it->second;
+      } else {
+        iface = "<interface of " + in.hosts[node.host_index].address + ">";
+        plan.has_placeholders = true;
+      }
+      if (!iface.empty()) {
+        c.env.emplace_back("NCCL_SOCKET_IFNAME", "=" + iface);
+        c.env.emplace_back("GLOO_SOCKET_IFNAME", iface);
+      }
+    }
     if (in.mpi) {
       // Workers run only their sshd (validation refuses a worker command);
       // every node sees its own directory of keys and files at kMpiDir.

@@ -50,6 +50,13 @@ struct PlanInput {
   // shows `host_path` itself where none is (`barge plan`).
   std::string host_path;
   std::map<size_t, std::string> host_paths;
+  // The interface that carries each host's internal address, found at
+  // preflight, by host index. Nodes on the host's network get
+  // NCCL_SOCKET_IFNAME (NCCL's exact-match form, "=IFACE") and
+  // GLOO_SOCKET_IFNAME set to it, unless the job sets them. An entry ""
+  // (the host could not tell) sets nothing; a host with no entry shows a
+  // placeholder (`barge plan`).
+  std::map<size_t, std::string> host_ifaces;
 };
 
 struct NodePlan {

@@ -75,6 +75,36 @@ TEST(Plan, APathPrefixThatDiffersByHostIsReplacedByEachHostsOwnInItsNodesVolumes
   EXPECT_EQ((*plan->nodes[2].container.options.volumes)[0], "/tmp/barge-j.XXXXXXXXXXXX/workdir:/workspace");
 }
 
+TEST(Plan, HostNetworkNodesAreToldTheInterfaceOfTheirHostsAddressForNcclAndGlooUnlessTheJobSetsIt) {
+  PlanInput in = ThreeHosts();
+  in.container.network = "host";
+  in.host_ifaces = {{0, "eth1"}, {1, ""}};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  // NCCL's exact-match form (a bare name matches every interface it
+  // prefixes); Gloo takes the name.
+  EXPECT_EQ(EnvOf(plan->nodes[0])["NCCL_SOCKET_IFNAME"], "=eth1");
+  EXPECT_EQ(EnvOf(plan->nodes[0])["GLOO_SOCKET_IFNAME"], "eth1");
+  // A host that could not tell: nothing set.
+  EXPECT_EQ(EnvOf(plan->nodes[1]).count("NCCL_SOCKET_IFNAME"), 0u);
+  EXPECT_EQ(EnvOf(plan->nodes[1]).count("GLOO_SOCKET_IFNAME"), 0u);
+  // Not asked yet (barge plan): a placeholder.
+  EXPECT_EQ(EnvOf(plan->nodes[2])["NCCL_SOCKET_IFNAME"], "=<interface of 203.0.113.12>");
+  EXPECT_TRUE(plan->has_placeholders);
+  // The job's own value wins.
+  in.container.env = std::vector<std::pair<std::string, std::string>>{{"NCCL_SOCKET_IFNAME", "ib0"}};
+  Result<Plan> own = MakePlan(in);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(EnvOf(own->nodes[0])["NCCL_SOCKET_IFNAME"], "ib0");
+  EXPECT_EQ(EnvOf(own->nodes[0])["GLOO_SOCKET_IFNAME"], "eth1");
+  // A container on its own network: none (its eth0 is the one).
+  in.container.network.reset();
+  in.container.env.reset();
+  Result<Plan> bridged = MakePlan(in);
+  ASSERT_TRUE(bridged.ok());
+  EXPECT_EQ(EnvOf(bridged->nodes[0]).count("NCCL_SOCKET_IFNAME"), 0u);
+}
+
 TEST(Plan, AJobOfOneNodeHasOnlyTheHeadStage) {
   PlanInput in = ThreeHosts();
   in.hosts.resize(1);

@@ -4,6 +4,7 @@
 // the rendezvous port is free and the watchdog is armed. Every host's
 // problems are reported together, in one table.
 #include "runner/controller/preflight.h"
+#include "runner/remote/host_address.h"
 #include "runner/controller/job_state.h"
 
 #include <algorithm>
@@ -146,6 +147,9 @@ Status Preflight::Run(const std::vector<HostState*>& targets) {
     checks.pull_always = spec_.image_pull == ImagePull::kAlways;
     if (gpu_spec) checks.gpu_probe = hs->docker->GpuProbe(*gpu_spec);
     checks.gpu_health = gpu_gate_.LinesFor(*hs);
+    checks.interfaces = std::any_of(plan_.nodes.begin(), plan_.nodes.end(), [&](const cluster::NodePlan& n) {
+      return n.host_index == h && n.container.options.network && *n.container.options.network == "host";
+    });
     checks.tcp_tables = head_on_host_network && h == head.host_index;
     checks.arm_watchdog = ArmWatchdogCommand(leases_.WatchdogFor(*hs));
     checks.hold = holds_.TakeHoldsLine(*hs);
@@ -418,6 +422,17 @@ Status Preflight::Run(const std::vector<HostState*>& targets) {
         }
       }
       gpu_gate_.Note(*hs, reply);
+      if (const PreflightSection* ifs = reply.Find("iface")) {
+        // NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME of its host-network
+        // nodes (cluster::PlanInput::host_ifaces).
+        const std::string address = cluster::InternalAddress(plan_.hosts[hs->index]);
+        const std::string iface = InterfaceOf(ifs->text, address);
+        input_.host_ifaces[hs->index] = iface;
+        if (iface.empty()) {
+          Say(hs->name + ": cannot tell which interface carries " + address +
+              ": NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are not set there (NCCL and Gloo choose)");
+        }
+      }
       if (checks.part != PreflightPart::kHost) return;
       // Holds are taken only under an armed watchdog (it releases them).
       if (!armed) return;

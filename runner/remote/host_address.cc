@@ -2,6 +2,9 @@
 
 #include <arpa/inet.h>
 
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -38,6 +41,68 @@ std::string AddressProbeCommand(const std::string& route_to) {
             " 2>&1";
   }
   return line;
+}
+
+std::string InterfacesCommand() {
+  return "PATH=\"$PATH:/usr/sbin:/sbin\" ip -o -4 addr show 2>/dev/null; echo @route; cat /proc/net/route 2>/dev/null";
+}
+
+namespace {
+
+// 10.77.0.2 as a host-order number; nullopt when not dotted IPv4.
+std::optional<uint32_t> Ipv4(const std::string& a) {
+  in_addr in{};
+  if (inet_pton(AF_INET, a.c_str(), &in) != 1) return std::nullopt;
+  return ntohl(in.s_addr);
+}
+
+// /proc/net/route's hex fields: the address's bytes (network order) read
+// as a little-endian number, as every host barge runs on (x86-64, arm64)
+// prints them; swapped back here to the address as a number.
+std::optional<uint32_t> RouteHex(const std::string& hex) {
+  if (hex.size() != 8) return std::nullopt;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(hex.c_str(), &end, 16);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  return __builtin_bswap32(static_cast<uint32_t>(v));
+}
+
+}  // namespace
+
+std::string InterfaceOf(const std::string& output, const std::string& address) {
+  const std::optional<uint32_t> want = Ipv4(address);
+  if (!want) return "";
+  std::istringstream in(output);
+  std::string line;
+  bool routes = false;
+  std::string best;
+  int best_bits = -1;
+  while (std::getline(in, line)) {
+    if (line == "@route") {
+      routes = true;
+      continue;
+    }
+    std::istringstream f(line);
+    if (!routes) {
+      // "4: eth0    inet 192.0.2.2/24 brd ... scope global eth0\ ..."
+      std::string index, name, family, cidr;
+      if (!(f >> index >> name >> family >> cidr) || family != "inet") continue;
+      const std::string a = cidr.substr(0, cidr.find('/'));
+      if (a == address) return name;
+      continue;
+    }
+    // "eth0	000200C0	00000000	0001	0	0	0	00FFFFFF	..."
+    std::string iface, dest, gateway, flags, refcnt, use, metric, mask;
+    if (!(f >> iface >> dest >> gateway >> flags >> refcnt >> use >> metric >> mask) || iface == "Iface") continue;
+    const std::optional<uint32_t> d = RouteHex(dest), m = RouteHex(mask);
+    if (!d || !m || (*want & *m) != *d) continue;
+    const int bits = __builtin_popcount(*m);
+    if (bits > best_bits) {
+      best_bits = bits;
+      best = iface;
+    }
+  }
+  return best;
 }
 
 AddressProbe ParseAddressProbe(const std::string& output) {

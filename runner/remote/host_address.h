@@ -31,6 +31,15 @@ bool AddressSettledAtRunTime(const cluster::Host& host);
 // `ip -o route get ROUTE_TO` (its "src" is the host's address toward it).
 std::string AddressProbeCommand(const std::string& route_to);
 
+// The POSIX sh line that lists a host's IPv4 interfaces: `ip -o -4 addr
+// show` where there is `ip`, then "@route" and /proc/net/route (which every
+// Linux host has: some, like a cloud GPU image, have no `ip`).
+std::string InterfacesCommand();
+// The interface that carries `address` (an IPv4 address of the host) in
+// InterfacesCommand's output: the one `ip` lists it on, else the one of
+// the most specific route whose network holds it; "" when neither tells.
+std::string InterfaceOf(const std::string& output, const std::string& address);
+
 // What AddressProbeCommand's output says; empty fields where it says nothing
 // usable (no $SSH_CONNECTION, no `ip`, no route).
 struct AddressProbe {

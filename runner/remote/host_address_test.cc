@@ -2,8 +2,39 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace barge::runner {
 namespace {
+
+std::string NetFixture(const std::string& name) {
+  std::ifstream in(std::string(BARGE_SOURCE_DIR) + "/tests/data/net/debian12-vm/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(HostInterface, TheInterfaceCarryingAnAddressIsWhereIpListsItElseTheMostSpecificRoutesOne) {
+  // Real outputs of this Debian VM (tests/data/net/README.md).
+  const std::string ip = NetFixture("ip-o-4-addr.txt");
+  const std::string route = NetFixture("proc-net-route.txt");
+  ASSERT_FALSE(ip.empty());
+  ASSERT_FALSE(route.empty());
+  const std::string both = ip + "@route\n" + route;
+  EXPECT_EQ(InterfaceOf(both, "192.0.2.2"), "eth0");
+  EXPECT_EQ(InterfaceOf(both, "172.17.0.1"), "docker0");
+  EXPECT_EQ(InterfaceOf(both, "127.0.0.1"), "lo");
+  // A host without `ip` (as the captured H100 machine): the route table.
+  const std::string routes_only = "@route\n" + route;
+  EXPECT_EQ(InterfaceOf(routes_only, "192.0.2.2"), "eth0");    // its /24
+  EXPECT_EQ(InterfaceOf(routes_only, "172.17.0.1"), "docker0");  // its /16, not the default route
+  EXPECT_EQ(InterfaceOf(routes_only, "198.51.100.7"), "eth0");   // only the default route holds it
+  // Nothing to tell from.
+  EXPECT_EQ(InterfaceOf("@route\n", "192.0.2.2"), "");
+  EXPECT_EQ(InterfaceOf(both, "my-alias"), "");
+  EXPECT_NE(InterfacesCommand().find("cat /proc/net/route"), std::string::npos);
+}
 
 TEST(HostAddress, OnlyNumericAddressesAreIpAddresses) {
   EXPECT_TRUE(IsIpAddress("10.77.0.2"));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "container/docker_args.h"
+#include "runner/remote/host_address.h"
 
 namespace barge::runner {
 
@@ -58,6 +59,7 @@ std::string PreflightScript(const DockerCommands& docker, const PreflightChecks&
   if (host && c.tcp_tables) s += "bs ports; " + HostTcpTables() + " 2>&1; be ports $?\n";
   if (host && c.gpu_probe) s += "bs gpu; " + *c.gpu_probe + " 2>&1; be gpu $?\n";
   if (host && !c.gpu_health.empty()) s += c.gpu_health;
+  if (host && c.interfaces) s += "bs iface; " + InterfacesCommand() + "; be iface 0\n";
   // The CLI's engine: DOCKER_HOST's socket, or the default one; a context
   // (DOCKER_CONTEXT, or a currentContext in the CLI's config) is not read.
   if (host && c.engine_socket) {

@@ -105,6 +105,26 @@ double Number(const std::string& text, const std::string& regex) {
   return std::stod(m[1].str());
 }
 
+TEST_F(MultiNodeTest, HostNetworkNodesAreToldTheInterfaceThatCarriesTheirHostsAddressForNcclAndGloo) {
+  const auto& bed = GetBed();
+  CliOutcome o = Barge("name: ifname\nimage: " + bed.image + "\n" + Hosts(2) +
+                       "container: {network: host}\nstop_grace: 2s\n"
+                       "command: [\"sh\", \"-c\", \"echo nccl=$NCCL_SOCKET_IFNAME gloo=$GLOO_SOCKET_IFNAME\"]\n"
+                       "on_worker_exit: ignore\n");
+  ASSERT_EQ(o.code, 0) << o.err;
+  for (size_t i = 0; i < 2; ++i) {
+    const BedHost& h = bed.hosts[i];
+    // What the host's own `ip` says carries its address.
+    std::string iface = InHost(h, "ip -o -4 addr show | awk '$4 ~ /^" + h.address + "\\// {print $2}'");
+    while (!iface.empty() && iface.back() == '\n') iface.pop_back();
+    ASSERT_FALSE(iface.empty()) << h.name;
+    const std::string role = i == 0 ? "head" : "worker";
+    EXPECT_NE(o.out.find("[" + std::to_string(i) + " " + role + " " + h.address + "] nccl==" + iface + " gloo=" + iface),
+              std::string::npos)
+        << o.out;
+  }
+}
+
 TEST_F(MultiNodeTest, WorkersStartOnlyOnceTheHeadsPortIsOpen) {
   const auto& bed = GetBed();
   CliOutcome o = Barge(
