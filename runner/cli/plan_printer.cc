@@ -1,5 +1,7 @@
 #include "runner/cli/plan_printer.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -10,6 +12,8 @@
 #include "container/create_body.h"
 #include "container/docker_args.h"
 #include "runner/remote/docker_commands.h"
+#include "runner/remote/gpu_health.h"
+#include "runner/remote/host_address.h"
 #include "runner/remote/watchdog.h"
 
 namespace barge::runner {
@@ -132,6 +136,25 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
         out << docker.GpuProbe(n->container) << "\n";
         break;
       }
+    }
+    const bool gpus = std::any_of(nodes.begin(), nodes.end(), [](const auto* n) { return n->container.options.gpus.has_value(); });
+    if (gpus && spec.health.gpus != GpuHealthLevel::kOff) {
+      // preflight.cc through gpu_gate.cc: the same lines, in the same script.
+      const auto window = std::chrono::duration_cast<std::chrono::hours>(spec.health.xid_window).count();
+      out << "# GPU health (health.gpus: basic, Xids of the last " << window
+          << " h): the driver is asked in the same script; an\n"
+             "# unhealthy GPU is taken out of what the host offers, an unhealthy host stops the job:\n"
+          << gpu::GpuHealthLines(spec.health.nvidia_smi,
+                                 std::clamp(std::chrono::duration_cast<std::chrono::seconds>(spec.ssh.engine_timeout),
+                                            std::chrono::seconds(5), std::chrono::seconds(30)));
+    }
+    const bool host_network = std::any_of(nodes.begin(), nodes.end(), [](const auto* n) {
+      return n->container.options.network && *n->container.options.network == "host";
+    });
+    if (host_network) {
+      out << "# NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME: the interface that carries "
+          << cluster::InternalAddress(host) << ", from (in the same script):\n"
+          << InterfacesCommand() << "\n";
     }
     if (!spec.secrets.empty()) {
       out << "# secrets, each value written to the command's stdin (mode 0600), mounted at "

@@ -144,6 +144,40 @@ hosts:
   EXPECT_EQ(*(it + 1), "\"device=2,3\"");
 }
 
+TEST(PlanGpuHosts, AGpuJobOnTheHostsNetworkShowsTheHealthCheckAndTheInterfaceQueryItWillMake) {
+  cluster::Plan plan;
+  const std::string text = PlanText(R"(name: gh
+image: img
+container: {gpus: 2, network: host}
+hosts:
+  - {address: 10.0.0.5, gpus: 8}
+health: {xid_window: 6h}
+)",
+                                    &plan);
+  ASSERT_FALSE(text.empty());
+  EXPECT_NE(text.find("# GPU health (health.gpus: basic, Xids of the last 6 h)"), std::string::npos) << text;
+  EXPECT_NE(text.find("nvidia-smi --query-gpu=index,uuid,name,driver_version,memory.total,"
+                      "ecc.errors.uncorrected.volatile.total,retired_pages.pending,mig.mode.current,pci.bus_id"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME: the interface that carries 10.0.0.5"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("cat /proc/net/route"), std::string::npos) << text;
+  EXPECT_NE(text.find("'NCCL_SOCKET_IFNAME==<interface of 10.0.0.5>'"), std::string::npos) << text;
+  // Off, and on the default network: neither.
+  const std::string off = PlanText(R"(name: gh
+image: img
+container: {gpus: 2}
+hosts:
+  - {address: 10.0.0.5, gpus: 8}
+health: {gpus: off}
+)",
+                                   &plan);
+  EXPECT_EQ(off.find("GPU health"), std::string::npos) << off;
+  EXPECT_EQ(off.find("NCCL_SOCKET_IFNAME"), std::string::npos) << off;
+}
+
 // Plain `docker` hosts: each node made through the Engine API's create,
 // except one whose free-form run_options only the CLI can say.
 TEST(PlanEngineApiCreate, RunOptionsKeepTheCliCreateAndEveryOtherNodeIsMadeThroughTheApi) {
