@@ -238,8 +238,7 @@ std::map<HostState*, std::string> Holds::RunTakes(const std::vector<HostState*>&
   CommandGroup group(&loop_, &redact_);
   std::map<HostState*, std::string> problems;
   for (HostState* hs : hosts) {
-    const std::string text = "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\n"
-                             "echo " + std::string(kPosixShellAnswer) + "\nbs hold; (\n" + script(*hs) +
+    const std::string text = SectionMarkers() + "echo " + std::string(kPosixShellAnswer) + "\nbs hold; (\n" + script(*hs) +
                              "\n) 2>&1; be hold $?\n";
     group.Run(*hs->exec, text, [this, hs, &problems](const Outcome& o) {
       const PreflightReply reply = ParsePreflightReply(o.out);

@@ -148,8 +148,7 @@ nlohmann::json HostsJson(const std::vector<HostView>& hosts) {
 }
 
 std::string HostGpuLines(const std::string& nvidia_smi, std::chrono::seconds timeout) {
-  return "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\n" +
-         gpu::GpuHealthLines(nvidia_smi, timeout) + "bs gputopo; $H_T " + ssh::ShellQuote(nvidia_smi) +
+  return SectionMarkers() + gpu::GpuHealthLines(nvidia_smi, timeout) + "bs gputopo; $H_T " + ssh::ShellQuote(nvidia_smi) +
          " topo -m 2>&1; be gputopo $?\n";
 }
 

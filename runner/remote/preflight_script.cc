@@ -20,6 +20,12 @@ std::string TrimNewlines(std::string s) {
 
 }  // namespace
 
+std::string SectionMarkers() {
+  // The empty line ends a last line that has no newline.
+  return "bs() { echo \"" + std::string(kBegin) + "$1\"; }\nbe() { echo; echo \"" + std::string(kEnd) +
+         "$1 $2\"; }\n";
+}
+
 std::string PreflightScript(const DockerCommands& docker, const PreflightChecks& c) {
   const long long secs = std::max<long long>(1, (c.engine_timeout.count() + 999) / 1000);
   const int tries = std::max(1, c.engine_misses);
@@ -32,8 +38,7 @@ std::string PreflightScript(const DockerCommands& docker, const PreflightChecks&
   s += "T=; command -v timeout >/dev/null 2>&1 && T='timeout -s KILL " + std::to_string(secs) + "'\n";
   s += "bd() { n=0; while :; do $T \"$@\"; r=$?; n=$((n+1)); if [ $r -ne 137 ] || [ $n -ge " +
        std::to_string(tries) + " ]; then return $r; fi; done; }\n";
-  s += "bs() { echo \"@@barge{ $1\"; }\n";
-  s += "be() { echo; echo \"@@barge} $1 $2\"; }\n";
+  s += SectionMarkers();
   const bool host = c.part != PreflightPart::kEngine;
   const bool engine = c.part != PreflightPart::kHost;
   // The watchdog first: it needs no engine, and it is armed before anything

@@ -70,6 +70,11 @@ std::optional<std::string> EngineSocketOf(std::string_view section_text);
 // has only those, and its disk is the storage directory's alone.
 std::string PreflightScript(const DockerCommands& docker, const PreflightChecks& checks);
 
+// The shell functions `bs NAME` and `be NAME EXIT` that open and close a
+// section ParsePreflightReply reads; for every script whose reply is read
+// that way (the preflight script, a hold taking, `barge hosts --gpus`).
+std::string SectionMarkers();
+
 struct PreflightSection {
   int exit = -1;
   std::string text;  // trailing newlines removed
