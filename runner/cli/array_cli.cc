@@ -20,6 +20,7 @@
 #include "runner/array/array_member.h"
 #include "runner/array/array_runner.h"
 #include "runner/store/array_store.h"
+#include "runner/store/array_view.h"
 #include "runner/array/array_summary.h"
 #include "runner/store/job_store.h"
 #include "runner/store/state_dir.h"
@@ -29,66 +30,6 @@ namespace {
 
 
 using Json = nlohmann::ordered_json;
-
-// A member recorded as running while no array controller watches it (the
-// controller was killed): its job ran on as a process of its own, so once
-// that job has ended, the member takes the job's outcome.
-Status SettleOrphanMembers(ArrayStore& store, const std::string& state_dir, const std::string& array_id) {
-  Result<std::vector<MemberRecord>> members = store.GetMembers(array_id);
-  if (!members.ok()) return members.status();
-  std::unique_ptr<JobStore> jobs;
-  for (MemberRecord& m : *members) {
-    if (m.status != MemberStatus::kRunning || m.job_ids.empty()) continue;
-    if (!jobs) {
-      Result<std::unique_ptr<JobStore>> opened = JobStore::Open(state_dir);
-      if (!opened.ok()) return opened.status();
-      jobs = std::move(opened).value();
-    }
-    Result<JobRecord> job = jobs->GetJob(m.job_ids.back());
-    if (!job.ok()) continue;  // removed meanwhile: nothing to learn
-    if (Status s = MarkLostIfControllerGone(*jobs, &*job); !s.ok()) return s;
-    if (!IsFinal(job->status)) continue;
-    m.status = job->status == JobStatus::kSucceeded && job->exit_code.value_or(0) == 0 ? MemberStatus::kSucceeded
-               : job->status == JobStatus::kCancelled                                  ? MemberStatus::kCancelled
-                                                                                       : MemberStatus::kFailed;
-    m.exit_code = job->exit_code;
-    m.ended = job->ended.value_or(WallNow());
-    if (Status s = store.UpdateMember(m); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
-// The array's record, marked lost first when its controller is gone (and
-// its orphaned running members settled, see SettleOrphanMembers).
-Result<ArrayRecord> LiveArray(ArrayStore& store, const std::string& state_dir, const std::string& id) {
-  Result<ArrayRecord> a = store.GetArray(id);
-  if (!a.ok()) return a;
-  if (a->status == "running" && !ControllerAlive(a->controller_pid)) {
-    a->status = "lost";
-    a->ended = WallNow();
-    if (Status s = store.UpdateArray(*a); !s.ok()) return s;
-  }
-  if (a->status != "running") {
-    if (Status s = SettleOrphanMembers(store, state_dir, id); !s.ok()) return s;
-  }
-  return a;
-}
-
-// Members recorded as running whose job waits for hosts other jobs hold
-// (its status `waiting`) are shown waiting; nothing is written.
-void ShowWaitingMembers(const std::string& state_dir, std::vector<MemberRecord>* members) {
-  std::unique_ptr<JobStore> jobs;
-  for (MemberRecord& m : *members) {
-    if (m.status != MemberStatus::kRunning || m.job_ids.empty()) continue;
-    if (!jobs) {
-      Result<std::unique_ptr<JobStore>> opened = JobStore::Open(state_dir);
-      if (!opened.ok()) return;
-      jobs = std::move(opened).value();
-    }
-    Result<JobRecord> job = jobs->GetJob(m.job_ids.back());
-    if (job.ok() && job->status == JobStatus::kWaiting) m.status = MemberStatus::kWaiting;
-  }
-}
 
 Json OptTime(const std::optional<TimePoint>& t) { return t ? Json(IsoUtc(*t)) : Json(nullptr); }
 Json OptInt(const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); }
@@ -303,22 +244,18 @@ Status AddArraysToList(const std::string& state_dir, ListOptions* list) {
   Result<std::vector<std::string>> ids = store.MemberJobIds();
   if (!ids.ok()) return ids.status();
   list->hide.insert(ids->begin(), ids->end());
-  Result<std::vector<ArrayRecord>> arrays = store.ListArrays();
+  Result<std::vector<ArrayView>> arrays = LiveArrays(store, state_dir);
   if (!arrays.ok()) return arrays.status();
   const TimePoint now = WallNow();
-  for (const ArrayRecord& listed : *arrays) {
-    Result<ArrayRecord> a = LiveArray(store, state_dir, listed.id);
-    if (!a.ok()) return a.status();
+  for (const ArrayView& v : *arrays) {
+    const ArrayRecord* a = &v.array;
     if (list->name && *list->name != a->name) continue;
     if (list->status && *list->status != a->status) continue;
-    Result<std::vector<MemberRecord>> members = store.GetMembers(a->id);
-    if (!members.ok()) return members.status();
-    ShowWaitingMembers(state_dir, &*members);
-    list->extra_json.emplace_back(a->created, ArrayJson(*a, *members, now).dump(-1, ' ', false,
+    list->extra_json.emplace_back(a->created, ArrayJson(*a, v.members, now).dump(-1, ' ', false,
                                                                                  Json::error_handler_t::replace));
     list->extra_rows.push_back(
         {a->created,
-         {a->id, a->name, "array " + a->status + ": " + CountsText(*members), std::to_string(a->size) + " members",
+         {a->id, a->name, "array " + a->status + ": " + CountsText(v.members), std::to_string(a->size) + " members",
           LocalTime(a->created, false), FormatDuration(a->ended.value_or(now) - a->created),
           a->exit_code ? std::to_string(*a->exit_code) : "-"}});
   }
