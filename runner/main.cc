@@ -145,10 +145,12 @@ int main(int argc, char** argv) {
   show->add_flag("--json", show_json, "one JSON object: the job, its run request, nodes and events");
   bool show_timeline = false;
   show->add_flag("--timeline", show_timeline, "the timeline: one text bar per node, a letter per phase");
-  std::string ui_listen = "127.0.0.1:8765", ui_token, ui_token_file;
-  auto* ui = app.add_subcommand("ui", "Serve the local web dashboard (jobs, timelines, live logs, stop)");
+  std::string ui_listen = "127.0.0.1:8765", ui_token, ui_token_file, ui_job_file, ui_hosts;
+  auto* ui = app.add_subcommand("ui", "Serve the local web dashboard (jobs, arrays, hosts, timelines, live logs, stop)");
   ui->add_option("--listen", ui_listen, "HOST:PORT to listen on (default 127.0.0.1:8765; port 0 = any)");
   ui->add_option("--token-file", ui_token_file, "a file (mode 600) whose first line is the access token, at least 32 characters (else $BARGE_UI_TOKEN, else a new random one, printed in the URL)");
+  ui->add_option("--job-file", ui_job_file, "the hosts page also asks this job file's hosts what they hold, as `barge hosts FILE`");
+  ui->add_option("--hosts", ui_hosts, "the hosts page also asks these comma-separated hosts what they hold, as `barge hosts --hosts`");
   ui->add_option("--token", ui_token, "refused: a token on the command line is readable by every user; use --token-file")->group("");
   auto* rm = app.add_subcommand("rm", "Remove a finished job's record, logs and artifacts (a job array: every member's)");
   rm->add_option("job", job, "job id, unique id prefix, or name")->required();
@@ -302,6 +304,10 @@ int main(int argc, char** argv) {
     }
     ui_options.token = *token;
     if (auto s = barge::runner::ui::ParseListen(ui_listen, &ui_options); !s.ok()) {
+      std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+      return barge::runner::kExitBargeFailure;
+    }
+    if (auto s = barge::runner::ui::SetLiveHosts(ui_job_file, ui_hosts, &ui_options); !s.ok()) {
       std::fprintf(stderr, "barge: %s\n", s.message().c_str());
       return barge::runner::kExitBargeFailure;
     }

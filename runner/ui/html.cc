@@ -41,7 +41,8 @@ std::string PageShell(const std::string& title, const std::string& body) {
          HtmlEscape(title) +
          "</title><link rel=\"stylesheet\" href=\"/static/ui.css\">"
          "<script src=\"/static/ui.js\" defer></script></head>\n<body>\n"
-         "<header><a href=\"/\" class=\"brand\">barge</a></header>\n<main>\n" +
+         "<header><a href=\"/\" class=\"brand\">barge</a><nav><a href=\"/\" id=\"nav-jobs\">jobs</a>"
+         "<a href=\"/hosts\" id=\"nav-hosts\">hosts</a></nav></header>\n<main>\n" +
          body + "</main>\n</body></html>\n";
 }
 
@@ -50,6 +51,8 @@ const std::string& StyleSheet() {
 body { font-family: system-ui, sans-serif; margin: 0; color: #212121; background: #fafafa; }
 header { background: #263238; padding: 8px 16px; }
 header a.brand { color: #fff; font-weight: bold; text-decoration: none; font-size: 18px; }
+header nav { display: inline; margin-left: 24px; }
+header nav a { color: #cfd8dc; text-decoration: none; margin-right: 16px; font-size: 14px; }
 main { padding: 12px 16px; }
 h1 { font-size: 20px; margin: 8px 0; }
 h2 { font-size: 16px; margin: 18px 0 6px; }
@@ -71,6 +74,11 @@ pre.log .prefix { color: #80cbc4; }
 .pager a { margin-right: 12px; }
 svg.timeline { background: #fff; border: 1px solid #e0e0e0; max-width: 100%; height: auto; }
 .muted { color: #757575; font-size: 12px; }
+.status-waiting { color: #ef6c00; }
+section.host { margin: 8px 0 14px; }
+h3 { font-size: 14px; margin: 10px 0 4px; }
+h4 { font-size: 13px; margin: 8px 0 4px; font-weight: normal; color: #455a64; }
+.notice.error { background: #ffebee; border-color: #ef9a9a; }
 )css";
   return kCss;
 }

@@ -23,7 +23,8 @@ std::string HtmlEscape(std::string_view text);
 std::string UrlEncode(std::string_view text);
 
 // A complete HTML document: <head> with `title` (escaped), /static/ui.css
-// and /static/ui.js; `body` as given (already escaped by the caller).
+// and /static/ui.js, a header linking the jobs and hosts pages; `body` as
+// given (already escaped by the caller).
 std::string PageShell(const std::string& title, const std::string& body);
 
 // The stylesheet and script the pages use, served at /static/ui.css and

@@ -1,5 +1,9 @@
 #include "runner/ui/pages.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
 #include "runner/console/time_format.h"
 #include "runner/ui/html.h"
 
@@ -22,10 +26,57 @@ std::string Exit(const std::optional<int>& code) {
 }
 
 std::string JobHref(const std::string& id) { return "/jobs/" + UrlEncode(id); }
+std::string ArrayHref(const std::string& id) { return "/arrays/" + UrlEncode(id); }
+
+std::string JobLink(const std::string& id) {
+  return "<a href=\"" + JobHref(id) + "\">" + HtmlEscape(id) + "</a>";
+}
+
+std::string Td(const std::string& escaped, bool num = false) {
+  return std::string(num ? "<td class=\"num\">" : "<td>") + escaped + "</td>";
+}
+
+std::string MemberStatusCell(fleet::MemberStatus status) {
+  const std::string s = fleet::ToString(status);
+  return "<span class=\"status status-" + s + "\">" + s + "</span>";
+}
+
+// An array's status (running, succeeded, failed, cancelled, lost) styled as
+// the job statuses of the same name.
+std::string ArrayStatusCell(const std::string& status) {
+  return "<span class=\"status status-" + HtmlEscape(status) + "\">" + HtmlEscape(status) + "</span>";
+}
+
+int CountOf(const std::vector<fleet::MemberRecord>& members, fleet::MemberStatus s) {
+  return static_cast<int>(std::count_if(members.begin(), members.end(),
+                                        [&](const fleet::MemberRecord& m) { return m.status == s; }));
+}
+
+std::string ArrayRow(const fleet::ArrayView& v, TimePoint now) {
+  const fleet::ArrayRecord& a = v.array;
+  std::string counts;
+  for (const auto& [st, name] : fleet::kMemberStatusNames) {
+    counts += " data-" + std::string(name) + "=\"" + std::to_string(CountOf(v.members, st)) + "\"";
+  }
+  const std::string text = fleet::CountsText(v.members);
+  return "<tr class=\"array\" data-id=\"" + HtmlEscape(a.id) + "\" data-status=\"" + HtmlEscape(a.status) +
+         "\" data-size=\"" + std::to_string(a.size) + "\"" + counts + "><td><a href=\"" + ArrayHref(a.id) + "\">" +
+         HtmlEscape(a.id) + "</a></td>" + Td(HtmlEscape(a.name)) + "<td>array " + ArrayStatusCell(a.status) +
+         (text.empty() ? "" : ": <span class=\"counts\">" + HtmlEscape(text) + "</span>") + "</td>" +
+         Td(std::to_string(a.size) + " members", true) + Td(HtmlEscape(LocalTime(a.created, false))) +
+         Td(FormatDuration(std::max(std::chrono::milliseconds(0), a.ended.value_or(now) - a.created)), true) +
+         Td(Exit(a.exit_code), true) + "</tr>\n";
+}
+
+std::string Ago(TimePoint t, TimePoint now) {
+  return HtmlEscape(LocalTime(t, false)) + " <span class=\"muted\">(" +
+         FormatDuration(std::max(std::chrono::milliseconds(0), now - t)) + " ago)</span>";
+}
 
 }  // namespace
 
-std::string JobsPage(const std::vector<JobRecord>& jobs, const JobsQuery& query, TimePoint now) {
+std::string JobsPage(const std::vector<JobRecord>& jobs, const std::vector<fleet::ArrayView>& arrays,
+                     const JobsQuery& query, TimePoint now) {
   std::string b = "<h1>Jobs</h1>\n<form class=\"filter\" method=\"get\" action=\"/\">"
                   "<label>status <select name=\"status\"><option value=\"\">any</option>";
   for (const auto& [value, name] : kJobStatusNames) {
@@ -37,7 +88,16 @@ std::string JobsPage(const std::vector<JobRecord>& jobs, const JobsQuery& query,
        "\"></label> <button type=\"submit\">filter</button></form>\n";
   b += "<table id=\"jobs\"><thead><tr><th>ID</th><th>NAME</th><th>STATUS</th><th>NODES</th>"
        "<th>STARTED</th><th>DURATION</th><th>EXIT</th></tr></thead><tbody>\n";
+  // Newest first, as `barge ls`: an array goes before the first job made
+  // before it.
+  size_t next_array = 0;
+  auto arrays_made_after = [&](std::optional<TimePoint> t) {
+    while (next_array < arrays.size() && (!t || arrays[next_array].array.created >= *t)) {
+      b += ArrayRow(arrays[next_array++], now);
+    }
+  };
   for (const JobRecord& j : jobs) {
+    arrays_made_after(j.created);
     b += "<tr class=\"job\" data-id=\"" + HtmlEscape(j.id) + "\" data-status=\"" +
          ToString(j.status) + "\"><td><a href=\"" + JobHref(j.id) + "\">" + HtmlEscape(j.id) +
          "</a></td><td>" + HtmlEscape(j.name) + "</td><td>" + StatusCell(j.status) +
@@ -45,9 +105,189 @@ std::string JobsPage(const std::vector<JobRecord>& jobs, const JobsQuery& query,
          HtmlEscape(LocalTime(j.created, false)) + "</td><td class=\"num\">" +
          Duration(j, now) + "</td><td class=\"num\">" + Exit(j.exit_code) + "</td></tr>\n";
   }
+  arrays_made_after(std::nullopt);
   b += "</tbody></table>\n";
-  if (jobs.empty()) b += "<p class=\"muted\">No job matches.</p>\n";
+  if (jobs.empty() && arrays.empty()) b += "<p class=\"muted\">No job matches.</p>\n";
   return PageShell("barge: jobs", b);
+}
+
+std::string ArrayPage(const ArrayPageData& d, TimePoint now) {
+  const fleet::ArrayRecord& a = d.view.array;
+  const std::vector<fleet::MemberRecord>& members = d.view.members;
+  std::string b = "<h1>Array " + HtmlEscape(a.id) + " (" + HtmlEscape(a.name) + ") " +
+                  "<span id=\"array-status\" data-status=\"" + HtmlEscape(a.status) + "\">" +
+                  ArrayStatusCell(a.status) + "</span></h1>\n";
+  b += "<table class=\"summary\"><tr><th>members</th><td>" + std::to_string(a.size) +
+       "</td><th>at most at once</th><td>" + std::to_string(a.parallel) + "</td><th>retries</th><td>" +
+       std::to_string(a.retries) + "</td><th>started</th><td>" + HtmlEscape(LocalTime(a.created, false)) +
+       "</td><th>duration</th><td>" +
+       FormatDuration(std::max(std::chrono::milliseconds(0), a.ended.value_or(now) - a.created)) +
+       "</td><th>exit</th><td>" + Exit(a.exit_code) + "</td></tr></table>\n";
+  b += "<p id=\"array-counts\">members: " + HtmlEscape(fleet::CountsText(members)) +
+       " <span class=\"muted\">(as <code>barge show " + HtmlEscape(a.id) + "</code>)</span></p>\n";
+
+  // As `barge ls ARRAY`, with the summary's status ("(N attempts)") and
+  // duration (the last attempt's; to now while it runs).
+  b += "<h2>Members</h2>\n<table id=\"members\"><thead><tr><th>INDEX</th><th>JOB</th><th>PARAMS</th>"
+       "<th>STATUS</th><th>ATTEMPTS</th><th>EXIT</th><th>HOSTS</th><th>DURATION</th></tr></thead><tbody>\n";
+  for (const fleet::MemberRecord& m : members) {
+    std::string status = MemberStatusCell(m.status);
+    if (m.attempts > 1) status += " (" + std::to_string(m.attempts) + " attempts)";
+    const std::string duration =
+        m.started ? FormatDuration(std::max(std::chrono::milliseconds(0), m.ended.value_or(now) - *m.started)) : "-";
+    b += "<tr class=\"member\" data-index=\"" + std::to_string(m.index) + "\" data-status=\"" +
+         fleet::ToString(m.status) + "\" data-attempts=\"" + std::to_string(m.attempts) + "\">" +
+         Td(std::to_string(m.index), true) + Td(m.job_ids.empty() ? "-" : JobLink(m.job_ids.back())) +
+         Td(HtmlEscape(m.params)) + Td(status) + Td(std::to_string(m.attempts), true) + Td(Exit(m.exit_code), true) +
+         Td(m.hosts.empty() ? "-" : HtmlEscape(m.hosts)) + Td(duration, true) + "</tr>\n";
+  }
+  b += "</tbody></table>\n";
+
+  b += "<h2>Attempts</h2>\n<table id=\"attempts\"><thead><tr><th>MEMBER</th><th>ATTEMPT</th><th>JOB</th>"
+       "<th>STATUS</th><th>HOSTS</th><th>EXIT</th><th>STARTED</th><th>DURATION</th></tr></thead><tbody>\n";
+  size_t attempts = 0;
+  for (const fleet::MemberRecord& m : members) {
+    for (size_t i = 0; i < m.job_ids.size(); ++i) {
+      ++attempts;
+      const std::string& id = m.job_ids[i];
+      auto job = d.jobs.find(id);
+      std::string head = "<tr class=\"attempt\" data-index=\"" + std::to_string(m.index) + "\" data-attempt=\"" +
+                         std::to_string(i + 1) + "\" data-job=\"" + HtmlEscape(id) + "\"";
+      if (job == d.jobs.end()) {
+        b += head + ">" + Td(std::to_string(m.index), true) + Td(std::to_string(i + 1), true) +
+             Td(HtmlEscape(id)) + "<td colspan=\"5\" class=\"muted\">removed</td></tr>\n";
+        continue;
+      }
+      const JobRecord& j = job->second;
+      std::vector<std::string> hosts;
+      if (auto n = d.nodes.find(id); n != d.nodes.end()) {
+        for (const NodeRecord& node : n->second) {
+          if (std::find(hosts.begin(), hosts.end(), node.host) == hosts.end()) hosts.push_back(node.host);
+        }
+      }
+      std::string host_text;
+      for (const std::string& h : hosts) host_text += (host_text.empty() ? "" : ",") + h;
+      b += head + " data-status=\"" + ToString(j.status) + "\">" + Td(std::to_string(m.index), true) +
+           Td(std::to_string(i + 1), true) + Td(JobLink(id)) + Td(StatusCell(j.status)) +
+           Td(host_text.empty() ? "-" : HtmlEscape(host_text)) + Td(Exit(j.exit_code), true) +
+           Td(HtmlEscape(LocalTime(j.created, false))) + Td(Duration(j, now), true) + "</tr>\n";
+    }
+  }
+  b += "</tbody></table>\n";
+  if (attempts == 0) b += "<p class=\"muted\">No member has started yet.</p>\n";
+  return PageShell("barge: array " + a.id + " (" + a.name + ")", b);
+}
+
+namespace {
+
+std::string HostSection(const std::string& host, const std::string& cls, const std::string& inner) {
+  return "<section class=\"" + cls + "\" data-host=\"" + HtmlEscape(host) + "\"><h3>" + HtmlEscape(host) +
+         "</h3>\n" + inner + "</section>\n";
+}
+
+// "hold host", "hold gpu-0", "lease", "queued #2", as `barge hosts` says.
+std::string LiveWhat(const LiveHold& h) {
+  if (h.ticket) return h.queue_position ? "queued #" + std::to_string(*h.queue_position) : "ticket (stale)";
+  if (h.lease) return "lease";
+  constexpr std::string_view kHold = "barge-hold-";
+  return "hold " + (h.name.rfind(kHold, 0) == 0 ? h.name.substr(kHold.size()) : h.name);
+}
+
+std::string LiveHostSection(const LiveHost& h) {
+  std::string in;
+  if (!h.error.empty()) in += "<p class=\"notice error\">cannot ask: " + HtmlEscape(h.error) + "</p>\n";
+  std::vector<const LiveHold*> holds, queue;
+  for (const LiveHold& x : h.holds) (x.ticket ? queue : holds).push_back(&x);
+  std::stable_sort(queue.begin(), queue.end(), [](const LiveHold* a, const LiveHold* b) {
+    return a->queue_position.value_or(INT32_MAX) < b->queue_position.value_or(INT32_MAX);
+  });
+  if (h.error.empty() && h.holds.empty() && h.containers.empty()) in += "<p class=\"free\">free</p>\n";
+  if (!holds.empty()) {
+    in += "<table class=\"holds\"><thead><tr><th>WHAT</th><th>JOB</th><th>NAME</th><th>USER@MACHINE</th>"
+          "<th>SINCE (UTC)</th><th>GPUS</th><th>STALE AT</th></tr></thead><tbody>\n";
+    for (const LiveHold* x : holds) {
+      in += "<tr class=\"hold\" data-job=\"" + HtmlEscape(x->job) + "\" data-name=\"" + HtmlEscape(x->name) +
+            "\">" + Td(HtmlEscape(LiveWhat(*x))) + Td(JobLink(x->job)) + Td(HtmlEscape(x->job_name)) +
+            Td(HtmlEscape(x->user + "@" + x->machine)) + Td(HtmlEscape(x->since)) +
+            Td(x->gpus.empty() ? "-" : HtmlEscape(x->gpus)) +
+            Td(x->stale ? "stale now" : x->stale_at.empty() ? "never" : HtmlEscape(x->stale_at)) + "</tr>\n";
+    }
+    in += "</tbody></table>\n";
+  }
+  if (!queue.empty()) {
+    in += "<h4>queue</h4>\n<table class=\"queue\"><thead><tr><th>PLACE</th><th>JOB</th><th>NAME</th>"
+          "<th>USER@MACHINE</th><th>WAITING SINCE (UTC)</th></tr></thead><tbody>\n";
+    for (const LiveHold* x : queue) {
+      in += "<tr class=\"ticket\" data-job=\"" + HtmlEscape(x->job) + "\">" + Td(HtmlEscape(LiveWhat(*x))) +
+            Td(JobLink(x->job)) + Td(HtmlEscape(x->job_name)) + Td(HtmlEscape(x->user + "@" + x->machine)) +
+            Td(HtmlEscape(x->since)) + "</tr>\n";
+    }
+    in += "</tbody></table>\n";
+  }
+  if (!h.containers.empty()) {
+    in += "<h4>barge containers</h4>\n<table class=\"containers\"><thead><tr><th>CONTAINER</th><th>JOB</th>"
+          "<th>ROLE</th><th>RANK</th><th>STATUS</th></tr></thead><tbody>\n";
+    for (const LiveContainer& c : h.containers) {
+      in += "<tr class=\"container\" data-job=\"" + HtmlEscape(c.job) + "\">" + Td(HtmlEscape(c.name)) +
+            Td(JobLink(c.job)) + Td(HtmlEscape(c.role)) + Td(HtmlEscape(c.rank), true) + Td(HtmlEscape(c.status)) +
+            "</tr>\n";
+    }
+    in += "</tbody></table>\n";
+  }
+  return HostSection(h.host, "host live", in);
+}
+
+std::string StoreHostSection(const HostUse& u, const std::string& owner, TimePoint now) {
+  std::string in;
+  if (!u.holds.empty()) {
+    in += "<table class=\"holds\"><thead><tr><th>JOB</th><th>NAME</th><th>USER@MACHINE</th><th>STATUS</th>"
+          "<th>SINCE</th></tr></thead><tbody>\n";
+    for (const HostJob& j : u.holds) {
+      in += "<tr class=\"hold\" data-job=\"" + HtmlEscape(j.job_id) + "\" data-status=\"" + ToString(j.status) +
+            "\">" + Td(JobLink(j.job_id)) + Td(HtmlEscape(j.job_name)) + Td(HtmlEscape(owner)) +
+            Td(StatusCell(j.status)) + Td(Ago(j.since, now)) + "</tr>\n";
+    }
+    in += "</tbody></table>\n";
+  }
+  if (!u.queue.empty()) {
+    in += "<h4>queue</h4>\n<table class=\"queue\"><thead><tr><th>PLACE</th><th>JOB</th><th>NAME</th>"
+          "<th>USER@MACHINE</th><th>WAITING SINCE</th><th>FOR</th></tr></thead><tbody>\n";
+    for (size_t i = 0; i < u.queue.size(); ++i) {
+      const HostJob& j = u.queue[i];
+      in += "<tr class=\"ticket\" data-job=\"" + HtmlEscape(j.job_id) + "\">" + Td("#" + std::to_string(i + 1)) +
+            Td(JobLink(j.job_id)) + Td(HtmlEscape(j.job_name)) + Td(HtmlEscape(owner)) + Td(Ago(j.since, now)) +
+            Td(HtmlEscape(j.detail)) + "</tr>\n";
+    }
+    in += "</tbody></table>\n";
+  }
+  return HostSection(u.host, "host stored", in);
+}
+
+}  // namespace
+
+std::string HostsPage(const HostsPageData& d, TimePoint now) {
+  std::string b = "<h1>Hosts</h1>\n";
+  b += "<h2>From the hosts</h2>\n<div id=\"live-hosts\">\n";
+  if (!d.live_enabled) {
+    b += "<p class=\"muted\">Not asked: start the dashboard with <code>barge ui --job-file FILE</code> or "
+         "<code>--hosts a,b</code> to list what the hosts themselves hold (as <code>barge hosts</code>).</p>\n";
+  } else if (!d.live) {
+    b += "<p class=\"muted\" id=\"live-asking\">The hosts are being asked; reload in a moment.</p>\n";
+  } else {
+    const LiveHostsReading& r = *d.live;
+    b += "<p class=\"muted\">As <code>" + HtmlEscape(r.command) + "</code> answered at " +
+         HtmlEscape(LocalTime(r.at, false)) + ".</p>\n";
+    if (!r.error.empty()) b += "<p class=\"notice error\" id=\"live-error\">" + HtmlEscape(r.error) + "</p>\n";
+    for (const LiveHost& h : r.hosts) b += LiveHostSection(h);
+  }
+  b += "</div>\n<h2>From this machine's job store</h2>\n<div id=\"stored-hosts\">\n";
+  b += "<p class=\"muted\">The hosts the live jobs run by " + HtmlEscape(d.store_owner) +
+       " use: a job holds its hosts from its last preflight until it ends; a waiting job stands in each "
+       "host's queue from when it began to wait.</p>\n";
+  for (const HostUse& u : d.store) b += StoreHostSection(u, d.store_owner, now);
+  if (d.store.empty()) b += "<p class=\"muted\" id=\"no-stored-hosts\">No live job holds or waits for a host.</p>\n";
+  b += "</div>\n";
+  return PageShell("barge: hosts", b);
 }
 
 std::string JobPage(const JobPageData& d, TimePoint now) {

@@ -3,11 +3,15 @@
 // tested without a server.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "runner/store/array_view.h"
+#include "runner/store/host_use.h"
 #include "runner/store/job_store.h"
+#include "runner/ui/live_hosts.h"
 #include "runner/ui/log_view.h"
 
 namespace barge::runner::ui {
@@ -18,8 +22,39 @@ struct JobsQuery {
 };
 
 // `/`: the jobs table (as `barge ls`: id, name, status, nodes, started,
-// duration, exit), newest first as given, with the filter form.
-std::string JobsPage(const std::vector<JobRecord>& jobs, const JobsQuery& query, TimePoint now);
+// duration, exit), newest first as given, with the filter form. Each array
+// is one row among them, placed by its start as `barge ls` places it
+// ("array running: running 2, succeeded 5", "N members"), linking to its
+// page; the caller leaves its members' jobs out of `jobs`.
+std::string JobsPage(const std::vector<JobRecord>& jobs, const std::vector<fleet::ArrayView>& arrays,
+                     const JobsQuery& query, TimePoint now);
+
+struct ArrayPageData {
+  fleet::ArrayView view;
+  // Every attempt's job by id (an attempt whose job was removed is
+  // missing) and its nodes.
+  std::map<std::string, JobRecord> jobs;
+  std::map<std::string, std::vector<NodeRecord>> nodes;
+};
+
+// `/arrays/<id>`: the array's header and counts (as `barge show ARRAY`),
+// its members (as `barge ls ARRAY`, with the summary's duration) and every
+// attempt of every member with its job, hosts and exit code.
+std::string ArrayPage(const ArrayPageData& data, TimePoint now);
+
+struct HostsPageData {
+  std::vector<HostUse> store;  // HostsInUse
+  std::string store_owner;     // "user@machine" whose jobs the store holds
+  // Whether `barge ui` was given hosts to ask, and what they answered
+  // (nullopt while being asked for the first time).
+  bool live_enabled = false;
+  std::optional<LiveHostsReading> live;
+};
+
+// `/hosts`: per host, from the store, the jobs that hold it (since when)
+// and its queue; and, when enabled, each host's own listing: its holds and
+// leases, its queue of tickets in order, its barge containers.
+std::string HostsPage(const HostsPageData& data, TimePoint now);
 
 struct JobPageData {
   JobRecord job;

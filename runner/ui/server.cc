@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
@@ -12,15 +13,20 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "runner/store/array_store.h"
+#include "runner/store/array_view.h"
+#include "runner/store/host_use.h"
 #include "runner/store/job_store.h"
 #include "runner/store/job_lookup.h"
 #include "runner/ui/auth.h"
 #include "runner/ui/gate.h"
 #include "runner/ui/html.h"
+#include "runner/ui/live_hosts.h"
 #include "runner/ui/log_view.h"
 #include "runner/ui/pages.h"
 #include "runner/ui/timeline.h"
@@ -124,11 +130,14 @@ struct UiServer::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<bool> listening_done{false};
   bool stopped = false;
+  std::unique_ptr<LiveHosts> live_hosts;
 
   void Routes();
   bool Allowed(const httplib::Request& req, httplib::Response& res);
   void JobsPage(const httplib::Request& req, httplib::Response& res);
   void JobPage(const httplib::Request& req, httplib::Response& res);
+  void ArrayPage(const httplib::Request& req, httplib::Response& res);
+  void HostsPage(const httplib::Request& req, httplib::Response& res);
   void Stream(const httplib::Request& req, httplib::Response& res);
   void StopJob(const httplib::Request& req, httplib::Response& res);
   // Runs `barge down ID` detached, output to RUN_DIR/down.log.
@@ -197,6 +206,9 @@ void UiServer::Impl::Routes() {
   server.Get("/", [this](const httplib::Request& req, httplib::Response& res) { JobsPage(req, res); });
   server.Get(std::string("/jobs/") + kJobId,
              [this](const httplib::Request& req, httplib::Response& res) { JobPage(req, res); });
+  server.Get(std::string("/arrays/") + kJobId,
+             [this](const httplib::Request& req, httplib::Response& res) { ArrayPage(req, res); });
+  server.Get("/hosts", [this](const httplib::Request& req, httplib::Response& res) { HostsPage(req, res); });
   server.Get(std::string("/jobs/") + kJobId + "/logs/stream",
              [this](const httplib::Request& req, httplib::Response& res) { Stream(req, res); });
   server.Post(std::string("/jobs/") + kJobId + "/stop",
@@ -216,10 +228,25 @@ void UiServer::Impl::JobsPage(const httplib::Request& req, httplib::Response& re
   Result<std::unique_ptr<JobStore>> store = OpenStore(options.state_dir);
   if (!store.ok()) return Fail(res, 500, store.status().message());
   std::vector<JobRecord> jobs;
+  std::vector<fleet::ArrayView> arrays;
   if (*store) {
+    // As `barge ls`: an array is one row; its members' jobs are not listed.
+    Result<std::unique_ptr<fleet::ArrayStore>> array_store = fleet::ArrayStore::Open(options.state_dir);
+    if (!array_store.ok()) return Fail(res, 500, array_store.status().message());
+    Result<std::vector<std::string>> member_jobs = (*array_store)->MemberJobIds();
+    if (!member_jobs.ok()) return Fail(res, 500, member_jobs.status().message());
+    const std::set<std::string> hide(member_jobs->begin(), member_jobs->end());
+    Result<std::vector<fleet::ArrayView>> all_arrays = fleet::LiveArrays(**array_store, options.state_dir);
+    if (!all_arrays.ok()) return Fail(res, 500, all_arrays.status().message());
+    for (fleet::ArrayView& v : *all_arrays) {
+      if (query.status && *query.status != v.array.status) continue;
+      if (!query.name.empty() && v.array.name.find(query.name) == std::string::npos) continue;
+      arrays.push_back(std::move(v));
+    }
     Result<std::vector<JobRecord>> all = (*store)->ListJobs(filter);
     if (!all.ok()) return Fail(res, 500, all.status().message());
     for (JobRecord& j : *all) {
+      if (hide.count(j.id)) continue;
       if (Status s = MarkLostIfControllerGone(**store, &j); !s.ok()) {
         return Fail(res, 500, s.message());
       }
@@ -228,7 +255,7 @@ void UiServer::Impl::JobsPage(const httplib::Request& req, httplib::Response& re
       jobs.push_back(std::move(j));
     }
   }
-  Html(res, 200, ui::JobsPage(jobs, query, WallNow()));
+  Html(res, 200, ui::JobsPage(jobs, arrays, query, WallNow()));
 }
 
 namespace {
@@ -291,6 +318,65 @@ void UiServer::Impl::JobPage(const httplib::Request& req, httplib::Response& res
     data.kept_log = std::move(page).value();
   }
   Html(res, 200, ui::JobPage(data, now));
+}
+
+void UiServer::Impl::ArrayPage(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.matches[1];
+  Result<std::unique_ptr<JobStore>> store = OpenStore(options.state_dir);
+  if (!store.ok()) return Fail(res, 500, store.status().message());
+  if (!*store) return Fail(res, 404, "no array '" + id + "'");
+  Result<std::unique_ptr<fleet::ArrayStore>> arrays = fleet::ArrayStore::Open(options.state_dir);
+  if (!arrays.ok()) return Fail(res, 500, arrays.status().message());
+  if (!(*arrays)->GetArray(id).ok()) return Fail(res, 404, "no array '" + id + "'");
+  ArrayPageData data;
+  Result<fleet::ArrayRecord> a = fleet::LiveArray(**arrays, options.state_dir, id);
+  if (!a.ok()) return Fail(res, 500, a.status().message());
+  Result<std::vector<fleet::MemberRecord>> members = (*arrays)->GetMembers(id);
+  if (!members.ok()) return Fail(res, 500, members.status().message());
+  fleet::ShowWaitingMembers(options.state_dir, &*members);
+  data.view = {std::move(a).value(), std::move(members).value()};
+  for (const fleet::MemberRecord& m : data.view.members) {
+    for (const std::string& job_id : m.job_ids) {
+      Result<JobRecord> job = (*store)->GetJob(job_id);
+      if (!job.ok()) continue;  // removed
+      if (Status s = MarkLostIfControllerGone(**store, &*job); !s.ok()) return Fail(res, 500, s.message());
+      Result<std::vector<NodeRecord>> nodes = (*store)->GetNodes(job_id);
+      if (!nodes.ok()) return Fail(res, 500, nodes.status().message());
+      data.jobs[job_id] = std::move(job).value();
+      data.nodes[job_id] = std::move(nodes).value();
+    }
+  }
+  Html(res, 200, ui::ArrayPage(data, WallNow()));
+}
+
+namespace {
+
+// "user@machine" of this process: the owner of the store it reads, on the
+// machine its jobs were run from.
+std::string ThisUserAtMachine() {
+  std::string user;
+  if (const passwd* pw = getpwuid(geteuid())) user = pw->pw_name;
+  if (user.empty()) user = std::to_string(geteuid());
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return user + "@" + host;
+}
+
+}  // namespace
+
+void UiServer::Impl::HostsPage(const httplib::Request&, httplib::Response& res) {
+  HostsPageData data;
+  data.store_owner = ThisUserAtMachine();
+  Result<std::unique_ptr<JobStore>> store = OpenStore(options.state_dir);
+  if (!store.ok()) return Fail(res, 500, store.status().message());
+  if (*store) {
+    Result<std::vector<HostUse>> use = HostsInUse(**store);
+    if (!use.ok()) return Fail(res, 500, use.status().message());
+    data.store = std::move(use).value();
+  }
+  data.live_enabled = live_hosts->enabled();
+  if (data.live_enabled) data.live = live_hosts->Read();
+  Html(res, 200, ui::HostsPage(data, WallNow()));
 }
 
 void UiServer::Impl::Stream(const httplib::Request& req, httplib::Response& res) {
@@ -459,8 +545,14 @@ Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
                          std::to_string(options.threads) + ") than live streams (" +
                          std::to_string(options.max_streams) + ")");
   }
+  if (!options.hosts_job_file.empty() && !options.hosts_list.empty()) {
+    return Status::Error("the hosts page asks the hosts of a job file or of --hosts, not both");
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->live_hosts = std::make_unique<LiveHosts>(
+      LiveHostsSource{options.barge_binary, options.state_dir, options.hosts_job_file, options.hosts_list,
+                      options.hosts_deadline, std::chrono::seconds(5)});
   const int threads = options.threads;
   impl->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   impl->server.set_keep_alive_timeout(2);

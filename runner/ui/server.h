@@ -5,6 +5,10 @@
 // Routes (every one behind the checks of auth.h; anything else is 404):
 //   GET  /                         jobs table; ?status=S&name=TEXT filter it
 //   GET  /jobs/ID                  one job; ?node=RANK&from=LINE page its kept logs
+//   GET  /arrays/ID                one job array: its members and their attempts
+//   GET  /hosts                    who holds and waits for each host: from the
+//                                  store, and from the hosts themselves (with
+//                                  hosts_job_file or hosts_list)
 //   GET  /jobs/ID/logs/stream      server-sent events of a running job's merged
 //                                  output (?node=RANK; Last-Event-ID resumes)
 //   POST /jobs/ID/stop             `barge down ID` (form field csrf from the page)
@@ -25,7 +29,8 @@
 // (more get 503 and the browser retries), so pages are always served by the
 // threads left. Server threads read the store (one JobStore per request)
 // and files only: they never touch libssh; the stop action runs `barge
-// down` as a child process.
+// down` and the hosts page `barge hosts --json` as child processes (one
+// at a time, live_hosts.h).
 #pragma once
 
 #include <chrono>
@@ -52,6 +57,12 @@ struct UiOptions {
   size_t log_page_lines = 500;
   // The front gate's deadline and caps.
   GateLimits gate;
+  // The hosts the hosts page asks live (as `barge hosts FILE` or `barge
+  // hosts --hosts LIST`): a job file, or comma-separated hosts; at most one.
+  std::string hosts_job_file;
+  std::string hosts_list;
+  // How long `barge hosts` may take before it is stopped.
+  std::chrono::seconds hosts_deadline{90};
 };
 
 class UiServer {

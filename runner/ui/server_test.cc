@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <thread>
 
+#include "runner/store/array_store.h"
 #include "runner/store/job_store.h"
 
 namespace barge::runner::ui {
@@ -349,6 +351,158 @@ TEST_F(UiServerTest, HeadsThatNeverEndOnMoreConnectionsThanServerThreadsDoNotDel
     EXPECT_EQ(poll(&p, 1, 0), 0) << "a half head was answered or closed before its deadline";
     close(fd);
   }
+}
+
+
+TEST_F(UiServerTest, AnArrayIsOneRowOnTheJobsPageAndHasAPageOfItsMembersAndAttempts) {
+  // Array "arr1" of 3: member 0's job is done1 (succeeded), member 1's is
+  // live1 (running), member 2 has not started.
+  auto arrays = fleet::ArrayStore::Open(dir_.path());
+  ASSERT_TRUE(arrays.ok()) << arrays.status().message();
+  fleet::ArrayRecord a;
+  a.id = "arr1";
+  a.name = "sweep";
+  a.size = 3;
+  a.parallel = 2;
+  a.created = WallNow();
+  a.controller_pid = getpid();
+  std::vector<fleet::MemberRecord> members(3);
+  for (int i = 0; i < 3; ++i) {
+    members[i].array_id = "arr1";
+    members[i].index = i;
+    members[i].params = "seed=" + std::to_string(i);
+  }
+  members[0].status = fleet::MemberStatus::kSucceeded;
+  members[0].attempts = 1;
+  members[0].job_ids = {"done1"};
+  members[0].exit_code = 0;
+  members[0].hosts = "local";
+  members[1].status = fleet::MemberStatus::kRunning;
+  members[1].attempts = 1;
+  members[1].job_ids = {"live1"};
+  members[1].hosts = "local";
+  ASSERT_TRUE((*arrays)->CreateArray(a, members).ok());
+  JobRecord plain;
+  plain.id = "plain1";
+  plain.name = "plain";
+  plain.status = JobStatus::kSucceeded;
+  plain.created = WallNow();
+  plain.exit_code = 0;
+  ASSERT_TRUE(store_->CreateJob(plain).ok());
+
+  auto c = Client();
+  auto jobs = c.Get("/", Authed());
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->status, 200);
+  EXPECT_NE(jobs->body.find("<tr class=\"array\" data-id=\"arr1\" data-status=\"running\" data-size=\"3\" "
+                            "data-waiting=\"1\" data-running=\"1\" data-succeeded=\"1\" data-failed=\"0\""),
+            std::string::npos)
+      << jobs->body;
+  EXPECT_NE(jobs->body.find("running 1, succeeded 1, waiting 1"), std::string::npos);
+  EXPECT_NE(jobs->body.find("data-id=\"plain1\""), std::string::npos);
+  // The members' jobs are the array's row, not rows of their own.
+  EXPECT_EQ(jobs->body.find("data-id=\"done1\""), std::string::npos);
+  EXPECT_EQ(jobs->body.find("data-id=\"live1\""), std::string::npos);
+  auto filtered = c.Get("/?name=swe", Authed());
+  ASSERT_TRUE(filtered);
+  EXPECT_NE(filtered->body.find("data-id=\"arr1\""), std::string::npos);
+  EXPECT_EQ(filtered->body.find("data-id=\"plain1\""), std::string::npos);
+  auto done_only = c.Get("/?status=succeeded", Authed());
+  ASSERT_TRUE(done_only);
+  EXPECT_EQ(done_only->body.find("data-id=\"arr1\""), std::string::npos);
+
+  auto page = c.Get("/arrays/arr1", Authed());
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("<p id=\"array-counts\">members: running 1, succeeded 1, waiting 1"), std::string::npos);
+  EXPECT_NE(page->body.find("<tr class=\"member\" data-index=\"0\" data-status=\"succeeded\" data-attempts=\"1\">"),
+            std::string::npos);
+  EXPECT_NE(page->body.find("<tr class=\"member\" data-index=\"2\" data-status=\"waiting\" data-attempts=\"0\">"),
+            std::string::npos);
+  // Each attempt with its job's status and the hosts of its nodes.
+  EXPECT_NE(page->body.find("<tr class=\"attempt\" data-index=\"0\" data-attempt=\"1\" data-job=\"done1\" "
+                            "data-status=\"succeeded\">"),
+            std::string::npos)
+      << page->body;
+  EXPECT_NE(page->body.find("data-job=\"live1\" data-status=\"running\""), std::string::npos);
+  EXPECT_NE(page->body.find("<td><a href=\"/jobs/live1\">live1</a></td><td><span class=\"status status-running\">"
+                            "running</span></td><td>local</td>"),
+            std::string::npos);
+  // A member whose job waits for hosts shows waiting.
+  ASSERT_TRUE(store_->SetStatus("live1", JobStatus::kWaiting, std::nullopt, "for local").ok());
+  auto waiting = c.Get("/arrays/arr1", Authed());
+  ASSERT_TRUE(waiting);
+  EXPECT_NE(waiting->body.find("members: succeeded 1, waiting 2"), std::string::npos);
+
+  for (const char* path : {"/arrays/nope", "/arrays/../jobs/done1", "/arrays/done1"}) {
+    const std::string got = Get(path);
+    EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 404") << path;
+  }
+  EXPECT_NE(Get("/arrays/nope").find("no array &#39;nope&#39;"), std::string::npos);
+}
+
+TEST_F(UiServerTest, TheHostsPageShowsWhoHoldsAndWaitsForEachHostFromTheStore) {
+  ASSERT_TRUE(store_->UpsertHost({"live1", 0, "local", "", std::nullopt}).ok());
+  JobRecord w;
+  w.id = "wait1";
+  w.name = "waiter";
+  w.status = JobStatus::kWaiting;
+  w.created = WallNow();
+  w.controller_pid = getpid();
+  ASSERT_TRUE(store_->CreateJob(w).ok());
+  ASSERT_TRUE(store_->UpsertHost({"wait1", 0, "local", "", std::nullopt}).ok());
+  ASSERT_TRUE(store_->AddEvent("wait1", "waiting", std::nullopt, "for local (held by live1)").ok());
+  auto c = Client();
+  auto page = c.Get("/hosts", Authed());
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("<section class=\"host stored\" data-host=\"local\">"), std::string::npos) << page->body;
+  EXPECT_NE(page->body.find("<tr class=\"hold\" data-job=\"live1\" data-status=\"running\">"), std::string::npos);
+  EXPECT_NE(page->body.find("<tr class=\"ticket\" data-job=\"wait1\"><td>#1</td>"), std::string::npos);
+  EXPECT_NE(page->body.find("<td>for local (held by live1)</td>"), std::string::npos);
+  EXPECT_NE(page->body.find("barge ui --job-file FILE"), std::string::npos);  // not asked live
+  EXPECT_EQ(page->body.find("class=\"host live\""), std::string::npos);
+  EXPECT_EQ(page->body.find("data-job=\"done1\""), std::string::npos);  // ended: holds nothing
+}
+
+TEST_F(UiServerTest, GivenHostsTheHostsPageAlsoShowsWhatBargeHostsReadsFromThem) {
+  const std::string fake = dir_.path() + "/fake-barge";
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "[ \"$*\" = 'hosts --json --hosts local' ] || { echo \"barge: bad args: $*\" >&2; exit 2; }\n"
+                         "cat <<'EOF'\n"
+                         "[{\"host\": \"local\", \"containers\": [], \"holds\": [{\"name\": \"barge-hold-host\", "
+                         "\"job\": \"live1\", \"job_name\": \"live1\", \"user\": \"ann\", \"machine\": \"laptop\", "
+                         "\"gpus\": \"all\", \"since\": \"2024-05-01T12:00:00Z\", \"stale_at\": null, \"stale\": false, "
+                         "\"lease\": false, \"ticket\": false, \"queue_position\": null}]}]\n"
+                         "EOF\n";
+  chmod(fake.c_str(), 0700);
+  UiOptions options;
+  options.state_dir = dir_.path();
+  options.port = 0;
+  options.token = "tok123";
+  options.threads = 4;
+  options.max_streams = 1;
+  options.barge_binary = fake;
+  options.hosts_list = "local";
+  auto server = UiServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  httplib::Client c("127.0.0.1", (*server)->port());
+  c.set_read_timeout(30, 0);
+  auto page = c.Get("/hosts", {{"Cookie", "barge_ui_" + std::to_string((*server)->port()) + "=tok123"}});
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("As <code>barge hosts --json --hosts local</code> answered"), std::string::npos)
+      << page->body;
+  EXPECT_NE(page->body.find("<section class=\"host live\" data-host=\"local\">"), std::string::npos);
+  EXPECT_NE(page->body.find("<tr class=\"hold\" data-job=\"live1\" data-name=\"barge-hold-host\"><td>hold host</td>"),
+            std::string::npos);
+  EXPECT_NE(page->body.find("<td>ann@laptop</td><td>2024-05-01T12:00:00Z</td><td>all</td><td>never</td>"),
+            std::string::npos);
+  EXPECT_EQ(page->body.find("id=\"live-error\""), std::string::npos);
+
+  options.hosts_job_file = "/x/job.yaml";
+  auto both = UiServer::Start(options);
+  ASSERT_FALSE(both.ok());
 }
 
 }  // namespace

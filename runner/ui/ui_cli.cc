@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include <signal.h>
 
@@ -43,6 +44,22 @@ Status ParseListen(const std::string& text, UiOptions* options) {
   if (p > 65535) return bad;
   options->listen_host = host;
   options->port = p;
+  return Status::Ok();
+}
+
+Status SetLiveHosts(const std::string& job_file, const std::string& hosts, UiOptions* options) {
+  if (!job_file.empty() && !hosts.empty()) {
+    return Status::Error("--job-file and --hosts: the hosts page asks the hosts of one of them, not both");
+  }
+  if (!job_file.empty()) {
+    std::error_code ec;
+    const std::filesystem::path path = std::filesystem::absolute(job_file, ec);
+    if (ec || !std::filesystem::is_regular_file(path, ec) || access(path.c_str(), R_OK) != 0) {
+      return Status::Error("--job-file " + job_file + ": not a readable file");
+    }
+    options->hosts_job_file = path.string();
+  }
+  options->hosts_list = hosts;
   return Status::Ok();
 }
 

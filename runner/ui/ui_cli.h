@@ -15,6 +15,11 @@ namespace barge::runner::ui {
 // options->port; an error naming the accepted form otherwise.
 [[nodiscard]] Status ParseListen(const std::string& text, UiOptions* options);
 
+// `barge ui --job-file FILE` or `--hosts a,b` (at most one): the hosts the
+// hosts page asks live, as `barge hosts FILE` / `barge hosts --hosts a,b`
+// would. The file must be readable; it is kept as an absolute path.
+[[nodiscard]] Status SetLiveHosts(const std::string& job_file, const std::string& hosts, UiOptions* options);
+
 // The dashboard's token, never from the command line (any user of this
 // machine reads /proc/PID/cmdline): from `token_file` (a regular file of
 // this user's that no one else may read or write; its first line), else

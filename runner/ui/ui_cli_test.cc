@@ -102,5 +102,32 @@ TEST(UiToken, TheEnvironmentGivesTheTokenWhenNoFileDoesAndNothingMeansARandomOne
   unsetenv("BARGE_UI_TOKEN");
 }
 
+
+TEST(UiCli, TheHostsPageAsksTheHostsOfAJobFileOrOfHostsButNotBoth) {
+  UiOptions o;
+  ASSERT_TRUE(SetLiveHosts("", "", &o).ok());
+  EXPECT_EQ(o.hosts_job_file, "");
+  EXPECT_EQ(o.hosts_list, "");
+  ASSERT_TRUE(SetLiveHosts("", "h1,h2", &o).ok());
+  EXPECT_EQ(o.hosts_list, "h1,h2");
+  Status both = SetLiveHosts("job.yaml", "h1", &o);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.message(), "--job-file and --hosts: the hosts page asks the hosts of one of them, not both");
+  Status missing = SetLiveHosts("/nonexistent/job.yaml", "", &o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.message(), "--job-file /nonexistent/job.yaml: not a readable file");
+  const std::string dir = std::filesystem::temp_directory_path() / ("barge-ui-cli-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/job.yaml") << "name: x\n";
+  const std::string cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  UiOptions rel;
+  Status ok = SetLiveHosts("job.yaml", "", &rel);
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(ok.ok()) << ok.message();
+  EXPECT_EQ(rel.hosts_job_file, dir + "/job.yaml");  // absolute: the child runs anywhere
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace barge::runner::ui
