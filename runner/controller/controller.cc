@@ -103,8 +103,9 @@ int Controller::Execute() {
   if (Status s = preflight_.Run(ConnectedHosts()); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
-  // Unhealthy GPUs out of what their hosts offer, or the job stops here.
-  if (Status s = gpu_gate_.Apply(ConnectedHosts()); !s.ok()) {
+  // Unhealthy GPUs out of what their hosts offer, a spare in place of an
+  // unhealthy host, or the job stops here.
+  if (Status s = GateGpus(); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
   if (Status s = mpi_.MpiPreflight(ConnectedHosts()); !s.ok()) {

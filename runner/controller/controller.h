@@ -138,6 +138,18 @@ class Controller : private JobOwner, private JobPart {
   // For the verbs on one node (exec): the rank checked, its host alone
   // connected; nullptr after saying why not.
   HostState* ConnectToNode(int rank);
+  // spares.cc: the GPU health gate after preflight (gpu_gate.h); a host it
+  // puts out is replaced by the next spare host that passes preflight and
+  // the gate (the output says why). Fails with the gate's table when a host
+  // is out and no spare is left.
+  Status GateGpus();
+  // spares.cc: the next spare host that connects and passes preflight, in
+  // host `h`'s place (its nodes, role and line); false when none is left.
+  // `after` runs on it once preflighted (holds, uploads at a restart).
+  bool PlaceSpare(size_t h, const std::string& why, const std::function<Status(HostState&)>& after);
+  // spares.cc: `old` (when reachable) is left for a spare: its watchdog
+  // disarmed and/or the job's holds there released, neither waited for.
+  void LeaveHost(HostState* old, bool disarm, bool release);
   // spares.cc: at a restart, a spare host in place of every host marked
   // `replace`, or the same host checked again (reconnected, preflighted,
   // leftovers of the job removed, no preemption notice). Fails when a

@@ -661,6 +661,41 @@ TEST_F(ControllerTest, AHostWhoseNvidiaSmiHangsStartsNothingAndOneTableNamesIt) 
   EXPECT_TRUE(NothingLeft());
 }
 
+TEST_F(ControllerTest, ASpareTakesAnUnhealthyHostsPlaceAtTheStartAndTheOutputSaysWhy) {
+  fake_.host("h2").Section("gpuq", "fields full\n", 137);
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {gpus: all}\nspare_hosts: [s1]\n")), 0) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("replacing h2 with spare host s1: GPU health: nvidia-smi did not answer in time (killed by its "
+                        "timeout)"))
+      << rec_.AllMessages();
+  EXPECT_EQ(Count("h2", "docker run -d"), 0) << "a container started on the unhealthy host";
+  for (const char* h : {"h1", "h3", "s1"}) EXPECT_EQ(Count(h, "docker run -d"), 1) << h;
+  // The unhealthy host's hold and watchdog went when the spare took its place.
+  EXPECT_GE(Count("h2", "ps -aq --filter label=barge.hold"), 1);
+  EXPECT_TRUE(NothingLeft());
+  auto store = JobStore::Open(state_.string());
+  auto hosts = (*store)->GetHosts("abcd1234");
+  ASSERT_TRUE(hosts.ok());
+  ASSERT_EQ(hosts->size(), 4u);
+  EXPECT_EQ((*hosts)[3].name, "s1");
+  ASSERT_TRUE((*hosts)[3].replaces.has_value());
+  EXPECT_EQ(*(*hosts)[3].replaces, (*hosts)[1].host_id);
+}
+
+TEST_F(ControllerTest, AnUnhealthySpareIsPassedOverAndWithNoneLeftTheTableNamesTheHostStillOut) {
+  fake_.host("h2").Section("gpuq", "fields full\n", 137);
+  fake_.host("s1").Section("gpuq", "fields full\n", 137);
+  EXPECT_EQ(Run(Job("container: {gpus: all}\nspare_hosts: [s1]\n")), 125) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("replacing h2 with spare host s1")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("GPU health: 1 of 3 host(s) cannot run the job's nodes and no spare host is left to take "
+                        "their place; nothing was started:"))
+      << rec_.AllMessages();
+  const std::string all = rec_.AllMessages();
+  EXPECT_NE(all.find("s1    -    nvidia-smi did not answer in time"), std::string::npos) << all;
+  for (const char* h : {"h1", "h2", "h3", "s1"}) EXPECT_EQ(Count(h, "docker run -d"), 0) << h;
+  EXPECT_TRUE(NothingLeft());
+}
+
 TEST_F(ControllerTest, AGpuHealthFindingOnAJobThatTakesAllGpusPutsTheHostOut) {
   fake_.host("h1").Section("gpuq", FourGpus(/*ecc_on_gpu0=*/1));
   EXPECT_EQ(Run(Job("container: {gpus: all}\n", "[{address: h1, gpus: 4}]")), 125);

@@ -55,9 +55,12 @@ std::vector<std::string> GpuGate::Problems(const HostState& hs) const {
   return out;
 }
 
-Status GpuGate::Apply(const std::vector<HostState*>& hosts) {
-  std::vector<gpu::HostFindings> out;
+Status GpuGate::Apply(const std::vector<HostState*>& hosts, std::vector<HostState*>* out) {
   std::vector<HostState*> retake;
+  auto host_out = [&](HostState* hs) {
+    out->push_back(hs);
+    Event(event::kGpuUnhealthy, hs->name, "the host is out");
+  };
   for (HostState* hs : hosts) {
     if (!hs->gpus.report) continue;
     std::vector<gpu::Finding>& findings = hs->gpus.findings;
@@ -67,7 +70,7 @@ Status GpuGate::Apply(const std::vector<HostState*>& hosts) {
           (f.gpu ? "GPU " + std::to_string(*f.gpu) + ": " : "") + f.problem + (f.seen.empty() ? "" : " (" + f.seen + ")"));
     }
     if (gpu::HostUnhealthy(findings)) {
-      out.push_back({hs->name, findings});
+      host_out(hs);
       continue;
     }
     const std::vector<int> bad = gpu::UnhealthyGpus(findings);
@@ -81,16 +84,27 @@ Status GpuGate::Apply(const std::vector<HostState*>& hosts) {
     if (!named.empty()) {
       findings.push_back({std::nullopt, "the job's nodes there ask for GPUs " + named + ": no other GPU can be given",
                           "", gpu::Severity::kFatal});
-      out.push_back({hs->name, findings});
+      host_out(hs);
       continue;
     }
     std::set<int>& held = input_.held_gpus[hs->index];
+    const std::set<int> held_before = held;
     held.insert(bad.begin(), bad.end());
     Result<cluster::Plan> replanned = cluster::MakePlan(input_);
     if (!replanned.ok()) {
-      findings.push_back({std::nullopt, "too few healthy GPUs for the job's nodes: " + replanned.status().message(),
+      held = held_before;
+      // (The plan's own message would call the unhealthy GPUs held.)
+      int asked = 0;
+      for (const cluster::NodePlan& n : plan_.nodes) {
+        if (n.host_index == hs->index) asked += static_cast<int>(n.gpu_devices.size());
+      }
+      const size_t total = hs->gpus.report->gpus.size();
+      findings.push_back({std::nullopt,
+                          "too few healthy GPUs for the job's nodes there: they ask for " + std::to_string(asked) +
+                              ", " + std::to_string(total - std::min(total, bad.size())) + " of " +
+                              std::to_string(total) + " GPU(s) healthy",
                           "", gpu::Severity::kFatal});
-      out.push_back({hs->name, findings});
+      host_out(hs);
       continue;
     }
     hs->gpus.out = bad;
@@ -109,21 +123,33 @@ Status GpuGate::Apply(const std::vector<HostState*>& hosts) {
       }
     }
   }
-  if (!out.empty()) {
-    for (const gpu::HostFindings& h : out) Event(event::kGpuUnhealthy, h.host, "the host is out");
-    // Indented under the message, as preflight's table.
-    std::string table;
-    const std::string t = gpu::FindingsTable(out);
-    for (size_t start = 0, end; start < t.size(); start = end + 1) {
-      end = t.find('\n', start);
-      if (end == std::string::npos) end = t.size();
-      table += "  " + t.substr(start, end - start) + "\n";
-    }
-    return Status::Error("GPU health: " + std::to_string(out.size()) + " of " + std::to_string(hosts.size()) +
-                         " host(s) cannot run the job's nodes; nothing was started:\n" + table);
-  }
   if (!retake.empty()) return holds_.TakeAgain(retake);
   return Status::Ok();
+}
+
+std::string GpuGate::OutReason(const HostState& hs) const {
+  std::string why;
+  for (const std::string& p : Problems(hs)) {
+    why += (why.empty() ? "" : "; ") + p.substr(p.rfind("GPU health: ", 0) == 0 ? 12 : 0);
+  }
+  return "GPU health: " + (why.empty() ? std::string("unhealthy") : why);
+}
+
+Status GpuGate::OutError(const std::vector<HostState*>& out, size_t total) const {
+  std::vector<gpu::HostFindings> rows;
+  for (const HostState* hs : out) rows.push_back({hs->name, hs->gpus.findings});
+  // Indented under the message, as preflight's table.
+  std::string table;
+  const std::string t = gpu::FindingsTable(rows);
+  for (size_t start = 0, end; start < t.size(); start = end + 1) {
+    end = t.find('\n', start);
+    if (end == std::string::npos) end = t.size();
+    table += "  " + t.substr(start, end - start) + "\n";
+  }
+  return Status::Error("GPU health: " + std::to_string(out.size()) + " of " + std::to_string(total) +
+                       " host(s) cannot run the job's nodes" +
+                       (spec_.spare_hosts.empty() ? std::string() : " and no spare host is left to take their place") +
+                       "; nothing was started:\n" + table);
 }
 
 }  // namespace barge::runner::internal

@@ -8,10 +8,10 @@
 //    on it are taken again without it;
 //  - a host is out when the whole host is unhealthy, when its nodes ask
 //    for GPUs by name or `all` (nothing to choose from) and one of those is
-//    unhealthy, or when too few healthy GPUs are left for its nodes. A job
-//    with a host out stops before any container starts, with one
-//    HOST | GPU | PROBLEM | SEEN table (exit 125). Spare hosts do not yet
-//    take an unhealthy host's place at the start.
+//    unhealthy, or when too few healthy GPUs are left for its nodes. A spare
+//    host takes an out host's place (the Controller's spares.cc); without
+//    one the job stops before any container starts, with one
+//    HOST | GPU | PROBLEM | SEEN table (OutError, exit 125).
 #pragma once
 
 #include <optional>
@@ -41,8 +41,14 @@ class GpuGate : private JobPart {
   std::string LinesFor(const HostState& hs) const;
   // Reads `hs`'s answer from its preflight reply (nothing when not asked).
   void Note(HostState& hs, const PreflightReply& reply);
-  // After preflight: see above.
-  Status Apply(const std::vector<HostState*>& hosts);
+  // After preflight: see above. The hosts that are out are added to `out`
+  // (each with its findings, and a kGpuUnhealthy event); fails only when
+  // GPU holds could not be taken again without the unhealthy GPUs.
+  Status Apply(const std::vector<HostState*>& hosts, std::vector<HostState*>* out);
+  // Why the job stops with the hosts in `out` (of `total`): the table.
+  Status OutError(const std::vector<HostState*>& out, size_t total) const;
+  // One line: what took `hs` out (its fatal findings).
+  std::string OutReason(const HostState& hs) const;
   // The fatal findings on `hs`, as rows of preflight's problem table (when
   // preflight fails for other reasons, they are not lost).
   std::vector<std::string> Problems(const HostState& hs) const;

@@ -1,6 +1,8 @@
-// spares: at a restart, a spare host (or the same host checked again)
-// takes the place of every host a fault marked `replace`: connected,
-// logged in, preflighted, its holds secured, its files uploaded.
+// spares: a spare host takes the place of a host the GPU health gate puts
+// out at the start (connected, logged in, preflighted, gated), and at a
+// restart (or the same host checked again) of every host a fault marked
+// `replace`: connected, logged in, preflighted, its holds secured, its
+// files uploaded.
 #include <optional>
 #include <string>
 
@@ -10,6 +12,74 @@
 
 namespace barge::runner::internal {
 
+void Controller::LeaveHost(HostState* old, bool disarm, bool release) {
+  if (old->lost || !old->exec) return;
+  // Still reachable: its watchdog is not needed any more, and the job's
+  // holds there go now (a lost one's go with its watchdog; ReleaseHolds
+  // tries again at the end).
+  if (disarm) job_.Run(*old->exec, DisarmWatchdogCommand(plan_.job_id, old->job_dir), [](const Outcome&) {});
+  if (release && old->holds.holding) {
+    job_.Run(*old->exec, fleet::ReleaseHoldsCommand(*old->docker, plan_.job_id), [old](const Outcome& o) {
+      if (o.ok()) old->holds.holding = false;
+    });
+  }
+}
+
+bool Controller::PlaceSpare(size_t h, const std::string& why, const std::function<Status(HostState&)>& after) {
+  HostState* old_state = hosts_[h].get();
+  const std::string old_name = old_state->name;
+  const cluster::Host old_inventory = input_.hosts[h];
+  while (next_spare_ < spec_.spare_hosts.size() && interrupts_ == 0) {
+    cluster::Host spare = spec_.spare_hosts[next_spare_++];
+    spare.nodes = old_inventory.nodes;
+    spare.role = old_inventory.role;
+    spare.line = old_inventory.line;
+    input_.hosts[h] = spare;
+    plan_.hosts[h] = spare;
+    input_.held_gpus.erase(h);
+    Say("replacing " + old_name + " with spare host " + spare.address + (why.empty() ? "" : ": " + why));
+    Status s = connections_.Connect({h});
+    if (s.ok()) s = login_.Login({hosts_[h].get()});
+    if (s.ok()) s = preflight_.Run({hosts_[h].get()});
+    if (s.ok()) s = after(*hosts_[h]);
+    if (s.ok()) {
+      old_state->health.superseded = true;
+      RecordHost(*hosts_[h], old_state->id);
+      return true;
+    }
+    Say("spare host " + spare.address + " cannot be used: " + s.message());
+  }
+  input_.hosts[h] = old_inventory;
+  plan_.hosts[h] = old_inventory;
+  return false;
+}
+
+Status Controller::GateGpus() {
+  std::vector<HostState*> check = ConnectedHosts();
+  std::vector<HostState*> out;  // out, with no spare to take their place
+  while (!check.empty()) {
+    std::vector<HostState*> unhealthy;
+    if (Status s = gpu_gate_.Apply(check, &unhealthy); !s.ok()) return s;
+    check.clear();
+    for (HostState* hs : unhealthy) {
+      if (next_spare_ >= spec_.spare_hosts.size()) {
+        out.push_back(hs);
+        continue;
+      }
+      LeaveHost(hs, /*disarm=*/true, /*release=*/true);
+      const size_t h = hs->index;
+      if (PlaceSpare(h, gpu_gate_.OutReason(*hs), [](HostState&) { return Status::Ok(); })) {
+        Event(event::kGpuUnhealthy, hs->name, "spare host " + hosts_[h]->name + " takes its place");
+        check.push_back(hosts_[h].get());
+      } else {
+        out.push_back(hs);
+      }
+    }
+  }
+  if (!out.empty()) return gpu_gate_.OutError(out, plan_.hosts.size());
+  return Status::Ok();
+}
+
 Status Controller::ReplaceHosts() {
   for (auto& [h_key, host_ptr] : hosts_) {
     const size_t h = h_key;
@@ -17,45 +87,22 @@ Status Controller::ReplaceHosts() {
     const std::string old_name = host_ptr->name;
     const cluster::Host old_inventory = input_.hosts[h];
     HostState* old_state = host_ptr.get();
-    if (!old_state->lost) {
-      // Still reachable (preempted): its watchdog is not needed any more.
-      job_.Run(*old_state->exec, DisarmWatchdogCommand(plan_.job_id, old_state->job_dir), [](const Outcome&) {});
-    }
-    bool placed = false;
-    // A spare in its place: connected, preflighted, given the workdir.
-    while (!placed && next_spare_ < spec_.spare_hosts.size() && interrupts_ == 0) {
-      cluster::Host spare = spec_.spare_hosts[next_spare_++];
-      spare.nodes = old_inventory.nodes;
-      spare.role = old_inventory.role;
-      spare.line = old_inventory.line;
-      input_.hosts[h] = spare;
-      plan_.hosts[h] = spare;
-      Say("replacing " + old_name + " with spare host " + spare.address);
-      Status s = connections_.Connect({h});
-      if (s.ok()) s = login_.Login({hosts_[h].get()});
-      if (s.ok()) s = preflight_.Run({hosts_[h].get()});
-      // A spare another job holds is not used (its preflight took a hold).
-      if (s.ok()) s = holds_.SecureHoldsOn(*hosts_[h]);
-      if (s.ok()) s = uploads_.Upload({hosts_[h].get()});
+    LeaveHost(old_state, /*disarm=*/true, /*release=*/false);
+    // A spare in its place: connected, preflighted, its holds secured (a
+    // spare another job holds is not used), given the workdir.
+    const bool placed = PlaceSpare(h, "", [&](HostState& spare) {
+      Status s = holds_.SecureHoldsOn(spare);
+      if (s.ok()) s = uploads_.Upload({&spare});
       if (s.ok()) {
-        Event(event::kRestarting, spare.address,
-              "spare host " + spare.address + " takes the place of " + old_name);
-        old_state->health.superseded = true;
-        // The job's holds on the host it left go now (a lost one's go with
-        // its watchdog; ReleaseHolds tries again at the end).
-        if (old_state->holds.holding && !old_state->lost && old_state->exec) {
-          job_.Run(*old_state->exec, fleet::ReleaseHoldsCommand(*old_state->docker, plan_.job_id),
-                   [old_state](const Outcome& o) {
-                     if (o.ok()) old_state->holds.holding = false;
-                   });
-        }
-        RecordHost(*hosts_[h], old_state->id);
-        placed = true;
-      } else {
-        Say("spare host " + spare.address + " cannot be used: " + s.message());
+        const std::string& address = spare.inventory.address;
+        Event(event::kRestarting, address, "spare host " + address + " takes the place of " + old_name);
       }
+      return s;
+    });
+    if (placed) {
+      LeaveHost(old_state, /*disarm=*/false, /*release=*/true);
+      continue;
     }
-    if (placed) continue;
     // No spare left: the same host, checked again.
     input_.hosts[h] = old_inventory;
     plan_.hosts[h] = old_inventory;

@@ -206,6 +206,100 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
   std::filesystem::remove_all(base);
 }
 
+// Host 2 of a 3-host GPU job reports a fatal Xid (79, "GPU has fallen off
+// the bus") in its kernel log: a stand-in dmesg bound over /usr/bin/dmesg in
+// h2's mount namespace only (the hosts share one kernel and one log). The
+// job asks for both GPUs of each host, so h2 cannot run its node: with a
+// spare host (the loopback host) the job starts on h1, h3 and the spare and
+// says why; without one it starts nothing, exit 125, one table names h2.
+TEST_F(PreflightTest, AHostReportingAFatalXidIsReplacedByASpareAndWithoutOneTheJobStopsWithTheTable) {
+  const auto& bed = GetBed();
+  ASSERT_GE(bed.hosts.size(), 3u);
+  const std::filesystem::path base = std::filesystem::path(bed.dir) / "gpu-xid";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  int code = -1;
+  RunShell("cp -r " + std::string(BARGE_SOURCE_DIR) + "/tests/data/nvidia-smi " + (base / "nvidia-smi").string(), &code);
+  ASSERT_EQ(code, 0);
+  auto script = [&](const std::string& name, const std::string& body) {
+    const std::filesystem::path p = base / name;
+    std::ofstream(p) << "#!/bin/sh\n" << body;
+    std::filesystem::permissions(p, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                        std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                        std::filesystem::perms::others_exec);
+    return p.string();
+  };
+  const std::string smi =
+      script("smi-two", "STANDIN_GPUS=2 exec " + (base / "nvidia-smi" / "standin.sh").string() + " \"$@\"\n");
+  // The driver's line for GPU 1 (PCI 00:07 with STANDIN_GPUS=2), a minute
+  // ago on this boot's clock (the gate's window is the last 24 h).
+  const std::string dmesg = script(
+      "dmesg", "awk '{ printf \"[%12.6f] NVRM: Xid (PCI:0000:00:07): 79, pid=1896, GPU has fallen off the bus.\\n\", "
+               "$1 - 60 }' /proc/uptime\n");
+  const std::string log = (base / "gpus.log").string();
+  const std::string shim = script(
+      "docker", "case \" $* \" in *' nvidia-smi '*) echo 'GPU 0: shim'; echo 'GPU 1: shim'; exit 0;; esac\n"
+                "skip=0\nfor a do\n  shift\n  if [ $skip = 1 ]; then skip=0; echo \"$a\" >> " + log +
+                    "; continue; fi\n  case \"$a\" in --gpus) skip=1; continue;; esac\n  set -- \"$@\" \"$a\"\ndone\n"
+                    "exec docker \"$@\"\n");
+  const BedHost& h2 = bed.hosts[1];
+  ASSERT_EQ(InHost(h2, "mount --bind " + dmesg + " /usr/bin/dmesg && echo bound"), "bound\n");
+  struct Unbind {
+    const BedHost& h;
+    ~Unbind() { InHost(h, "umount /usr/bin/dmesg"); }
+  } unbind{h2};
+  ASSERT_NE(OnHost(h2, "dmesg").find("NVRM: Xid"), std::string::npos) << "the stand-in is not h2's dmesg";
+  ASSERT_EQ(OnHost(bed.hosts[0], "dmesg | grep -c 'NVRM: Xid'; true"), "0\n") << "the stand-in leaked to h1";
+  auto job_yaml = [&](bool spare) {
+    std::string y = "name: gpuxid\nimage: " + bed.image +
+                    "\ncommand: [\"sh\", \"-c\", \"echo started\"]\nstop_grace: 1s\nhosts:\n";
+    for (size_t i = 0; i < 3; ++i) {
+      y += "  - {address: " + bed.hosts[i].address + ", gpus: 2, docker_command: " + shim + "}\n";
+    }
+    if (spare) {
+      y += "spare_hosts:\n  - {address: " + bed.loopback.address + ", port: " + std::to_string(bed.loopback.port) +
+           ", gpus: 2, docker_command: " + shim + "}\n";
+    }
+    return y + "ssh: {user: " + bed.user + ", identity_file: " + bed.key + ", known_hosts: " + bed.known_hosts +
+           ", connect_timeout: 10s, engine_timeout: 5s}\ncontainer: {gpus: 2}\nhealth: {nvidia_smi: " + smi + "}\n";
+  };
+  JobDir job("preflight-gpu-xid");
+  job.Write(job_yaml(/*spare=*/false));
+  CliOutcome none = job.Barge("run job.yaml");
+  EXPECT_EQ(none.code, 125) << none.err;
+  EXPECT_NE(none.err.find("GPU health: 1 of 3 host(s) cannot run the job's nodes; nothing was started:"),
+            std::string::npos)
+      << none.err;
+  EXPECT_NE(Row(none.err, h2.address).find("1    Xid 79: GPU has fallen off the bus (reboot the host)"),
+            std::string::npos)
+      << none.err;
+  EXPECT_NE(Row(none.err, h2.address).find("too few healthy GPUs for the job's nodes there: they ask for 2, 1 of 2 "
+                                           "GPU(s) healthy"),
+            std::string::npos)
+      << none.err;
+  EXPECT_EQ(Row(none.err, bed.hosts[0].address), "") << none.err;
+  EXPECT_EQ(none.out.find("started"), std::string::npos) << none.out;
+  EXPECT_FALSE(std::filesystem::exists(log)) << "a container was started";
+  std::printf("without a spare:\n%s\n", none.err.c_str());
+
+  job.Write(job_yaml(/*spare=*/true));
+  CliOutcome with = job.Barge("run job.yaml");
+  EXPECT_EQ(with.code, 0) << with.err;
+  EXPECT_NE(with.err.find("replacing " + h2.address + " with spare host " + bed.loopback.address +
+                          ": GPU health: GPU 1: Xid 79"),
+            std::string::npos)
+      << with.err;
+  EXPECT_NE(with.out.find("[0 head " + bed.hosts[0].address + "] started"), std::string::npos) << with.out;
+  EXPECT_NE(with.out.find("[1 worker " + bed.loopback.address + "] started"), std::string::npos) << with.out;
+  EXPECT_NE(with.out.find("[2 worker " + bed.hosts[2].address + "] started"), std::string::npos) << with.out;
+  EXPECT_EQ(with.out.find(h2.address + "]"), std::string::npos) << with.out;
+  EXPECT_EQ(barge::testing::ReadWholeFile(log), "\"device=0,1\"\n\"device=0,1\"\n\"device=0,1\"\n")
+      << "not three nodes with both GPUs";
+  EXPECT_EQ(JobContainers(h2), "") << "something of the job is left on h2";
+  std::printf("with a spare:\n%s\n%s\n", with.err.c_str(), with.out.c_str());
+  std::filesystem::remove_all(base);
+}
+
 TEST_F(PreflightTest, AMissingImageWithImagePullNeverIsReportedPerHost) {
   const auto& bed = GetBed();
   JobDir job("preflight-image");
