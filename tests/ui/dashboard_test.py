@@ -2,9 +2,16 @@
 """The dashboard end to end, in headless Chromium (Selenium + chromedriver).
 
 Runs real jobs on this machine's Docker engine (the local engine, no SSH):
-one that finishes and one that prints a line every 0.2 s per node until it
-is stopped. Then `barge ui` serves them and Chromium checks that
-  - the jobs page lists the finished and the running job,
+one that finishes, a job array of 3 members (one fails twice: 2 attempts)
+and one that prints a line every 0.2 s per node until it is stopped. Then
+`barge ui --hosts local` serves them and Chromium checks that
+  - the jobs page lists the finished and the running job, and the array as
+    one row with its counts (its members' jobs not one by one),
+  - the array's page lists its 3 members and their 4 attempts, each on the
+    local host with its exit code,
+  - the hosts page shows the local host held by the running job, from the
+    store and from the host itself (`barge hosts`), and no longer once the
+    job is stopped,
   - the running job's timeline SVG has one row per node,
   - live log lines appear while the job runs,
   - the stop button ends the job (and its containers are gone),
@@ -44,6 +51,19 @@ command: |
   echo "rank $BARGE_NODE_RANK: a line on stderr" >&2
   sleep 1
   echo "rank $BARGE_NODE_RANK done"
+"""
+
+ARRAY_JOB = f"""name: ui-array
+image: {IMAGE}
+hosts:
+  - address: local
+ssh:
+  dead_after: 60s
+stop_grace: 1s
+array:
+  matrix: {{n: [0, 1, 2]}}
+array_retries: 1
+command: echo "member $n"; [ "$n" = 1 ] && exit 3; exit 0
 """
 
 LIVE_JOB = f"""name: ui-live
@@ -131,8 +151,11 @@ def main():
     run([os.path.join(args.source, "samples/build-demo-image.sh"), IMAGE], env, timeout=120)
     done_file = os.path.join(home, "ui-done.yaml")
     live_file = os.path.join(home, "ui-live.yaml")
+    array_file = os.path.join(home, "ui-array.yaml")
     with open(done_file, "w") as f:
         f.write(FINISHED_JOB)
+    with open(array_file, "w") as f:
+        f.write(ARRAY_JOB)
     with open(live_file, "w") as f:
         f.write(LIVE_JOB)
 
@@ -142,12 +165,20 @@ def main():
     try:
         t0 = time.time()
         run([args.barge, "run", done_file], env, timeout=120)
+        # Before the live job, which holds the local host until it is stopped.
+        arr = run([args.barge, "run", array_file], env, timeout=180, check_rc=False)
+        if arr.returncode != 125:
+            die(f"the array should fail as its member 1 does (125), got {arr.returncode}:\n{arr.stdout}")
         live_id = run([args.barge, "run", "-d", live_file], env, timeout=120).stdout.split()[-1]
         print(f"jobs ran in {time.time() - t0:.1f}s; live job {live_id}", flush=True)
         jobs = json.loads(run([args.barge, "ls", "--json"], env).stdout)
         done_id = next(j["id"] for j in jobs if j["name"] == "ui-done")
+        array = next(j for j in jobs if j.get("kind") == "array" and j["name"] == "ui-array")
+        array_id = array["id"]
+        member_jobs = {i for m in array["members"] for i in m["job_ids"]}
 
-        ui = subprocess.Popen([args.barge, "ui", "--listen", "127.0.0.1:0"], env=env,
+        # The hosts page also asks the local host itself (as `barge hosts --hosts local`).
+        ui = subprocess.Popen([args.barge, "ui", "--listen", "127.0.0.1:0", "--hosts", "local"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = ui.stdout.readline()
         m = re.match(r"barge ui: (http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))$", line.strip())
@@ -184,15 +215,73 @@ def main():
         stale = (StaleElementReferenceException,)
         wait = WebDriverWait(driver, 30, poll_frequency=0.2, ignored_exceptions=stale)
 
+        def job_status(d):
+            found = d.find_elements(By.ID, "job-status")
+            return found[0].get_attribute("data-status") if found else None
+
         driver.get(url)  # sets the cookie, redirects to /
         rows = {r.get_attribute("data-id"): r.get_attribute("data-status")
                 for r in driver.find_elements(By.CSS_SELECTOR, "#jobs tr.job")}
         check(rows.get(done_id) == "succeeded", f"the jobs page lists the finished job {done_id} as succeeded ({rows})")
         check(rows.get(live_id) == "running", f"the jobs page lists the running job {live_id} as running")
         check("token=" not in driver.current_url, "the token is gone from the address bar")
+        check(not member_jobs & set(rows), f"the array's member jobs are not rows of their own ({member_jobs & set(rows)})")
+        arows = driver.find_elements(By.CSS_SELECTOR, "#jobs tr.array")
+        check([r.get_attribute("data-id") for r in arows] == [array_id],
+              f"the array {array_id} is one row ({[r.get_attribute('data-id') for r in arows]})")
+        if arows:
+            a = arows[0]
+            counts = {k: a.get_attribute("data-" + k) for k in ("succeeded", "failed", "running", "waiting")}
+            check(counts == {"succeeded": "2", "failed": "1", "running": "0", "waiting": "0"},
+                  f"the array row counts 2 succeeded and 1 failed ({counts})")
+            check("array failed: succeeded 2, failed 1" in a.text and "3 members" in a.text,
+                  f"the array row reads as in barge ls ({a.text!r})")
         driver.save_screenshot(os.path.join(args.out, "jobs.png"))
 
-        driver.find_element(By.CSS_SELECTOR, f'#jobs tr[data-id="{live_id}"] a').click()
+        driver.find_element(By.CSS_SELECTOR, f'#jobs tr.array[data-id="{array_id}"] a').click()
+        wait.until(lambda d: d.find_elements(By.ID, "members"))
+        members = {m.get_attribute("data-index"): (m.get_attribute("data-status"), m.get_attribute("data-attempts"))
+                   for m in driver.find_elements(By.CSS_SELECTOR, "#members tr.member")}
+        check(members == {"0": ("succeeded", "1"), "1": ("failed", "2"), "2": ("succeeded", "1")},
+              f"the array page lists its 3 members with their attempts ({members})")
+        attempts = driver.find_elements(By.CSS_SELECTOR, "#attempts tr.attempt")
+        seen = sorted((t.get_attribute("data-index"), t.get_attribute("data-attempt"), t.get_attribute("data-status"))
+                      for t in attempts)
+        check(seen == [("0", "1", "succeeded"), ("1", "1", "failed"), ("1", "2", "failed"), ("2", "1", "succeeded")],
+              f"the array page lists every attempt with its job's status ({seen})")
+        cells = [[c.text for c in t.find_elements(By.TAG_NAME, "td")] for t in attempts]
+        check(all(c[4] == "local" for c in cells) and sorted(c[5] for c in cells) == ["0", "0", "3", "3"],
+              f"each attempt shows its host and exit code ({[(c[4], c[5]) for c in cells]})")
+        check({t.get_attribute("data-job") for t in attempts} == member_jobs,
+              "the attempts are the member jobs `barge ls --json` lists")
+        check("members: succeeded 2, failed 1" in driver.find_element(By.ID, "array-counts").text,
+              "the array page shows its counts")
+        driver.save_screenshot(os.path.join(args.out, "array.png"))
+        driver.find_element(By.CSS_SELECTOR, '#attempts tr.attempt[data-index="1"][data-attempt="2"] a').click()
+        wait.until(lambda d: d.find_elements(By.ID, "job-status"))
+        check(job_status(driver) == "failed", "an attempt links to its job's page")
+
+        # The hosts page, from the header: the live job holds the local host.
+        driver.find_element(By.ID, "nav-hosts").click()
+        wait.until(lambda d: d.find_elements(By.ID, "stored-hosts"))
+        stored = driver.find_elements(By.CSS_SELECTOR,
+                                      f'section.host.stored[data-host="local"] tr.hold[data-job="{live_id}"]')
+        check(len(stored) == 1, "the hosts page shows, from the store, the local host held by the running job")
+
+        def live_hold(d):
+            found = d.find_elements(By.CSS_SELECTOR,
+                                    f'section.host.live[data-host="local"] tr.hold[data-job="{live_id}"]')
+            if not found:
+                d.refresh()  # still being asked (or not yet held): ask again
+            return found
+        holds = WebDriverWait(driver, 90, poll_frequency=1, ignored_exceptions=stale).until(live_hold)
+        what = [h.find_elements(By.TAG_NAME, "td")[0].text for h in holds]
+        check("hold host" in what and "lease" in what,
+              f"the hosts page shows, from the host itself, the running job's hold and lease ({what})")
+        check(not driver.find_elements(By.ID, "live-error"), "barge hosts answered for the hosts page")
+        driver.save_screenshot(os.path.join(args.out, "hosts.png"))
+        driver.get(f"http://{host}/jobs/{live_id}")
+
         wait.until(lambda d: d.find_elements(By.ID, "live-log"))
         tl_rows = driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.tl-row")
         check(len(tl_rows) == 2, f"the timeline SVG has one row per node (2; got {len(tl_rows)})")
@@ -217,9 +306,6 @@ def main():
 
         t_stop = time.time()
         driver.find_element(By.ID, "stop").click()
-        def job_status(d):
-            found = d.find_elements(By.ID, "job-status")
-            return found[0].get_attribute("data-status") if found else None
         final = WebDriverWait(driver, 90, poll_frequency=0.5, ignored_exceptions=stale).until(
             lambda d: (s := job_status(d)) in ("cancelled", "succeeded", "failed") and s)
         check(final == "cancelled", f"the stop button ends the job: {final} after {time.time() - t_stop:.1f}s")
@@ -229,6 +315,17 @@ def main():
         driver.save_screenshot(os.path.join(args.out, "job-stopped.png"))
         left = run(["docker", "ps", "-aq", "--filter", f"label=barge.job={live_id}"], env).stdout.strip()
         check(left == "", f"no container of the stopped job is left ({left!r})")
+
+        # Stopped, it holds the host no more: neither in the store nor on the host.
+        def host_freed(d):
+            d.get(f"http://{host}/hosts")
+            return (not d.find_elements(By.CSS_SELECTOR, f'tr.hold[data-job="{live_id}"]')
+                    and d.find_elements(By.CSS_SELECTOR, 'section.host.live[data-host="local"]'))
+        try:
+            WebDriverWait(driver, 60, poll_frequency=2, ignored_exceptions=stale).until(host_freed)
+            check(True, "once stopped, the job holds the local host no more on the hosts page")
+        except Exception:
+            check(False, "once stopped, the job holds the local host no more on the hosts page")
 
         driver.get(f"http://{host}/jobs/{done_id}")
         tl_rows = driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.tl-row")
