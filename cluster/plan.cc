@@ -239,6 +239,30 @@ Result<Plan> MakePlan(const PlanInput& in) {
         c.env.emplace_back("GLOO_SOCKET_IFNAME", iface);
       }
     }
+    if (in.rdma) {
+      std::optional<std::string> hcas;
+      if (auto it = in.host_rdma.find(node.host_index); it == in.host_rdma.end()) {
+        hcas = "=<active HCAs of " + in.hosts[node.host_index].address + ">";
+        plan.has_placeholders = true;
+      } else if (!it->second.empty()) {
+        hcas = "=";
+        for (size_t i = 0; i < it->second.size(); ++i) *hcas += (i ? "," : "") + it->second[i];
+      }
+      if (hcas) {
+        auto add = [](std::optional<std::vector<std::string>>& list, const std::string& v) {
+          if (!list) list.emplace();
+          if (std::find(list->begin(), list->end(), v) == list->end()) list->push_back(v);
+        };
+        add(options.devices, "/dev/infiniband");
+        add(options.cap_add, "IPC_LOCK");
+        if (!options.ulimits) options.ulimits.emplace();
+        if (std::none_of(options.ulimits->begin(), options.ulimits->end(),
+                         [](const auto& u) { return u.first == "memlock"; })) {
+          options.ulimits->emplace_back("memlock", "-1");
+        }
+        c.env.emplace_back("NCCL_IB_HCA", *hcas);
+      }
+    }
     if (in.mpi) {
       // Workers run only their sshd (validation refuses a worker command);
       // every node sees its own directory of keys and files at kMpiDir.

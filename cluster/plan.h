@@ -57,6 +57,14 @@ struct PlanInput {
   // (the host could not tell) sets nothing; a host with no entry shows a
   // placeholder (`barge plan`).
   std::map<size_t, std::string> host_ifaces;
+  // RDMA (a job's `network: {rdma: auto|required}`): every node on a host
+  // whose entry names active HCAs gets `--device /dev/infiniband`,
+  // `--ulimit memlock=-1`, `--cap-add IPC_LOCK` and NCCL_IB_HCA naming
+  // exactly those HCAs ("=mlx5_0,mlx5_1"), unless the job sets it. An empty
+  // entry (the host has none) adds nothing; a host with no entry shows the
+  // flags with a placeholder HCA list (`barge plan`).
+  bool rdma = false;
+  std::map<size_t, std::vector<std::string>> host_rdma;
 };
 
 struct NodePlan {

@@ -4,6 +4,9 @@
 
 #include <map>
 
+#include "container/create_body.h"
+#include "container/docker_args.h"
+
 namespace barge::cluster {
 namespace {
 
@@ -103,6 +106,54 @@ TEST(Plan, HostNetworkNodesAreToldTheInterfaceOfTheirHostsAddressForNcclAndGlooU
   Result<Plan> bridged = MakePlan(in);
   ASSERT_TRUE(bridged.ok());
   EXPECT_EQ(EnvOf(bridged->nodes[0]).count("NCCL_SOCKET_IFNAME"), 0u);
+}
+
+// network: {rdma: auto}: a host with active HCAs gives its nodes the
+// device directory, unlimited locked memory, IPC_LOCK and NCCL_IB_HCA naming
+// exactly those HCAs, as docker arguments and as the Engine API's body; a
+// host without any gets none of them; one not asked yet shows a placeholder.
+TEST(Plan, RdmaHostsGiveTheirNodesTheDevicesMemlockIpcLockAndTheirExactHcas) {
+  PlanInput in = ThreeHosts();
+  in.rdma = true;
+  in.host_rdma = {{0, {"mlx5_0", "mlx5_1"}}, {1, {}}};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(EnvOf(plan->nodes[0])["NCCL_IB_HCA"], "=mlx5_0,mlx5_1");
+  const std::vector<std::string> args = container::RunArgs(plan->nodes[0].container);
+  std::string line;
+  for (const std::string& a : args) line += a + " ";
+  EXPECT_NE(line.find("--cap-add IPC_LOCK "), std::string::npos) << line;
+  EXPECT_NE(line.find("--ulimit memlock=-1 "), std::string::npos) << line;
+  EXPECT_NE(line.find("--device /dev/infiniband "), std::string::npos) << line;
+  Result<std::string> body = container::CreateBody(plan->nodes[0].container);
+  ASSERT_TRUE(body.ok()) << body.status().message();
+  EXPECT_NE(body->find(R"("CapAdd":["CAP_IPC_LOCK"])"), std::string::npos) << *body;
+  EXPECT_NE(body->find(R"({"Hard":-1,"Name":"memlock","Soft":-1})"), std::string::npos) << *body;
+  EXPECT_NE(body->find(R"("PathOnHost":"/dev/infiniband")"), std::string::npos) << *body;
+  EXPECT_NE(body->find(R"("NCCL_IB_HCA==mlx5_0,mlx5_1")"), std::string::npos) << *body;
+  // No HCA on host 1: sockets, nothing added.
+  EXPECT_EQ(EnvOf(plan->nodes[1]).count("NCCL_IB_HCA"), 0u);
+  EXPECT_FALSE(plan->nodes[1].container.options.devices.has_value());
+  EXPECT_FALSE(plan->nodes[1].container.options.cap_add.has_value());
+  EXPECT_FALSE(plan->nodes[1].container.options.ulimits.has_value());
+  // Not asked yet (barge plan).
+  EXPECT_EQ(EnvOf(plan->nodes[2])["NCCL_IB_HCA"], "=<active HCAs of 203.0.113.12>");
+  EXPECT_TRUE(plan->has_placeholders);
+  // The job's own NCCL_IB_HCA and memlock win; its devices are kept.
+  in.container.env = std::vector<std::pair<std::string, std::string>>{{"NCCL_IB_HCA", "mlx5_1:1"}};
+  in.container.ulimits = container::KeyValues{{"memlock", "1024"}};
+  in.container.devices = std::vector<std::string>{"/dev/fuse"};
+  Result<Plan> own = MakePlan(in);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(EnvOf(own->nodes[0])["NCCL_IB_HCA"], "mlx5_1:1");
+  EXPECT_EQ(*own->nodes[0].container.options.ulimits, (container::KeyValues{{"memlock", "1024"}}));
+  EXPECT_EQ(*own->nodes[0].container.options.devices, (std::vector<std::string>{"/dev/fuse", "/dev/infiniband"}));
+  // Without network.rdma: nothing.
+  in = ThreeHosts();
+  in.host_rdma = {{0, {"mlx5_0"}}};
+  Result<Plan> off = MakePlan(in);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(EnvOf(off->nodes[0]).count("NCCL_IB_HCA"), 0u);
 }
 
 TEST(Plan, AJobOfOneNodeHasOnlyTheHeadStage) {

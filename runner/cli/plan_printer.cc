@@ -14,6 +14,7 @@
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/gpu_health.h"
 #include "runner/remote/host_address.h"
+#include "runner/remote/rdma.h"
 #include "runner/remote/watchdog.h"
 
 namespace barge::runner {
@@ -155,6 +156,14 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
       out << "# NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME: the interface that carries "
           << cluster::InternalAddress(host) << ", from (in the same script):\n"
           << InterfacesCommand() << "\n";
+    }
+    if (spec.network.rdma != RdmaUse::kOff) {
+      out << "# RDMA (network.rdma: " << NameOf(kRdmaUseNames, spec.network.rdma)
+          << "): the host's verbs devices and HCA ports, from (in the same script):\n"
+          << rdma::RdmaCommand() << "\n"
+          << (spec.network.rdma == RdmaUse::kRequired
+                  ? "#   a host without a verbs device and an active HCA fails preflight\n"
+                  : "#   a host without a verbs device and an active HCA gets none of the RDMA flags (sockets)\n");
     }
     if (!spec.secrets.empty()) {
       out << "# secrets, each value written to the command's stdin (mode 0600), mounted at "

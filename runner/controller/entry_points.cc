@@ -44,6 +44,7 @@ cluster::PlanInput MakePlanInput(const JobSpec& spec, const std::string& job_id)
   }
   in.roles = spec.roles;
   in.rendezvous = spec.rendezvous;
+  in.rdma = spec.network.rdma != RdmaUse::kOff;
   // The job's directory on each host has a name drawn when the host is
   // set up (NewHostJobDir): the plan carries the shown name, which MakePlan
   // replaces by each host's (PlanInput::host_paths, set by the controller).

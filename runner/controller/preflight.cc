@@ -16,6 +16,7 @@
 #include "container/proc_net.h"
 
 #include "runner/remote/preflight_script.h"
+#include "runner/remote/rdma.h"
 #include "ssh/quote.h"
 
 namespace barge::runner {
@@ -150,6 +151,7 @@ Status Preflight::Run(const std::vector<HostState*>& targets) {
     checks.interfaces = std::any_of(plan_.nodes.begin(), plan_.nodes.end(), [&](const cluster::NodePlan& n) {
       return n.host_index == h && n.container.options.network && *n.container.options.network == "host";
     });
+    checks.rdma = spec_.network.rdma != RdmaUse::kOff;
     checks.tcp_tables = head_on_host_network && h == head.host_index;
     checks.arm_watchdog = ArmWatchdogCommand(leases_.WatchdogFor(*hs));
     checks.hold = holds_.TakeHoldsLine(*hs);
@@ -431,6 +433,21 @@ Status Preflight::Run(const std::vector<HostState*>& targets) {
         if (iface.empty()) {
           Say(hs->name + ": cannot tell which interface carries " + address +
               ": NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are not set there (NCCL and Gloo choose)");
+        }
+      }
+      if (checks.rdma) {
+        // network.rdma: the HCAs its nodes are given
+        // (cluster::PlanInput::host_rdma), or sockets.
+        if (const PreflightSection* ib = section("ib")) {
+          const rdma::RdmaInfo info = rdma::ParseRdma(ib->text);
+          if (info.usable()) {
+            input_.host_rdma[hs->index] = info.active_hcas;
+          } else if (spec_.network.rdma == RdmaUse::kRequired) {
+            problems.push_back("RDMA is required (network.rdma: required) but the host has " + info.why_not());
+          } else {
+            input_.host_rdma[hs->index] = {};
+            Say(hs->name + ": no RDMA (" + info.why_not() + "): its nodes use sockets");
+          }
         }
       }
       if (checks.part != PreflightPart::kHost) return;

@@ -112,6 +112,7 @@ std::vector<KeyInfo> HostGroupKeys();
 std::vector<KeyInfo> JobKeys();
 std::vector<KeyInfo> MpiKeys();
 std::vector<KeyInfo> HealthKeys();
+std::vector<KeyInfo> NetworkKeys();
 std::vector<KeyInfo> PasswordKeys();
 std::vector<KeyInfo> PreemptionKeys();
 std::vector<KeyInfo> ReadyKeys();
@@ -129,6 +130,7 @@ std::vector<KeyInfo> WorkerKeys();
 inline constexpr auto kRestartCauses = NamesOf(kRestartCauseNames);
 inline constexpr auto kImagePull = NamesOf(kImagePullNames);
 inline constexpr auto kGpuHealthLevel = NamesOf(kGpuHealthLevelNames);
+inline constexpr auto kRdmaUse = NamesOf(kRdmaUseNames);
 inline constexpr auto kOnWorkerExit = NamesOf(kOnWorkerExitNames);
 
 // What CountExpandedNodes found.

@@ -47,6 +47,15 @@ constexpr KeyRule<HealthSpec> kHealthRules[] = {
 };
 std::vector<KeyInfo> HealthKeys() { return Describe(kHealthRules); }
 
+constexpr KeyRule<NetworkSpec> kNetworkRules[] = {
+    {"rdma",
+     {.type = KeyType::kEnum, .description = "InfiniBand/RoCE for every node: auto gives the containers of hosts that have an active HCA /dev/infiniband, memlock unlimited, IPC_LOCK and NCCL_IB_HCA (others use sockets, said); required refuses a host without one at preflight; off", .default_value = NameOf(kRdmaUseNames, RdmaUse::kOff), .choices = kRdmaUse},
+     [](const Entry& e, NetworkSpec& n) {
+       if (auto v = ReadEnum(e, kRdmaUseNames)) n.rdma = *v;
+     }},
+};
+std::vector<KeyInfo> NetworkKeys() { return Describe(kNetworkRules); }
+
 constexpr KeyRule<JobDraft> kJobRules[] = {
     {"name",
      {.type = KeyType::kString, .description = "The job's name: letters, digits, _ . - (at most 63)", .required = true},
@@ -123,6 +132,9 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
     {"health",
      {.type = KeyType::kBlock, .description = "The GPU health gate at preflight: an unhealthy GPU is taken out of what its host offers, an unhealthy host never starts a container", .keys = HealthKeys},
      [](const Entry& e, JobDraft& d) { ReadMapping(e, kHealthRules, d.spec.health); }},
+    {"network",
+     {.type = KeyType::kBlock, .description = "The collective network's plumbing: RDMA devices and NCCL_IB_HCA per host (the socket interface is set by itself)", .keys = NetworkKeys},
+     [](const Entry& e, JobDraft& d) { ReadMapping(e, kNetworkRules, d.spec.network); }},
     {"artifacts",
      {.type = KeyType::kBlockList, .description = "Paths copied back from containers", .keys = ArtifactKeys}, ReadArtifacts},
     {"forward",

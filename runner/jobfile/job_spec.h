@@ -197,6 +197,19 @@ inline constexpr auto kGpuHealthLevelNames = std::to_array<EnumName<GpuHealthLev
     {{GpuHealthLevel::kBasic, "basic"}, {GpuHealthLevel::kOff, "off"}});
 static_assert(ListsEveryValueInOrder(kGpuHealthLevelNames));
 
+// network.rdma: whether the job's containers get the hosts' RDMA devices
+// (runner/remote/rdma.h): off; auto (where a host has them, else sockets
+// with a note); required (a host without them fails preflight).
+enum class RdmaUse { kOff, kAuto, kRequired };
+inline constexpr auto kRdmaUseNames = std::to_array<EnumName<RdmaUse>>(
+    {{RdmaUse::kOff, "off"}, {RdmaUse::kAuto, "auto"}, {RdmaUse::kRequired, "required"}});
+static_assert(ListsEveryValueInOrder(kRdmaUseNames));
+
+// `network:` — the plumbing of the job's collective network.
+struct NetworkSpec {
+  RdmaUse rdma = RdmaUse::kOff;
+};
+
 // `health:` — the GPU health gate at preflight.
 struct HealthSpec {
   GpuHealthLevel gpus = GpuHealthLevel::kBasic;
@@ -248,6 +261,7 @@ struct JobSpec {
   // waited for, this long at most, instead of failing the job at once.
   std::optional<std::chrono::milliseconds> wait;
   HealthSpec health;
+  NetworkSpec network;
   std::vector<ArtifactSpec> artifacts;
   std::vector<ForwardSpec> forward;
   std::optional<WorkdirSpec> workdir;

@@ -1,10 +1,13 @@
 // A host's preflight as one remote script, and the reading of its reply.
 #include "runner/remote/preflight_script.h"
 
+#include "runner/remote/rdma.h"
+
 #include <algorithm>
 
 #include "container/docker_args.h"
 #include "runner/remote/host_address.h"
+#include "runner/remote/rdma.h"
 
 namespace barge::runner {
 
@@ -65,6 +68,7 @@ std::string PreflightScript(const DockerCommands& docker, const PreflightChecks&
   if (host && c.gpu_probe) s += "bs gpu; " + *c.gpu_probe + " 2>&1; be gpu $?\n";
   if (host && !c.gpu_health.empty()) s += c.gpu_health;
   if (host && c.interfaces) s += "bs iface; " + InterfacesCommand() + "; be iface 0\n";
+  if (host && c.rdma) s += "bs ib; " + rdma::RdmaCommand() + "; be ib 0\n";
   // The CLI's engine: DOCKER_HOST's socket, or the default one; a context
   // (DOCKER_CONTEXT, or a currentContext in the CLI's config) is not read.
   if (host && c.engine_socket) {

@@ -37,6 +37,8 @@ struct PreflightChecks {
   // The host's IPv4 interfaces (section "iface", InterfacesCommand): a node
   // there is on the host's network.
   bool interfaces = false;
+  // The host's RDMA devices and HCA ports (section "ib", rdma::RdmaCommand).
+  bool rdma = false;
   bool tcp_tables = false;               // /proc/net/tcp{,6} (the head's host)
   std::string arm_watchdog;              // a command line (ArmWatchdogCommand)
   // The job's holds on the host (fleet::TakeHoldsScript); empty = none.
@@ -65,7 +67,8 @@ std::optional<std::string> EngineSocketOf(std::string_view section_text);
 // "engine" (only when an image inspect failed, or with pull_always),
 // "disk" (`df -Pk` of /tmp and of the first image's storage directory, or
 // of / when no image is there), "ports", "gpu", the GPU health gate's
-// "gpuq", "gpurm", "gpuxid" (runner/remote/gpu_health.h), "iface", "socket". kHost leaves out
+// "gpuq", "gpurm", "gpuxid" (runner/remote/gpu_health.h), "iface", "ib"
+// (runner/remote/rdma.h), "socket". kHost leaves out
 // the hold, the images and the engine, and its disk is /tmp's alone; kEngine
 // has only those, and its disk is the storage directory's alone.
 std::string PreflightScript(const DockerCommands& docker, const PreflightChecks& checks);

@@ -300,6 +300,98 @@ TEST_F(PreflightTest, AHostReportingAFatalXidIsReplacedByASpareAndWithoutOneTheJ
   std::filesystem::remove_all(base);
 }
 
+// network: {rdma: auto|required} with a stand-in HCA on h1 alone, made in
+// h1's mount namespace (the bed hosts share /dev and /sys): a tmpfs on
+// /dev/infiniband holding uverbs0 (the real node numbers, c 231:192) and a
+// tmpfs on /sys/class whose infiniband/ has mlx5_0 and mlx5_1 ACTIVE and
+// mlx5_2 DOWN. A docker shim logs each `docker run` and drops
+// `--ulimit memlock=-1`, which this machine cannot grant (TESTBED.md).
+TEST_F(PreflightTest, RdmaAutoGivesAHostWithAnActiveHcaItsDevicesAndExactHcasAndRequiredRefusesAHostWithout) {
+  const auto& bed = GetBed();
+  ASSERT_GE(bed.hosts.size(), 2u);
+  const BedHost& h1 = bed.hosts[0];
+  const BedHost& h2 = bed.hosts[1];
+  const std::filesystem::path base = std::filesystem::path(bed.dir) / "rdma";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  const std::string log = (base / "runs.log").string();
+  const std::filesystem::path shim = base / "docker";
+  // One line per run (SkyPilot's node list holds newlines).
+  std::ofstream(shim) << "#!/bin/sh\ncase \" $* \" in *' run '*) echo \"$(hostname) $*\" | tr '\\n' ' ' >> " << log
+                      << "; echo >> " << log << ";; esac\nskip=0\nfor a do\n  shift\n  if [ $skip = 1 ]; then skip=0; "
+                         "[ \"$a\" = memlock=-1 ] && continue; set -- \"$@\" --ulimit \"$a\"; continue; fi\n"
+                         "  case \"$a\" in --ulimit) skip=1; continue;; esac\n  set -- \"$@\" \"$a\"\ndone\n"
+                         "exec docker \"$@\"\n";
+  std::filesystem::permissions(shim, std::filesystem::perms::owner_all | std::filesystem::perms::others_read |
+                                         std::filesystem::perms::others_exec);
+  const bool made_dev_dir = std::filesystem::create_directory("/dev/infiniband");
+  ASSERT_EQ(InHost(h1, "mount -t tmpfs -o size=1m,mode=755 barge-bed-ib /dev/infiniband && "
+                       "mknod /dev/infiniband/uverbs0 c 231 192 && "
+                       "mount -t tmpfs -o size=1m,mode=755 barge-bed-ibsys /sys/class && "
+                       "for h in mlx5_0 mlx5_1 mlx5_2; do mkdir -p /sys/class/infiniband/$h/ports/1; done && "
+                       "echo '4: ACTIVE' > /sys/class/infiniband/mlx5_0/ports/1/state && "
+                       "echo '4: ACTIVE' > /sys/class/infiniband/mlx5_1/ports/1/state && "
+                       "echo '1: DOWN' > /sys/class/infiniband/mlx5_2/ports/1/state && echo made"),
+            "made\n");
+  struct Unmake {
+    const BedHost& h;
+    bool rmdir;
+    ~Unmake() {
+      InHost(h, "umount /sys/class; umount /dev/infiniband");
+      if (rmdir) std::filesystem::remove("/dev/infiniband");
+    }
+  } unmake{h1, made_dev_dir};
+  ASSERT_EQ(OnHost(h2, "ls -A /dev/infiniband 2>/dev/null; ls -A /sys/class/infiniband 2>/dev/null; true"), "") << "the stand-in leaked to h2";
+
+  auto job_yaml = [&](const std::string& rdma) {
+    std::string y = "name: rdma\nimage: " + bed.image +
+                    "\ncommand: [\"sh\", \"-c\", \"echo hca=$NCCL_IB_HCA; ls /dev/infiniband 2>&1\"]\n"
+                    "stop_grace: 1s\nhosts:\n";
+    for (size_t i = 0; i < 2; ++i) y += "  - {address: " + bed.hosts[i].address + ", docker_command: " + shim.string() + "}\n";
+    return y + "ssh: {user: " + bed.user + ", identity_file: " + bed.key + ", known_hosts: " + bed.known_hosts +
+           ", connect_timeout: 10s}\nnetwork: {rdma: " + rdma + "}\n";
+  };
+  JobDir job("preflight-rdma");
+  job.Write(job_yaml("auto"));
+  CliOutcome plan = job.Barge("plan job.yaml");
+  EXPECT_EQ(plan.code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("NCCL_IB_HCA==<active HCAs of " + h1.address + ">"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("--device /dev/infiniband"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("# RDMA (network.rdma: auto)"), std::string::npos) << plan.out;
+
+  CliOutcome o = job.Barge("run job.yaml");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find(h2.address + ": no RDMA (no InfiniBand device (/dev/infiniband/uverbs*, "
+                                    "/sys/class/infiniband)): its nodes use sockets"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.out.find("[0 head " + h1.address + "] hca==mlx5_0,mlx5_1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("[0 head " + h1.address + "] uverbs0"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("[1 worker " + h2.address + "] hca=\n"), std::string::npos) << o.out;
+  const std::string runs = barge::testing::ReadWholeFile(log);
+  std::string on_h1, on_h2;
+  std::istringstream lines(runs);
+  for (std::string line; std::getline(lines, line);) (line.rfind("h1 ", 0) == 0 ? on_h1 : on_h2) += line + "\n";
+  for (const char* flag : {"--device /dev/infiniband", "--ulimit memlock=-1", "--cap-add IPC_LOCK",
+                           "-e NCCL_IB_HCA==mlx5_0,mlx5_1"}) {
+    EXPECT_NE(on_h1.find(flag), std::string::npos) << flag << " not in h1's run:\n" << runs;
+    EXPECT_EQ(on_h2.find(flag), std::string::npos) << flag << " in h2's run:\n" << runs;
+  }
+  EXPECT_EQ(on_h2.find("IPC_LOCK"), std::string::npos) << runs;
+  std::printf("rdma: auto:\n%s\n%s\n%s\n", o.err.c_str(), o.out.c_str(), runs.c_str());
+
+  job.Write(job_yaml("required"));
+  CliOutcome req = job.Barge("run job.yaml");
+  EXPECT_EQ(req.code, 125) << req.err;
+  EXPECT_NE(Row(req.err, h2.address).find("RDMA is required (network.rdma: required) but the host has no "
+                                          "InfiniBand device"),
+            std::string::npos)
+      << req.err;
+  EXPECT_EQ(Row(req.err, h1.address), "") << req.err;
+  std::printf("rdma: required:\n%s\n", req.err.c_str());
+  std::filesystem::remove_all(base);
+}
+
 TEST_F(PreflightTest, AMissingImageWithImagePullNeverIsReportedPerHost) {
   const auto& bed = GetBed();
   JobDir job("preflight-image");
