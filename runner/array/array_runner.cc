@@ -367,31 +367,52 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     m.ended = WallNow();
     bool succeeded = false;
     std::map<std::string, std::string> caused;  // by address: what the host did
+    std::set<std::string> unavailable;          // by address: unhealthy, not busy
     if (Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(options.state_dir); jobs.ok()) {
       Result<JobRecord> job = (*jobs)->GetJob(r.job_id);
       succeeded = job.ok() && job->status == JobStatus::kSucceeded && code == 0;
       Result<std::vector<EventRecord>> events = (*jobs)->GetEvents(r.job_id);
       Result<std::vector<PhaseRecord>> phases = (*jobs)->GetPhases(r.job_id);
-      if (!succeeded && events.ok() && phases.ok()) caused = HostCausedFailures(*events, *phases);
+      if (!succeeded && events.ok() && phases.ok()) {
+        caused = HostCausedFailures(*events, *phases);
+        unavailable = UnavailableHosts(*events);
+      }
     }
     const std::vector<cluster::Host>& inventory = *pool_hosts[r.pool];
     std::set<size_t> caused_here;
+    std::set<size_t> unavailable_here;
     for (size_t h : r.hosts) {
       if (h < inventory.size() && caused.contains(inventory[h].address)) caused_here.insert(h);
+      if (h < inventory.size() && unavailable.contains(inventory[h].address)) unavailable_here.insert(h);
     }
-    for (size_t h : pools[r.pool].NoteAttempt(r.hosts, caused_here)) {
+    for (size_t h : pools[r.pool].NoteAttempt(r.hosts, caused_here, unavailable_here)) {
       std::string name = inventory[h].address;
       if (r.pool > 0) name += " (group " + spec.host_groups[r.pool - 1].name + ")";
       const std::string why = caused.at(inventory[h].address);
-      std::fprintf(stderr, "barge: %s is set aside for the rest of the array: two attempts in a row failed "
-                   "because of it (last: %s)\n", name.c_str(), why.c_str());
+      if (unavailable_here.contains(h)) {
+        std::fprintf(stderr, "barge: %s is set aside for the rest of the array: it is unavailable, not busy (%s); "
+                     "no member waits for it\n", name.c_str(), why.c_str());
+      } else {
+        std::fprintf(stderr, "barge: %s is set aside for the rest of the array: two attempts in a row failed "
+                     "because of it (last: %s)\n", name.c_str(), why.c_str());
+      }
       set_aside.push_back(name + ": " + why);
     }
     avoid[r.index] = caused_here;
+    // An attempt that an unavailable host stopped before anything started
+    // (the health gate's exit 125) does not count against the retries: the
+    // member runs again on other hosts.
+    const bool uncounted = !succeeded && !stopping && !unavailable_here.empty() && code == kExitBargeFailure;
+    if (uncounted) --tries[r.index];
     if (succeeded) {
       m.status = MemberStatus::kSucceeded;
     } else if (stopping) {
       m.status = MemberStatus::kCancelled;
+    } else if (uncounted) {
+      m.status = MemberStatus::kWaiting;
+      waiting.push_back(r.index);
+      std::fprintf(stderr, "barge: member %d could not start: host(s) unavailable (unhealthy); it runs on other "
+                   "hosts, and this attempt does not count against array_retries\n", r.index);
     } else if (tries[r.index] <= spec.array_retries) {
       m.status = MemberStatus::kWaiting;
       waiting.push_back(r.index);
@@ -424,6 +445,23 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     }
     // The first waiting member whose pool has free hosts starts: a member
     // waiting for a busy group does not hold back the members of another.
+    // A member whose pool has too few hosts left that are not set aside
+    // can never start: it fails now, rather than wait for ever.
+    for (auto it = waiting.begin(); !stopping && it != waiting.end();) {
+      const size_t p = pool_of[static_cast<size_t>(*it)];
+      if (pools[p].usable_count() >= needs[p]) {
+        ++it;
+        continue;
+      }
+      MemberRecord& m = members[static_cast<size_t>(*it)];
+      m.status = MemberStatus::kFailed;
+      if (!m.exit_code) m.exit_code = kExitBargeFailure;
+      m.ended = WallNow();
+      std::fprintf(stderr, "barge: member %d cannot run: its pool has %zu host(s) not set aside, it needs %zu\n", *it,
+                   pools[p].usable_count(), needs[p]);
+      record(m);
+      it = waiting.erase(it);
+    }
     for (auto it = waiting.begin(); !stopping && running.size() < at_once && it != waiting.end();) {
       const size_t p = pool_of[static_cast<size_t>(*it)];
       std::optional<std::vector<size_t>> hosts = pools[p].TakeFreeHosts(needs[p], avoid[*it]);

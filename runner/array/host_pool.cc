@@ -20,12 +20,13 @@ std::optional<std::vector<size_t>> HostPool::TakeFreeHosts(size_t n, const std::
   return taken;
 }
 
-std::vector<size_t> HostPool::NoteAttempt(const std::vector<size_t>& hosts, const std::set<size_t>& host_caused) {
+std::vector<size_t> HostPool::NoteAttempt(const std::vector<size_t>& hosts, const std::set<size_t>& host_caused,
+                                          const std::set<size_t>& unavailable) {
   std::vector<size_t> newly;
   for (size_t h : hosts) {
     if (h >= streak_.size()) continue;
-    streak_[h] = host_caused.contains(h) ? streak_[h] + 1 : 0;
-    if (streak_[h] >= 2 && !aside_[h]) {
+    streak_[h] = host_caused.contains(h) || unavailable.contains(h) ? streak_[h] + 1 : 0;
+    if ((streak_[h] >= 2 || unavailable.contains(h)) && !aside_[h]) {
       aside_[h] = true;
       newly.push_back(h);
     }
@@ -39,10 +40,30 @@ void HostPool::Release(const std::vector<size_t>& hosts) {
   }
 }
 
+size_t HostPool::usable_count() const {
+  return static_cast<size_t>(std::count(aside_.begin(), aside_.end(), false));
+}
+
 size_t HostPool::free_count() const {
   size_t n = 0;
   for (size_t i = 0; i < busy_.size(); ++i) n += busy_[i] || aside_[i] ? 0 : 1;
   return n;
+}
+
+namespace {
+
+bool IsHostOut(const EventRecord& e) {
+  return e.host && e.kind == event::kGpuUnhealthy && e.detail == "the host is out";
+}
+
+}  // namespace
+
+std::set<std::string> UnavailableHosts(const std::vector<EventRecord>& events) {
+  std::set<std::string> out;
+  for (const EventRecord& e : events) {
+    if (IsHostOut(e)) out.insert(*e.host);
+  }
+  return out;
 }
 
 std::map<std::string, std::string> HostCausedFailures(const std::vector<EventRecord>& events,
@@ -51,7 +72,7 @@ std::map<std::string, std::string> HostCausedFailures(const std::vector<EventRec
   for (const EventRecord& e : events) {
     if (!e.host) continue;
     // An unhealthy host (the GPU health gate put it out) is the host's.
-    const bool unhealthy = e.kind == event::kGpuUnhealthy && e.detail == "the host is out";
+    const bool unhealthy = IsHostOut(e);
     if (e.kind != event::kHostLost && e.kind != event::kPreempted && !unhealthy) continue;
     out.emplace(*e.host, e.kind + ": " + e.detail);
   }

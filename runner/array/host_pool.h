@@ -38,12 +38,17 @@ class HostPool {
   // An attempt on `hosts` ended; `host_caused` are those of them its
   // failure came from (HostCausedFailures). A host on which two attempts in
   // a row (by any members) ended in a failure it caused is set aside for
-  // the rest of the array: the hosts set aside by this call.
-  std::vector<size_t> NoteAttempt(const std::vector<size_t>& hosts, const std::set<size_t>& host_caused);
+  // the rest of the array, and one in `unavailable` (UnavailableHosts: it
+  // is unhealthy, which does not pass by waiting) at once: the hosts set
+  // aside by this call.
+  std::vector<size_t> NoteAttempt(const std::vector<size_t>& hosts, const std::set<size_t>& host_caused,
+                                  const std::set<size_t>& unavailable = {});
   bool set_aside(size_t host) const { return host < aside_.size() && aside_[host]; }
 
   size_t size() const { return busy_.size(); }
   size_t free_count() const;
+  // Hosts not set aside (busy or free).
+  size_t usable_count() const;
 
  private:
   std::vector<bool> busy_;
@@ -59,5 +64,10 @@ class HostPool {
 // session, not an image or a port the job names (its phases).
 std::map<std::string, std::string> HostCausedFailures(const std::vector<EventRecord>& events,
                                                       const std::vector<PhaseRecord>& phases);
+
+// The hosts (by address) that a member job found unavailable rather than
+// busy: those the GPU health gate put out (event kGpuUnhealthy, "the host
+// is out"), where nothing of the job started.
+std::set<std::string> UnavailableHosts(const std::vector<EventRecord>& events);
 
 }  // namespace barge::runner::fleet

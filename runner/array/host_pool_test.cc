@@ -97,5 +97,37 @@ TEST(HostCausedFailures, AHostTheGpuHealthGatePutOutIsTheHostsButAGpuTakenOutIsN
   EXPECT_EQ(caused.at("10.0.0.1"), "gpu_unhealthy: the host is out");
 }
 
+TEST(HostPool, AnUnavailableHostIsSetAsideAtOnceAndCountsNoMoreAsUsable) {
+  HostPool pool(3);
+  auto a = pool.TakeFreeHosts(2);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(pool.usable_count(), 3u);
+  // Host 1 was unhealthy (the health gate put it out): aside after one
+  // attempt, where a lost host needs two in a row.
+  EXPECT_EQ(pool.NoteAttempt(*a, {1}, {1}), std::vector<size_t>{1});
+  pool.Release(*a);
+  EXPECT_TRUE(pool.set_aside(1));
+  EXPECT_FALSE(pool.set_aside(0));
+  EXPECT_EQ(pool.usable_count(), 2u);
+  auto b = pool.TakeFreeHosts(2);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(*b, (std::vector<size_t>{0, 2}));
+  EXPECT_TRUE(pool.NoteAttempt(*b, {}, {}).empty());
+}
+
+TEST(UnavailableHosts, OnlyHostsTheGpuHealthGatePutOut) {
+  std::vector<EventRecord> events(3);
+  events[0].kind = event::kGpuUnhealthy;
+  events[0].host = "10.0.0.1";
+  events[0].detail = "the host is out";
+  events[1].kind = event::kGpuUnhealthy;
+  events[1].host = "10.0.0.2";
+  events[1].detail = "GPU(s) 0 taken out: pages pending retirement (reset the GPU)";
+  events[2].kind = event::kHostLost;
+  events[2].host = "10.0.0.3";
+  events[2].detail = "link down";
+  EXPECT_EQ(UnavailableHosts(events), (std::set<std::string>{"10.0.0.1"}));
+}
+
 }  // namespace
 }  // namespace barge::runner::fleet

@@ -696,6 +696,14 @@ TEST_F(ControllerTest, AnUnhealthySpareIsPassedOverAndWithNoneLeftTheTableNamesT
   EXPECT_TRUE(NothingLeft());
 }
 
+TEST_F(ControllerTest, AJobThatWaitsForHostsDoesNotWaitForAnUnhealthyOneAndSaysItIsUnavailableNotBusy) {
+  fake_.host("h2").Section("gpuq", "fields full\n", 137);
+  EXPECT_EQ(Run(Job("container: {gpus: all}\nwait: 10m\n")), 125) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("(unavailable, not busy: a job does not wait for an unhealthy host)")) << rec_.AllMessages();
+  EXPECT_FALSE(rec_.Said("waiting for")) << rec_.AllMessages();
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "docker run -d"), 0) << h;
+}
+
 TEST_F(ControllerTest, AGpuHealthFindingOnAJobThatTakesAllGpusPutsTheHostOut) {
   fake_.host("h1").Section("gpuq", FourGpus(/*ecc_on_gpu0=*/1));
   EXPECT_EQ(Run(Job("container: {gpus: all}\n", "[{address: h1, gpus: 4}]")), 125);

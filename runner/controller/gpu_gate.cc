@@ -146,10 +146,15 @@ Status GpuGate::OutError(const std::vector<HostState*>& out, size_t total) const
     if (end == std::string::npos) end = t.size();
     table += "  " + t.substr(start, end - start) + "\n";
   }
+  // A wait (--wait, wait:, an array member) is for hosts other jobs hold;
+  // an unhealthy host does not become healthy by waiting.
+  const std::string not_busy = options_.wait || spec_.wait
+                                   ? "  (unavailable, not busy: a job does not wait for an unhealthy host)\n"
+                                   : "";
   return Status::Error("GPU health: " + std::to_string(out.size()) + " of " + std::to_string(total) +
                        " host(s) cannot run the job's nodes" +
                        (spec_.spare_hosts.empty() ? std::string() : " and no spare host is left to take their place") +
-                       "; nothing was started:\n" + table);
+                       "; nothing was started:\n" + table + not_busy);
 }
 
 }  // namespace barge::runner::internal

@@ -211,7 +211,8 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
 // h2's mount namespace only (the hosts share one kernel and one log). The
 // job asks for both GPUs of each host, so h2 cannot run its node: with a
 // spare host (the loopback host) the job starts on h1, h3 and the spare and
-// says why; without one it starts nothing, exit 125, one table names h2.
+// says why; without one it starts nothing, exit 125, one table names h2;
+// an array over the three sets h2 aside at once and runs every member.
 TEST_F(PreflightTest, AHostReportingAFatalXidIsReplacedByASpareAndWithoutOneTheJobStopsWithTheTable) {
   const auto& bed = GetBed();
   ASSERT_GE(bed.hosts.size(), 3u);
@@ -297,6 +298,28 @@ TEST_F(PreflightTest, AHostReportingAFatalXidIsReplacedByASpareAndWithoutOneTheJ
       << "not three nodes with both GPUs";
   EXPECT_EQ(JobContainers(h2), "") << "something of the job is left on h2";
   std::printf("with a spare:\n%s\n%s\n", with.err.c_str(), with.out.c_str());
+
+  // An array over the three hosts, one each, all at once, no retries: the
+  // member given h2 stops at the gate; h2 is unavailable, not busy: set
+  // aside at once, and the member runs on a host another member frees,
+  // without spending a retry.
+  std::filesystem::remove(log);
+  std::string array = job_yaml(/*spare=*/false);
+  array.replace(array.find("name: gpuxid"), 12, "name: gpuxidarr");
+  job.Write(array + "array: {matrix: {x: [1, 2, 3]}}\nparallel: 3\n");
+  CliOutcome arr = job.Barge("run job.yaml");
+  EXPECT_EQ(arr.code, 0) << arr.err;
+  EXPECT_NE(arr.err.find("barge: " + h2.address + " is set aside for the rest of the array: it is unavailable, not "
+                         "busy (gpu_unhealthy: the host is out); no member waits for it"),
+            std::string::npos)
+      << arr.err;
+  EXPECT_NE(arr.err.find("this attempt does not count against array_retries"), std::string::npos) << arr.err;
+  EXPECT_NE(arr.out.find("set aside: " + h2.address + ": gpu_unhealthy: the host is out"), std::string::npos)
+      << arr.out;
+  EXPECT_EQ(arr.err.find("member 1 failed"), std::string::npos) << arr.err;
+  EXPECT_EQ(barge::testing::ReadWholeFile(log), "\"device=0,1\"\n\"device=0,1\"\n\"device=0,1\"\n")
+      << "not three members with both GPUs";
+  std::printf("array:\n%s\n%s\n", arr.err.c_str(), arr.out.c_str());
   std::filesystem::remove_all(base);
 }
 
