@@ -296,6 +296,70 @@ TEST_F(MultiNodeTest, APyTorchGlooJobAllReducesAcrossThreeHosts) {
   }
 }
 
+// Gloo picks its interface from the address the host name resolves to.
+// On hosts whose /etc/hosts maps their name to 127.0.1.1, as Debian's
+// installer writes (bound over /etc/hosts in h1's and h2's mount namespaces
+// alone; the bed's own maps each name to its bed address, where Gloo finds
+// the right one by luck), a 2-host gloo job without barge's
+// GLOO_SOCKET_IFNAME (the job sets it empty, which torch reads as unset)
+// fails: each rank offers 127.0.1.1 to the other, which reaches only its
+// own loopback ("connect [127.0.1.1]:PORT: Connection refused" at once on
+// this bed; the process group's timeout, 15 s here, bounds any other way
+// it could go). With barge's setting it all-reduces.
+TEST_F(MultiNodeTest, GlooOnHostsWhoseNameResolvesToLoopbackFailsWithoutBargesInterfaceSettingAndRunsWithIt) {
+  const auto& bed = GetBed();
+  ASSERT_EQ(bed.raw.count("BED_TORCH_IMAGE"), 1u) << "bring the bed up with BARGE_BED_TORCH=1";
+  const fs::path base = fs::path(bed.dir) / "gloo-hosts";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  for (size_t i = 0; i < 2; ++i) {
+    const BedHost& h = bed.hosts[i];
+    std::ofstream(base / h.name) << "127.0.0.1\tlocalhost\n127.0.1.1\t" << h.name << "\n";
+    ASSERT_EQ(InHost(h, "mount --bind " + (base / h.name).string() + " /etc/hosts && getent hosts " + h.name),
+              "127.0.1.1       " + h.name + "\n");
+  }
+  struct Unbind {
+    const std::vector<BedHost>& hosts;
+    ~Unbind() {
+      for (size_t i = 0; i < 2; ++i) InHost(hosts[i], "umount /etc/hosts");
+    }
+  } unbind{bed.hosts};
+  auto job = [&](const std::string& env) {
+    return "name: gloo-iface\nimage: " + bed.raw.at("BED_TORCH_IMAGE") + "\nimage_pull: never\n" + Hosts(2) +
+           "container:\n  network: host\n" + env + "stop_grace: 2s\n"
+           "command:\n  - /usr/bin/python3\n  - -c\n  - |\n"
+           "    import datetime, os, socket\n"
+           "    import torch\n"
+           "    import torch.distributed as dist\n"
+           "    print('gloo iface [' + os.environ.get('GLOO_SOCKET_IFNAME', '') + '] name ' + socket.gethostbyname(socket.gethostname()), flush=True)\n"
+           "    dist.init_process_group('gloo', init_method='env://', timeout=datetime.timedelta(seconds=15))\n"
+           "    t = torch.tensor([float(dist.get_rank() + 1)])\n"
+           "    dist.all_reduce(t)\n"
+           "    print(f'all_reduce sum = {t.item():.0f}', flush=True)\n"
+           "    dist.barrier()\n"
+           "    dist.destroy_process_group()\n";
+  };
+  CliOutcome without = Barge(job("  env: {GLOO_SOCKET_IFNAME: \"\"}\n"));
+  EXPECT_NE(without.code, 0) << without.err << without.out;
+  EXPECT_NE(without.out.find("[0 head " + bed.hosts[0].address + "] gloo iface [] name 127.0.1.1"), std::string::npos)
+      << without.out;
+  EXPECT_EQ(without.out.find("all_reduce sum"), std::string::npos) << without.out;
+  std::printf("without barge's setting (exit %d):\n%s\n%s\n", without.code, without.err.c_str(), without.out.c_str());
+
+  CliOutcome with = Barge(job(""));
+  EXPECT_EQ(with.code, 0) << with.err << with.out;
+  for (size_t i = 0; i < 2; ++i) {
+    const BedHost& h = bed.hosts[i];
+    std::string iface = InHost(h, "ip -o -4 addr show | awk '$4 ~ /^" + h.address + "\\// {print $2}'");
+    while (!iface.empty() && iface.back() == '\n') iface.pop_back();
+    const std::string prefix = "[" + std::to_string(i) + (i == 0 ? " head " : " worker ") + h.address + "] ";
+    EXPECT_NE(with.out.find(prefix + "gloo iface [" + iface + "] name 127.0.1.1"), std::string::npos) << with.out;
+    EXPECT_NE(with.out.find(prefix + "all_reduce sum = 3"), std::string::npos) << with.out;
+  }
+  std::printf("with barge's setting:\n%s\n", with.out.c_str());
+  fs::remove_all(base);
+}
+
 TEST_F(MultiNodeTest, ABusyRendezvousPortOnTheHeadsHostStopsTheJobBeforeItStarts) {
   const auto& bed = GetBed();
   // Something else listens on 29555 on h1.
