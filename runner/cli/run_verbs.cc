@@ -63,6 +63,7 @@ std::optional<LoadedJob> Load(const RunRequest& request, const std::string& show
   layers.overrides = request.overrides;
   layers.config_file = DefaultConfigFile();
   layers.hosts_file = request.hosts_file;
+  layers.group_hosts_files = request.group_hosts_files;
   layers.hosts_command = request.hosts_command;
   LoadedJob loaded = ParseJobText(request.text, shown,
                                   std::filesystem::path(request.file).parent_path().string(),
@@ -158,6 +159,7 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
   if (!loaded) return kExitBargeFailure;
   JobSpec* spec = &*loaded->spec;
   request.hosts_file = loaded->hosts_file;
+  request.group_hosts_files = loaded->group_hosts_files;
   request.hosts_command = loaded->hosts_command;
   if (Status s = CheckOpenFiles(*spec); !s.ok()) {
     std::fprintf(stderr, "barge: %s\n", s.message().c_str());
@@ -344,7 +346,7 @@ std::optional<fleet::RecordedArrayJob> RecordedArrayJob(const std::string& json)
 }
 
 // Parses the job as job `job` ran it (its recorded request: the job file,
-// the overrides, the hosts file as read then), to act on its hosts.
+// the overrides, the hosts files as read then), to act on its hosts.
 std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
   Result<std::unique_ptr<JobStore>> store = JobStore::Open(StateDir());
   if (!store.ok()) {

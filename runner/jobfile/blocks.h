@@ -56,6 +56,10 @@ struct GroupDraft {
   HostGroup group;
   Entry entry;  // the NAME key
   std::deque<Source>* sources = nullptr;  // the job's: a hosts_file's Source lives there
+  // The layers' recorded group hosts files (read the one of the same path,
+  // not the disk), and this group's hosts file as read.
+  std::span<const RecordedHostsFile> recorded_hosts;
+  std::optional<RecordedHostsFile> hosts_read;
   std::vector<HostDraft> hosts;
   bool host_errors = false;
   std::set<std::string> ssh_keys;
@@ -80,6 +84,10 @@ struct JobDraft {
   std::optional<Entry> mpi;        // the `mpi:` key, when given
   const RecordedHostsFile* recorded_hosts = nullptr;  // rerun: read this, not the disk
   std::optional<RecordedHostsFile> hosts_read;        // the hosts file as read
+  // Host groups' hosts files: as recorded (rerun, a member job's down,
+  // exec, attach: read these, not the disk), and as read.
+  std::span<const RecordedHostsFile> recorded_group_hosts;
+  std::vector<RecordedHostsFile> group_hosts_read;
   // hosts_command: its recorded output (down, exec, attach, rerun: read
   // this, never run the command), and what it printed.
   const RecordedHostsCommand* recorded_command = nullptr;

@@ -1,6 +1,9 @@
 // Where the hosts come from: hosts, spare_hosts, hosts_file, hosts_command, host_groups.
 #include "runner/jobfile/blocks.h"
 
+#include <algorithm>
+#include <span>
+
 namespace barge::runner::jobfile {
 
 // Host entries of `e` (a list) into `out`.
@@ -61,7 +64,8 @@ void ReadSpareHosts(const Entry& e, JobDraft& d) {
 
 
 std::optional<LoadedHostsFile> LoadHostsFile(const Entry& e, const std::string& written,
-                                             const RecordedHostsFile* recorded, std::deque<Source>& sources) {
+                                             std::span<const RecordedHostsFile> recorded,
+                                             std::deque<Source>& sources) {
   std::optional<std::string> path = ExpandPath(e, written);
   if (!path) return std::nullopt;
   LoadedHostsFile f;
@@ -71,8 +75,10 @@ std::optional<LoadedHostsFile> LoadHostsFile(const Entry& e, const std::string& 
   f.shown = written[0] == '~' ? *path
                               : (fs::path(e.src->name).parent_path() / written).lexically_normal().string();
   std::string error;
-  if (recorded != nullptr && recorded->path == *path) {
-    f.text = recorded->text;
+  auto same = std::find_if(recorded.begin(), recorded.end(),
+                           [&](const RecordedHostsFile& r) { return r.path == *path; });
+  if (same != recorded.end()) {
+    f.text = same->text;
   } else if (!ReadFileCapped(*path, &f.text, &error)) {
     e.Error("cannot read hosts file " + QuoteValue(written) + ": " + error);
     return std::nullopt;
@@ -92,7 +98,9 @@ void ReadHostsFile(const Entry& e, JobDraft& d) {
     d.host_errors = true;
     return;
   }
-  std::optional<LoadedHostsFile> file = LoadHostsFile(e, *written, d.recorded_hosts, d.sources);
+  std::span<const RecordedHostsFile> recorded;
+  if (d.recorded_hosts != nullptr) recorded = std::span(d.recorded_hosts, 1);
+  std::optional<LoadedHostsFile> file = LoadHostsFile(e, *written, recorded, d.sources);
   if (!file) {
     d.host_errors = true;
     return;
@@ -162,15 +170,17 @@ void ReadHostsCommand(const Entry& e, JobDraft& d) {
 }
 
 // A group's hosts_file: a YAML list of host entries, as the job's
-// hosts_file. Read from disk each time (a rerun reads it again).
+// hosts_file. Read from the layers' record of the same path when there is
+// one (rerun, a member job's down, exec, attach), else from disk.
 void ReadGroupHostsFile(const Entry& e, GroupDraft& g) {
   std::optional<std::string> written = ReadNonEmpty(e, "a path");
   std::optional<LoadedHostsFile> file =
-      written ? LoadHostsFile(e, *written, /*recorded=*/nullptr, *g.sources) : std::nullopt;
+      written ? LoadHostsFile(e, *written, g.recorded_hosts, *g.sources) : std::nullopt;
   if (!file) {
     g.host_errors = true;
     return;
   }
+  g.hosts_read = RecordedHostsFile{file->path, file->text};
   g.group.hosts_file = file->shown;
   const YAML::Node& root = file->root;
   const Entry list{file->src, root, root, g.entry.path + ".hosts"};
@@ -221,6 +231,7 @@ void ReadHostGroups(const Entry& e, JobDraft& d) {
     GroupDraft g;
     g.entry = e.Child(it->first, it->second);
     g.sources = &d.sources;
+    g.recorded_hosts = d.recorded_group_hosts;
     g.group.name = it->first.Scalar();
     if (Status s = CheckJobName(g.group.name); !s.ok()) {
       g.entry.KeyError("invalid group name " + QuoteValue(g.group.name) +

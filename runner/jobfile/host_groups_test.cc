@@ -76,6 +76,34 @@ TEST_F(HostGroupsTest, GroupsKeepTheirHostsInFileOrderFromAListOrAHostsFile) {
   EXPECT_EQ(job.spec->hosts[0].address, "10.0.0.1");
 }
 
+TEST_F(HostGroupsTest, EachGroupsHostsFileIsGivenAsReadAndARecordedOneIsReadInsteadOfTheDisk) {
+  Write("eu.yaml", "- 10.0.1.1\n");
+  Write("ap.yaml", "- 10.0.3.1\n");
+  const std::string text = std::string(kHead) +
+                           "host_groups:\n"
+                           "  us: {hosts: [10.0.2.1]}\n"
+                           "  eu: {hosts_file: eu.yaml}\n"
+                           "  ap: {hosts_file: ap.yaml}\n";
+  LoadedJob job = Parse(text);
+  ASSERT_TRUE(job.spec);
+  ASSERT_EQ(job.group_hosts_files.size(), 2u);
+  EXPECT_EQ(job.group_hosts_files[0].path, dir_ + "/eu.yaml");
+  EXPECT_EQ(job.group_hosts_files[0].text, "- 10.0.1.1\n");
+  EXPECT_EQ(job.group_hosts_files[1].path, dir_ + "/ap.yaml");
+  // A rerun (or a member job's down) reads the record of the same path; a
+  // file without one is read from disk.
+  Write("eu.yaml", "- 10.0.9.9\n");
+  Write("ap.yaml", "- 10.0.8.8\n");
+  JobLayers layers;
+  layers.group_hosts_files = {job.group_hosts_files[0], {dir_ + "/other.yaml", "- 10.0.7.7\n"}};
+  LoadedJob again = Parse(text, layers);
+  ASSERT_TRUE(again.spec);
+  EXPECT_EQ(again.spec->host_groups[1].hosts.at(0).address, "10.0.1.1");
+  EXPECT_EQ(again.spec->host_groups[2].hosts.at(0).address, "10.0.8.8");
+  EXPECT_EQ(again.group_hosts_files.at(0).text, "- 10.0.1.1\n");
+  EXPECT_EQ(again.group_hosts_files.at(1).text, "- 10.0.8.8\n");
+}
+
 TEST_F(HostGroupsTest, AGroupsSshKeysWinAndTheOthersAreTheJobsAndTheConfigFilesWhichTheJobOverrides) {
   Write("config.yaml", "ssh:\n  port: 2222\n  dead_after: 7s\n  engine_misses: 9\n");
   JobLayers layers;

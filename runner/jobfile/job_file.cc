@@ -250,6 +250,7 @@ LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
   draft->spec.file = file_name;
   draft->spec.base_dir = base_dir;
   if (layers.hosts_file) draft->recorded_hosts = &*layers.hosts_file;
+  draft->recorded_group_hosts = layers.group_hosts_files;
   if (layers.hosts_command) draft->recorded_command = &*layers.hosts_command;
   draft->may_run_command = layers.run_hosts_command;
   try {
@@ -277,6 +278,7 @@ LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
   if (result.errors.empty()) {
     result.spec = std::move(draft->spec);
     result.hosts_file = std::move(draft->hosts_read);
+    result.group_hosts_files = std::move(draft->group_hosts_read);
     result.hosts_command = std::move(draft->command_read);
   }
   return result;

@@ -58,6 +58,10 @@ struct LoadedJob {
   // The hosts file as read (or as recorded, for a rerun), when the job
   // names one; what `barge rerun` needs to run on the same inventory.
   std::optional<RecordedHostsFile> hosts_file;
+  // Each host group's hosts file as read (or as recorded), in group order:
+  // what a rerun and a member job's down, exec and attach read instead of
+  // the disk.
+  std::vector<RecordedHostsFile> group_hosts_files;
   // What the job's hosts_command printed (or, with the layers' record of
   // the same command, that record): the inventory down, exec, attach and
   // rerun use without running the command again.

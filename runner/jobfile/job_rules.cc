@@ -501,6 +501,7 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
     for (const KeyInfo& k : SshKeys()) {
       if (g.ssh_keys.contains(std::string(k.key))) g.group.ssh_keys.emplace_back(k.key);
     }
+    if (g.hosts_read) d.group_hosts_read.push_back(std::move(*g.hosts_read));
     d.spec.host_groups.push_back(std::move(g.group));
   }
   d.spec.teardown = d.teardown.hooks;

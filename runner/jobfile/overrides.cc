@@ -112,6 +112,12 @@ std::string RunRequestToJson(const RunRequest& r) {
   } else {
     j["hosts_file"] = nullptr;
   }
+  if (!r.group_hosts_files.empty()) {
+    j["group_hosts_files"] = nlohmann::ordered_json::array();
+    for (const RecordedHostsFile& f : r.group_hosts_files) {
+      j["group_hosts_files"].push_back({{"path", f.path}, {"text", f.text}});
+    }
+  }
   if (r.hosts_command) {
     j["hosts_command"] = {{"command", r.hosts_command->command}, {"output", r.hosts_command->output}};
   }
@@ -158,6 +164,15 @@ Result<RunRequest> RunRequestFromJson(std::string_view json) {
     }
     r.hosts_command =
         RecordedHostsCommand{h["command"].get<std::string>(), h["output"].get<std::string>()};
+  }
+  if (j.contains("group_hosts_files")) {
+    if (!j["group_hosts_files"].is_array()) return bad("group_hosts_files is not a list");
+    for (nlohmann::json& h : j["group_hosts_files"]) {
+      if (!h.is_object() || !h["path"].is_string() || !h["text"].is_string()) {
+        return bad("a group hosts file is not {path, text}");
+      }
+      r.group_hosts_files.push_back(RecordedHostsFile{h["path"].get<std::string>(), h["text"].get<std::string>()});
+    }
   }
   return r;
 }

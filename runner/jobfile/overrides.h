@@ -68,6 +68,9 @@ struct JobLayers {
   std::vector<Override> overrides;  // applied in order, the last one wins
   std::string config_file;          // "" = none; a missing file is no error
   std::optional<RecordedHostsFile> hosts_file;
+  // Host groups' hosts files as recorded: each read from here, not the
+  // disk, when its path matches.
+  std::vector<RecordedHostsFile> group_hosts_files;
   std::optional<RecordedHostsCommand> hosts_command;
   // False: a hosts_command without its recorded output above is an error
   // instead of being run (acting on a recorded job; the fuzzer).
@@ -90,6 +93,7 @@ struct RunRequest {
   std::string text;  // the job file's text as run
   std::vector<Override> overrides;
   std::optional<RecordedHostsFile> hosts_file;
+  std::vector<RecordedHostsFile> group_hosts_files;  // host groups' hosts files as read
   std::optional<RecordedHostsCommand> hosts_command;
 
   // `barge run FILE --set ...`, quoted for a POSIX shell where needed.
@@ -98,7 +102,9 @@ struct RunRequest {
 
 // {"file": ..., "text": ..., "overrides": [{"flag": "--set", "argument":
 // "a.b=c"}, ...], "hosts_file": {"path": ..., "text": ...} | null,
-// "hosts_command": {"command": ..., "output": ...} (only when there is one)}
+// "group_hosts_files": [{"path": ..., "text": ...}, ...],
+// "hosts_command": {"command": ..., "output": ...}} (the last two only when
+// there are any)
 std::string RunRequestToJson(const RunRequest& request);
 [[nodiscard]] Result<RunRequest> RunRequestFromJson(std::string_view json);
 
