@@ -26,6 +26,7 @@
 #include "runner/array/array_summary.h"
 #include "runner/array/host_pool.h"
 #include "runner/array/member_output.h"
+#include "runner/array/member_record.h"
 #include "runner/store/job_store.h"
 #include "runner/store/state_dir.h"
 #include "runner/console/signals.h"
@@ -286,6 +287,11 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     }
     m.status = MemberStatus::kRunning;
     record(m);
+    // What the member resolved (its hosts in its pool), for a later down,
+    // exec or attach of its job (member_record.h).
+    if (Status s = RecordMemberRun(options.state_dir, array_id, index, hosts, r.job_id); !s.ok()) {
+      std::fprintf(stderr, "barge: warning: member %d: %s\n", index, s.message().c_str());
+    }
     std::fflush(nullptr);
     store.reset();  // no SQLite connection across the fork (see above)
     // Signals wait until the member has its own handlers: one delivered in

@@ -27,6 +27,7 @@
 #include "runner/cli/plan_printer.h"
 #include "runner/store/state_dir.h"
 #include "runner/cli/array_cli.h"
+#include "runner/array/member_record.h"
 #include "runner/cli/verbs.h"
 #include "runner/console/detach.h"
 
@@ -325,6 +326,9 @@ int Rerun(const std::string& job_text, bool detach) {
   if (!found) return kExitBargeFailure;
   std::optional<RunRequest> request = RecordedRequest(*found->store, found->job);
   if (!request) return kExitBargeFailure;
+  // A member job's rerun runs the array's job file as recorded; the new job
+  // is no member of the array.
+  request->member.reset();
   found->store.reset();
   std::fprintf(stderr, "barge: running job %s again: %s\n", found->job.id.c_str(),
                request->CommandLine().c_str());
@@ -346,7 +350,8 @@ std::optional<fleet::RecordedArrayJob> RecordedArrayJob(const std::string& json)
 }
 
 // Parses the job as job `job` ran it (its recorded request: the job file,
-// the overrides, the hosts files as read then), to act on its hosts.
+// the overrides, the hosts files as read then), to act on its hosts; a job
+// array's member job as its member (its hosts, its host group's ssh).
 std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
   Result<std::unique_ptr<JobStore>> store = JobStore::Open(StateDir());
   if (!store.ok()) {
@@ -361,7 +366,15 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
   std::optional<LoadedJob> loaded =
       Load(*request, request->file, SecretValues::kSkip, /*run_hosts_command=*/false);
   if (!loaded) return std::nullopt;
-  return std::move(loaded->spec);
+  if (!request->member) return std::move(loaded->spec);
+  // A job array's member: its own hosts, with its host group's ssh
+  // settings, as the array controller gave them (runner/array/member_record.h).
+  Result<JobSpec> member = fleet::RecordedMemberSpec(StateDir(), *loaded->spec, *request->member);
+  if (!member.ok()) {
+    std::fprintf(stderr, "barge: job %s: %s\n", job.id.c_str(), member.status().message().c_str());
+    return std::nullopt;
+  }
+  return std::move(member).value();
 }
 
 }  // namespace barge::runner

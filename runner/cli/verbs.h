@@ -67,7 +67,9 @@ int Rerun(const std::string& job_text, bool detach);
 // --failed`; nullopt after printing why not.
 std::optional<fleet::RecordedArrayJob> RecordedArrayJob(const std::string& json);
 // Parses the job as job `job` ran it (its recorded request), to act on its
-// hosts; nullopt after printing why not.
+// hosts: a job array's member job as that member, on its own hosts with its
+// host group's ssh settings (runner/array/member_record.h); nullopt after
+// printing why not.
 std::optional<JobSpec> RecordedSpec(const JobRecord& job);
 
 // --- job_verbs.cc

@@ -121,6 +121,9 @@ std::string RunRequestToJson(const RunRequest& r) {
   if (r.hosts_command) {
     j["hosts_command"] = {{"command", r.hosts_command->command}, {"output", r.hosts_command->output}};
   }
+  if (r.member) {
+    j["member"] = {{"array", r.member->array_id}, {"index", r.member->index}, {"hosts", r.member->hosts}};
+  }
   return j.dump();
 }
 
@@ -173,6 +176,21 @@ Result<RunRequest> RunRequestFromJson(std::string_view json) {
       }
       r.group_hosts_files.push_back(RecordedHostsFile{h["path"].get<std::string>(), h["text"].get<std::string>()});
     }
+  }
+  if (j.contains("member")) {
+    nlohmann::json& m = j["member"];
+    if (!m.is_object() || !m["array"].is_string() || !m["index"].is_number_unsigned() ||
+        !m["hosts"].is_array()) {
+      return bad("member is not {array, index, hosts}");
+    }
+    RunRequest::Member member;
+    member.array_id = m["array"].get<std::string>();
+    member.index = m["index"].get<int>();
+    for (const nlohmann::json& h : m["hosts"]) {
+      if (!h.is_number_unsigned()) return bad("member hosts are not host indices");
+      member.hosts.push_back(h.get<size_t>());
+    }
+    r.member = std::move(member);
   }
   return r;
 }

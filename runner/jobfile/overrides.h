@@ -95,6 +95,15 @@ struct RunRequest {
   std::optional<RecordedHostsFile> hosts_file;
   std::vector<RecordedHostsFile> group_hosts_files;  // host groups' hosts files as read
   std::optional<RecordedHostsCommand> hosts_command;
+  // A job array's member job: which member of which array it ran, and on
+  // which hosts of its pool (the job's hosts, or its row's host group's),
+  // by index (runner/array/member_record.h).
+  struct Member {
+    std::string array_id;
+    int index = 0;
+    std::vector<size_t> hosts;
+  };
+  std::optional<Member> member;
 
   // `barge run FILE --set ...`, quoted for a POSIX shell where needed.
   std::string CommandLine() const;
@@ -103,8 +112,9 @@ struct RunRequest {
 // {"file": ..., "text": ..., "overrides": [{"flag": "--set", "argument":
 // "a.b=c"}, ...], "hosts_file": {"path": ..., "text": ...} | null,
 // "group_hosts_files": [{"path": ..., "text": ...}, ...],
-// "hosts_command": {"command": ..., "output": ...}} (the last two only when
-// there are any)
+// "hosts_command": {"command": ..., "output": ...},
+// "member": {"array": ..., "index": N, "hosts": [I, ...]}} (the last three
+// only when there are any)
 std::string RunRequestToJson(const RunRequest& request);
 [[nodiscard]] Result<RunRequest> RunRequestFromJson(std::string_view json);
 

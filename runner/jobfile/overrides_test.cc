@@ -232,21 +232,29 @@ TEST(RunRequest, RoundTripsThroughJsonAndPrintsAsACommandLine) {
   EXPECT_FALSE(RunRequestFromJson(R"({"file": "a", "text": "b", "overrides": [{"flag": "--x", "argument": ""}]})").ok());
 }
 
-TEST(RunRequest, KeepsTheGroupsHostsFiles) {
+TEST(RunRequest, KeepsTheGroupsHostsFilesAndWhichMemberOfAnArrayItRan) {
   RunRequest r;
   r.file = "/jobs/sweep.yaml";
   r.text = "name: t\n";
+  EXPECT_EQ(RunRequestToJson(r).find("member"), std::string::npos);
   EXPECT_EQ(RunRequestToJson(r).find("group_hosts_files"), std::string::npos);
   r.group_hosts_files = {{"/jobs/a.yaml", "- h1\n"}, {"/jobs/b.yaml", "- h2\n- h3\n"}};
+  r.member = RunRequest::Member{"abcd1234", 3, {1, 0}};
   Result<RunRequest> back = RunRequestFromJson(RunRequestToJson(r));
   ASSERT_TRUE(back.ok()) << back.status().message();
   ASSERT_EQ(back->group_hosts_files.size(), 2u);
   EXPECT_EQ(back->group_hosts_files[1].path, "/jobs/b.yaml");
   EXPECT_EQ(back->group_hosts_files[1].text, "- h2\n- h3\n");
+  ASSERT_TRUE(back->member);
+  EXPECT_EQ(back->member->array_id, "abcd1234");
+  EXPECT_EQ(back->member->index, 3);
+  EXPECT_EQ(back->member->hosts, (std::vector<size_t>{1, 0}));
   // Without them (a request recorded before they were): none.
   Result<RunRequest> old = RunRequestFromJson(R"({"file": "a", "text": "b", "overrides": [], "hosts_file": null})");
   ASSERT_TRUE(old.ok());
   EXPECT_TRUE(old->group_hosts_files.empty());
+  EXPECT_FALSE(old->member);
+  EXPECT_FALSE(RunRequestFromJson(R"({"file": "a", "text": "b", "overrides": [], "member": {"array": "x"}})").ok());
   EXPECT_FALSE(RunRequestFromJson(R"({"file": "a", "text": "b", "overrides": [], "group_hosts_files": [1]})").ok());
 }
 
