@@ -148,6 +148,10 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
           << gpu::GpuHealthLines(spec.health.nvidia_smi,
                                  std::clamp(std::chrono::duration_cast<std::chrono::seconds>(spec.ssh.engine_timeout),
                                             std::chrono::seconds(5), std::chrono::seconds(30)));
+      if (spec.health.gpus == GpuHealthLevel::kDcgm) {
+        out << "# then (health.gpus: dcgm) DCGM's quick diagnostic on the GPUs the job holds there, e.g.:\n"
+            << gpu::DcgmDiagCommand(spec.health.dcgmi, {0}, std::chrono::seconds(120)) << "\n";
+      }
     }
     const bool host_network = std::any_of(nodes.begin(), nodes.end(), [](const auto* n) {
       return n->container.options.network && *n->container.options.network == "host";

@@ -704,6 +704,32 @@ TEST_F(ControllerTest, AJobThatWaitsForHostsDoesNotWaitForAnUnhealthyOneAndSaysI
   for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "docker run -d"), 0) << h;
 }
 
+TEST_F(ControllerTest, HealthDcgmDiagnosesTheGpusTheJobHoldsAndAFailedGpuIsTakenOut) {
+  // DCGM 3's documented JSON form (tests/data/dcgmi/README.md).
+  fake_.host("h1").On("diag -r 1 -j",
+                      FakeReply{226, R"({"DCGM GPU Diagnostic": {"test_categories": [{"category": "Deployment",
+                        "tests": [{"name": "Page Retirement/Row Remap", "results": [{"gpu_ids": "0", "status": "Fail",
+                        "warnings": [{"warning": "GPU 0 had uncorrectable memory errors and row remapping failed.",
+                        "error_id": 84}]}, {"gpu_ids": "1", "status": "Pass"}]}]}]}})"});
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {gpus: 2}\nhealth: {gpus: dcgm}\n", "[{address: h1, gpus: 4}]")), 0)
+      << rec_.AllMessages();
+  EXPECT_EQ(Count("h1", "diag -r 1 -j -i 0,1"), 1) << "not asked on the two GPUs the job holds";
+  EXPECT_TRUE(rec_.Said("h1: GPU(s) 0 taken out (DCGM diagnostic: Page Retirement/Row Remap failed: GPU 0 had "
+                        "uncorrectable memory errors and row remapping failed.)"))
+      << rec_.AllMessages();
+  EXPECT_EQ(CountRe("h1", "docker run -d .*--gpus '\"device=1,2\"'"), 1) << "the node did not get GPUs 1 and 2";
+}
+
+TEST_F(ControllerTest, HealthDcgmWithoutDcgmiIsSaidAsUnknownAndTheJobRuns) {
+  fake_.host("h1").On("diag -r 1 -j", FakeReply{0, "dcgm absent\n"});
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("container: {gpus: 1}\nhealth: {gpus: dcgm}\n", "[{address: h1, gpus: 4}]")), 0)
+      << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("h1: GPU health: unknown: DCGM diagnostic unknown: dcgmi is not installed"))
+      << rec_.AllMessages();
+}
+
 TEST_F(ControllerTest, AGpuHealthFindingOnAJobThatTakesAllGpusPutsTheHostOut) {
   fake_.host("h1").Section("gpuq", FourGpus(/*ecc_on_gpu0=*/1));
   EXPECT_EQ(Run(Job("container: {gpus: all}\n", "[{address: h1, gpus: 4}]")), 125);

@@ -45,6 +45,38 @@ void GpuGate::Note(HostState& hs, const PreflightReply& reply) {
                                 std::chrono::duration_cast<seconds>(spec_.health.xid_window));
 }
 
+void GpuGate::Diagnose(const std::vector<HostState*>& hosts) {
+  if (spec_.health.gpus != GpuHealthLevel::kDcgm) return;
+  // Level 1 lasts seconds; a hung one is the host's finding.
+  const seconds limit(120);
+  CommandGroup group(&loop_, &redact_);
+  size_t open = 0;
+  for (HostState* hs : hosts) {
+    if (!hs->gpus.report || !hs->exec) continue;
+    std::vector<int> gpus;
+    if (hs->holds.reply) gpus = fleet::HeldGpus(*hs->holds.reply, plan_.job_id);
+    if (gpus.empty()) {
+      const auto held = input_.held_gpus.find(hs->index);
+      for (const gpu::GpuInfo& g : hs->gpus.report->gpus) {
+        if (held == input_.held_gpus.end() || !held->second.contains(g.index)) gpus.push_back(g.index);
+      }
+    }
+    if (gpus.empty()) continue;
+    ++open;
+    Say(hs->name + ": DCGM diagnostic (level 1) on GPU(s) " + Indices(gpus));
+    group.Run(*hs->exec, gpu::DcgmDiagCommand(spec_.health.dcgmi, gpus, limit), [&, hs](const Outcome& o) {
+      --open;
+      if (!o.exit.known()) {
+        hs->gpus.findings.push_back(
+            {std::nullopt, "DCGM diagnostic unknown: " + o.Reason(), "", gpu::Severity::kUnknown});
+        return;
+      }
+      for (gpu::Finding& f : gpu::ReadDcgmDiag({o.exit.code, o.out + o.err})) hs->gpus.findings.push_back(std::move(f));
+    });
+  }
+  RunUntil([&] { return open == 0; }, Now() + limit + seconds(30));
+}
+
 std::vector<std::string> GpuGate::Problems(const HostState& hs) const {
   std::vector<std::string> out;
   for (const gpu::Finding& f : hs.gpus.findings) {

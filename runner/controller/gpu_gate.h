@@ -41,6 +41,11 @@ class GpuGate : private JobPart {
   std::string LinesFor(const HostState& hs) const;
   // Reads `hs`'s answer from its preflight reply (nothing when not asked).
   void Note(HostState& hs, const PreflightReply& reply);
+  // health.gpus: dcgm, after preflight and before Apply: DCGM's quick
+  // diagnostic on each of `hosts` the driver was asked on, in parallel, on
+  // the GPUs the job holds there (all the driver lists, less those other
+  // jobs hold, where it holds none); its findings join the host's.
+  void Diagnose(const std::vector<HostState*>& hosts);
   // After preflight: see above. The hosts that are out are added to `out`
   // (each with its findings, and a kGpuUnhealthy event); fails only when
   // GPU holds could not be taken again without the unhealthy GPUs.

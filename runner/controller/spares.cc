@@ -59,6 +59,7 @@ Status Controller::GateGpus() {
   std::vector<HostState*> out;  // out, with no spare to take their place
   while (!check.empty()) {
     std::vector<HostState*> unhealthy;
+    gpu_gate_.Diagnose(check);
     if (Status s = gpu_gate_.Apply(check, &unhealthy); !s.ok()) return s;
     check.clear();
     for (HostState* hs : unhealthy) {

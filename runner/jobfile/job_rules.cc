@@ -30,7 +30,7 @@ Status CheckProgram(std::string_view v) {
 
 constexpr KeyRule<HealthSpec> kHealthRules[] = {
     {"gpus",
-     {.type = KeyType::kEnum, .description = "How preflight judges the GPUs of hosts where the job asks for GPUs: basic (the driver's query, row remapping, the kernel log's Xids) or off", .default_value = NameOf(kGpuHealthLevelNames, GpuHealthLevel::kBasic), .choices = kGpuHealthLevel},
+     {.type = KeyType::kEnum, .description = "How preflight judges the GPUs of hosts where the job asks for GPUs: basic (the driver's query, row remapping, the kernel log's Xids), dcgm (basic, then DCGM's quick diagnostic, dcgmi diag -r 1, on the job's GPUs) or off", .default_value = NameOf(kGpuHealthLevelNames, GpuHealthLevel::kBasic), .choices = kGpuHealthLevel},
      [](const Entry& e, HealthSpec& h) {
        if (auto v = ReadEnum(e, kGpuHealthLevelNames)) h.gpus = *v;
      }},
@@ -43,6 +43,11 @@ constexpr KeyRule<HealthSpec> kHealthRules[] = {
      {.type = KeyType::kString, .description = "The nvidia-smi program on the hosts (a path or a name on the login shell's PATH)", .default_value = "nvidia-smi"},
      [](const Entry& e, HealthSpec& h) {
        if (auto v = ReadChecked(e, CheckProgram)) h.nvidia_smi = *v;
+     }},
+    {"dcgmi",
+     {.type = KeyType::kString, .description = "The dcgmi program on the hosts, for health.gpus: dcgm (a path or a name on the login shell's PATH)", .default_value = "dcgmi"},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto v = ReadChecked(e, CheckProgram)) h.dcgmi = *v;
      }},
 };
 std::vector<KeyInfo> HealthKeys() { return Describe(kHealthRules); }

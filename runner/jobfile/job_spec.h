@@ -192,9 +192,10 @@ struct HostGroup {
 
 // health.gpus: how preflight judges the GPUs of hosts where the job asks
 // for GPUs (runner/remote/gpu_health.h).
-enum class GpuHealthLevel { kBasic, kOff };
+// dcgm: basic, then DCGM's quick diagnostic on the job's GPUs.
+enum class GpuHealthLevel { kBasic, kDcgm, kOff };
 inline constexpr auto kGpuHealthLevelNames = std::to_array<EnumName<GpuHealthLevel>>(
-    {{GpuHealthLevel::kBasic, "basic"}, {GpuHealthLevel::kOff, "off"}});
+    {{GpuHealthLevel::kBasic, "basic"}, {GpuHealthLevel::kDcgm, "dcgm"}, {GpuHealthLevel::kOff, "off"}});
 static_assert(ListsEveryValueInOrder(kGpuHealthLevelNames));
 
 // network.rdma: whether the job's containers get the hosts' RDMA devices
@@ -215,8 +216,9 @@ struct HealthSpec {
   GpuHealthLevel gpus = GpuHealthLevel::kBasic;
   // Xids older than this (by the kernel log's clock) are not counted.
   std::chrono::milliseconds xid_window{std::chrono::hours(24)};
-  // The program asked, on each host.
+  // The programs asked, on each host.
   std::string nvidia_smi = "nvidia-smi";
+  std::string dcgmi = "dcgmi";
 };
 
 struct JobSpec {

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "runner/console/table.h"
 #include "ssh/quote.h"
 
@@ -408,6 +410,138 @@ std::string FindingsTable(const std::vector<HostFindings>& hosts) {
     }
   }
   return FormatTable(rows);
+}
+
+std::string DcgmDiagCommand(std::string_view dcgmi, const std::vector<int>& gpus, std::chrono::seconds timeout) {
+  const std::string d = ssh::ShellQuote(std::string(dcgmi));
+  std::string ids;
+  for (int g : gpus) ids += (ids.empty() ? "" : ",") + std::to_string(g);
+  const std::string t = std::to_string(std::max<long long>(1, timeout.count()));
+  return "command -v " + d + " >/dev/null 2>&1 || { echo 'dcgm absent'; exit 0; }; "
+         "H_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + t + "'; "
+         "$H_T " + d + " diag -r 1 -j" + (ids.empty() ? std::string() : " -i " + ids) + " 2>&1";
+}
+
+namespace {
+
+// A JSON value's text: strings as they are, numbers written, else "".
+std::string Text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  return "";
+}
+
+// The GPU indices a result names: "gpu_id": 0, "gpu_ids": "0,1" or [0, 1],
+// "entity_id" of a GPU entity (DCGM 4).
+std::vector<int> ResultGpus(const nlohmann::json& r) {
+  std::vector<int> out;
+  auto add_text = [&](const std::string& t) {
+    size_t start = 0;
+    while (start < t.size()) {
+      size_t end = t.find(',', start);
+      if (end == std::string::npos) end = t.size();
+      if (std::optional<long long> n = Number(t.substr(start, end - start))) out.push_back(static_cast<int>(*n));
+      start = end + 1;
+    }
+  };
+  for (const char* key : {"gpu_id", "gpu_ids", "entity_id"}) {
+    auto it = r.find(key);
+    if (it == r.end()) continue;
+    if (std::string(key) == "entity_id" && r.contains("entity_group") && Text(r["entity_group"]) != "GPU") continue;
+    if (it->is_array()) {
+      for (const auto& v : *it) add_text(Text(v));
+    } else {
+      add_text(Text(*it));
+    }
+  }
+  return out;
+}
+
+// What a failed result says: its warnings' or info's text, one line.
+std::string ResultWords(const nlohmann::json& r) {
+  std::string words;
+  auto add = [&](const nlohmann::json& v) {
+    std::string t = v.is_object() ? Text(v.value("warning", nlohmann::json())) + Text(v.value("message", nlohmann::json()))
+                                  : Text(v);
+    if (t.empty()) return;
+    std::replace(t.begin(), t.end(), '\n', ' ');
+    words += (words.empty() ? "" : "; ") + t;
+  };
+  for (const char* key : {"warnings", "errors", "info"}) {
+    auto it = r.find(key);
+    if (it == r.end()) continue;
+    if (it->is_array()) {
+      for (const auto& v : *it) add(v);
+    } else {
+      add(*it);
+    }
+    if (!words.empty()) break;
+  }
+  if (words.size() > 200) words = words.substr(0, 200) + "...";
+  return words;
+}
+
+// Every failed result under `v`, `test` the nearest test name above it.
+void CollectFailures(const nlohmann::json& v, const std::string& test, std::vector<Finding>* out) {
+  if (v.is_array()) {
+    for (const auto& e : v) CollectFailures(e, test, out);
+    return;
+  }
+  if (!v.is_object()) return;
+  std::string name = test;
+  if (auto n = v.find("name"); n != v.end() && n->is_string()) name = n->get<std::string>();
+  if (auto st = v.find("status"); st != v.end() && st->is_string()) {
+    std::string status = st->get<std::string>();
+    std::transform(status.begin(), status.end(), status.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (status == "fail") {
+      const std::string words = ResultWords(v);
+      const std::string problem = "DCGM diagnostic: " + (name.empty() ? std::string("a test") : name) + " failed" +
+                                  (words.empty() ? "" : ": " + words);
+      const std::vector<int> gpus = ResultGpus(v);
+      if (gpus.empty()) {
+        out->push_back({std::nullopt, problem, "now", Severity::kFatal});
+      } else {
+        for (int g : gpus) out->push_back({g, problem, "now", Severity::kFatal});
+      }
+    }
+  }
+  for (const auto& [key, child] : v.items()) {
+    if (child.is_structured()) CollectFailures(child, name, out);
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> ReadDcgmDiag(const SectionText& answer) {
+  const std::string& t = answer.text;
+  auto first_line = [&] {
+    std::string l = t.substr(0, t.find('\n'));
+    return l.size() > 200 ? l.substr(0, 200) + "..." : l;
+  };
+  if (t.rfind("dcgm absent", 0) == 0) {
+    return {{std::nullopt, "DCGM diagnostic unknown: dcgmi is not installed", "", Severity::kUnknown}};
+  }
+  if (answer.exit == 137 || answer.exit == 124) {
+    return {{std::nullopt, "dcgmi diag did not answer in time (killed by its timeout)", "now", Severity::kFatal}};
+  }
+  const size_t open = t.find('{');
+  const size_t close = t.rfind('}');
+  nlohmann::json doc = nlohmann::json::parse(
+      open == std::string::npos || close == std::string::npos || close < open ? std::string() : t.substr(open, close - open + 1),
+      nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    // No JSON: the diagnostic did not run (typically no nv-hostengine to
+    // connect to). Unknown, said with DCGM's words.
+    return {{std::nullopt, "DCGM diagnostic unknown: " + (t.empty() ? std::string("no output") : first_line()), "",
+             Severity::kUnknown}};
+  }
+  std::vector<Finding> out;
+  CollectFailures(doc, "", &out);
+  if (out.empty() && answer.exit != 0) {
+    out.push_back({std::nullopt, "DCGM diagnostic failed (exit " + std::to_string(answer.exit) + ") and named no test",
+                   "now", Severity::kFatal});
+  }
+  return out;
 }
 
 }  // namespace barge::runner::gpu

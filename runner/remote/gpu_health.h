@@ -137,6 +137,19 @@ struct HostFindings {
 };
 std::string FindingsTable(const std::vector<HostFindings>& hosts);
 
+// health.gpus: dcgm. DCGM's quick diagnostic (`dcgmi diag -r 1 -j`, its
+// deployment checks, seconds long) on `gpus` alone (the job's, never
+// another job's), killed at `timeout`; prints "dcgm absent" where `dcgmi`
+// is not installed. Exits with the diagnostic's status.
+std::string DcgmDiagCommand(std::string_view dcgmi, const std::vector<int>& gpus, std::chrono::seconds timeout);
+// Its answer's findings: a test whose status is Fail is fatal, for the GPU
+// its result names (the host where it names none); a diagnostic that could
+// not run (no dcgmi, no nv-hostengine to connect to, an answer that is not
+// its JSON) is unknown, never healthy; one killed by its timeout is fatal
+// for the host. Reads both JSON forms (DCGM 3's "DCGM GPU Diagnostic", 4's
+// "DCGM Diagnostic"): any object with a "status" and a GPU id field.
+std::vector<Finding> ReadDcgmDiag(const SectionText& answer);
+
 // What NVIDIA's Xid catalog has the operator do, for the Xids the rules
 // know; "" for others.
 std::string XidAction(int code);

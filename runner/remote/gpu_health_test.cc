@@ -182,5 +182,81 @@ TEST(GpuHealth, FewerGpusThanTheInventorySaysOrNoDriverPutsTheHostOut) {
       << g[0].problem;
 }
 
+// DcgmDiagCommand run by sh against the DCGM stand-in (tests/data/dcgmi:
+// DCGM 3's documented JSON form, not a capture): exit status and answer.
+SectionText RunDcgm(const std::string& env, const std::string& dcgmi, const std::vector<int>& gpus) {
+  std::string out;
+  const std::string path = "/tmp/barge-dcgm-test-" + std::to_string(getpid()) + ".sh";
+  std::ofstream(path) << DcgmDiagCommand(dcgmi, gpus, std::chrono::seconds(10)) << "\n";
+  FILE* p = popen((env + " sh " + path + "; echo \"rc=$?\"").c_str(), "r");
+  char buf[4096];
+  for (size_t n; p && (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  if (p) pclose(p);
+  unlink(path.c_str());
+  const size_t rc = out.rfind("rc=");
+  return SectionText{std::atoi(out.c_str() + rc + 3), out.substr(0, rc)};
+}
+
+const std::string kDcgmi = std::string(BARGE_SOURCE_DIR) + "/tests/data/dcgmi/standin.sh";
+
+TEST(DcgmDiag, APassingDiagnosticFindsNothingAndIsAskedOnlyForTheGivenGpus) {
+  const std::string log = "/tmp/barge-dcgm-test-" + std::to_string(getpid()) + ".log";
+  const SectionText a = RunDcgm("STANDIN_DCGM_LOG=" + log, kDcgmi, {1, 3});
+  EXPECT_EQ(a.exit, 0) << a.text;
+  EXPECT_TRUE(ReadDcgmDiag(a).empty()) << a.text;
+  std::ifstream in(log);
+  std::string args;
+  std::getline(in, args);
+  EXPECT_EQ(args, "diag -r 1 -j -i 1,3");
+  unlink(log.c_str());
+}
+
+TEST(DcgmDiag, AFailedTestIsFatalForTheGpuItsResultNames) {
+  const SectionText a = RunDcgm("STANDIN_DCGM_FAIL=1", kDcgmi, {0, 1});
+  EXPECT_NE(a.exit, 0);
+  const std::vector<Finding> f = ReadDcgmDiag(a);
+  ASSERT_EQ(f.size(), 1u) << a.text;
+  ASSERT_TRUE(f[0].gpu.has_value());
+  EXPECT_EQ(*f[0].gpu, 1);
+  EXPECT_EQ(f[0].severity, Severity::kFatal);
+  EXPECT_EQ(f[0].problem,
+            "DCGM diagnostic: Page Retirement/Row Remap failed: GPU 1 had uncorrectable memory errors and row remapping "
+            "failed. Run a field diagnostic on the GPU.");
+  EXPECT_EQ(UnhealthyGpus(f), std::vector<int>{1});
+  EXPECT_FALSE(HostUnhealthy(f));
+}
+
+TEST(DcgmDiag, NoDcgmiOrNoHostEngineIsUnknownNeverHealthyAndAHangIsTheHosts) {
+  const std::vector<Finding> absent = ReadDcgmDiag(RunDcgm("", "/nonexistent/dcgmi", {0}));
+  ASSERT_EQ(absent.size(), 1u);
+  EXPECT_EQ(absent[0].severity, Severity::kUnknown);
+  EXPECT_EQ(absent[0].problem, "DCGM diagnostic unknown: dcgmi is not installed");
+  const std::vector<Finding> noengine = ReadDcgmDiag(RunDcgm("STANDIN_DCGM_NOENGINE=1", kDcgmi, {0}));
+  ASSERT_EQ(noengine.size(), 1u);
+  EXPECT_EQ(noengine[0].severity, Severity::kUnknown);
+  EXPECT_EQ(noengine[0].problem,
+            "DCGM diagnostic unknown: Error: unable to establish a connection to the specified host: localhost");
+  const std::vector<Finding> hung = ReadDcgmDiag({137, ""});
+  ASSERT_EQ(hung.size(), 1u);
+  EXPECT_FALSE(hung[0].gpu.has_value());
+  EXPECT_EQ(hung[0].severity, Severity::kFatal);
+  EXPECT_TRUE(HostUnhealthy(hung));
+}
+
+TEST(DcgmDiag, Dcgm4sFormNamesItsGpuByEntityAndAFailNamingNoGpuIsTheHosts) {
+  // The shape DCGM 4 documents: results per entity.
+  const std::vector<Finding> f = ReadDcgmDiag(
+      {226, R"({"DCGM Diagnostic": {"test_categories": [{"category": "Deployment", "tests": [
+        {"name": "software", "results": [{"entity_group": "GPU", "entity_id": 2, "status": "Fail",
+          "warnings": [{"warning": "Persistence mode for GPU 2 is disabled.", "error_id": 7}]}]},
+        {"name": "memory", "results": [{"status": "Fail", "info": "no GPU named"}]}]}]}})"});
+  ASSERT_EQ(f.size(), 2u);
+  ASSERT_TRUE(f[0].gpu.has_value());
+  EXPECT_EQ(*f[0].gpu, 2);
+  EXPECT_EQ(f[0].problem, "DCGM diagnostic: software failed: Persistence mode for GPU 2 is disabled.");
+  EXPECT_FALSE(f[1].gpu.has_value());
+  EXPECT_EQ(f[1].problem, "DCGM diagnostic: memory failed: no GPU named");
+}
+
 }  // namespace
 }  // namespace barge::runner::gpu

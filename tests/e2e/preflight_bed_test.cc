@@ -190,6 +190,26 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
   CliOutcome json = job.Barge("hosts --gpus --json job.yaml");
   EXPECT_NE(json.out.find("\"healthy\": false"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"uuid\": \"GPU-32f94187-cb0a-290d-513a-256680d526a1\""), std::string::npos) << json.out;
+  // health: {gpus: dcgm}: DCGM's quick diagnostic (the stand-in of
+  // tests/data/dcgmi) on the GPU the job holds, whose test fails: it is
+  // taken out, and the node gets the other.
+  const std::string dcgmi = script("dcgmi-gpu0-fails", "STANDIN_DCGM_FAIL=0 exec " + std::string(BARGE_SOURCE_DIR) +
+                                                         "/tests/data/dcgmi/standin.sh \"$@\"\n");
+  std::filesystem::remove(log);
+  const std::string two = script("smi-two", "STANDIN_GPUS=2 exec " + standin + " \"$@\"\n");
+  std::string with_dcgm = job_yaml(two);
+  with_dcgm.replace(with_dcgm.find("health: {"), 9, "health: {gpus: dcgm, dcgmi: " + dcgmi + ", ");
+  job.Write(with_dcgm);
+  CliOutcome dcgm = job.Barge("run job.yaml");
+  EXPECT_EQ(dcgm.code, 0) << dcgm.err;
+  EXPECT_NE(dcgm.err.find(bed.hosts[0].address + ": DCGM diagnostic (level 1) on GPU(s) 0\n"), std::string::npos)
+      << dcgm.err;
+  EXPECT_NE(dcgm.err.find(bed.hosts[0].address + ": GPU(s) 0 taken out (DCGM diagnostic: Page Retirement/Row Remap "
+                                                 "failed: GPU 0 had uncorrectable memory errors"),
+            std::string::npos)
+      << dcgm.err;
+  EXPECT_EQ(barge::testing::ReadWholeFile(log), "\"device=1\"\n") << "the node was not given GPU 1 alone";
+  std::printf("dcgm:\n%s\n", dcgm.err.c_str());
   // A driver that hangs: each call is killed at its timeout (engine_timeout,
   // at least 5 s), the host is out, nothing starts.
   job.Write(job_yaml(hung));
