@@ -50,6 +50,9 @@ struct Running {
   size_t pool = 0;  // 0: the job's hosts; g + 1: host group g
   std::vector<size_t> hosts;
   std::string job_id;
+  // Stopped (SIGTERM) while it waited for hosts other jobs hold, because
+  // enough others of its pool were free: it runs again there.
+  bool moving = false;
   int out_fd = -1, err_fd = -1;
   std::unique_ptr<MemberOutput> out, err;
 };
@@ -197,7 +200,8 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   // store every 2 s.
   std::string last_waiting;
   auto next_waiting_look = std::chrono::steady_clock::now();
-  auto waiting_line = [&](const std::map<pid_t, Running>& running) {
+  bool stopping = false;
+  auto waiting_line = [&](std::map<pid_t, Running>& running) {
     if (std::chrono::steady_clock::now() < next_waiting_look) return;
     next_waiting_look = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(options.state_dir);
@@ -214,6 +218,19 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
           break;
         }
       }
+    }
+    // A member that waits while enough other hosts of its pool are free
+    // moves there: it is stopped (its controller gives up its place and
+    // holds) and runs again, preferring hosts other than those it waited
+    // for. One at a time per look, so two never go for the same hosts.
+    for (auto& [pid, r] : running) {
+      if (!waits.contains(r.index) || r.moving || stopping) continue;
+      if (pools[r.pool].free_count() < needs[r.pool]) continue;
+      r.moving = true;
+      std::fprintf(stderr, "barge: member %d moves to free hosts of its pool (it waited: %s)\n", r.index,
+                   waits[r.index].c_str());
+      kill(pid, SIGTERM);
+      break;
     }
     std::string text;
     for (const auto& [index, what] : waits) {
@@ -232,7 +249,6 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   ssh::EventLoop loop;
   std::deque<int> signals_in;  // delivered, not yet handled
   SignalWatcher signals(&loop, [&signals_in](int signo) { signals_in.push_back(signo); });
-  bool stopping = false;
   std::map<pid_t, Running> running;
   std::map<int, int> tries;  // attempts in this run, by index (a rerun starts again at 0)
   // Retries move off a failing host: the pool hosts (by index) a member's
@@ -410,10 +426,20 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     // member runs again on other hosts.
     const bool uncounted = !succeeded && !stopping && !unavailable_here.empty() && code == kExitBargeFailure;
     if (uncounted) --tries[r.index];
+    // A member moved off hosts it waited for: they are the ones it avoids.
+    const bool moved = r.moving && !succeeded && !stopping;
+    if (moved) {
+      --tries[r.index];
+      --m.attempts;  // a busy host never costs a member an attempt
+      avoid[r.index] = std::set<size_t>(r.hosts.begin(), r.hosts.end());
+    }
     if (succeeded) {
       m.status = MemberStatus::kSucceeded;
     } else if (stopping) {
       m.status = MemberStatus::kCancelled;
+    } else if (moved) {
+      m.status = MemberStatus::kWaiting;
+      waiting.push_front(r.index);
     } else if (uncounted) {
       m.status = MemberStatus::kWaiting;
       waiting.push_back(r.index);

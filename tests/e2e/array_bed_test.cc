@@ -227,15 +227,17 @@ TEST(ArrayBed, SevenMembersTwoAtATimeOnThreeHostsRetryOnceReportAndNeverShareAHo
 }
 
 TEST(ArrayBed, MembersWaitForAHostAnotherJobHoldsAllSucceedAndNoneRunsThereWhileItIsHeld) {
-  // A colleague's job holds host 1 of the array's 2-host pool for 8 s while
-  // a 4-member one-host-each array starts over the pool. Before arrays
-  // waited, three of the four members failed at once with exit 125.
+  // A colleague's job holds host 1 of the array's 2-host pool for 12 s
+  // while a 4-member one-host-each array starts over the pool. Before arrays
+  // waited, three of the four members failed at once with exit 125. The
+  // member given host 1 waits, and moves to host 2 once the others are done
+  // with it (while host 1 is still held).
   JobDir holder("array-wait-holder"), job("array-wait");
   SharedDir shared("wait");
   const auto& bed = GetBed();
   holder.Write("name: array-wait-holder\nimage: " + bed.image + "\n" + BedHostsYaml(0, 1) +
                    "stop_grace: 1s\ntimeout: 60s\ncontainer:\n  volumes: [\"" + shared.path() +
-                   ":/shared\"]\ncommand: [\"sh\", \"-c\", \"sleep 8; read up _ < /proc/uptime; "
+                   ":/shared\"]\ncommand: [\"sh\", \"-c\", \"sleep 12; read up _ < /proc/uptime; "
                    "echo $up > /shared/holder-end\"]\n",
                "holder.yaml");
   std::ofstream(job.path() / "params.csv") << "n\n1\n2\n3\n4\n";
@@ -257,6 +259,8 @@ TEST(ArrayBed, MembersWaitForAHostAnotherJobHoldsAllSucceedAndNoneRunsThereWhile
   EXPECT_TRUE(std::regex_search(run.err, std::regex("barge: array [0-9a-f]+: waiting [1-4]: member [0-3] for [0-9.]+ "
                                                     "\\(held by " + holder_id)));
   EXPECT_NE(run.err.find("succeeded 4"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(run.err, std::regex("barge: member [0-3] moves to free hosts of its pool \\(it waited: for " +
+                                                    bed.hosts[0].address)));
   EXPECT_TRUE(std::regex_search(run.out, std::regex(R"(\n\d +\| n=\d +\| succeeded +\| 0 )")));
   EXPECT_EQ(run.out.find("attempts)"), std::string::npos) << "a busy host cost a member an attempt";
   // No member started on the held host before the holder ended.
@@ -277,7 +281,7 @@ TEST(ArrayBed, MembersWaitForAHostAnotherJobHoldsAllSucceedAndNoneRunsThereWhile
     }
   }
   EXPECT_EQ(starts, 4);
-  std::printf("members on the held host once it was free: %d of 4\n", on_held);
+  std::printf("members on the held host once it was free: %d of 4\n%s\n", on_held, run.err.c_str());
   std::smatch id;
   ASSERT_TRUE(std::regex_search(run.err, id, std::regex(R"(array ([0-9a-f]+) \(array-wait\))")));
   for (const std::string& member : MemberJobs(job, id[1])) EXPECT_EQ(ContainersOf(member), "") << member;
