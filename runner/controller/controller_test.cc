@@ -705,7 +705,7 @@ TEST_F(ControllerTest, AJobThatWaitsForHostsDoesNotWaitForAnUnhealthyOneAndSaysI
 }
 
 TEST_F(ControllerTest, HealthDcgmDiagnosesTheGpusTheJobHoldsAndAFailedGpuIsTakenOut) {
-  // DCGM 3's documented JSON form (tests/data/dcgmi/README.md).
+  // DCGM 3's documented JSON form (tests/data/dcgmi-documented-format/README.md).
   fake_.host("h1").On("diag -r 1 -j",
                       FakeReply{226, R"({"DCGM GPU Diagnostic": {"test_categories": [{"category": "Deployment",
                         "tests": [{"name": "Page Retirement/Row Remap", "results": [{"gpu_ids": "0", "status": "Fail",

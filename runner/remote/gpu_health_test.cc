@@ -182,7 +182,7 @@ TEST(GpuHealth, FewerGpusThanTheInventorySaysOrNoDriverPutsTheHostOut) {
       << g[0].problem;
 }
 
-// DcgmDiagCommand run by sh against the DCGM stand-in (tests/data/dcgmi:
+// DcgmDiagCommand run by sh against the DCGM stand-in (tests/data/dcgmi-documented-format:
 // DCGM 3's documented JSON form, not a capture): exit status and answer.
 SectionText RunDcgm(const std::string& env, const std::string& dcgmi, const std::vector<int>& gpus) {
   std::string out;
@@ -197,7 +197,7 @@ SectionText RunDcgm(const std::string& env, const std::string& dcgmi, const std:
   return SectionText{std::atoi(out.c_str() + rc + 3), out.substr(0, rc)};
 }
 
-const std::string kDcgmi = std::string(BARGE_SOURCE_DIR) + "/tests/data/dcgmi/standin.sh";
+const std::string kDcgmi = std::string(BARGE_SOURCE_DIR) + "/tests/data/dcgmi-documented-format/standin.sh";
 
 TEST(DcgmDiag, APassingDiagnosticFindsNothingAndIsAskedOnlyForTheGivenGpus) {
   const std::string log = "/tmp/barge-dcgm-test-" + std::to_string(getpid()) + ".log";

@@ -191,10 +191,10 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
   EXPECT_NE(json.out.find("\"healthy\": false"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"uuid\": \"GPU-32f94187-cb0a-290d-513a-256680d526a1\""), std::string::npos) << json.out;
   // health: {gpus: dcgm}: DCGM's quick diagnostic (the stand-in of
-  // tests/data/dcgmi) on the GPU the job holds, whose test fails: it is
+  // tests/data/dcgmi-documented-format) on the GPU the job holds, whose test fails: it is
   // taken out, and the node gets the other.
   const std::string dcgmi = script("dcgmi-gpu0-fails", "STANDIN_DCGM_FAIL=0 exec " + std::string(BARGE_SOURCE_DIR) +
-                                                         "/tests/data/dcgmi/standin.sh \"$@\"\n");
+                                                         "/tests/data/dcgmi-documented-format/standin.sh \"$@\"\n");
   std::filesystem::remove(log);
   const std::string two = script("smi-two", "STANDIN_GPUS=2 exec " + standin + " \"$@\"\n");
   std::string with_dcgm = job_yaml(two);

@@ -339,6 +339,10 @@ TEST_F(ReservationTest, AThreeHostJobWaitingInLineIsNotOvertakenByLaterOneHostJo
   std::printf("hosts while the big job waits:\n%s\n", hosts.out.c_str());
   // ... and with --wait it waits behind it, then for its holds.
   pid_t b = sd.Start("run b.yaml");
+  // The bound: the 3-host job starts within 30 s of its start here (the
+  // holder's 8 s plus its polls), whatever the later jobs do.
+  EXPECT_TRUE(bd.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(30)))
+      << "the 3-host job did not start within 30 s:\n" << barge::testing::ReadWholeFile(bd.path() / "err.txt");
   CliOutcome ob = sd.Wait(b, std::chrono::seconds(120));
   CliOutcome obig = bd.Wait(big, std::chrono::seconds(120));
   CliOutcome oh = hd.Wait(holder, std::chrono::seconds(60));
