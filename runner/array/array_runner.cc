@@ -201,6 +201,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   std::string last_waiting;
   auto next_waiting_look = std::chrono::steady_clock::now();
   bool stopping = false;
+  std::map<int, std::set<size_t>> waited_on;  // pool hosts each member waited for, by index
   auto waiting_line = [&](std::map<pid_t, Running>& running) {
     if (std::chrono::steady_clock::now() < next_waiting_look) return;
     next_waiting_look = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -222,10 +223,14 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     // A member that waits while enough other hosts of its pool are free
     // moves there: it is stopped (its controller gives up its place and
     // holds) and runs again, preferring hosts other than those it waited
-    // for. One at a time per look, so two never go for the same hosts.
+    // for. Never to hosts it already waited for (two hosts other jobs hold
+    // would otherwise see it go back and forth), and one member per look,
+    // so two never go for the same hosts.
     for (auto& [pid, r] : running) {
       if (!waits.contains(r.index) || r.moving || stopping) continue;
-      if (pools[r.pool].free_count() < needs[r.pool]) continue;
+      std::set<size_t>& waited = waited_on[r.index];
+      waited.insert(r.hosts.begin(), r.hosts.end());
+      if (pools[r.pool].FreeCountExcept(waited) < needs[r.pool]) continue;
       r.moving = true;
       std::fprintf(stderr, "barge: member %d moves to free hosts of its pool (it waited: %s)\n", r.index,
                    waits[r.index].c_str());
@@ -431,7 +436,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     if (moved) {
       --tries[r.index];
       --m.attempts;  // a busy host never costs a member an attempt
-      avoid[r.index] = std::set<size_t>(r.hosts.begin(), r.hosts.end());
+      avoid[r.index] = waited_on[r.index];
     }
     if (succeeded) {
       m.status = MemberStatus::kSucceeded;

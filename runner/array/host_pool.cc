@@ -40,6 +40,12 @@ void HostPool::Release(const std::vector<size_t>& hosts) {
   }
 }
 
+size_t HostPool::FreeCountExcept(const std::set<size_t>& except) const {
+  size_t n = 0;
+  for (size_t i = 0; i < busy_.size(); ++i) n += busy_[i] || aside_[i] || except.contains(i) ? 0 : 1;
+  return n;
+}
+
 size_t HostPool::usable_count() const {
   return static_cast<size_t>(std::count(aside_.begin(), aside_.end(), false));
 }

@@ -47,6 +47,8 @@ class HostPool {
 
   size_t size() const { return busy_.size(); }
   size_t free_count() const;
+  // Free hosts not in `except`.
+  size_t FreeCountExcept(const std::set<size_t>& except) const;
   // Hosts not set aside (busy or free).
   size_t usable_count() const;
 

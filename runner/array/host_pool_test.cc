@@ -115,6 +115,15 @@ TEST(HostPool, AnUnavailableHostIsSetAsideAtOnceAndCountsNoMoreAsUsable) {
   EXPECT_TRUE(pool.NoteAttempt(*b, {}, {}).empty());
 }
 
+TEST(HostPool, FreeHostsCanBeCountedLeavingSomeOut) {
+  HostPool pool(4);
+  auto a = pool.TakeFreeHosts(1);  // host 0
+  ASSERT_TRUE(a);
+  EXPECT_EQ(pool.FreeCountExcept({}), 3u);
+  EXPECT_EQ(pool.FreeCountExcept({0, 1}), 2u);  // host 0 is busy anyway
+  EXPECT_EQ(pool.FreeCountExcept({1, 2, 3}), 0u);
+}
+
 TEST(UnavailableHosts, OnlyHostsTheGpuHealthGatePutOut) {
   std::vector<EventRecord> events(3);
   events[0].kind = event::kGpuUnhealthy;
