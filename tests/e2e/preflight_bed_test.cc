@@ -193,8 +193,13 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
   // health: {gpus: dcgm}: DCGM's quick diagnostic (the stand-in of
   // tests/data/dcgmi-documented-format) on the GPU the job holds, whose test fails: it is
   // taken out, and the node gets the other.
-  const std::string dcgmi = script("dcgmi-gpu0-fails", "STANDIN_DCGM_FAIL=0 exec " + std::string(BARGE_SOURCE_DIR) +
-                                                         "/tests/data/dcgmi-documented-format/standin.sh \"$@\"\n");
+  // (Copied into the bed's directory: a host's /tmp, where a checkout may
+  // be, is its own.)
+  RunShell("cp -r " + std::string(BARGE_SOURCE_DIR) + "/tests/data/dcgmi-documented-format " + (base / "dcgmi").string(),
+           &code);
+  ASSERT_EQ(code, 0);
+  const std::string dcgmi = script("dcgmi-gpu0-fails", "STANDIN_DCGM_FAIL=0 exec " + (base / "dcgmi").string() +
+                                                         "/standin.sh \"$@\"\n");
   std::filesystem::remove(log);
   const std::string two = script("smi-two", "STANDIN_GPUS=2 exec " + standin + " \"$@\"\n");
   std::string with_dcgm = job_yaml(two);
