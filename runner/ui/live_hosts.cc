@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/argv.h"
 #include "runner/store/job_store.h"
 
 extern char** environ;
@@ -62,11 +63,7 @@ ChildResult RunChild(const std::vector<std::string>& args, const std::vector<std
     return r;
   }
   std::vector<std::string> a = args, e = env;
-  std::vector<char*> argv, envp;
-  for (auto& s : a) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  for (auto& s : e) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  std::vector<char*> argv = NullTerminated(a), envp = NullTerminated(e);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/argv.h"
 #include "runner/store/array_store.h"
 #include "runner/store/array_view.h"
 #include "runner/store/host_use.h"
@@ -499,11 +500,7 @@ Status UiServer::Impl::SpawnDown(const JobRecord& job) {
     if (std::strncmp(*e, "BARGE_HOME=", 11) != 0) env.emplace_back(*e);
   }
   env.push_back("BARGE_HOME=" + options.state_dir);
-  std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> argv = NullTerminated(args), envp = NullTerminated(env);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
