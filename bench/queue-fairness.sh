@@ -31,8 +31,9 @@ fi
 source "$BED_DIR/bed.env"
 WORK=$(mktemp -d /tmp/barge-queue-fairness.XXXXXX)
 cleanup() {
-  pkill -TERM -f "$WORK/" 2>/dev/null || true
-  [[ -z "${loops:-}" ]] || kill $loops 2>/dev/null || true
+  # The loops stop once the stream file goes; every job ends on its own
+  # (no kill by pid: a pid that ended may be another process's by now).
+  rm -f "$WORK/stream"
   wait 2>/dev/null || true
   rm -rf "$WORK"
   ((ours == 0)) || "$ROOT/tests/bed/bed.sh" down >&2 || true

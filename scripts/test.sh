@@ -43,8 +43,14 @@ test_packages=(
   chromium chromium-driver python3-selenium fonts-dejavu-core
 )
 
+# The test bed's Slurm cluster (tests/bed/slurm.sh): installed apart, so
+# that their maintainer scripts start no munged, slurmctld or slurmd on this
+# machine (with its own /etc/munge key and /etc/slurm); the bed runs its own.
+slurm_packages=(munge slurmctld slurmd slurm-client)
+
 step "dependencies"
 scripts/install-deps.sh "${test_packages[@]}"
+INSTALL_DEPS_NO_START=1 scripts/install-deps.sh "${slurm_packages[@]}"
 step "docker engine"
 scripts/ensure-docker.sh
 step "build"
