@@ -16,6 +16,7 @@
 #include <set>
 #include "cluster/plan.h"
 #include "runner/controller/entry_points.h"
+#include "runner/controller/slurm_run.h"
 #include "runner/jobfile/overrides.h"
 #include "runner/jobfile/job_file.h"
 #include "runner/store/job_store.h"
@@ -87,10 +88,42 @@ int Down(const std::string& job_text, std::chrono::steady_clock::time_point dead
   // The controller is gone: tear down from the recorded job file.
   std::optional<JobSpec> spec = RecordedSpec(*job);
   if (!spec) return kExitBargeFailure;
-  std::printf("job %s: its controller is gone; removing its containers\n", id->c_str());
   ControllerOptions options;
   options.state_dir = state_dir;
-  return TearDownJob(*spec, MakePlanInput(*spec, *id), options);
+  if (!spec->slurm) {
+    std::printf("job %s: its controller is gone; removing its containers\n", id->c_str());
+    return TearDownJob(*spec, MakePlanInput(*spec, *id), options);
+  }
+  // A slurm: job: its containers (once it had nodes), then its allocation.
+  Result<RecordedAllocation> allocation = ReadRecordedAllocation(*store, *id);
+  if (!allocation.ok()) {
+    std::fprintf(stderr, "barge: %s\n", allocation.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  int code = 0;
+  if (!allocation->nodes.empty()) {
+    std::printf("job %s: its controller is gone; removing its containers\n", id->c_str());
+    code = TearDownJob(*spec, MakePlanInput(*spec, *id), options);
+  }
+  if (!allocation->slurm_id.empty()) {
+    Status cancelled = CancelSlurmAllocation(*spec, allocation->slurm_id);
+    if (!cancelled.ok()) {
+      std::fprintf(stderr, "barge: job %s: %s\n", id->c_str(), cancelled.message().c_str());
+      return kExitBargeFailure;
+    }
+    (void)store->AddEvent(*id, kSlurmReleasedEvent, std::nullopt,
+                          "scancel " + allocation->slurm_id + " (barge down)");
+    std::printf("job %s: Slurm job %s cancelled\n", id->c_str(), allocation->slurm_id.c_str());
+  }
+  if (allocation->nodes.empty()) {
+    // Queued when its controller went: nothing ran anywhere.
+    if (Status s = store->SetStatus(*id, JobStatus::kCancelled, kExitInterrupted, "barge down while queued in Slurm");
+        !s.ok()) {
+      std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+      return kExitBargeFailure;
+    }
+  }
+  return code;
 }
 
 // The Docker timestamp of the last stamped line of a node's log file.

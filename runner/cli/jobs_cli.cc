@@ -15,6 +15,7 @@
 #include "runner/console/failure.h"
 #include "runner/console/table.h"
 #include "runner/console/time_format.h"
+#include "runner/controller/slurm_run.h"
 #include "runner/store/job_lookup.h"
 
 namespace barge::runner {
@@ -178,7 +179,13 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
   auto extra = options.extra_rows.begin();  // newest first, as the jobs
   for (const JobRecord& j : jobs) {
     for (; extra != options.extra_rows.end() && extra->first >= j.created; ++extra) rows.push_back(extra->second);
-    rows.push_back({j.id, j.name, ToString(j.status), std::to_string(j.nodes),
+    // A slurm: job's allocation, by Slurm's id.
+    std::string status = ToString(j.status);
+    if (*store) {
+      Result<RecordedAllocation> allocation = ReadRecordedAllocation(**store, j.id);
+      if (allocation.ok() && !allocation->slurm_id.empty()) status += " (slurm " + allocation->slurm_id + ")";
+    }
+    rows.push_back({j.id, j.name, status, std::to_string(j.nodes),
                     LocalTime(j.created, false), FormatDuration(Duration(j, now)),
                     ExitText(j.exit_code)});
   }
@@ -249,6 +256,14 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
                                               (IsFinal(j.status) ? "" : " (running)")
                                         : "-");
   field("run dir:", j.run_dir.empty() ? "-" : j.run_dir);
+  if (Result<RecordedAllocation> allocation = ReadRecordedAllocation(store, *id);
+      allocation.ok() && !allocation->slurm_id.empty()) {
+    std::string nodes_text;
+    for (const SlurmNode& n : allocation->nodes) nodes_text += (nodes_text.empty() ? "" : ",") + n.name;
+    field("slurm:", "job " + allocation->slurm_id +
+                        (nodes_text.empty() ? ", never granted" : ", nodes " + nodes_text) +
+                        (allocation->released ? ", released" : ""));
+  }
   if (request.is_object() && request["file"].is_string()) {
     std::string line = "barge run " + ShellWord(request["file"].get<std::string>());
     if (request["overrides"].is_array()) {

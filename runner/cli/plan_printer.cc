@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runner/controller/entry_points.h"
+#include "runner/remote/slurm.h"
 #include "container/docker_api.h"
 #include "container/create_body.h"
 #include "container/docker_args.h"
@@ -60,6 +61,22 @@ std::string GateText(const cluster::ReadinessProbe& gate) {
   return "";
 }
 
+namespace {
+
+// A slurm: job: where its hosts come from, and the commands that ask for
+// them and give them back.
+std::string SlurmLines(const JobSpec& spec, const std::string& job_id) {
+  if (!spec.slurm) return "";
+  const std::string where = spec.slurm->login.empty() ? "on this machine" : "on " + spec.slurm->login + " over ssh";
+  return "# The hosts are a Slurm allocation, asked for " + where + " (each change of its place in the queue\n"
+         "# is printed; slurm-node-N stands for its N-th node, the head on the first):\n" +
+         slurm::SallocLine(*spec.slurm, job_id, spec.name) + "\n" +
+         "# then, once granted: " + slurm::ShowJobLine("<ID>") + "; " + slurm::ShowNodesLine("<NODES>") +
+         "\n# and at the job's end, however it ends: " + slurm::ScancelLine("<ID>") + "\n";
+}
+
+}  // namespace
+
 std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
                        const std::map<size_t, std::string>& address_notes) {
   std::ostringstream out;
@@ -72,6 +89,7 @@ std::string FormatPlan(const JobSpec& spec, const cluster::Plan& plan,
                                            (spec.hosts_command_ran ? ", run just now on this machine"
                                                                    : " (recorded)") +
                                            ": " + spec.hosts_command + "\n")
+      << SlurmLines(spec, plan.job_id)
       << "# " << plan.nodes.size() << " node(s) on " << plan.used_hosts.size()
       << " host(s). Nothing below has been run.\n";
   if (plan.has_placeholders) {

@@ -16,6 +16,7 @@
 #include <set>
 #include "cluster/plan.h"
 #include "runner/controller/entry_points.h"
+#include "runner/controller/slurm_run.h"
 #include "runner/console/fd_limit.h"
 #include "runner/jobfile/overrides.h"
 #include "runner/jobfile/redact.h"
@@ -171,6 +172,11 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
   Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*spec, array_file);
   if (!array.ok()) {
     std::fprintf(stderr, "barge: %s; nothing was started\n", array.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  if (*array && spec->slurm) {
+    std::fprintf(stderr, "barge: %s: job arrays through Slurm are not supported yet; run each member as its own "
+                 "job; nothing was started\n", shown.c_str());
     return kExitBargeFailure;
   }
   if (*array) {
@@ -366,6 +372,16 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
   std::optional<LoadedJob> loaded =
       Load(*request, request->file, SecretValues::kSkip, /*run_hosts_command=*/false);
   if (!loaded) return std::nullopt;
+  if (loaded->spec->slurm) {
+    // The allocation's nodes, as the store recorded them (none while queued).
+    Result<RecordedAllocation> allocation = ReadRecordedAllocation(**store, job.id);
+    Status placed = allocation.ok() ? Status::Ok() : allocation.status();
+    if (placed.ok() && !allocation->nodes.empty()) placed = PlaceOnSlurmNodes(*loaded->spec, allocation->nodes);
+    if (!placed.ok()) {
+      std::fprintf(stderr, "barge: job %s: %s\n", job.id.c_str(), placed.message().c_str());
+      return std::nullopt;
+    }
+  }
   if (!request->member) return std::move(loaded->spec);
   // A job array's member: its own hosts, with its host group's ssh
   // settings, as the array controller gave them (runner/array/member_record.h).

@@ -29,15 +29,7 @@ Status Connections::Connect(const std::vector<size_t>& which) {
     input_.host_paths[h] = state->job_dir;
     HostTarget t;
     t.host = host;
-    t.ssh.host = host.address;
-    t.ssh.port = host.port ? host.port : spec_.ssh.port;
-    t.ssh.user = host.user ? host.user : spec_.ssh.user;
-    t.ssh.identity_file = host.identity_file ? host.identity_file : spec_.ssh.identity_file;
-    t.ssh.known_hosts_file = spec_.ssh.known_hosts;
-    t.ssh.config_file = spec_.ssh.config_file;
-    t.ssh.host_key_checking = spec_.ssh.host_key_checking;
-    t.ssh.connect_timeout = spec_.ssh.connect_timeout;
-    t.ssh.proxy_jump = host.proxy_jump ? *host.proxy_jump : spec_.ssh.proxy_jump;
+    t.ssh = SessionOptionsFor(spec_, host);
     t.dead_after = spec_.ssh.dead_after;
     HostState* hs = state.get();
     t.on_lost = [this, hs](const Status& why) { faults_.OnHostLost(*hs, why.message()); };

@@ -54,7 +54,8 @@ int Controller::Run() {
   job.controller_pid = static_cast<int>(getpid());
   job.nodes = static_cast<int>(plan_.nodes.size());
   job.run_dir = options_.state_dir + "/runs/" + plan_.job_id;
-  if (Status s = store_->CreateJob(job); !s.ok()) {
+  if (Status s = options_.job_created ? store_->SetStatus(job.id, JobStatus::kPreflight) : store_->CreateJob(job);
+      !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
   }
@@ -135,6 +136,14 @@ int Controller::Execute() {
       Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
       teardown_.Run(interrupts_ < 2);
       return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
+    }
+    if (outside_end_ && interrupts_ == 0) {
+      // Ended from outside (its Slurm allocation went): as timed out or failed.
+      const int code = outside_end_->timed_out ? kExitTimedOut : kExitBargeFailure;
+      timed_out_ = outside_end_->timed_out;
+      Fail(outside_end_->reason + ": stopping the job", code);
+      teardown_.Run(true);
+      return code;
     }
     if (timed_out_) {
       Fail("the job reached its timeout (" +
@@ -252,10 +261,11 @@ Status Controller::Launch() {
   NodeState& head = *nodes_[0];
   const Clock::time_point deadline =
       spec_.timeout ? started_ + *spec_.timeout : Clock::time_point::max();
+  WatchOutside();
   bool ended = RunUntil(
       [&] {
         return head.phase == NodePhase::kExited || head.phase == NodePhase::kLost ||
-               fault_.has_value() || interrupts_ > 0;
+               fault_.has_value() || interrupts_ > 0 || outside_end_.has_value();
       },
       deadline);
   if (!ended) timed_out_ = true;
@@ -264,6 +274,21 @@ Status Controller::Launch() {
 }
 
 // --- The Controller's own plumbing.
+
+void Controller::WatchOutside() {
+  if (!options_.outside_check || outside_end_) return;
+  auto tick = std::make_shared<std::function<void()>>();
+  std::weak_ptr<std::function<void()>> weak = tick;
+  *tick = [this, weak] {
+    if (tearing_down_ || outside_end_ || interrupts_ > 0) return;
+    if (std::optional<ControllerOptions::OutsideEnd> end = options_.outside_check()) {
+      outside_end_ = std::move(end);
+      return;
+    }
+    if (auto t = weak.lock()) timers_.Add(Now() + options_.outside_every, [t] { (*t)(); });
+  };
+  timers_.Add(Now() + options_.outside_every, [tick] { (*tick)(); });
+}
 
 void Controller::Interrupt(int signo, bool announce) {
   ++interrupts_;

@@ -130,6 +130,9 @@ class Controller : private JobOwner, private JobPart {
     final_detail_ = redact_(message);
     return code;
   }
+  // While the head runs: asks ControllerOptions::outside_check every
+  // outside_every, until it answers (outside_end_) or the job ends.
+  void WatchOutside();
   // Makes the plan (and opens the store when `with_store`); false after
   // printing why not.
   bool Prepare(bool with_store);
@@ -183,6 +186,8 @@ class Controller : private JobOwner, private JobPart {
   std::string final_detail_;
   const Clock::time_point started_ = loop_.Now();
   bool timed_out_ = false;
+  // ControllerOptions::outside_check's answer, once it ended the job.
+  std::optional<ControllerOptions::OutsideEnd> outside_end_;
   size_t next_spare_ = 0;  // spec_.spare_hosts taken so far
   // forward: (window.cc). Last: destroyed before the hosts it serves through.
   std::unique_ptr<window::JobForwards> forwards_;

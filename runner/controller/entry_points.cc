@@ -18,6 +18,7 @@
 #include "runner/controller/controller.h"
 #include "runner/controller/host_connector.h"
 #include "runner/controller/job_observer.h"
+#include "runner/controller/slurm_run.h"
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/watchdog.h"
 #include "runner/jobfile/job_values.h"
@@ -205,7 +206,11 @@ int TearDownJob(const JobSpec& spec, const cluster::PlanInput& input,
 }
 
 int RunJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options) {
-  return WithController(spec, input, options, true, [&](Controller& c) { return c.Run(); });
+  auto run = [](const JobSpec& s, const cluster::PlanInput& in, const ControllerOptions& o) {
+    return WithController(s, in, o, true, [&](Controller& c) { return c.Run(); });
+  };
+  if (spec.slurm) return RunSlurmJob(spec, input, options, run);
+  return run(spec, input, options);
 }
 
 }  // namespace barge::runner

@@ -59,6 +59,20 @@ struct ControllerOptions {
   bool wait_unbounded = false;
   // `barge hosts --gpus`: each host's GPUs too (gpu_health.h).
   bool hosts_gpus = false;
+  // The job's store record exists already (a slurm: job's, made while it
+  // was queued: runner/controller/slurm_run.h); the controller takes it over.
+  bool job_created = false;
+  // Something besides the hosts that can end the job while it runs (a
+  // slurm: job's allocation ending under it: runner/controller/slurm_run.h):
+  // called from the loop every `outside_every` while the head runs (it may
+  // block briefly); an answer ends the job (its teardown, graceful) for that
+  // reason, as timed out when `timed_out`, else as failed.
+  struct OutsideEnd {
+    std::string reason;
+    bool timed_out = false;
+  };
+  std::function<std::optional<OutsideEnd>()> outside_check;
+  std::chrono::milliseconds outside_every{std::chrono::seconds(10)};
 };
 
 // `input` is the job's PlanInput (with job id); the plan is made again after

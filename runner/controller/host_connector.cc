@@ -8,6 +8,20 @@
 
 namespace barge::runner {
 
+ssh::SessionOptions SessionOptionsFor(const JobSpec& spec, const cluster::Host& host) {
+  ssh::SessionOptions o;
+  o.host = host.address;
+  o.port = host.port ? host.port : spec.ssh.port;
+  o.user = host.user ? host.user : spec.ssh.user;
+  o.identity_file = host.identity_file ? host.identity_file : spec.ssh.identity_file;
+  o.known_hosts_file = spec.ssh.known_hosts;
+  o.config_file = spec.ssh.config_file;
+  o.host_key_checking = spec.ssh.host_key_checking;
+  o.connect_timeout = spec.ssh.connect_timeout;
+  o.proxy_jump = host.proxy_jump ? *host.proxy_jump : spec.ssh.proxy_jump;
+  return o;
+}
+
 std::vector<Result<std::unique_ptr<ssh::Executor>>> SshHostConnector::Connect(
     const std::vector<HostTarget>& targets, int parallelism) {
   std::vector<Result<std::unique_ptr<ssh::Executor>>> out;

@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "cluster/inventory.h"
+#include "runner/jobfile/job_spec.h"
 #include "ssh/event_loop.h"
 #include "ssh/executor.h"
 #include "ssh/session_options.h"
@@ -29,6 +30,10 @@ struct HostTarget {
   // returned it (never for a host that could not be reached).
   std::function<void(const Status&)> on_lost;
 };
+
+// How `spec` reaches `host` over SSH: the host's own settings where it has
+// them, else the job's ssh: block.
+ssh::SessionOptions SessionOptionsFor(const JobSpec& spec, const cluster::Host& host);
 
 class HostConnector {
  public:

@@ -82,6 +82,7 @@ struct JobDraft {
   std::vector<Entry> secret_keys;  // the NAME key of each of spec.secrets
   std::set<std::string> ssh_keys;  // the keys of `ssh:` the job file sets
   std::optional<Entry> mpi;        // the `mpi:` key, when given
+  std::optional<Entry> slurm;      // the `slurm:` key, when given
   const RecordedHostsFile* recorded_hosts = nullptr;  // rerun: read this, not the disk
   std::optional<RecordedHostsFile> hosts_read;        // the hosts file as read
   // Host groups' hosts files: as recorded (rerun, a member job's down,
@@ -129,6 +130,7 @@ std::vector<KeyInfo> RendezvousKeys();
 std::vector<KeyInfo> RestartKeys();
 std::vector<KeyInfo> RoleKeys();
 std::vector<KeyInfo> SecretKeys();
+std::vector<KeyInfo> SlurmKeys();
 std::vector<KeyInfo> SshKeys();
 std::vector<KeyInfo> TeardownKeys();
 std::vector<KeyInfo> WorkdirKeys();
@@ -162,6 +164,11 @@ void ReadSpareHosts(const Entry& e, JobDraft& d);
 void ReadHostsFile(const Entry& e, JobDraft& d);
 void ReadHostsCommand(const Entry& e, JobDraft& d);
 void ReadHostGroups(const Entry& e, JobDraft& d);
+// slurm_block.cc
+void ReadSlurm(const Entry& e, JobDraft& d);
+// After every key is read: slurm: against the other ways to name hosts;
+// its placeholder hosts into d.hosts.
+void CheckSlurm(JobDraft& d, const SeenKeys& seen);
 // job_blocks.cc
 SeenKeys ReadArrayBlock(const Entry& e, ArraySpec& a);
 SeenKeys ReadRestart(const Entry& e, RestartPolicy& r);

@@ -90,6 +90,9 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
     {"hosts_command",
      {.type = KeyType::kString, .description = "A shell command run here at validation (at most 60 s) that prints the hosts: one address per line, or a JSON list of host entries (instead of hosts); recorded with the job, never run again by down, exec, attach or rerun"},
      ReadHostsCommand},
+    {"slurm",
+     {.type = KeyType::kBlock, .description = "The hosts are a Slurm allocation of this shape, asked for at run and released at the job's end (instead of hosts)", .keys = SlurmKeys},
+     ReadSlurm},
     {"docker_command",
      {.type = KeyType::kString, .description = "The docker command on the hosts", .default_value = "docker"},
      [](const Entry& e, JobDraft& d) {
@@ -485,6 +488,7 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
       }
     }
   }
+  CheckSlurm(d, seen);
   CheckHosts(d);
   CheckHostGroups(d);
   CheckRolesAgainstNodes(d, top);

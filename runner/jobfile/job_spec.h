@@ -221,6 +221,30 @@ struct HealthSpec {
   std::string dcgmi = "dcgmi";
 };
 
+// `slurm:` — the job's hosts are a Slurm allocation of this shape, asked
+// for at `barge run` (runner/controller/slurm_run.h) and released at its end.
+struct SlurmSpec {
+  int nodes = 0;                      // hosts (Slurm nodes); required
+  std::chrono::milliseconds time{0};  // the allocation's time limit; required
+  std::string partition;              // "" = the cluster's default partition
+  std::optional<int> gpus_per_node;   // --gpus-per-node; also each host's `gpus:`
+  std::string account;                // --account; "" = none
+  std::string qos;                    // --qos; "" = none
+  // A submit host reached over SSH (the job's ssh: settings) where salloc,
+  // squeue and scancel run; "" = this machine is a submit host.
+  std::string login;
+  // Whole nodes (--exclusive): the containers run outside Slurm's cgroups,
+  // so nothing else may share the node. false: shared nodes (not yet
+  // supported: the job file reader refuses it).
+  bool exclusive = true;
+  std::vector<std::string> extra;  // more salloc options, as written
+  int line = 0;                    // of the `slurm:` key
+};
+
+// The address a Slurm job's host N (1-based) has until its allocation names
+// the node: `barge plan` shows it where the address goes.
+inline std::string SlurmNodePlaceholder(size_t n) { return "slurm-node-" + std::to_string(n); }
+
 struct JobSpec {
   std::string file;      // the job file's path as given
   std::string base_dir;  // directory of the job file; relative paths resolve here
@@ -290,6 +314,9 @@ struct JobSpec {
   std::optional<int> hosts_per_member;
   // `host_groups:`, in the order the file lists them; empty = none.
   std::vector<HostGroup> host_groups;
+  // `slurm:` — the hosts are an allocation of this shape; `hosts` then holds
+  // one placeholder host per node (SlurmNodePlaceholder) until it is granted.
+  std::optional<SlurmSpec> slurm;
 };
 
 }  // namespace barge::runner

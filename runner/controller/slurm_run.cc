@@ -1,0 +1,416 @@
+// slurm_run.h: allocate through Slurm's client commands, run the job on the
+// nodes, release. The commands run on this machine or over one SSH session
+// to slurm.login, each to its end on a loop of their own (the job's
+// controller has not started yet, or has ended).
+#include "runner/controller/slurm_run.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "runner/console/signals.h"
+#include "runner/controller/host_connector.h"
+#include "runner/jobfile/redact.h"
+#include "runner/remote/slurm.h"
+#include "runner/store/job_store.h"
+#include "ssh/event_loop.h"
+
+namespace barge::runner {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+std::string FormatSlurmNodes(const std::vector<SlurmNode>& nodes) {
+  std::string out;
+  for (const SlurmNode& n : nodes) out += (out.empty() ? "" : " ") + n.name + "=" + n.address;
+  return out;
+}
+
+Result<std::vector<SlurmNode>> ParseSlurmNodes(const std::string& detail) {
+  std::vector<SlurmNode> out;
+  std::istringstream in(detail);
+  std::string word;
+  while (in >> word) {
+    const size_t eq = word.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == word.size()) {
+      return Status::Error("unexpected record of Slurm nodes: '" + detail + "'");
+    }
+    out.push_back(SlurmNode{word.substr(0, eq), word.substr(eq + 1)});
+  }
+  return out;
+}
+
+Status PlaceOnSlurmNodes(JobSpec& spec, const std::vector<SlurmNode>& nodes) {
+  if (nodes.size() != spec.hosts.size()) {
+    return Status::Error("Slurm gave " + std::to_string(nodes.size()) + " node(s), the job asked for " +
+                         std::to_string(spec.hosts.size()));
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    spec.hosts[i].address = nodes[i].address;
+    spec.hosts[i].vars["SLURM_NODE"] = nodes[i].name;
+  }
+  return Status::Ok();
+}
+
+Result<RecordedAllocation> ReadRecordedAllocation(JobStore& store, const std::string& job_id) {
+  Result<std::vector<EventRecord>> events = store.GetEvents(job_id);
+  if (!events.ok()) return events.status();
+  RecordedAllocation out;
+  for (const EventRecord& e : *events) {
+    if (e.kind == kSlurmJobEvent) out.slurm_id = e.detail;
+    if (e.kind == kSlurmReleasedEvent) out.released = true;
+    if (e.kind == kSlurmNodesEvent) {
+      Result<std::vector<SlurmNode>> nodes = ParseSlurmNodes(e.detail);
+      if (!nodes.ok()) return nodes.status();
+      out.nodes = std::move(nodes).value();
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Where Slurm's commands run: this machine, or one SSH session to
+// slurm.login. The loop is declared first: it outlives the executor.
+struct SubmitHost {
+  ssh::EventLoop loop;
+  std::unique_ptr<ssh::Executor> exec;
+  std::string label;  // "this machine" or the login host
+};
+
+Result<std::unique_ptr<SubmitHost>> OpenSubmitHost(const JobSpec& spec) {
+  auto submit = std::make_unique<SubmitHost>();
+  SshHostConnector connector(&submit->loop);
+  if (spec.slurm->login.empty()) {
+    submit->exec = connector.Local();
+    submit->label = "this machine";
+    return submit;
+  }
+  cluster::Host login;
+  login.address = spec.slurm->login;
+  HostTarget target;
+  target.host = login;
+  target.ssh = SessionOptionsFor(spec, login);
+  auto connected = connector.Connect({target}, 1);
+  if (!connected[0].ok()) {
+    return Status::Error("cannot reach the Slurm login host " + spec.slurm->login + ": " +
+                         connected[0].status().message());
+  }
+  submit->exec = std::move(connected[0]).value();
+  submit->label = spec.slurm->login;
+  return submit;
+}
+
+struct Ran {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// The last non-blank lines of `text` (at most `n`), joined by "; ".
+std::string LastLines(const std::string& text, size_t n = 3) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+  }
+  std::string out;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) {
+    out += (out.empty() ? "" : "; ") + lines[i];
+  }
+  return out;
+}
+
+// Runs `line` on the submit host to its end, `limit` at most.
+Result<Ran> RunToEnd(SubmitHost& submit, const std::string& line, milliseconds limit = seconds(60)) {
+  auto ran = std::make_shared<Ran>();
+  auto done = std::make_shared<bool>(false);
+  auto error = std::make_shared<std::string>();
+  ssh::CommandCallbacks cb;
+  cb.on_stdout = [ran](std::string_view d) { ran->out.append(d); };
+  cb.on_stderr = [ran](std::string_view d) { ran->err.append(d); };
+  cb.on_exit = [ran, done, error](const ssh::ExitStatus& s) {
+    ran->code = s.code;
+    *error = s.error;
+    *done = true;
+  };
+  Result<std::unique_ptr<ssh::Command>> cmd = submit.exec->Start(line, std::move(cb));
+  if (!cmd.ok()) return cmd.status();
+  const auto deadline = Clock::now() + limit;
+  while (!*done && Clock::now() < deadline) submit.loop.Poll(milliseconds(100));
+  if (!*done) {
+    return Status::Error("`" + line + "` on " + submit.label + " did not end within " +
+                         std::to_string(std::chrono::duration_cast<seconds>(limit).count()) + " s");
+  }
+  if (!error->empty()) return Status::Error("`" + line + "` on " + submit.label + ": " + *error);
+  return *ran;
+}
+
+void Say(const std::string& message) {
+  std::fprintf(stderr, "barge: %s\n", message.c_str());
+  std::fflush(stderr);
+}
+
+// The nodes of granted allocation `id`, in Slurm's order, with addresses.
+Result<std::vector<SlurmNode>> AllocatedNodes(SubmitHost& submit, const std::string& id) {
+  Result<Ran> shown = RunToEnd(submit, slurm::ShowJobLine(id));
+  if (!shown.ok()) return shown.status();
+  if (shown->code != 0) {
+    return Status::Error("`" + slurm::ShowJobLine(id) + "` failed (exit " + std::to_string(shown->code) +
+                         "): " + LastLines(shown->err));
+  }
+  Result<slurm::JobInfo> info = slurm::ParseShowJob(shown->out);
+  if (!info.ok()) return info.status();
+  if (info->nodes.empty()) return Status::Error("Slurm job " + id + " has no nodes (" + info->state + ")");
+  Result<Ran> nodes = RunToEnd(submit, slurm::ShowNodesLine(info->node_list));
+  if (!nodes.ok()) return nodes.status();
+  if (nodes->code != 0) {
+    return Status::Error("`" + slurm::ShowNodesLine(info->node_list) + "` failed (exit " +
+                         std::to_string(nodes->code) + "): " + LastLines(nodes->err));
+  }
+  Result<std::map<std::string, std::string>> addresses = slurm::ParseNodeAddresses(nodes->out);
+  if (!addresses.ok()) return addresses.status();
+  std::vector<SlurmNode> out;
+  for (const slurm::JobNode& n : info->nodes) {
+    auto it = addresses->find(n.name);
+    if (it == addresses->end()) return Status::Error("Slurm names no address for node " + n.name);
+    out.push_back(SlurmNode{n.name, it->second});
+  }
+  return out;
+}
+
+// Whether allocation `id` has ended under the job (and why), as far as
+// Slurm answers: a Slurm that does not answer ends nothing.
+std::optional<ControllerOptions::OutsideEnd> AllocationEnded(SubmitHost& submit, const std::string& id) {
+  Result<Ran> q = RunToEnd(submit, slurm::SqueueLine(id), seconds(20));
+  if (!q.ok() || q->code != 0) return std::nullopt;
+  Result<slurm::QueueState> queued = slurm::ParseSqueue(q->out);
+  if (!queued.ok()) return std::nullopt;
+  std::string state = queued->state;
+  if (state == "RUNNING" || state == "CONFIGURING" || state == "SUSPENDED") return std::nullopt;
+  std::string reason = queued->reason;
+  if (state.empty() || state == "COMPLETING") {
+    // Gone from the queue: its record says how it ended.
+    if (Result<Ran> shown = RunToEnd(submit, slurm::ShowJobLine(id), seconds(20)); shown.ok() && shown->code == 0) {
+      if (Result<slurm::JobInfo> info = slurm::ParseShowJob(shown->out); info.ok()) {
+        state = info->state;
+        reason = info->reason;
+      }
+    }
+  }
+  if (state.empty()) state = "no longer known to Slurm";
+  return ControllerOptions::OutsideEnd{
+      "Slurm ended allocation " + id + " (" + state + (reason.empty() || reason == "None" ? "" : ", " + reason) + ")",
+      state == "TIMEOUT"};
+}
+
+// The allocation while barge asks for it: salloc runs until Slurm grants it
+// (or refuses, or it is cancelled).
+class Allocation {
+ public:
+  Allocation(const JobSpec& spec, const std::string& job_id, JobStore* store, SubmitHost* submit)
+      : spec_(spec), job_id_(job_id), store_(store), submit_(submit) {}
+
+  // Waits for the grant. `interrupted` is polled; a wait: limit bounds the
+  // time in the queue. Fails with the reason (the allocation cancelled).
+  Status Wait(const int* interrupted) {
+    auto exit_code = std::make_shared<std::optional<int>>();
+    auto err = std::make_shared<std::string>();
+    ssh::CommandCallbacks cb;
+    cb.on_stderr = [err](std::string_view d) { err->append(d); };
+    cb.on_stdout = [err](std::string_view d) { err->append(d); };
+    cb.on_exit = [exit_code, err](const ssh::ExitStatus& s) {
+      *exit_code = s.code;
+      if (!s.error.empty()) err->append(s.error + "\n");
+    };
+    const std::string line = slurm::SallocLine(*spec_.slurm, job_id_, spec_.name);
+    Result<std::unique_ptr<ssh::Command>> cmd = submit_->exec->Start(line, std::move(cb));
+    if (!cmd.ok()) return cmd.status();
+    const auto began = Clock::now();
+    auto next_look = began + seconds(2);
+    std::string shown;  // the last queue line printed
+    while (!exit_code->has_value()) {
+      submit_->loop.Poll(milliseconds(200));
+      if (id_.empty()) {
+        if (std::optional<std::string> id = slurm::JobIdInSalloc(*err)) NoteId(*id);
+      }
+      if (*interrupted) {
+        Cancel("interrupted while queued");
+        return Status::Error("interrupted while queued in Slurm");
+      }
+      if (spec_.wait && Clock::now() - began > *spec_.wait && !id_.empty()) {
+        Cancel("still queued after wait:");
+        return Status::Error("Slurm job " + id_ + " was still queued after " +
+                             std::to_string(std::chrono::duration_cast<seconds>(*spec_.wait).count()) +
+                             " s (wait:); cancelled");
+      }
+      if (!id_.empty() && Clock::now() >= next_look) {
+        next_look = Clock::now() + seconds(3);
+        Result<Ran> q = RunToEnd(*submit_, slurm::SqueueLine(id_), seconds(30));
+        if (!q.ok() || q->code != 0) continue;
+        Result<slurm::QueueState> state = slurm::ParseSqueue(q->out);
+        if (!state.ok() || state->state != "PENDING") continue;
+        const std::string where = spec_.slurm->partition.empty() ? "Slurm" : spec_.slurm->partition;
+        const std::string text = "queued in " + where + ": " + state->reason;
+        if (text != shown) {
+          shown = text;
+          Say(text + " (Slurm job " + id_ + ")");
+          (void)store_->SetStatus(job_id_, JobStatus::kWaiting, std::nullopt, text + " (Slurm job " + id_ + ")");
+        }
+      }
+    }
+    if (id_.empty()) {
+      if (std::optional<std::string> id = slurm::JobIdInSalloc(*err)) NoteId(*id);
+    }
+    if (**exit_code != 0 || id_.empty()) {
+      const std::string why = LastLines(*err);
+      if (!id_.empty()) Cancel("salloc failed");
+      return Status::Error("Slurm did not grant the allocation: `" + line + "` on " + submit_->label +
+                           " exited " + std::to_string(**exit_code) + (why.empty() ? "" : ": " + why));
+    }
+    return Status::Ok();
+  }
+
+  const std::string& id() const { return id_; }
+
+ private:
+  void NoteId(const std::string& id) {
+    id_ = id;
+    (void)store_->AddEvent(job_id_, kSlurmJobEvent, std::nullopt, id_);
+    Say("job " + job_id_ + " (" + spec_.name + "): Slurm job " + id_ + " submitted from " + submit_->label);
+  }
+  void Cancel(const std::string& why) {
+    if (id_.empty()) return;
+    Result<Ran> r = RunToEnd(*submit_, slurm::ScancelLine(id_), seconds(60));
+    const bool ok = r.ok() && r->code == 0;
+    (void)store_->AddEvent(job_id_, kSlurmReleasedEvent, std::nullopt,
+                           "scancel " + id_ + " (" + why + ")" +
+                               (ok ? "" : ": " + (r.ok() ? LastLines(r->err) : r.status().message())));
+  }
+
+  const JobSpec& spec_;
+  const std::string job_id_;
+  JobStore* store_;
+  SubmitHost* submit_;
+  std::string id_;
+};
+
+}  // namespace
+
+Status CancelSlurmAllocation(const JobSpec& spec, const std::string& slurm_id) {
+  Result<std::unique_ptr<SubmitHost>> submit = OpenSubmitHost(spec);
+  if (!submit.ok()) return submit.status();
+  Result<Ran> r = RunToEnd(**submit, slurm::ScancelLine(slurm_id), seconds(60));
+  if (!r.ok()) return r.status();
+  if (r->code != 0) {
+    return Status::Error("`" + slurm::ScancelLine(slurm_id) + "` on " + (*submit)->label + " exited " +
+                         std::to_string(r->code) + ": " + LastLines(r->err));
+  }
+  return Status::Ok();
+}
+
+int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+                const std::function<int(const JobSpec&, const cluster::PlanInput&, const ControllerOptions&)>& run) {
+  const std::string& job_id = input.job_id;
+  Result<std::unique_ptr<JobStore>> opened = JobStore::Open(options.state_dir);
+  if (!opened.ok()) {
+    Say(opened.status().message());
+    return kExitBargeFailure;
+  }
+  JobStore& store = **opened;
+  // The job is in the store from the start: `barge ls` shows it queued and
+  // `barge down` finds its Slurm job.
+  {
+    Result<cluster::Plan> plan = cluster::MakePlan(input);
+    if (!plan.ok()) {
+      Say(plan.status().message());
+      return kExitBargeFailure;
+    }
+    JobRecord job;
+    job.id = job_id;
+    job.name = spec.name;
+    job.spec = Redactor(spec)(options.spec_text);
+    job.status = JobStatus::kWaiting;
+    job.created = WallNow();
+    job.controller_pid = static_cast<int>(getpid());
+    job.nodes = static_cast<int>(plan->nodes.size());
+    job.run_dir = options.state_dir + "/runs/" + job_id;
+    if (Status s = store.CreateJob(job); !s.ok()) {
+      Say(s.message());
+      return kExitBargeFailure;
+    }
+  }
+  auto end = [&](JobStatus status, int code, const std::string& why) {
+    if (!why.empty()) Say(why);
+    (void)store.SetStatus(job_id, status, code, why);
+    return code;
+  };
+  std::string slurm_id;
+  std::vector<SlurmNode> nodes;
+  {
+    Result<std::unique_ptr<SubmitHost>> submit = OpenSubmitHost(spec);
+    if (!submit.ok()) return end(JobStatus::kFailed, kExitBargeFailure, submit.status().message());
+    int interrupted = 0;
+    SignalWatcher signals(&(*submit)->loop, [&interrupted](int) { ++interrupted; });
+    Allocation allocation(spec, job_id, &store, submit->get());
+    Status granted = allocation.Wait(&interrupted);
+    if (!granted.ok()) {
+      return interrupted ? end(JobStatus::kCancelled, kExitInterrupted, granted.message())
+                         : end(JobStatus::kFailed, kExitBargeFailure, granted.message());
+    }
+    slurm_id = allocation.id();
+    Result<std::vector<SlurmNode>> got = AllocatedNodes(**submit, slurm_id);
+    if (!got.ok()) {
+      Result<Ran> r = RunToEnd(**submit, slurm::ScancelLine(slurm_id));
+      (void)store.AddEvent(job_id, kSlurmReleasedEvent, std::nullopt, "scancel " + slurm_id);
+      return end(JobStatus::kFailed, kExitBargeFailure, got.status().message());
+    }
+    nodes = std::move(got).value();
+  }
+  (void)store.AddEvent(job_id, kSlurmNodesEvent, std::nullopt, FormatSlurmNodes(nodes));
+  std::string shown;
+  for (const SlurmNode& n : nodes) shown += (shown.empty() ? "" : ", ") + n.name + " (" + n.address + ")";
+  Say("Slurm job " + slurm_id + " granted " + std::to_string(nodes.size()) + " node(s): " + shown);
+
+  JobSpec placed = spec;
+  int code = kExitBargeFailure;
+  if (Status s = PlaceOnSlurmNodes(placed, nodes); !s.ok()) {
+    code = end(JobStatus::kFailed, kExitBargeFailure, s.message());
+  } else {
+    cluster::PlanInput placed_input = MakePlanInput(placed, job_id);
+    ControllerOptions with_record = options;
+    with_record.job_created = true;
+    // The allocation can end under the job (its time limit, preemption, an
+    // admin's scancel): the job is then torn down (its containers run
+    // outside Slurm's reach).
+    Result<std::unique_ptr<SubmitHost>> opened_watch = OpenSubmitHost(spec);
+    std::shared_ptr<SubmitHost> watch;
+    if (opened_watch.ok()) watch = std::move(opened_watch).value();
+    if (watch) {
+      with_record.outside_check = [watch, slurm_id]() -> std::optional<ControllerOptions::OutsideEnd> {
+        return AllocationEnded(*watch, slurm_id);
+      };
+    } else {
+      Say("cannot watch Slurm job " + slurm_id + " (" + opened_watch.status().message() +
+          "): its end will not stop the job");
+    }
+    code = run(placed, placed_input, with_record);
+  }
+  // However the job ended, the allocation goes with it.
+  Status released = CancelSlurmAllocation(spec, slurm_id);
+  (void)store.AddEvent(job_id, kSlurmReleasedEvent, std::nullopt,
+                       "scancel " + slurm_id + (released.ok() ? "" : ": " + released.message()));
+  if (released.ok()) {
+    Say("Slurm job " + slurm_id + " released");
+  } else {
+    Say("could not release Slurm job " + slurm_id + " (Slurm ends it at its time limit): " + released.message());
+  }
+  return code;
+}
+
+}  // namespace barge::runner

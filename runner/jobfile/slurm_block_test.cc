@@ -1,0 +1,96 @@
+// `slurm:` in a job file (runner/jobfile/slurm_block.cc): the allocation's
+// shape, one placeholder host per node, and the errors, each naming file,
+// line and key.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "runner/jobfile/job_file.h"
+
+namespace barge::runner {
+namespace {
+
+using std::chrono::minutes;
+
+LoadedJob Parse(const std::string& text) { return ParseJobText(text, "job.yaml", "/tmp"); }
+
+std::vector<std::string> Errors(const std::string& text) {
+  LoadedJob job = Parse(text);
+  EXPECT_FALSE(job.spec.has_value()) << "parsed without errors:\n" << text;
+  std::vector<std::string> lines;
+  for (const JobFileError& e : job.errors) lines.push_back(e.ToString());
+  return lines;
+}
+
+constexpr const char* kHead = "name: train\nimage: busybox\n";
+
+TEST(SlurmBlock, ReadsTheShapeAndGivesOnePlaceholderHostPerNode) {
+  LoadedJob job = Parse(std::string(kHead) +
+                        "slurm:\n"
+                        "  partition: gpu\n"
+                        "  nodes: 3\n"
+                        "  gpus_per_node: 8\n"
+                        "  time: 2h\n"
+                        "  account: ml\n"
+                        "  qos: high\n"
+                        "  login: login.example.org\n"
+                        "  extra: [--constraint=a100]\n");
+  for (const JobFileError& e : job.errors) ADD_FAILURE() << e.ToString();
+  ASSERT_TRUE(job.spec);
+  ASSERT_TRUE(job.spec->slurm);
+  const SlurmSpec& s = *job.spec->slurm;
+  EXPECT_EQ(s.nodes, 3);
+  EXPECT_EQ(s.time, minutes(120));
+  EXPECT_EQ(s.partition, "gpu");
+  EXPECT_EQ(s.gpus_per_node, 8);
+  EXPECT_EQ(s.account, "ml");
+  EXPECT_EQ(s.qos, "high");
+  EXPECT_EQ(s.login, "login.example.org");
+  EXPECT_TRUE(s.exclusive);
+  EXPECT_EQ(s.extra, std::vector<std::string>{"--constraint=a100"});
+  ASSERT_EQ(job.spec->hosts.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(job.spec->hosts[i].address, SlurmNodePlaceholder(i + 1));
+    EXPECT_EQ(job.spec->hosts[i].gpus, 8);
+  }
+}
+
+TEST(SlurmBlock, NodesAndTimeAreRequired) {
+  EXPECT_EQ(Errors(std::string(kHead) + "slurm:\n  partition: gpu\n"),
+            (std::vector<std::string>{
+                "job.yaml:3:1: slurm: needs 'nodes' (how many nodes to allocate)",
+                "job.yaml:3:1: slurm: needs 'time' (the allocation's time limit, e.g. time: 2h)"}));
+}
+
+TEST(SlurmBlock, OtherWaysToNameHostsAndArraysAreRefused) {
+  EXPECT_EQ(Errors(std::string(kHead) + "hosts: [10.0.0.1]\nslurm: {nodes: 2, time: 1h}\n"),
+            (std::vector<std::string>{
+                "job.yaml:3:1: hosts: not with 'slurm:' (line 4): the allocation's nodes are the job's hosts"}));
+  EXPECT_EQ(Errors(std::string(kHead) + "slurm: {nodes: 2, time: 1h}\narray: {matrix: {lr: [1, 2]}}\n"),
+            (std::vector<std::string>{
+                "job.yaml:4:1: array: job arrays through Slurm are not supported yet; run each member as its "
+                "own job"}));
+}
+
+TEST(SlurmBlock, OptionsBargeSetsItselfCannotComeThroughExtra) {
+  EXPECT_EQ(Errors(std::string(kHead) + "slurm:\n  nodes: 2\n  time: 1h\n  extra: [--nodes=4, -t10]\n"),
+            (std::vector<std::string>{
+                "job.yaml:6:11: slurm.extra[0]: --nodes is set by barge (slurm.nodes)",
+                "job.yaml:6:22: slurm.extra[1]: -t is set by barge (slurm.time)"}));
+}
+
+TEST(SlurmBlock, BadValuesNameTheirKey) {
+  EXPECT_EQ(Errors(std::string(kHead) + "slurm:\n  nodes: 0\n  time: 1h\n  partition: \"gpu; rm -rf /\"\n"
+                                        "  exclusive: false\n"),
+            (std::vector<std::string>{
+                "job.yaml:4:10: slurm.nodes: expected a number of nodes from 1 to 100000, got '0'",
+                "job.yaml:6:14: slurm.partition: must be a Slurm name (letters, digits, _ . -; a comma list for "
+                "several partitions)",
+                "job.yaml:7:14: slurm.exclusive: shared nodes are not supported yet: a container runs outside "
+                "the allocation's cgroups, so it could use CPUs and GPUs Slurm gave to another job; keep "
+                "exclusive: true"}));
+}
+
+}  // namespace
+}  // namespace barge::runner

@@ -1,0 +1,86 @@
+// Slurm's client commands as barge runs them on a submit host (this
+// machine, or slurm.login over SSH), and the parsers of their answers.
+// Pure: runner/controller/slurm_run.h runs them.
+//
+// The allocation is `salloc --no-shell` (it waits in Slurm's queue, prints
+// "salloc: Pending job allocation J" / "salloc: Granted job allocation J" on
+// stderr and exits once granted, leaving the allocation to the caller);
+// `squeue` says what it waits for, `scontrol -o show job -d` which nodes
+// (and GPU indices) it got, `scontrol -o show node` their addresses, and
+// `scancel` ends it.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "runner/jobfile/job_spec.h"
+
+namespace barge::runner::slurm {
+
+// salloc --time's value for `limit`, rounded up to whole minutes (Slurm's
+// granularity): "D-HH:MM:SS".
+std::string TimeLimit(std::chrono::milliseconds limit);
+
+// The name the allocation carries: "barge-<job id>-<job name>", so that
+// squeue and sacct show which barge job it is.
+std::string AllocationName(const std::string& job_id, const std::string& job_name);
+
+// The command line that asks for the allocation (see the header). Its
+// options in this order: --no-shell, --job-name, --nodes, --ntasks-per-node=1,
+// --time, then --partition, --account, --qos, --gpus-per-node, --exclusive
+// as set, then `extra` as written.
+std::string SallocLine(const SlurmSpec& spec, const std::string& job_id, const std::string& job_name);
+
+// The Slurm job id salloc's stderr so far names ("job allocation 123"),
+// or nullopt when it names none yet.
+std::optional<std::string> JobIdInSalloc(std::string_view stderr_text);
+
+// `squeue -h -j ID -o '%T|%r'`: the job's state and reason.
+std::string SqueueLine(const std::string& id);
+struct QueueState {
+  std::string state;   // PENDING, RUNNING, ... ("" when squeue knows the job no more)
+  std::string reason;  // Priority, Resources, None, ...
+};
+// One "STATE|REASON" line; an empty answer is a job squeue knows no more.
+Result<QueueState> ParseSqueue(std::string_view output);
+
+// `scontrol -o show job -d ID`.
+std::string ShowJobLine(const std::string& id);
+struct JobNode {
+  std::string name;
+  std::vector<int> gpus;  // the GRES gpu indices Slurm gave the job there
+};
+struct JobInfo {
+  std::string state;      // JobState=
+  std::string reason;     // Reason=
+  std::string partition;  // Partition=
+  std::string node_list;  // NodeList= (a hostlist; "(null)" while pending)
+  std::vector<JobNode> nodes;  // NodeList expanded, in Slurm's order
+};
+// scontrol's one-line record (-o), with -d's per-node details ("Nodes=h1
+// CPU_IDs=0-1 Mem=0 GRES=gpu:2(IDX:0-1)") on the same line.
+Result<JobInfo> ParseShowJob(std::string_view output);
+
+// `scontrol -o show node NAMES` (NAMES a hostlist): one line per node.
+std::string ShowNodesLine(const std::string& names);
+// Each node's NodeAddr by NodeName.
+Result<std::map<std::string, std::string>> ParseNodeAddresses(std::string_view output);
+
+// `scancel ID`.
+std::string ScancelLine(const std::string& id);
+
+// What an operator runs to take a node out of service (barge never does it
+// itself): `scontrol update nodename=NODE state=drain reason="..."`.
+std::string DrainCommand(const std::string& node, const std::string& reason);
+
+// Slurm's hostlist syntax expanded, in order: "h[1-3,7],gpu05" is h1 h2 h3
+// h7 gpu05; zero-padded ranges keep their width ("n[08-10]": n08 n09 n10).
+// An error for brackets that do not close, or a range that runs backwards.
+Result<std::vector<std::string>> ExpandHostlist(std::string_view list);
+
+}  // namespace barge::runner::slurm

@@ -1,0 +1,146 @@
+#include "runner/remote/slurm.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace barge::runner::slurm {
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+TEST(SlurmTimeLimit, IsRoundedUpToWholeMinutesInDaysHoursMinutes) {
+  EXPECT_EQ(TimeLimit(seconds(30)), "0-00:01:00");
+  EXPECT_EQ(TimeLimit(seconds(60)), "0-00:01:00");
+  EXPECT_EQ(TimeLimit(seconds(61)), "0-00:02:00");
+  EXPECT_EQ(TimeLimit(minutes(150)), "0-02:30:00");
+  EXPECT_EQ(TimeLimit(minutes(60 * 24 * 3 + 5)), "3-00:05:00");
+}
+
+TEST(SlurmSalloc, AsksForTheJobsShapeWithItsIdInTheName) {
+  SlurmSpec spec;
+  spec.nodes = 4;
+  spec.time = minutes(120);
+  EXPECT_EQ(SallocLine(spec, "a1b2c3d4", "train"),
+            "salloc --no-shell --job-name=barge-a1b2c3d4-train --nodes=4 --ntasks-per-node=1 "
+            "--time=0-02:00:00 --exclusive");
+  spec.partition = "gpu";
+  spec.account = "ml";
+  spec.qos = "high";
+  spec.gpus_per_node = 8;
+  spec.extra = {"--constraint=a100", "--comment=it's mine"};
+  EXPECT_EQ(SallocLine(spec, "a1b2c3d4", "train"),
+            "salloc --no-shell --job-name=barge-a1b2c3d4-train --nodes=4 --ntasks-per-node=1 "
+            "--time=0-02:00:00 --partition=gpu --account=ml --qos=high --gpus-per-node=8 --exclusive "
+            "--constraint=a100 '--comment=it'\\''s mine'");
+}
+
+// salloc 22.05's own lines (as tests/data/slurm-22.05 holds them).
+TEST(SlurmSalloc, TheJobIdIsReadFromSallocsPendingOrGrantedLine) {
+  EXPECT_EQ(JobIdInSalloc(""), std::nullopt);
+  EXPECT_EQ(JobIdInSalloc("salloc: error: invalid partition specified: nope\n"), std::nullopt);
+  EXPECT_EQ(JobIdInSalloc("salloc: Pending job allocation 17\nsalloc: job 17 queued and waiting for resources\n"),
+            "17");
+  EXPECT_EQ(JobIdInSalloc("salloc: Granted job allocation 4\n"), "4");
+}
+
+TEST(SlurmSqueue, ReadsStateAndReasonAndAnEmptyAnswerIsAJobGone) {
+  Result<QueueState> pending = ParseSqueue("PENDING|Priority\n");
+  ASSERT_TRUE(pending.ok());
+  EXPECT_EQ(pending->state, "PENDING");
+  EXPECT_EQ(pending->reason, "Priority");
+  Result<QueueState> gone = ParseSqueue("");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->state, "");
+  EXPECT_FALSE(ParseSqueue("slurm_load_jobs error: Invalid job id specified\n").ok());
+}
+
+TEST(SlurmHostlist, ExpandsRangesListsAndZeroPadding) {
+  Result<std::vector<std::string>> a = ExpandHostlist("h[1-3,7],gpu05");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(*a, (std::vector<std::string>{"h1", "h2", "h3", "h7", "gpu05"}));
+  Result<std::vector<std::string>> b = ExpandHostlist("n[08-10]-ib");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b, (std::vector<std::string>{"n08-ib", "n09-ib", "n10-ib"}));
+  Result<std::vector<std::string>> c = ExpandHostlist("h2");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, (std::vector<std::string>{"h2"}));
+  EXPECT_FALSE(ExpandHostlist("h[1-3").ok());
+  EXPECT_FALSE(ExpandHostlist("h[3-1]").ok());
+  EXPECT_FALSE(ExpandHostlist("h[a-b]").ok());
+}
+
+TEST(SlurmCommands, QuoteWhatTheyAreGiven) {
+  EXPECT_EQ(ScancelLine("12"), "scancel 12");
+  EXPECT_EQ(ShowNodesLine("h[1-3]"), "scontrol -o show node 'h[1-3]'");
+  EXPECT_EQ(DrainCommand("h2", "barge: GPU 1: Xid 79"),
+            "scontrol update nodename=h2 state=drain reason='barge: GPU 1: Xid 79'");
+}
+
+}  // namespace
+}  // namespace barge::runner::slurm
+
+namespace barge::runner::slurm {
+namespace {
+
+std::string Captured(const std::string& name) {
+  std::ifstream in(std::string(BARGE_SOURCE_DIR) + "/tests/data/slurm-22.05/" + name, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_FALSE(s.str().empty()) << "missing capture " << name;
+  return s.str();
+}
+
+TEST(SlurmCaptured, SallocsRealLinesNameTheJob) {
+  EXPECT_EQ(JobIdInSalloc(Captured("salloc-granted.txt")), "3");
+  EXPECT_EQ(JobIdInSalloc(Captured("salloc-pending-cancelled.txt")), "4");
+}
+
+TEST(SlurmCaptured, ARunningAllocationsNodesAndGpuIndicesAreRead) {
+  Result<JobInfo> info = ParseShowJob(Captured("show-job-d-running.txt"));
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_EQ(info->state, "RUNNING");
+  EXPECT_EQ(info->reason, "None");
+  EXPECT_EQ(info->partition, "gpu");
+  EXPECT_EQ(info->node_list, "h[1-3]");
+  ASSERT_EQ(info->nodes.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(info->nodes[i].name, "h" + std::to_string(i + 1));
+    EXPECT_EQ(info->nodes[i].gpus, (std::vector<int>{0, 1}));
+  }
+}
+
+TEST(SlurmCaptured, APendingAllocationHasNoNodesYetAndItsReason) {
+  Result<JobInfo> info = ParseShowJob(Captured("show-job-d-pending.txt"));
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_EQ(info->state, "PENDING");
+  EXPECT_EQ(info->reason, "Resources");
+  EXPECT_TRUE(info->nodes.empty());
+}
+
+TEST(SlurmCaptured, NodeAddressesAreReadByName) {
+  Result<std::map<std::string, std::string>> addr = ParseNodeAddresses(Captured("show-node.txt"));
+  ASSERT_TRUE(addr.ok()) << addr.status().message();
+  EXPECT_EQ(*addr, (std::map<std::string, std::string>{{"h1", "10.77.0.2"}, {"h2", "10.77.0.3"}, {"h3", "10.77.0.4"}}));
+}
+
+TEST(SlurmShowJob, PerNodeDetailsGiveEachNodeItsOwnGpus) {
+  // -d's details as Slurm writes them when nodes differ (the kernel of the
+  // captured form, each group with its own GRES).
+  Result<JobInfo> info = ParseShowJob(
+      "JobId=9 JobName=x JobState=RUNNING Reason=None Partition=gpu NodeList=n[01-02],m7 NumNodes=3   "
+      "Nodes=n01 CPU_IDs=0-1 Mem=0 GRES=gpu:2(IDX:0-1)   Nodes=n02 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:3)   "
+      "Nodes=m7 CPU_IDs=0 Mem=0 GRES=gpu:a100:2(IDX:4,6) MinCPUsNode=1\n");
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  ASSERT_EQ(info->nodes.size(), 3u);
+  EXPECT_EQ(info->nodes[0].gpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(info->nodes[1].gpus, (std::vector<int>{3}));
+  EXPECT_EQ(info->nodes[2].name, "m7");
+  EXPECT_EQ(info->nodes[2].gpus, (std::vector<int>{4, 6}));
+  EXPECT_FALSE(ParseShowJob("slurm_load_jobs error: Invalid job id specified\n").ok());
+}
+
+}  // namespace
+}  // namespace barge::runner::slurm

@@ -1,0 +1,263 @@
+// Jobs whose hosts are a Slurm allocation (`slurm:`), on the bed's real
+// Slurm 22.05 cluster (tests/bed/slurm.sh: slurmctld here, a slurmd in each
+// of h1..h3): queued behind another user's allocation, granted, run on the
+// nodes over SSH exactly as listed hosts, and released (scancel) however the
+// job ends; `barge down` of a queued job, of a running one and of one whose
+// controller was killed; an allocation that Slurm ends under a running job.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "tests/support/bed_job.h"
+
+namespace {
+
+using barge::testing::CliOutcome;
+using barge::testing::GetBed;
+using barge::testing::JobDir;
+using barge::testing::JobIdIn;
+using barge::testing::RunShell;
+
+// The bed's Slurm configuration (tests/bed/slurm.sh writes slurm.env).
+std::string SlurmConf() { return GetBed().dir + "/slurm/slurm.conf"; }
+
+// A Slurm client command with the bed's configuration; stdout and stderr.
+std::string Slurm(const std::string& command, int* code = nullptr) {
+  return RunShell("SLURM_CONF=" + SlurmConf() + " " + command + " 2>&1", code);
+}
+
+// The same as the bed's other user (uid 65534), the way a colleague would.
+std::string AsColleague(const std::string& command) {
+  return RunShell("cd / && SLURM_CONF=" + SlurmConf() +
+                  " setpriv --reuid=65534 --regid=65534 --clear-groups -- " + command + " 2>&1");
+}
+
+// The Slurm job id in barge's "Slurm job N submitted" line.
+std::string SlurmIdIn(const std::string& err) {
+  std::smatch m;
+  if (std::regex_search(err, m, std::regex("Slurm job ([0-9]+) submitted"))) return m[1];
+  return "";
+}
+
+// The job's end state in the bed's jobcomp file ("" while it has none).
+std::string EndState(const std::string& slurm_id) {
+  std::string state = RunShell("sed -n 's/^JobId=" + slurm_id + " .* JobState=\\([A-Z_]*\\) .*/\\1/p' " +
+                               GetBed().dir + "/slurm/jobcomp.txt 2>/dev/null | tail -n1");
+  while (!state.empty() && state.back() == '\n') state.pop_back();
+  return state;
+}
+
+bool WaitForEndState(const std::string& slurm_id, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (EndState(slurm_id).empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return !EndState(slurm_id).empty();
+}
+
+class SlurmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_GE(GetBed().hosts.size(), 3u) << "the Slurm tests need 3 namespace hosts";
+    int code = -1;
+    const std::string nodes = Slurm("sinfo -h -N -o '%N %T'", &code);
+    ASSERT_EQ(code, 0) << "the bed's Slurm does not answer (tests/bed/slurm.sh up):\n" << nodes;
+    ASSERT_EQ(nodes, "h1 idle\nh2 idle\nh3 idle\n") << "Slurm's nodes are not all idle at the start";
+    setenv("SLURM_CONF", SlurmConf().c_str(), 1);
+  }
+  void TearDown() override {
+    // Nothing of a test may outlive it: its allocations and containers.
+    for (const std::string& id : slurm_ids_) Slurm("scancel " + id);
+    for (const auto& h : GetBed().hosts) {
+      for (const std::string& id : jobs_) {
+        EXPECT_EQ(barge::testing::RunShell("DOCKER_HOST=" + h.docker_host +
+                                           " timeout 20 docker ps -aq --filter label=barge.job=" + id),
+                  "")
+            << "job " << id << " left containers on " << h.name;
+        RunShell("DOCKER_HOST=" + h.docker_host + " timeout 20 docker ps -aq --filter label=barge.job=" + id +
+                 " | xargs -r docker --host " + h.docker_host + " rm -f >/dev/null 2>&1");
+      }
+    }
+    Slurm("scancel -u nobody");
+  }
+
+  // The job file: `command` on 3 Slurm nodes, reached over SSH like listed hosts.
+  std::string Job(const std::string& name, const std::string& command, const std::string& extra = "") const {
+    const auto& bed = GetBed();
+    return "name: " + name + "\nimage: " + bed.image + "\ncommand: " + command +
+           "\nstop_grace: 1s\n" + extra +
+           "slurm:\n  partition: gpu\n  nodes: 3\n  time: 5m\n"
+           "ssh:\n  user: " + bed.user + "\n  identity_file: " + bed.key + "\n  known_hosts: " +
+           bed.known_hosts + "\n  connect_timeout: 10s\n";
+  }
+  // Notes the barge and Slurm job ids `err` names (for TearDown).
+  void Seen(const std::string& err) {
+    if (std::string id = JobIdIn(err); !id.empty()) jobs_.push_back(id);
+    if (std::string id = SlurmIdIn(err); !id.empty()) slurm_ids_.push_back(id);
+  }
+  // A colleague's allocation of every node; its Slurm job id.
+  std::string ColleagueTakesEveryNode() {
+    const std::string out = AsColleague("salloc --no-shell -N3 -t 5 --exclusive --job-name=colleague");
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(out, m, std::regex("Granted job allocation ([0-9]+)"))) << out;
+    return m.size() > 1 ? std::string(m[1]) : "";
+  }
+
+  std::vector<std::string> jobs_;
+  std::vector<std::string> slurm_ids_;
+};
+
+TEST_F(SlurmTest, AThreeNodeJobQueuedBehindAnotherUsersAllocationRunsOnTheGrantedNodesThenReleasesThem) {
+  const std::string colleague = ColleagueTakesEveryNode();
+  ASSERT_FALSE(colleague.empty());
+  JobDir dir("slurm-queued");
+  dir.Write(Job("slurm-env", "[\"sh\", \"-c\", \"echo rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR "
+                             "node=$BARGE_NODE_RANK\"]"));
+  const pid_t pid = dir.Start("run job.yaml");
+  // It waits in Slurm's queue, and says so.
+  EXPECT_TRUE(dir.WaitFor("err.txt", "queued in gpu: ", std::chrono::seconds(30)))
+      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string queued = barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string slurm_id = SlurmIdIn(queued);
+  ASSERT_FALSE(slurm_id.empty()) << queued;
+  slurm_ids_.push_back(slurm_id);
+  EXPECT_EQ(Slurm("squeue -h -j " + slurm_id + " -o '%T %j'"),
+            "PENDING barge-" + JobIdIn(queued) + "-slurm-env\n");
+  // `barge ls` meanwhile (its output apart: the running barge writes to
+  // the directory's out.txt and err.txt).
+  const std::string ls = RunShell("cd " + dir.path().string() + " && BARGE_HOME=home " BARGE_BINARY " ls 2>&1");
+  EXPECT_NE(ls.find("waiting (slurm " + slurm_id + ")"), std::string::npos) << ls;
+  // The colleague's allocation ends: the job gets the nodes and runs.
+  Slurm("scancel " + colleague);
+  CliOutcome o = dir.Wait(pid, std::chrono::seconds(120));
+  Seen(o.err);
+  std::printf("barge run (stderr):\n%s\nstdout:\n%s\n", o.err.c_str(), o.out.c_str());
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto& hosts = GetBed().hosts;
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string role = rank == 0 ? "head" : "worker";
+    const std::string line = "[" + std::to_string(rank) + " " + role + " " + hosts[rank].address + "] rank=" +
+                             std::to_string(rank) + " world=3 master=" + hosts[0].address +
+                             " node=" + std::to_string(rank);
+    EXPECT_NE(o.out.find(line), std::string::npos) << "no line '" << line << "' in:\n" << o.out;
+  }
+  EXPECT_NE(o.err.find("Slurm job " + slurm_id + " granted 3 node(s): h1 (" + hosts[0].address + "), h2 (" +
+                       hosts[1].address + "), h3 (" + hosts[2].address + ")"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("Slurm job " + slurm_id + " released"), std::string::npos) << o.err;
+  // Released: Slurm knows it no more in its queue, and recorded what barge did.
+  EXPECT_EQ(Slurm("squeue -h -j " + slurm_id), "");
+  ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
+  EXPECT_EQ(EndState(slurm_id), "CANCELLED");
+  EXPECT_EQ(EndState(colleague), "CANCELLED");
+  // The logs are kept like any job's, and show says which allocation it was.
+  const std::string id = JobIdIn(o.err);
+  CliOutcome logs = dir.Barge("logs " + id);
+  EXPECT_NE(logs.out.find("rank=2 world=3 master=" + hosts[0].address), std::string::npos) << logs.out;
+  CliOutcome show = dir.Barge("show " + id);
+  EXPECT_NE(show.out.find("slurm:      job " + slurm_id + ", nodes h1,h2,h3, released"), std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("succeeded, exit code 0"), std::string::npos) << show.out;
+}
+
+TEST_F(SlurmTest, DownOfAQueuedJobCancelsItsAllocationAndNothingRuns) {
+  const std::string colleague = ColleagueTakesEveryNode();
+  ASSERT_FALSE(colleague.empty());
+  slurm_ids_.push_back(colleague);
+  JobDir dir("slurm-down-queued");
+  dir.Write(Job("slurm-dq", "[\"sleep\", \"60\"]"));
+  const pid_t pid = dir.Start("run job.yaml");
+  ASSERT_TRUE(dir.WaitFor("err.txt", "queued in gpu: ", std::chrono::seconds(30)))
+      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string queued = barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string id = JobIdIn(queued), slurm_id = SlurmIdIn(queued);
+  Seen(queued);
+  CliOutcome down = dir.Barge("down " + id);
+  EXPECT_EQ(down.code, 0) << down.out << down.err;
+  CliOutcome o = dir.Wait(pid, std::chrono::seconds(60));
+  EXPECT_EQ(o.code, 130) << o.err;
+  EXPECT_EQ(o.err.find("node(s); logs in"), std::string::npos) << "it ran:\n" << o.err;
+  ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
+  EXPECT_EQ(EndState(slurm_id), "CANCELLED");
+  EXPECT_EQ(Slurm("squeue -h -j " + slurm_id), "");
+  CliOutcome show = dir.Barge("show " + id);
+  EXPECT_NE(show.out.find("cancelled"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("job " + slurm_id + ", never granted, released"), std::string::npos) << show.out;
+}
+
+TEST_F(SlurmTest, DownOfARunningJobRemovesItsContainersAndReleasesItsAllocation) {
+  JobDir dir("slurm-down-running");
+  dir.Write(Job("slurm-dr", "[\"sleep\", \"120\"]"));
+  const pid_t pid = dir.Start("run job.yaml");
+  ASSERT_TRUE(dir.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)))
+      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string id = JobIdIn(started), slurm_id = SlurmIdIn(started);
+  Seen(started);
+  EXPECT_EQ(Slurm("squeue -h -j " + slurm_id + " -o %T"), "RUNNING\n");
+  CliOutcome down = dir.Barge("down " + id);
+  EXPECT_EQ(down.code, 0) << down.out << down.err;
+  CliOutcome o = dir.Wait(pid, std::chrono::seconds(60));
+  EXPECT_EQ(o.code, 130) << o.err;
+  ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
+  EXPECT_EQ(EndState(slurm_id), "CANCELLED");
+  for (const auto& h : GetBed().hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
+}
+
+// The issue's "controller SIGKILLed mid-job": ended through `barge down` of
+// the orphaned job (its recorded nodes and Slurm job), not by waiting for
+// the allocation's time limit (over a minute in Slurm's granularity).
+TEST_F(SlurmTest, DownOfAJobWhoseControllerWasKilledRemovesItsContainersAndCancelsItsAllocation) {
+  JobDir dir("slurm-killed");
+  dir.Write(Job("slurm-kill", "[\"sleep\", \"120\"]"));
+  const pid_t pid = dir.Start("run job.yaml");
+  ASSERT_TRUE(dir.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)))
+      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string id = JobIdIn(started), slurm_id = SlurmIdIn(started);
+  Seen(started);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  kill(pid, SIGKILL);
+  dir.Wait(pid, std::chrono::seconds(10));
+  // The allocation and the containers outlive the controller ...
+  EXPECT_EQ(Slurm("squeue -h -j " + slurm_id + " -o %T"), "RUNNING\n");
+  size_t running = 0;
+  for (const auto& h : GetBed().hosts) running += !barge::testing::JobContainers(h).empty();
+  EXPECT_EQ(running, 3u);
+  // ... until barge down, from the store's record of both.
+  CliOutcome down = dir.Barge("down " + id);
+  EXPECT_EQ(down.code, 0) << down.out << down.err;
+  EXPECT_NE(down.out.find("Slurm job " + slurm_id + " cancelled"), std::string::npos) << down.out;
+  for (const auto& h : GetBed().hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
+  ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
+  EXPECT_EQ(EndState(slurm_id), "CANCELLED");
+}
+
+TEST_F(SlurmTest, AnAllocationThatSlurmEndsUnderARunningJobStopsTheJobWithin30Seconds) {
+  JobDir dir("slurm-ended");
+  dir.Write(Job("slurm-end", "[\"sleep\", \"120\"]"));
+  const pid_t pid = dir.Start("run job.yaml");
+  ASSERT_TRUE(dir.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)))
+      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string slurm_id = SlurmIdIn(started);
+  Seen(started);
+  // An admin's scancel (the same as a time limit or a preemption to barge).
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  Slurm("scancel " + slurm_id);
+  CliOutcome o = dir.Wait(pid, std::chrono::seconds(60));
+  const auto took = std::chrono::steady_clock::now() - cancelled_at;
+  EXPECT_EQ(o.code, 125) << o.err;
+  EXPECT_LT(took, std::chrono::seconds(30)) << o.err;
+  EXPECT_NE(o.err.find("Slurm ended allocation " + slurm_id + " (CANCELLED"), std::string::npos) << o.err;
+  for (const auto& h : GetBed().hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
+}
+
+}  // namespace
