@@ -17,6 +17,7 @@
 #include "cluster/plan.h"
 #include "runner/controller/entry_points.h"
 #include "runner/controller/slurm_run.h"
+#include "runner/controller/srun_connector.h"
 #include "runner/jobfile/overrides.h"
 #include "runner/jobfile/job_file.h"
 #include "runner/store/job_store.h"
@@ -103,6 +104,12 @@ int Down(const std::string& job_text, std::chrono::steady_clock::time_point dead
   int code = 0;
   if (!allocation->nodes.empty()) {
     std::printf("job %s: its controller is gone; removing its containers\n", id->c_str());
+    if (spec->slurm->transport == SlurmSpec::Transport::kSrun) {
+      // Job steps, while the allocation lasts (its nodes may refuse SSH).
+      options.make_connector = [&](ssh::EventLoop* loop) -> std::unique_ptr<HostConnector> {
+        return std::make_unique<SrunHostConnector>(loop, *spec, allocation->slurm_id);
+      };
+    }
     code = TearDownJob(*spec, MakePlanInput(*spec, *id), options);
   }
   if (!allocation->slurm_id.empty()) {

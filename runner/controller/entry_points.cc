@@ -124,14 +124,16 @@ std::FILE* StatusFile(StdioWriter& stdio) {
 // on stderr, and the signals as interrupts.
 struct Env {
   ssh::EventLoop loop;
-  SshHostConnector connector{&loop};
+  std::unique_ptr<HostConnector> connector;
   StdioWriter stdio{&loop};
   Progress progress{StatusFile(stdio), isatty(STDERR_FILENO) != 0};
   ProgressObserver status_line{&progress};
   ObserverList observers;
   std::unique_ptr<EventStreamObserver> events;
 
-  explicit Env(const ControllerOptions& options) {
+  explicit Env(const ControllerOptions& options)
+      : connector(options.make_connector ? options.make_connector(&loop)
+                                         : std::make_unique<SshHostConnector>(&loop)) {
     observers.Add(&status_line);
     if (options.events) {
       events = std::make_unique<EventStreamObserver>(options.events);
@@ -149,7 +151,7 @@ int WithController(const JobSpec& spec, const cluster::PlanInput& input,
   ControllerOptions with_progress = options;
   with_progress.progress = &env.progress;
   with_progress.stdio = &env.stdio;
-  Controller controller(spec, input, with_progress, &env.loop, &env.connector, &env.observers);
+  Controller controller(spec, input, with_progress, &env.loop, env.connector.get(), &env.observers);
   SignalWatcher signals(&env.loop, [&controller, announce](int signo) {
     controller.Interrupt(signo, announce);
   });

@@ -25,6 +25,10 @@
 #include "cluster/plan.h"
 #include "runner/jobfile/job_spec.h"
 
+namespace barge::ssh {
+class EventLoop;
+}  // namespace barge::ssh
+
 namespace barge::runner {
 
 // barge's exit codes besides the head's own (kExitBargeFailure, 125, is
@@ -32,6 +36,7 @@ namespace barge::runner {
 inline constexpr int kExitInterrupted = 130;
 inline constexpr int kExitTimedOut = 124;  // as timeout(1)
 
+class HostConnector;
 class Progress;
 class StdioWriter;
 
@@ -73,6 +78,9 @@ struct ControllerOptions {
   };
   std::function<std::optional<OutsideEnd>()> outside_check;
   std::chrono::milliseconds outside_every{std::chrono::seconds(10)};
+  // How the hosts are reached; unset: SSH (SshHostConnector). A slurm: job
+  // with transport srun reaches them as job steps (srun_connector.h).
+  std::function<std::unique_ptr<HostConnector>(ssh::EventLoop*)> make_connector;
 };
 
 // `input` is the job's PlanInput (with job id); the plan is made again after

@@ -13,6 +13,7 @@
 
 #include "runner/console/signals.h"
 #include "runner/controller/host_connector.h"
+#include "runner/controller/srun_connector.h"
 #include "runner/jobfile/redact.h"
 #include "runner/remote/slurm.h"
 #include "runner/store/job_store.h"
@@ -51,6 +52,9 @@ Status PlaceOnSlurmNodes(JobSpec& spec, const std::vector<SlurmNode>& nodes) {
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     spec.hosts[i].address = nodes[i].address;
+    // What other nodes are told: Slurm's NodeAddr (no probe of how the
+    // host was reached, which a job step cannot answer).
+    spec.hosts[i].internal_address = nodes[i].address;
     spec.hosts[i].vars["SLURM_NODE"] = nodes[i].name;
   }
   return Status::Ok();
@@ -398,6 +402,11 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
     } else {
       Say("cannot watch Slurm job " + slurm_id + " (" + opened_watch.status().message() +
           "): its end will not stop the job");
+    }
+    if (spec.slurm->transport == SlurmSpec::Transport::kSrun) {
+      with_record.make_connector = [placed, slurm_id](ssh::EventLoop* loop) -> std::unique_ptr<HostConnector> {
+        return std::make_unique<SrunHostConnector>(loop, placed, slurm_id);
+      };
     }
     code = run(placed, placed_input, with_record);
   }

@@ -237,6 +237,11 @@ struct SlurmSpec {
   // so nothing else may share the node. false: shared nodes (not yet
   // supported: the job file reader refuses it).
   bool exclusive = true;
+  // How barge reaches the allocated nodes: over SSH (ssh:, the default), or
+  // as Slurm job steps (srun --jobid --overlap -w NODE ..., started where
+  // salloc ran) for clusters whose nodes refuse SSH.
+  enum class Transport { kSsh, kSrun };
+  Transport transport = Transport::kSsh;
   std::vector<std::string> extra;  // more salloc options, as written
   int line = 0;                    // of the `slurm:` key
 };

@@ -8,6 +8,7 @@ namespace barge::runner::jobfile {
 namespace {
 
 constexpr std::string_view kSlurmBooleans[] = {"true", "false"};
+constexpr std::string_view kTransports[] = {"ssh", "srun"};
 
 // A partition, account or QOS: Slurm's names (a comma list of partitions
 // included), never shell text.
@@ -92,6 +93,13 @@ constexpr KeyRule<SlurmSpec> kSlurmRules[] = {
            return;
          }
          s.exclusive = true;
+       }
+     }},
+    {"transport",
+     {.type = KeyType::kEnum, .description = "How barge reaches the allocated nodes: ssh (with the job's ssh: settings), or srun (Slurm job steps started where salloc runs, for nodes that refuse SSH; no forward:, exec -it or Engine API there)", .default_value = "ssh", .choices = kTransports},
+     [](const Entry& e, SlurmSpec& s) {
+       if (auto v = ReadEnum(e, kTransports)) {
+         s.transport = *v == "srun" ? SlurmSpec::Transport::kSrun : SlurmSpec::Transport::kSsh;
        }
      }},
     {"extra",

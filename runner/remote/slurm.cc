@@ -181,6 +181,11 @@ Result<std::map<std::string, std::string>> ParseNodeAddresses(std::string_view o
   return out;
 }
 
+std::string SrunLine(const std::string& id, const std::string& node, const std::string& line) {
+  return "srun --jobid=" + ShellQuote(id) + " --overlap --nodes=1 --ntasks=1 --nodelist=" + ShellQuote(node) +
+         " --chdir=/ --unbuffered --quiet /bin/sh -c " + ShellQuote(line);
+}
+
 std::string ScancelLine(const std::string& id) { return "scancel " + ShellQuote(id); }
 
 std::string DrainCommand(const std::string& node, const std::string& reason) {

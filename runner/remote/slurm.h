@@ -71,6 +71,12 @@ std::string ShowNodesLine(const std::string& names);
 // Each node's NodeAddr by NodeName.
 Result<std::map<std::string, std::string>> ParseNodeAddresses(std::string_view output);
 
+// `line` (a POSIX sh command line) as a job step of allocation `id` on
+// node `node`: srun --jobid ID --overlap (beside the job's other steps)
+// on one task there, in /, output unbuffered, Slurm's own messages quieted, run
+// with /bin/sh -c. The step gets srun's environment (Slurm's default).
+std::string SrunLine(const std::string& id, const std::string& node, const std::string& line);
+
 // `scancel ID`.
 std::string ScancelLine(const std::string& id);
 

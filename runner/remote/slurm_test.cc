@@ -74,6 +74,9 @@ TEST(SlurmHostlist, ExpandsRangesListsAndZeroPadding) {
 
 TEST(SlurmCommands, QuoteWhatTheyAreGiven) {
   EXPECT_EQ(ScancelLine("12"), "scancel 12");
+  EXPECT_EQ(SrunLine("12", "h2", "docker ps -q --filter 'label=barge.job=ab'"),
+            "srun --jobid=12 --overlap --nodes=1 --ntasks=1 --nodelist=h2 --chdir=/ --unbuffered --quiet /bin/sh -c "
+            "'docker ps -q --filter '\\''label=barge.job=ab'\\'''");
   EXPECT_EQ(ShowNodesLine("h[1-3]"), "scontrol -o show node 'h[1-3]'");
   EXPECT_EQ(DrainCommand("h2", "barge: GPU 1: Xid 79"),
             "scontrol update nodename=h2 state=drain reason='barge: GPU 1: Xid 79'");

@@ -88,11 +88,12 @@ class SlurmTest : public ::testing::Test {
   }
 
   // The job file: `command` on 3 Slurm nodes, reached over SSH like listed hosts.
-  std::string Job(const std::string& name, const std::string& command, const std::string& extra = "") const {
+  // `slurm_extra`: more keys of its slurm: block.
+  std::string Job(const std::string& name, const std::string& command, const std::string& slurm_extra = "") const {
     const auto& bed = GetBed();
     return "name: " + name + "\nimage: " + bed.image + "\ncommand: " + command +
-           "\nstop_grace: 1s\n" + extra +
-           "slurm:\n  partition: gpu\n  nodes: 3\n  time: 5m\n"
+           "\nstop_grace: 1s\n"
+           "slurm:\n  partition: gpu\n  nodes: 3\n  time: 5m\n" + slurm_extra +
            "ssh:\n  user: " + bed.user + "\n  identity_file: " + bed.key + "\n  known_hosts: " +
            bed.known_hosts + "\n  connect_timeout: 10s\n";
   }
@@ -258,6 +259,59 @@ TEST_F(SlurmTest, AnAllocationThatSlurmEndsUnderARunningJobStopsTheJobWithin30Se
   EXPECT_LT(took, std::chrono::seconds(30)) << o.err;
   EXPECT_NE(o.err.find("Slurm ended allocation " + slurm_id + " (CANCELLED"), std::string::npos) << o.err;
   for (const auto& h : GetBed().hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
+}
+
+}  // namespace
+
+namespace {
+
+// transport: srun on nodes that refuse SSH: every bed host's sshd is
+// stopped for the test (and started again after it, failure included).
+class SlurmSrunTest : public SlurmTest {
+ protected:
+  void SetUp() override {
+    SlurmTest::SetUp();
+    for (const auto& h : GetBed().hosts) {
+      RunShell("kill $(cat " + GetBed().dir + "/" + h.name + "/sshd.pid) 2>/dev/null");
+    }
+  }
+  void TearDown() override {
+    const std::string script = GetBed().raw.at("BED_SCRIPT");
+    for (const auto& h : GetBed().hosts) {
+      RunShell(script + " exec " + h.name + " /usr/sbin/sshd -f " + GetBed().dir + "/" + h.name +
+               "/sshd_config -E " + GetBed().dir + "/" + h.name + "/sshd.log");
+    }
+    SlurmTest::TearDown();
+  }
+};
+
+TEST_F(SlurmSrunTest, AJobReachesItsNodesAsJobStepsWhenTheyRefuseSsh) {
+  const auto& bed = GetBed();
+  int code = -1;
+  RunShell("timeout 5 ssh -i " + bed.key + " -o UserKnownHostsFile=" + bed.known_hosts +
+               " -o ConnectTimeout=3 -o BatchMode=yes " + bed.user + "@" + bed.hosts[1].address + " true",
+           &code);
+  ASSERT_EQ(code, 255) << "the node still accepts SSH";
+  JobDir dir("slurm-srun");
+  dir.Write(Job("slurm-steps", "[\"sh\", \"-c\", \"echo rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR\"]",
+                "  transport: srun\n"));
+  CliOutcome o = dir.Barge("run job.yaml");
+  Seen(o.err);
+  std::printf("barge run (stderr):\n%s\nstdout:\n%s\n", o.err.c_str(), o.out.c_str());
+  ASSERT_EQ(o.code, 0) << o.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string line = "[" + std::to_string(rank) + " " + (rank == 0 ? "head" : "worker") + " " +
+                             bed.hosts[rank].address + "] rank=" + std::to_string(rank) +
+                             " world=3 master=" + bed.hosts[0].address;
+    EXPECT_NE(o.out.find(line), std::string::npos) << "no line '" << line << "' in:\n" << o.out;
+  }
+  // The engines were driven by the docker CLI in job steps, said once.
+  EXPECT_NE(o.err.find("the docker CLI is used there"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("slurmstepd"), std::string::npos) << "Slurm's messages in the job's output:\n" << o.out;
+  const std::string slurm_id = SlurmIdIn(o.err);
+  ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
+  EXPECT_EQ(EndState(slurm_id), "CANCELLED");
+  for (const auto& h : bed.hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+// slurm.transport: srun — the allocated nodes reached as Slurm job steps,
+// behind the same HostConnector and ssh::Executor seams as SSH: every
+// command line a host would run over SSH runs as `srun --jobid ID --overlap
+// -w NODE /bin/sh -c LINE` (runner/remote/slurm.h), started where Slurm's
+// commands run (this machine, or one SSH session to slurm.login).
+//
+// What needs more than a command line does not go through a job step: no
+// unix-socket streams (the controller then drives each engine with the
+// docker CLI instead of its Engine API), no SSH channels (port forwards,
+// exec -it).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/controller/host_connector.h"
+#include "runner/jobfile/job_spec.h"
+
+namespace barge::runner {
+
+class SrunHostConnector : public HostConnector {
+ public:
+  // The nodes of allocation `slurm_id` of `spec` (a slurm: job); each
+  // target names its node in host.vars["SLURM_NODE"] (PlaceOnSlurmNodes).
+  SrunHostConnector(ssh::EventLoop* loop, JobSpec spec, std::string slurm_id);
+  std::vector<Result<std::unique_ptr<ssh::Executor>>> Connect(const std::vector<HostTarget>& targets,
+                                                              int parallelism) override;
+  std::unique_ptr<ssh::Executor> Local() override;
+
+ private:
+  // Where the steps start: made at the first Connect, shared by the nodes'
+  // executors.
+  Result<std::shared_ptr<ssh::Executor>> Submit();
+
+  ssh::EventLoop* loop_;
+  JobSpec spec_;
+  std::string slurm_id_;
+  std::shared_ptr<ssh::Executor> submit_;
+};
+
+}  // namespace barge::runner
