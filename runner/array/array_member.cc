@@ -139,6 +139,9 @@ size_t MembersAtOnce(const JobSpec& spec) {
 }
 
 size_t MembersAtOnce(const JobSpec& spec, const ArrayParams& params) {
+  // Through Slurm each member asks for an allocation of its own: as many at
+  // once as there are members (Slurm's queue decides who runs), or parallel:.
+  if (spec.slurm) return CapAtOnce(spec, params.rows.size());
   size_t fits = 0;
   for (const auto& [group, need_and_size] : PoolsUsed(spec, params)) {
     fits += need_and_size.second / std::max<size_t>(need_and_size.first, 1);
@@ -155,7 +158,9 @@ Result<JobSpec> MemberSpec(const JobSpec& base, const ArrayParams& params, size_
   m.array_retries = 0;
   m.hosts_per_member.reset();
   m.spare_hosts.clear();
-  m.hosts = std::move(hosts);
+  // A slurm: member's hosts are those of its own allocation: the job's
+  // placeholders until it is granted.
+  m.hosts = base.slurm ? base.hosts : std::move(hosts);
   Result<std::optional<size_t>> group = MemberGroup(base, params, row);
   if (!group.ok()) return group.status();
   m.host_groups.clear();

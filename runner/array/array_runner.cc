@@ -152,13 +152,21 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   // One pool per host group (a row's host_group column), after the job's
   // own: pool 0 is the job's hosts, pool g + 1 host group g.
   const size_t at_once = MembersAtOnce(spec, params);
-  std::vector<const std::vector<cluster::Host>*> pool_hosts = {&spec.hosts};
+  // Through Slurm (slurm:) each member asks for an allocation of its own:
+  // the pool is then one slot per member at once, none of them a host.
+  std::vector<cluster::Host> slurm_slots;
+  if (spec.slurm) {
+    cluster::Host slot;
+    slot.address = "slurm";
+    slurm_slots.assign(at_once, slot);
+  }
+  std::vector<const std::vector<cluster::Host>*> pool_hosts = {spec.slurm ? &slurm_slots : &spec.hosts};
   for (const HostGroup& g : spec.host_groups) pool_hosts.push_back(&g.hosts);
   std::vector<HostPool> pools;
   std::vector<size_t> needs;
   for (const auto* hosts : pool_hosts) {
     pools.emplace_back(std::max<size_t>(hosts->size(), 1));
-    needs.push_back(HostsPerMember(spec, *hosts));
+    needs.push_back(spec.slurm ? 1 : HostsPerMember(spec, *hosts));
   }
   std::vector<size_t> pool_of(members.size(), 0);
   for (size_t i = 0; i < members.size() && i < params.rows.size(); ++i) {
@@ -167,7 +175,8 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   }
   // "2 host(s) each", or with host groups "host(s) each: 1 of the job's
   // hosts, 1 of group a's 2, 1 of group b's 1".
-  std::string each = std::to_string(needs[0]) + " host(s) each";
+  std::string each = spec.slurm ? "a Slurm allocation of " + std::to_string(spec.slurm->nodes) + " node(s) each"
+                                : std::to_string(needs[0]) + " host(s) each";
   if (!spec.host_groups.empty()) {
     each = "host(s) each: " + std::to_string(needs[0]) + " of the job's hosts";
     for (size_t g = 0; g < spec.host_groups.size(); ++g) {
@@ -215,7 +224,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       if (!evs.ok()) continue;
       for (auto it = evs->rbegin(); it != evs->rend(); ++it) {
         if (it->kind == ToString(JobStatus::kWaiting)) {
-          waits[r.index] = it->detail;
+          if (!it->detail.empty()) waits[r.index] = it->detail;  // (none yet: said once it has one)
           break;
         }
       }
@@ -227,7 +236,8 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     // would otherwise see it go back and forth), and one member per look,
     // so two never go for the same hosts.
     for (auto& [pid, r] : running) {
-      if (!waits.contains(r.index) || r.moving || stopping) continue;
+      // (Not through Slurm: there a member waits in Slurm's queue.)
+      if (!waits.contains(r.index) || r.moving || stopping || spec.slurm) continue;
       std::set<size_t>& waited = waited_on[r.index];
       waited.insert(r.hosts.begin(), r.hosts.end());
       if (pools[r.pool].FreeCountExcept(waited) < needs[r.pool]) continue;
@@ -400,7 +410,9 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
       succeeded = job.ok() && job->status == JobStatus::kSucceeded && code == 0;
       Result<std::vector<EventRecord>> events = (*jobs)->GetEvents(r.job_id);
       Result<std::vector<PhaseRecord>> phases = (*jobs)->GetPhases(r.job_id);
-      if (!succeeded && events.ok() && phases.ok()) {
+      // Through Slurm a member's next attempt gets other nodes anyway: no
+      // slot is set aside for what one allocation's node did.
+      if (!succeeded && events.ok() && phases.ok() && !spec.slurm) {
         caused = HostCausedFailures(*events, *phases);
         unavailable = UnavailableHosts(*events);
       }

@@ -174,11 +174,6 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
     std::fprintf(stderr, "barge: %s; nothing was started\n", array.status().message().c_str());
     return kExitBargeFailure;
   }
-  if (*array && spec->slurm) {
-    std::fprintf(stderr, "barge: %s: job arrays through Slurm are not supported yet; run each member as its own "
-                 "job; nothing was started\n", shown.c_str());
-    return kExitBargeFailure;
-  }
   if (*array) {
     // --events: the array controller's own events (runner/array/array_events.h).
     std::FILE* array_events = nullptr;

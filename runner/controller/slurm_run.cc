@@ -326,7 +326,10 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
     Say(opened.status().message());
     return kExitBargeFailure;
   }
-  JobStore& store = **opened;
+  // Held while barge waits for Slurm, closed while the controller runs the
+  // job (it has a connection of its own), opened again for the release.
+  std::unique_ptr<JobStore> held = std::move(opened).value();
+  JobStore& store = *held;
   // The job is in the store from the start: `barge ls` shows it queued and
   // `barge down` finds its Slurm job.
   {
@@ -348,6 +351,7 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
       Say(s.message());
       return kExitBargeFailure;
     }
+    (void)store.SetStatus(job_id, JobStatus::kWaiting, std::nullopt, "for a Slurm allocation");
   }
   auto end = [&](JobStatus status, int code, const std::string& why) {
     if (!why.empty()) Say(why);
@@ -408,12 +412,17 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
         return std::make_unique<SrunHostConnector>(loop, placed, slurm_id);
       };
     }
+    held.reset();
     code = run(placed, placed_input, with_record);
   }
   // However the job ended, the allocation goes with it.
   Status released = CancelSlurmAllocation(spec, slurm_id);
-  (void)store.AddEvent(job_id, kSlurmReleasedEvent, std::nullopt,
-                       "scancel " + slurm_id + (released.ok() ? "" : ": " + released.message()));
+  Result<std::unique_ptr<JobStore>> again = JobStore::Open(options.state_dir);
+  Status noted = again.ok() ? (*again)->AddEvent(job_id, kSlurmReleasedEvent, std::nullopt,
+                                                 "scancel " + slurm_id +
+                                                     (released.ok() ? "" : ": " + released.message()))
+                            : again.status();
+  if (!noted.ok()) Say("warning: job store: " + noted.message());
   if (released.ok()) {
     Say("Slurm job " + slurm_id + " released");
   } else {

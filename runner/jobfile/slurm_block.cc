@@ -151,9 +151,6 @@ void CheckSlurm(JobDraft& d, const SeenKeys& seen) {
       d.host_errors = true;
     }
   }
-  if (seen.contains("array")) {
-    seen.at("array").KeyError("job arrays through Slurm are not supported yet; run each member as its own job");
-  }
   if (!d.spec.slurm || d.host_errors) return;
   d.hosts_given = true;
   for (int i = 1; i <= d.spec.slurm->nodes; ++i) {

@@ -63,14 +63,10 @@ TEST(SlurmBlock, NodesAndTimeAreRequired) {
                 "job.yaml:3:1: slurm: needs 'time' (the allocation's time limit, e.g. time: 2h)"}));
 }
 
-TEST(SlurmBlock, OtherWaysToNameHostsAndArraysAreRefused) {
+TEST(SlurmBlock, OtherWaysToNameHostsAreRefused) {
   EXPECT_EQ(Errors(std::string(kHead) + "hosts: [10.0.0.1]\nslurm: {nodes: 2, time: 1h}\n"),
             (std::vector<std::string>{
                 "job.yaml:3:1: hosts: not with 'slurm:' (line 4): the allocation's nodes are the job's hosts"}));
-  EXPECT_EQ(Errors(std::string(kHead) + "slurm: {nodes: 2, time: 1h}\narray: {matrix: {lr: [1, 2]}}\n"),
-            (std::vector<std::string>{
-                "job.yaml:4:1: array: job arrays through Slurm are not supported yet; run each member as its "
-                "own job"}));
 }
 
 TEST(SlurmBlock, OptionsBargeSetsItselfCannotComeThroughExtra) {

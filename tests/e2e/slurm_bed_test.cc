@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <regex>
 #include <string>
@@ -312,6 +313,60 @@ TEST_F(SlurmSrunTest, AJobReachesItsNodesAsJobStepsWhenTheyRefuseSsh) {
   ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
   EXPECT_EQ(EndState(slurm_id), "CANCELLED");
   for (const auto& h : bed.hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
+}
+
+}  // namespace
+
+namespace {
+
+// An array through Slurm: each member asks for an allocation of its own, at
+// most `parallel` of them at once, so Slurm's queue decides who runs when.
+TEST_F(SlurmTest, AnArrayOfSixMembersRunsThroughSlurmAtMostTwoAtOnce) {
+  JobDir dir("slurm-array");
+  std::string job = Job("slurm-sweep", "[\"sh\", \"-c\", \"echo seed=$seed; sleep 2\"]");
+  job.replace(job.find("  nodes: 3\n"), 11, "  nodes: 1\n");
+  dir.Write(job + "array: {matrix: {seed: [1, 2, 3, 4, 5, 6]}}\nparallel: 2\n");
+  // Slurm's own view while it runs: never more than 2 of the array's
+  // allocations at once, pending or running.
+  std::atomic<bool> done = false;
+  std::atomic<int> most = 0;
+  std::thread watch([&] {
+    while (!done) {
+      const std::string q = Slurm("squeue -h -o %j");
+      int n = 0;
+      for (size_t at = q.find("-slurm-sweep-"); at != std::string::npos; at = q.find("-slurm-sweep-", at + 1)) ++n;
+      most = std::max(most.load(), n);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  CliOutcome o = dir.Barge("run job.yaml");
+  done = true;
+  watch.join();
+  std::printf("barge run (stderr):\n%s\nstdout:\n%s\n", o.err.c_str(), o.out.c_str());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find("6 member(s), 6 to run, at most 2 at once, a Slurm allocation of 1 node(s) each"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("succeeded 6"), std::string::npos) << o.err;
+  EXPECT_EQ(most.load(), 2) << "allocations of the array seen at once in squeue";
+  for (int seed = 1; seed <= 6; ++seed) {
+    EXPECT_NE(o.out.find("] seed=" + std::to_string(seed) + "\n"), std::string::npos) << o.out;
+  }
+  // Every member's allocation was released: none is left in the queue, and
+  // each ended CANCELLED (barge's scancel).
+  EXPECT_EQ(Slurm("squeue -h -o %j | grep -c slurm-sweep"), "0\n");
+  int members = 0;
+  const std::regex member_job("attempt 1: job ([0-9a-f]{8}) on slurm");
+  for (auto it = std::sregex_iterator(o.err.begin(), o.err.end(), member_job); it != std::sregex_iterator(); ++it) {
+    ++members;
+    const std::string name = "Name=barge-" + (*it)[1].str() + "-slurm-sweep-";
+    EXPECT_EQ(RunShell("grep -c '" + name + "[0-5] JobState=CANCELLED' " + GetBed().dir + "/slurm/jobcomp.txt"),
+              "1\n")
+        << name;
+  }
+  EXPECT_EQ(members, 6) << o.err;
+  CliOutcome ls = dir.Barge("ls");
+  EXPECT_NE(ls.out.find("6 members"), std::string::npos) << ls.out;
 }
 
 }  // namespace
