@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/store/host_faults.h"
 #include "runner/store/job_store.h"
 
 namespace barge::runner::fleet {
@@ -57,19 +58,5 @@ class HostPool {
   std::vector<int> streak_;  // host-caused failures in a row
   std::vector<bool> aside_;
 };
-
-// The hosts (by address, as the job's records name them) that a member
-// job's failure came from, each with what happened there: a host lost (its
-// session, or its engine that stopped answering) or preempted while the
-// job ran (its events), or one that could not be connected to or whose
-// preflight failed for the host's own state: its engine, disk, GPUs or
-// session, not an image or a port the job names (its phases).
-std::map<std::string, std::string> HostCausedFailures(const std::vector<EventRecord>& events,
-                                                      const std::vector<PhaseRecord>& phases);
-
-// The hosts (by address) that a member job found unavailable rather than
-// busy: those the GPU health gate put out (event kGpuUnhealthy, "the host
-// is out"), where nothing of the job started.
-std::set<std::string> UnavailableHosts(const std::vector<EventRecord>& events);
 
 }  // namespace barge::runner::fleet

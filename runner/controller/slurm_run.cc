@@ -16,6 +16,7 @@
 #include "runner/controller/srun_connector.h"
 #include "runner/jobfile/redact.h"
 #include "runner/remote/slurm.h"
+#include "runner/store/host_faults.h"
 #include "runner/store/job_store.h"
 #include "ssh/event_loop.h"
 
@@ -304,6 +305,28 @@ class Allocation {
   std::string id_;
 };
 
+// A node the job found unusable (its own state: engine, disk, GPUs,
+// session; or lost under the job) is named with the command an operator
+// runs to take it out of Slurm's service; barge drains nothing itself.
+void SayDrainCommands(JobStore& store, const std::string& job_id, const std::vector<SlurmNode>& nodes) {
+  Result<std::vector<EventRecord>> events = store.GetEvents(job_id);
+  Result<std::vector<PhaseRecord>> phases = store.GetPhases(job_id);
+  if (!events.ok() || !phases.ok()) return;
+  std::map<std::string, std::string> caused = HostCausedFailures(*events, *phases);
+  for (const std::string& out : UnavailableHosts(*events)) caused.emplace(out, "its GPUs are unhealthy");
+  for (const SlurmNode& n : nodes) {
+    auto it = caused.find(n.address);
+    if (it == caused.end()) continue;
+    // Its first line; Slurm keeps a reason short (the whole story is in
+    // `barge show`).
+    const std::string what = it->second.substr(0, it->second.find('\n'));
+    std::string reason = "barge " + job_id + ": " + what;
+    if (reason.size() > 100) reason = reason.substr(0, 97) + "...";
+    Say("node " + n.name + " (" + n.address + ") is unusable (" + what +
+        "); to take it out of Slurm's service: " + slurm::DrainCommand(n.name, reason));
+  }
+}
+
 }  // namespace
 
 Status CancelSlurmAllocation(const JobSpec& spec, const std::string& slurm_id) {
@@ -418,6 +441,7 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
   // However the job ended, the allocation goes with it.
   Status released = CancelSlurmAllocation(spec, slurm_id);
   Result<std::unique_ptr<JobStore>> again = JobStore::Open(options.state_dir);
+  if (code != 0 && again.ok()) SayDrainCommands(**again, job_id, nodes);
   Status noted = again.ok() ? (*again)->AddEvent(job_id, kSlurmReleasedEvent, std::nullopt,
                                                  "scancel " + slurm_id +
                                                      (released.ok() ? "" : ": " + released.message()))

@@ -370,3 +370,39 @@ TEST_F(SlurmTest, AnArrayOfSixMembersRunsThroughSlurmAtMostTwoAtOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+// A node whose own state fails preflight (here: the job asks for GPUs and
+// the nodes' engines have no NVIDIA runtime) is named with the command an
+// operator runs to drain it; barge drains nothing itself, and the command
+// it prints works.
+TEST_F(SlurmTest, AnUnusableNodeIsNamedWithTheDrainCommandAnOperatorRuns) {
+  JobDir dir("slurm-drain");
+  std::string job = Job("slurm-gpu", "[\"true\"]");
+  job.replace(job.find("  nodes: 3\n"), 11, "  nodes: 2\n");
+  dir.Write(job + "container: {gpus: all}\n");
+  CliOutcome o = dir.Barge("run job.yaml");
+  Seen(o.err);
+  std::printf("barge run (stderr):\n%s\n", o.err.c_str());
+  EXPECT_EQ(o.code, 125) << o.err;
+  const std::regex drain("node (h[12]) \\([0-9.]+\\) is unusable \\(preflight: GPUs requested but unavailable[^\\n]*"
+                         "to take it out of Slurm's service: (scontrol update nodename=h[12] state=drain "
+                         "reason='barge [0-9a-f]{8}: [^'\\n]*')\\n");
+  std::vector<std::string> commands;
+  for (auto it = std::sregex_iterator(o.err.begin(), o.err.end(), drain); it != std::sregex_iterator(); ++it) {
+    commands.push_back((*it)[2]);
+  }
+  ASSERT_EQ(commands.size(), 2u) << o.err;
+  EXPECT_EQ(Slurm("sinfo -h -N -o '%N %T'"), "h1 idle\nh2 idle\nh3 idle\n") << "barge drained a node itself";
+  // The operator's command, as printed, drains the node.
+  int code = -1;
+  const std::string ran = Slurm(commands[0], &code);
+  EXPECT_EQ(code, 0) << ran;
+  const std::string node = commands[0].substr(commands[0].find("nodename=") + 9, 2);
+  const std::string state = Slurm("sinfo -h -n " + node + " -o %T");
+  Slurm("scontrol update nodename=" + node + " state=resume");
+  EXPECT_TRUE(state == "drained\n" || state == "draining\n") << state;
+}
+
+}  // namespace
