@@ -89,24 +89,10 @@ struct SubmitHost {
 
 Result<std::unique_ptr<SubmitHost>> OpenSubmitHost(const JobSpec& spec) {
   auto submit = std::make_unique<SubmitHost>();
-  SshHostConnector connector(&submit->loop);
-  if (spec.slurm->login.empty()) {
-    submit->exec = connector.Local();
-    submit->label = "this machine";
-    return submit;
-  }
-  cluster::Host login;
-  login.address = spec.slurm->login;
-  HostTarget target;
-  target.host = login;
-  target.ssh = SessionOptionsFor(spec, login);
-  auto connected = connector.Connect({target}, 1);
-  if (!connected[0].ok()) {
-    return Status::Error("cannot reach the Slurm login host " + spec.slurm->login + ": " +
-                         connected[0].status().message());
-  }
-  submit->exec = std::move(connected[0]).value();
-  submit->label = spec.slurm->login;
+  Result<std::unique_ptr<ssh::Executor>> exec = ConnectSubmitHost(spec, &submit->loop);
+  if (!exec.ok()) return exec.status();
+  submit->exec = std::move(exec).value();
+  submit->label = spec.slurm->login.empty() ? "this machine" : spec.slurm->login;
   return submit;
 }
 

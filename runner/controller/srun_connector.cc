@@ -33,24 +33,27 @@ class SrunExecutor : public ssh::Executor {
 SrunHostConnector::SrunHostConnector(ssh::EventLoop* loop, JobSpec spec, std::string slurm_id)
     : loop_(loop), spec_(std::move(spec)), slurm_id_(std::move(slurm_id)) {}
 
-Result<std::shared_ptr<ssh::Executor>> SrunHostConnector::Submit() {
-  if (submit_) return submit_;
-  if (spec_.slurm->login.empty()) {
-    submit_ = std::make_shared<ssh::LocalExecutor>(loop_);
-    return submit_;
-  }
+Result<std::unique_ptr<ssh::Executor>> ConnectSubmitHost(const JobSpec& spec, ssh::EventLoop* loop) {
+  SshHostConnector connector(loop);
+  if (spec.slurm->login.empty()) return connector.Local();
   cluster::Host login;
-  login.address = spec_.slurm->login;
+  login.address = spec.slurm->login;
   HostTarget target;
   target.host = login;
-  target.ssh = SessionOptionsFor(spec_, login);
-  SshHostConnector ssh(loop_);
-  auto connected = ssh.Connect({target}, 1);
+  target.ssh = SessionOptionsFor(spec, login);
+  auto connected = connector.Connect({target}, 1);
   if (!connected[0].ok()) {
-    return Status::Error("cannot reach the Slurm login host " + spec_.slurm->login + ": " +
+    return Status::Error("cannot reach the Slurm login host " + spec.slurm->login + ": " +
                          connected[0].status().message());
   }
-  submit_ = std::shared_ptr<ssh::Executor>(std::move(connected[0]).value());
+  return std::move(connected[0]).value();
+}
+
+Result<std::shared_ptr<ssh::Executor>> SrunHostConnector::Submit() {
+  if (submit_) return submit_;
+  Result<std::unique_ptr<ssh::Executor>> connected = ConnectSubmitHost(spec_, loop_);
+  if (!connected.ok()) return connected.status();
+  submit_ = std::shared_ptr<ssh::Executor>(std::move(connected).value());
   return submit_;
 }
 

@@ -19,6 +19,11 @@
 
 namespace barge::runner {
 
+// Where a slurm: job's Slurm commands run, on `loop`: this machine (a
+// local executor), or one SSH session to slurm.login with the job's ssh:
+// settings. Fails when the login host cannot be reached.
+Result<std::unique_ptr<ssh::Executor>> ConnectSubmitHost(const JobSpec& spec, ssh::EventLoop* loop);
+
 class SrunHostConnector : public HostConnector {
  public:
   // The nodes of allocation `slurm_id` of `spec` (a slurm: job); each

@@ -164,11 +164,6 @@ void ReadSpareHosts(const Entry& e, JobDraft& d);
 void ReadHostsFile(const Entry& e, JobDraft& d);
 void ReadHostsCommand(const Entry& e, JobDraft& d);
 void ReadHostGroups(const Entry& e, JobDraft& d);
-// slurm_block.cc
-void ReadSlurm(const Entry& e, JobDraft& d);
-// After every key is read: slurm: against the other ways to name hosts;
-// its placeholder hosts into d.hosts.
-void CheckSlurm(JobDraft& d, const SeenKeys& seen);
 // job_blocks.cc
 SeenKeys ReadArrayBlock(const Entry& e, ArraySpec& a);
 SeenKeys ReadRestart(const Entry& e, RestartPolicy& r);
@@ -184,6 +179,11 @@ void ReadRegistry(const Entry& e, JobDraft& d);
 void CheckSecretsAgainstEnv(const JobDraft& d);
 // job_rules.cc: reads the whole document `root` of `src` into `d`.
 void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d);
+// slurm_block.cc: `slurm:`; once every key is read, CheckSlurm sets it
+// against the other ways to name hosts and puts its placeholder hosts in
+// d.hosts.
+void ReadSlurm(const Entry& e, JobDraft& d);
+void CheckSlurm(JobDraft& d, const SeenKeys& seen);
 // yaml_document.cc
 // Counts nodes as a reader would visit them, aliases expanded.
 void CountExpandedNodes(const YAML::Node& n, Expansion* e, int depth = 0);
