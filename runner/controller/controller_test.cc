@@ -670,8 +670,21 @@ TEST_F(ControllerTest, ASpareTakesAnUnhealthyHostsPlaceAtTheStartAndTheOutputSay
       << rec_.AllMessages();
   EXPECT_EQ(Count("h2", "docker run -d"), 0) << "a container started on the unhealthy host";
   for (const char* h : {"h1", "h3", "s1"}) EXPECT_EQ(Count(h, "docker run -d"), 1) << h;
-  // The unhealthy host's hold and watchdog went when the spare took its place.
-  EXPECT_GE(Count("h2", "ps -aq --filter label=barge.hold"), 1);
+  // The unhealthy host's holds and watchdog went when the spare took its
+  // place: before any node started, not with the job's end.
+  const std::vector<std::string>& lines = fake_.all_lines();
+  auto first = [&](const std::string& prefix, const std::string& part) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].rfind(prefix, 0) == 0 && lines[i].find(part) != std::string::npos) return i;
+    }
+    return lines.size();
+  };
+  const size_t released = first("h2: ", "ps -aq --filter label=barge.hold");
+  const size_t disarmed = first("h2: ", ".gone.XXXXXX");  // DisarmWatchdogCommand
+  const size_t started = first("", "docker run -d");
+  ASSERT_LT(started, lines.size());
+  EXPECT_LT(released, started) << "h2's holds were not released before the nodes started";
+  EXPECT_LT(disarmed, started) << "h2's watchdog was not disarmed before the nodes started";
   EXPECT_TRUE(NothingLeft());
   auto store = JobStore::Open(state_.string());
   auto hosts = (*store)->GetHosts("abcd1234");

@@ -38,6 +38,8 @@ Result<std::unique_ptr<ssh::Executor>> ConnectSubmitHost(const JobSpec& spec, ss
   if (spec.slurm->login.empty()) return connector.Local();
   cluster::Host login;
   login.address = spec.slurm->login;
+  login.user = spec.slurm->login_user;
+  login.port = spec.slurm->login_port;
   HostTarget target;
   target.host = login;
   target.ssh = SessionOptionsFor(spec, login);

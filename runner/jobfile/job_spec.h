@@ -230,9 +230,12 @@ struct SlurmSpec {
   std::optional<int> gpus_per_node;   // --gpus-per-node; also each host's `gpus:`
   std::string account;                // --account; "" = none
   std::string qos;                    // --qos; "" = none
-  // A submit host reached over SSH (the job's ssh: settings) where salloc,
+  // A submit host reached over SSH (the job's ssh: settings, but for the
+  // user and port written with it: "[user@]host[:port]") where salloc,
   // squeue and scancel run; "" = this machine is a submit host.
   std::string login;
+  std::optional<std::string> login_user;
+  std::optional<int> login_port;
   // Whole nodes (--exclusive): the containers run outside Slurm's cgroups,
   // so nothing else may share the node. false: shared nodes (not yet
   // supported: the job file reader refuses it).

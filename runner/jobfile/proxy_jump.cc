@@ -3,14 +3,13 @@
 #include "runner/jobfile/job_values.h"
 
 namespace barge::runner {
-namespace {
-
-Status CheckHop(std::string_view hop) {
-  const std::string shown = "jump host '" + std::string(hop) + "'";
-  if (hop.empty()) return Status::Error("empty jump host (expected [user@]host[:port],...)");
-  std::string_view rest = hop;
+Result<SshTarget> ParseSshTarget(std::string_view text, std::string_view what) {
+  const std::string shown = std::string(what) + " '" + std::string(text) + "'";
+  SshTarget out;
+  std::string_view rest = text;
   if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
     if (Status s = CheckUserName(rest.substr(0, at)); !s.ok()) return s.Prefixed(shown);
+    out.user = std::string(rest.substr(0, at));
     rest = rest.substr(at + 1);
   }
   std::string_view host = rest, port;
@@ -32,8 +31,9 @@ Status CheckHop(std::string_view hop) {
     port = rest.substr(colon + 1);
     if (port.empty()) return Status::Error(shown + ": empty port");
   }
-  if (host == "local") return Status::Error(shown + ": 'local' is not a jump host");
+  if (host == "local") return Status::Error(shown + ": 'local' is not a " + std::string(what));
   if (Status s = CheckHostAddress(host); !s.ok()) return s.Prefixed(shown);
+  out.host = std::string(host);
   if (!port.empty()) {
     long value = 0;
     for (char c : port) {
@@ -43,8 +43,17 @@ Status CheckHop(std::string_view hop) {
     if (value < 1 || value > 65535) {
       return Status::Error(shown + ": port must be from 1 to 65535, got " + std::string(port));
     }
+    out.port = static_cast<int>(value);
   }
-  return Status::Ok();
+  return out;
+}
+
+namespace {
+
+Status CheckHop(std::string_view hop) {
+  if (hop.empty()) return Status::Error("empty jump host (expected [user@]host[:port],...)");
+  Result<SshTarget> target = ParseSshTarget(hop, "jump host");
+  return target.ok() ? Status::Ok() : target.status();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // (ssh::SessionOptions::proxy_jump, ssh/jump_tunnel.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,17 @@
 #include "base/status.h"
 
 namespace barge::runner {
+
+// One SSH destination written "[user@]host[:port]" (an IPv6 host in
+// brackets: "[fe80::1]:2200"): a jump host, the Slurm login host.
+struct SshTarget {
+  std::optional<std::string> user;
+  std::string host;
+  std::optional<int> port;
+};
+// Fails, naming it as `what` ("jump host 'x'"), for a bad user, host
+// (CheckHostAddress; "local" is refused) or port (1-65535), or an unclosed '['.
+[[nodiscard]] Result<SshTarget> ParseSshTarget(std::string_view text, std::string_view what);
 
 // At most this many hops.
 inline constexpr size_t kMaxJumpHops = 8;

@@ -79,9 +79,18 @@ constexpr KeyRule<SlurmSpec> kSlurmRules[] = {
        if (auto v = ReadChecked(e, CheckSlurmName)) s.qos = *v;
      }},
     {"login",
-     {.type = KeyType::kString, .description = "A submit host reached over SSH (with the job's ssh: settings) where salloc, squeue and scancel run (default: this machine)"},
+     {.type = KeyType::kString, .description = "A submit host, [user@]host[:port], reached over SSH (with the job's ssh: settings otherwise) where salloc, squeue and scancel run (default: this machine)"},
      [](const Entry& e, SlurmSpec& s) {
-       if (auto v = ReadChecked(e, CheckHostAddress)) s.login = *v;
+       std::optional<std::string> v = ReadNonEmpty(e, "[user@]host[:port]");
+       if (!v) return;
+       Result<SshTarget> target = ParseSshTarget(*v, "login host");
+       if (!target.ok()) {
+         e.Error(target.status().message());
+         return;
+       }
+       s.login = target->host;
+       s.login_user = target->user;
+       s.login_port = target->port;
      }},
     {"exclusive",
      {.type = KeyType::kBoolean, .description = "Whole nodes (salloc --exclusive): containers run outside Slurm's cgroups, so nothing else may share a node", .default_value = "true"},

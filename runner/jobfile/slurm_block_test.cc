@@ -88,5 +88,21 @@ TEST(SlurmBlock, BadValuesNameTheirKey) {
                 "exclusive: true"}));
 }
 
+TEST(SlurmBlock, TheLoginHostMayCarryItsOwnUserAndPort) {
+  LoadedJob job = Parse(std::string(kHead) + "slurm: {nodes: 1, time: 1h, login: alice@login1.example.org:2222}\n");
+  for (const JobFileError& e : job.errors) ADD_FAILURE() << e.ToString();
+  ASSERT_TRUE(job.spec && job.spec->slurm);
+  EXPECT_EQ(job.spec->slurm->login, "login1.example.org");
+  EXPECT_EQ(job.spec->slurm->login_user, "alice");
+  EXPECT_EQ(job.spec->slurm->login_port, 2222);
+  LoadedJob plain = Parse(std::string(kHead) + "slurm: {nodes: 1, time: 1h, login: login1}\n");
+  ASSERT_TRUE(plain.spec && plain.spec->slurm);
+  EXPECT_EQ(plain.spec->slurm->login_user, std::nullopt);
+  EXPECT_EQ(plain.spec->slurm->login_port, std::nullopt);
+  EXPECT_EQ(Errors(std::string(kHead) + "slurm: {nodes: 1, time: 1h, login: \"login1:99999\"}\n"),
+            (std::vector<std::string>{"job.yaml:3:36: slurm.login: login host 'login1:99999': port must be from 1 "
+                                      "to 65535, got 99999"}));
+}
+
 }  // namespace
 }  // namespace barge::runner

@@ -66,10 +66,18 @@ class SlurmTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_GE(GetBed().hosts.size(), 3u) << "the Slurm tests need 3 namespace hosts";
+    // Every node idle and responding (a node a test drained and resumed
+    // shows "idle*" until slurmctld hears from its slurmd again).
     int code = -1;
-    const std::string nodes = Slurm("sinfo -h -N -o '%N %T'", &code);
+    std::string nodes;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    do {
+      nodes = Slurm("sinfo -h -N -o '%N %T'", &code);
+      if (code == 0 && nodes == "h1 idle\nh2 idle\nh3 idle\n") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    } while (std::chrono::steady_clock::now() < until);
     ASSERT_EQ(code, 0) << "the bed's Slurm does not answer (tests/bed/slurm.sh up):\n" << nodes;
-    ASSERT_EQ(nodes, "h1 idle\nh2 idle\nh3 idle\n") << "Slurm's nodes are not all idle at the start";
+    ASSERT_EQ(nodes, "h1 idle\nh2 idle\nh3 idle\n") << "Slurm's nodes are not all idle within 60 s";
     setenv("SLURM_CONF", SlurmConf().c_str(), 1);
   }
   void TearDown() override {
@@ -403,6 +411,34 @@ TEST_F(SlurmTest, AnUnusableNodeIsNamedWithTheDrainCommandAnOperatorRuns) {
   const std::string state = Slurm("sinfo -h -n " + node + " -o %T");
   Slurm("scontrol update nodename=" + node + " state=resume");
   EXPECT_TRUE(state == "drained\n" || state == "draining\n") << state;
+}
+
+}  // namespace
+
+namespace {
+
+// slurm.login: this machine's Slurm commands unused; salloc, squeue and
+// scancel run over SSH on the bed's loopback host (its sshd sets
+// SLURM_CONF, as a submit host's /etc/slurm would), with its own port.
+TEST_F(SlurmTest, SallocSqueueAndScancelRunOverSshOnTheLoginHost) {
+  const auto& bed = GetBed();
+  JobDir dir("slurm-login");
+  dir.Write(Job("slurm-login", "[\"sh\", \"-c\", \"echo rank=$RANK world=$WORLD_SIZE\"]",
+                "  login: " + bed.user + "@" + bed.loopback.address + ":" + std::to_string(bed.loopback.port) +
+                    "\n"));
+  // No Slurm configuration for barge itself: only the login host has one
+  // (this machine has no /etc/slurm/slurm.conf).
+  unsetenv("SLURM_CONF");
+  CliOutcome o = dir.Barge("run job.yaml");
+  setenv("SLURM_CONF", SlurmConf().c_str(), 1);
+  Seen(o.err);
+  std::printf("barge run (stderr):\n%s\n", o.err.c_str());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find("submitted from " + bed.loopback.address), std::string::npos) << o.err;
+  EXPECT_NE(o.out.find("] rank=2 world=3"), std::string::npos) << o.out;
+  const std::string slurm_id = SlurmIdIn(o.err);
+  ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
+  EXPECT_EQ(EndState(slurm_id), "CANCELLED");
 }
 
 }  // namespace
