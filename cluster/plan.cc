@@ -195,6 +195,7 @@ Result<Plan> MakePlan(const PlanInput& in) {
     c.command = role && role->command ? role->command : in.command;
     container::ContainerOptions options = merged[rank];
     c.labels = {{kJobLabel, in.job_id}, {kRoleLabel, node.role}, {kRankLabel, std::to_string(node.rank)}};
+    c.labels.insert(c.labels.end(), in.extra_labels.begin(), in.extra_labels.end());
 
     RendezvousInput r;
     r.job_id = in.job_id;

@@ -28,6 +28,9 @@ struct PlanInput {
   std::vector<Host> hosts;                          // at least one
   std::map<std::string, RoleSpec> roles;            // may be empty
   RendezvousOptions rendezvous;
+  // More labels on every node's container, after barge's own (a slurm:
+  // job's barge.slurm_job, for a node's Slurm epilog).
+  container::KeyValues extra_labels;
   int restart_count = 0;
   // GPUs per host, by host index, when known from a live host (preflight).
   // Overrides nothing: the inventory's `gpus` wins when set.
@@ -113,6 +116,8 @@ std::string ContainerName(const std::string& job_name, const std::string& job_id
 inline constexpr const char* kJobLabel = "barge.job";
 inline constexpr const char* kRoleLabel = "barge.role";
 inline constexpr const char* kRankLabel = "barge.rank";
+// On a slurm: job's containers: the Slurm job id of the allocation they run in.
+inline constexpr const char* kSlurmJobLabel = "barge.slurm_job";
 
 // The internal address of a host: its internal_address, else its address;
 // for the local engine, 127.0.0.1. (For a host named by a name, `barge run`

@@ -416,3 +416,21 @@ TEST(GpuSlicing, MpiSlotsAreTheSliceNotTheHostsGpus) {
 
 }  // namespace
 }  // namespace barge::cluster
+
+namespace barge::cluster {
+namespace {
+
+TEST(Plan, ExtraLabelsFollowBargesOwnOnEveryNode) {
+  PlanInput in = ThreeHosts();
+  in.extra_labels = {{kSlurmJobLabel, "42"}};
+  Result<Plan> plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  for (const NodePlan& n : plan->nodes) {
+    ASSERT_EQ(n.container.labels.size(), 4u);
+    EXPECT_EQ(n.container.labels[0].first, kJobLabel);
+    EXPECT_EQ(n.container.labels[3], (std::pair<std::string, std::string>{"barge.slurm_job", "42"}));
+  }
+}
+
+}  // namespace
+}  // namespace barge::cluster

@@ -400,6 +400,9 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
     code = end(JobStatus::kFailed, kExitBargeFailure, s.message());
   } else {
     cluster::PlanInput placed_input = MakePlanInput(placed, job_id);
+    // A node's Slurm epilog finds the allocation's containers by this label
+    // (samples/slurm/epilog.sh): a defence that outlives the controller.
+    placed_input.extra_labels.emplace_back(cluster::kSlurmJobLabel, slurm_id);
     ControllerOptions with_record = options;
     with_record.job_created = true;
     // The allocation can end under the job (its time limit, preemption, an

@@ -109,7 +109,12 @@ if J=$(alloc -N"${#nodes[@]}" -t 5 --gres=gpu:1) && [[ -n "$J" ]]; then
   [[ "$s" == CANCELLED ]] && ok "scancel $J: jobcomp says $s" || bad "scancel $J: jobcomp says $s"
   out=$(t sacct --completion -j "$J" -n -o JobID,State 2>&1 || true)
   [[ "$out" == *CANCELLED* ]] && ok "sacct --completion -j $J: $(one_line "$out")" || bad "sacct --completion -j $J: $out"
-  out=$(t scontrol show job "$J" 2>&1 | grep -o 'JobState=[A-Z_]*' || true)
+  # COMPLETING while the nodes' epilog runs, then CANCELLED.
+  for _ in $(seq 50); do
+    out=$(t scontrol show job "$J" 2>&1 | grep -o 'JobState=[A-Z_]*' || true)
+    [[ "$out" == JobState=COMPLETING ]] || break
+    sleep 0.2
+  done
   [[ "$out" == JobState=CANCELLED ]] && ok "scontrol show job $J (ended): $out" || bad "scontrol show job $J (ended): '$out'"
 else
   bad "salloc --no-shell -N${#nodes[@]}: ${J:-no job id}"

@@ -398,6 +398,9 @@ SwitchType=switch/none
 # Not the machine's /etc/slurm/plugstack.conf: an empty one of its own.
 PlugStackConfig=$SDIR/plugstack.conf
 MailProg=/bin/true
+# barge's sample epilog (samples/slurm/epilog.sh, copied where every bed host
+# sees it, behind a switch): removes the ending job's barge containers.
+Epilog=$SDIR/epilog.sh
 ReturnToService=2
 # Ended jobs stay in \`scontrol show job\` for 10 minutes.
 MinJobAge=600
@@ -491,6 +494,11 @@ cmd_up() {
 
   # shellcheck disable=SC2086
   write_conf "$gw" $hosts
+  # barge's sample epilog, behind a switch a test can turn it off with
+  # (touch $SDIR/epilog.off: to see barge's own watch of the allocation).
+  install -m 0755 "$HERE/../../samples/slurm/epilog.sh" "$SDIR/barge-epilog.sh"
+  printf '#!/bin/sh\n[ -e %s/epilog.off ] && exit 0\nexec %s/barge-epilog.sh\n' "$SDIR" "$SDIR" >"$SDIR/epilog.sh"
+  chmod 0755 "$SDIR/epilog.sh"
   slurmctld -V >/dev/null
 
   log "slurmctld on $gw:$CTLD_PORT"

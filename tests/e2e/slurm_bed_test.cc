@@ -46,6 +46,19 @@ std::string SlurmIdIn(const std::string& err) {
   return "";
 }
 
+// `command`'s answer once it is `want`, or its last after 20 s: an ended
+// job stays in the queue (CG), and its nodes `completing`, while the
+// nodes' epilog runs.
+std::string Settled(const std::string& command, const std::string& want) {
+  std::string got = Slurm(command);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (got != want && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    got = Slurm(command);
+  }
+  return got;
+}
+
 // The job's end state in the bed's jobcomp file ("" while it has none).
 std::string EndState(const std::string& slurm_id) {
   std::string state = RunShell("sed -n 's/^JobId=" + slurm_id + " .* JobState=\\([A-Z_]*\\) .*/\\1/p' " +
@@ -163,7 +176,7 @@ TEST_F(SlurmTest, AThreeNodeJobQueuedBehindAnotherUsersAllocationRunsOnTheGrante
       << o.err;
   EXPECT_NE(o.err.find("Slurm job " + slurm_id + " released"), std::string::npos) << o.err;
   // Released: Slurm knows it no more in its queue, and recorded what barge did.
-  EXPECT_EQ(Slurm("squeue -h -j " + slurm_id), "");
+  EXPECT_EQ(Settled("squeue -h -j " + slurm_id, ""), "");
   ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
   EXPECT_EQ(EndState(slurm_id), "CANCELLED");
   EXPECT_EQ(EndState(colleague), "CANCELLED");
@@ -196,7 +209,7 @@ TEST_F(SlurmTest, DownOfAQueuedJobCancelsItsAllocationAndNothingRuns) {
   EXPECT_EQ(o.err.find("node(s); logs in"), std::string::npos) << "it ran:\n" << o.err;
   ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
   EXPECT_EQ(EndState(slurm_id), "CANCELLED");
-  EXPECT_EQ(Slurm("squeue -h -j " + slurm_id), "");
+  EXPECT_EQ(Settled("squeue -h -j " + slurm_id, ""), "");
   CliOutcome show = dir.Barge("show " + id);
   EXPECT_NE(show.out.find("cancelled"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("job " + slurm_id + ", never granted, released"), std::string::npos) << show.out;
@@ -259,11 +272,15 @@ TEST_F(SlurmTest, AnAllocationThatSlurmEndsUnderARunningJobStopsTheJobWithin30Se
   const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
   const std::string slurm_id = SlurmIdIn(started);
   Seen(started);
-  // An admin's scancel (the same as a time limit or a preemption to barge).
+  // An admin's scancel (the same as a time limit or a preemption to barge),
+  // with the nodes' epilog off: barge's own watch of the allocation.
+  const std::string off = GetBed().dir + "/slurm/epilog.off";
+  RunShell("touch " + off);
   const auto cancelled_at = std::chrono::steady_clock::now();
   Slurm("scancel " + slurm_id);
   CliOutcome o = dir.Wait(pid, std::chrono::seconds(60));
   const auto took = std::chrono::steady_clock::now() - cancelled_at;
+  RunShell("rm -f " + off);
   EXPECT_EQ(o.code, 125) << o.err;
   EXPECT_LT(took, std::chrono::seconds(30)) << o.err;
   EXPECT_NE(o.err.find("Slurm ended allocation " + slurm_id + " (CANCELLED"), std::string::npos) << o.err;
@@ -362,7 +379,7 @@ TEST_F(SlurmTest, AnArrayOfSixMembersRunsThroughSlurmAtMostTwoAtOnce) {
   }
   // Every member's allocation was released: none is left in the queue, and
   // each ended CANCELLED (barge's scancel).
-  EXPECT_EQ(Slurm("squeue -h -o %j | grep -c slurm-sweep"), "0\n");
+  EXPECT_EQ(Settled("squeue -h -o %j | grep -c slurm-sweep", "0\n"), "0\n");
   int members = 0;
   const std::regex member_job("attempt 1: job ([0-9a-f]{8}) on slurm");
   for (auto it = std::sregex_iterator(o.err.begin(), o.err.end(), member_job); it != std::sregex_iterator(); ++it) {
@@ -402,7 +419,8 @@ TEST_F(SlurmTest, AnUnusableNodeIsNamedWithTheDrainCommandAnOperatorRuns) {
     commands.push_back((*it)[2]);
   }
   ASSERT_EQ(commands.size(), 2u) << o.err;
-  EXPECT_EQ(Slurm("sinfo -h -N -o '%N %T'"), "h1 idle\nh2 idle\nh3 idle\n") << "barge drained a node itself";
+  EXPECT_EQ(Settled("sinfo -h -N -o '%N %T'", "h1 idle\nh2 idle\nh3 idle\n"), "h1 idle\nh2 idle\nh3 idle\n")
+      << "barge drained a node itself";
   // The operator's command, as printed, drains the node.
   int code = -1;
   const std::string ran = Slurm(commands[0], &code);
@@ -439,6 +457,55 @@ TEST_F(SlurmTest, SallocSqueueAndScancelRunOverSshOnTheLoginHost) {
   const std::string slurm_id = SlurmIdIn(o.err);
   ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
   EXPECT_EQ(EndState(slurm_id), "CANCELLED");
+}
+
+}  // namespace
+
+namespace {
+
+// The defence that outlives the controller: a controller SIGKILLed, then
+// the allocation ended by Slurm (an admin's scancel here; its time limit
+// alike): the nodes' epilog (samples/slurm/epilog.sh, the bed's Epilog=)
+// removes the job's containers, found by their barge.slurm_job label.
+TEST_F(SlurmTest, TheNodesEpilogRemovesTheContainersOfAnAllocationThatEndsAfterItsControllerDied) {
+  JobDir dir("slurm-epilog");
+  dir.Write(Job("slurm-epi", "[\"sleep\", \"300\"]"));
+  const pid_t pid = dir.Start("run job.yaml");
+  ASSERT_TRUE(dir.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)))
+      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
+  const std::string id = JobIdIn(started), slurm_id = SlurmIdIn(started);
+  Seen(started);
+  const auto& hosts = GetBed().hosts;
+  // Every node's container runs, labelled with its allocation's id.
+  auto labelled = [&] {
+    size_t n = 0;
+    for (const auto& h : hosts) {
+      n += RunShell("DOCKER_HOST=" + h.docker_host + " docker ps -q --filter label=barge.slurm_job=" + slurm_id) !=
+           "";
+    }
+    return n;
+  };
+  const auto running_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (labelled() < 3 && std::chrono::steady_clock::now() < running_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  ASSERT_EQ(labelled(), 3u) << "the nodes' containers do not carry their allocation's id";
+  kill(pid, SIGKILL);
+  dir.Wait(pid, std::chrono::seconds(10));
+  Slurm("scancel " + slurm_id);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  size_t left = 3;
+  while (left > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    left = 0;
+    for (const auto& h : hosts) left += !barge::testing::JobContainers(h).empty();
+  }
+  EXPECT_EQ(left, 0u) << "containers outlived their allocation by 30 s";
+  // The store still says where the job was: down finds nothing left to do
+  // on the hosts and its allocation already gone.
+  CliOutcome down = dir.Barge("down " + id);
+  EXPECT_EQ(down.code, 0) << down.out << down.err;
 }
 
 }  // namespace
