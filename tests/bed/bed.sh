@@ -419,8 +419,12 @@ cmd__host_init() {
 # ---------------------------------------------------------------------------
 # up
 
+# write_sshd_config FILE LISTEN HOSTKEY PIDFILE [DOCKER_HOST [SETENV...]]:
+# every SetEnv goes into one line (sshd takes only the first SetEnv line).
 write_sshd_config() {
   local file=$1 listen=$2 hostkey=$3 pidfile=$4 docker_host=${5:-}
+  local -a setenv=("${@:6}")
+  [[ -z "$docker_host" ]] || setenv=("DOCKER_HOST=$docker_host" "${setenv[@]}")
   cat >"$file" <<EOF
 # barge test bed sshd (tests/bed/bed.sh)
 ListenAddress $listen
@@ -441,7 +445,7 @@ MaxSessions 100
 LoginGraceTime 30
 Subsystem sftp internal-sftp
 EOF
-  [[ -z "$docker_host" ]] || echo "SetEnv DOCKER_HOST=$docker_host" >>"$file"
+  ((${#setenv[@]} == 0)) || echo "SetEnv ${setenv[*]}" >>"$file"
 }
 
 ssh_opts() {
@@ -697,7 +701,11 @@ cmd_up() {
   # Loopback host.
   mkdir -p "$BED/lo"
   ssh-keygen -q -t ed25519 -N '' -C "$TAG-lo" -f "$BED/lo/ssh_host_ed25519_key"
-  write_sshd_config "$BED/lo/sshd_config" "$LO_ADDR:$LO_PORT" "$BED/lo/ssh_host_ed25519_key" "$BED/lo/sshd.pid"
+  # SLURM_CONF names where tests/bed/slurm.sh puts the bed's Slurm config,
+  # so that a Slurm client run over ssh to lo finds it once Slurm is up: set
+  # here once, rather than by reloading this sshd under the tests.
+  write_sshd_config "$BED/lo/sshd_config" "$LO_ADDR:$LO_PORT" "$BED/lo/ssh_host_ed25519_key" "$BED/lo/sshd.pid" \
+    "" "SLURM_CONF=$BED/slurm/slurm.conf"
   printf '[%s]:%s %s\n' "$LO_ADDR" "$LO_PORT" "$(cut -d' ' -f1,2 "$BED/lo/ssh_host_ed25519_key.pub")" >>"$BED/known_hosts"
   "$SSHD" -t -f "$BED/lo/sshd_config" || die "sshd rejects $BED/lo/sshd_config"
   "$SELF" _persist "$NSDIR/lo.mnt" "" "$SELF" _lo_init 9>&- \

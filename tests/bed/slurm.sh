@@ -30,8 +30,9 @@
 #  - inside every bed host, /run/docker.sock (the default engine of anything
 #    started there: Slurm's job steps get the submitter's environment, not
 #    sshd's DOCKER_HOST) bind-mounted to that host's own dockerd's socket;
-#  - the bed's loopback sshd ("lo") given SLURM_CONF by SetEnv, so a client
-#    command run through ssh to lo finds the cluster.
+#  - the bed's loopback sshd ("lo") already gives SLURM_CONF by SetEnv (bed.sh
+#    writes it when it makes lo), so a client command run through ssh to lo
+#    finds the cluster; this script never reloads that sshd.
 # Configuration, state, spools, logs and the jobcomp file live under
 # $BARGE_BED_DIR/slurm (every host sees it at the same path), munge, pid files
 # and the stand-in devices under /run/barge-bed/slurm. `up` writes
@@ -41,8 +42,7 @@
 # Clean-up touches only what this script made: processes named by its pid
 # files or whose command line names its paths (munged, slurmctld, slurmd),
 # the slurmstepds serving its slurmds and their job processes, its
-# directories, its SetEnv token in lo's sshd_config and its bind mounts in
-# the bed hosts. Needs root.
+# directories and its bind mounts in the bed hosts. Needs root.
 set -euo pipefail
 
 # The daemons started here live on after this script: they must not inherit
@@ -206,45 +206,6 @@ kill_own_processes() {
   [[ -z "$left" ]] || log "WARNING: processes survive SIGKILL:$left"
 }
 
-# lo_setenv [VALUE]: sets (or, without VALUE, removes) SLURM_CONF in the
-# SetEnv of lo's sshd_config and makes that sshd reload it (SIGHUP: it
-# re-executes itself, same pid, same namespaces). sshd takes only the first
-# SetEnv line, so the token goes into that line. No-op without the file.
-lo_setenv() {
-  local value=${1:-} f="$BED/lo/sshd_config" tmp pid i
-  [[ -e "$f" ]] || return 0
-  tmp="$f.slurm.tmp"
-  awk -v v="$value" '
-    /^[ \t]*SetEnv[ \t]/ {
-      out = ""
-      for (i = 2; i <= NF; i++) if ($i !~ /^SLURM_CONF=/) out = out " " $i
-      if (!done && v != "") { out = out " SLURM_CONF=" v; done = 1 }
-      if (out != "") print "SetEnv" out
-      next
-    }
-    { print }
-    END { if (!done && v != "") print "SetEnv SLURM_CONF=" v }' "$f" >"$tmp"
-  if cmp -s "$f" "$tmp"; then rm -f "$tmp"; return 0; fi
-  /usr/sbin/sshd -t -f "$tmp" || { rm -f "$tmp"; die "sshd rejects $tmp"; }
-  cat "$tmp" >"$f" # keep the file (and its inode): bed.sh's, not ours
-  rm -f "$tmp"
-  pid=$(cat "$BED/lo/sshd.pid" 2>/dev/null || true)
-  [[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" || return 0
-  kill -HUP "$pid"
-  # It closes its listening socket and re-executes: wait until it listens.
-  local addr port
-  addr=$(env_get BED_SSH_ADDR)
-  port=$(env_get BED_SSH_PORT)
-  [[ -n "$addr" && -n "$port" ]] || return 0
-  sleep 0.1
-  for ((i = 0; i < 100; i++)); do
-    # shellcheck disable=SC2016  # $0, $1 belong to the inner bash
-    timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$addr" "$port" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  die "lo's sshd ($addr:$port) does not listen after SIGHUP; see $BED/lo/sshd.log"
-}
-
 # docker_sock_in HOST TARGET: mounts TARGET (a socket, or the bed's empty
 # no-docker.sock) over the default Docker socket inside bed host HOST, after
 # unmounting whatever is mounted there (bed.sh's no-docker.sock, an earlier
@@ -306,7 +267,6 @@ remove_dirs() {
 clean() {
   rm -f "$SDIR/slurm.env"
   kill_own_processes
-  lo_setenv ""
   unbind_all
   remove_dirs
 }
@@ -318,7 +278,6 @@ leftovers() {
   done
   [[ -e "$SRUN" ]] && out+=$'\n'"dir $SRUN"
   [[ -e "$SDIR" ]] && out+=$'\n'"dir $SDIR"
-  grep -q 'SLURM_CONF=' "$BED/lo/sshd_config" 2>/dev/null && out+=$'\n'"SLURM_CONF in $BED/lo/sshd_config"
   sed '/^$/d' <<<"$out"
 }
 
@@ -456,6 +415,8 @@ cmd_up() {
   gw=$(env_get BED_GATEWAY)
   [[ -n "$hosts" && -n "$gw" ]] || die "the bed has no namespace hosts (BARGE_BED_HOSTS=0?): no nodes for Slurm"
   [[ "$(env_get BED_DOCKERD)" == 1 ]] || die "the bed has no dockerds (BARGE_BED_SSHD_ONLY=1): Slurm's steps need them"
+  grep -q "^SetEnv .*SLURM_CONF=$CONF\b" "$BED/lo/sshd_config" 2>/dev/null ||
+    die "lo's sshd does not set SLURM_CONF=$CONF (a bed made before bed.sh wrote it): tests/bed/bed.sh down, then up"
   take_lock
   local t0=$SECONDS
   trap on_up_exit EXIT
@@ -522,8 +483,6 @@ cmd_up() {
       </dev/null >>"$SDIR/log/slurmd-$h.out" 2>&1 9>&- || die "slurmd did not start in $h"
   done
 
-  log "SLURM_CONF for ssh to lo"
-  lo_setenv "$CONF"
 
   log "waiting until every node is idle (up to $WAIT_S s)"
   # shellcheck disable=SC2086
