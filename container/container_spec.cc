@@ -44,6 +44,7 @@ ContainerOptions Merge(const ContainerOptions& base, const ContainerOptions& ove
   out.ipc = Replace(base.ipc, over.ipc);
   out.network = Replace(base.network, over.network);
   out.memory = Replace(base.memory, over.memory);
+  out.cpus = Replace(base.cpus, over.cpus);
   out.ulimits = MergeMaps(base.ulimits, over.ulimits);
   out.devices = Replace(base.devices, over.devices);
   out.volumes = Replace(base.volumes, over.volumes);

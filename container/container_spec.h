@@ -24,6 +24,9 @@ struct ContainerOptions {
   std::optional<std::string> ipc;
   std::optional<std::string> network;
   std::optional<std::string> memory;  // --memory, e.g. "512m"
+  // --cpus: how many CPUs' worth of time the container may use, a decimal
+  // as Docker takes it ("2", "1.5").
+  std::optional<std::string> cpus;
   // name -> "soft[:hard]" as docker's --ulimit takes it, e.g. {"stack", "67108864"}.
   std::optional<KeyValues> ulimits;
   std::optional<std::vector<std::string>> devices;

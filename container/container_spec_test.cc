@@ -41,6 +41,7 @@ TEST(Merge, EveryFieldOfOverIsTakenOverAnEmptyBase) {
   over.ipc = "host";
   over.network = "host";
   over.memory = "512m";
+  over.cpus = "1.5";
   over.ulimits = KeyValues{{"stack", "67108864"}};
   over.devices = std::vector<std::string>{"/dev/fuse"};
   over.volumes = std::vector<std::string>{"/data:/data:ro"};
@@ -53,6 +54,7 @@ TEST(Merge, EveryFieldOfOverIsTakenOverAnEmptyBase) {
   EXPECT_EQ(m.ipc, over.ipc);
   EXPECT_EQ(m.network, over.network);
   EXPECT_EQ(m.memory, over.memory);
+  EXPECT_EQ(m.cpus, over.cpus);
   EXPECT_EQ(m.ulimits, over.ulimits);
   EXPECT_EQ(m.devices, over.devices);
   EXPECT_EQ(m.volumes, over.volumes);

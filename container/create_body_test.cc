@@ -25,6 +25,16 @@ ContainerSpec Minimal() {
   return spec;
 }
 
+TEST(NanoCpus, ReadsCpusAsDockersCpusFlagDoes) {
+  EXPECT_EQ(NanoCpus("2"), 2000000000LL);
+  EXPECT_EQ(NanoCpus("1.5"), 1500000000LL);
+  EXPECT_EQ(NanoCpus("0.000000001"), 1);
+  EXPECT_EQ(NanoCpus("0.5"), 500000000LL);
+  for (const char* bad : {"", "0", "0.0", ".5", "1.", "-1", "1.0000000001", "1e3", "two", "1,5", "1 "}) {
+    EXPECT_EQ(NanoCpus(bad), std::nullopt) << bad;
+  }
+}
+
 TEST(SizeInBytes, ReadsSizesAsGoUnitsRamInBytesDoes) {
   EXPECT_EQ(SizeInBytes("1024"), 1024);
   EXPECT_EQ(SizeInBytes("512m"), 512LL << 20);
@@ -69,6 +79,7 @@ TEST(CreateBody, EveryOptionGoesWhereTheCliPutsIt) {
   ContainerOptions& o = spec.options;
   o.shm_size = "1g";
   o.memory = "512m";
+  o.cpus = "2.25";
   o.cap_add = std::vector<std::string>{"sys_admin", "CAP_NET_ADMIN", "SYS_ADMIN"};
   o.ipc = "host";
   o.network = "host";
@@ -83,6 +94,7 @@ TEST(CreateBody, EveryOptionGoesWhereTheCliPutsIt) {
   const json& h = b["HostConfig"];
   EXPECT_EQ(h["ShmSize"], 1LL << 30);
   EXPECT_EQ(h["Memory"], 512LL << 20);
+  EXPECT_EQ(h["NanoCpus"], 2250000000LL);
   EXPECT_EQ(h["CapAdd"], json({"CAP_NET_ADMIN", "CAP_SYS_ADMIN"})) << "normalized, once each, sorted";
   EXPECT_EQ(h["IpcMode"], "host");
   EXPECT_EQ(h["NetworkMode"], "host");

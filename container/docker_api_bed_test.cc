@@ -507,6 +507,7 @@ TEST_F(DockerApiOnTheLocalEngine, CreateThroughTheApiMakesTheContainerDockerCrea
   ContainerOptions& o = full.options;
   o.shm_size = "1.5g";
   o.memory = "512m";
+  o.cpus = "0.5";
   o.cap_add = std::vector<std::string>{"SYS_ADMIN", "net_admin", "CAP_SYS_PTRACE"};
   o.ipc = "host";
   o.network = "host";

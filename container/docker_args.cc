@@ -39,6 +39,7 @@ Argv RunArgs(const ContainerSpec& spec) {
   AddFlag(&argv, "--ipc", o.ipc);
   AddFlag(&argv, "--network", o.network);
   AddFlag(&argv, "--memory", o.memory);
+  AddFlag(&argv, "--cpus", o.cpus);
   if (o.ulimits.has_value()) AddPairs(&argv, "--ulimit", *o.ulimits);
   AddEach(&argv, "--device", o.devices);
   AddEach(&argv, "-v", o.volumes);

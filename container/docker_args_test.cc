@@ -19,6 +19,7 @@ ContainerSpec FullSpec() {
   o.ipc = "host";
   o.network = "host";
   o.memory = "512m";
+  o.cpus = "1.5";
   o.ulimits = KeyValues{{"memlock", "-1"}, {"stack", "67108864"}};
   o.devices = std::vector<std::string>{"/dev/fuse"};
   o.volumes = std::vector<std::string>{"/data:/data:ro", "/scratch:/scratch"};
@@ -39,6 +40,7 @@ TEST(RunArgs, AFullSpecGivesEveryFlagInTheDocumentedOrder) {
       "--ipc", "host",
       "--network", "host",
       "--memory", "512m",
+      "--cpus", "1.5",
       "--ulimit", "memlock=-1", "--ulimit", "stack=67108864",
       "--device", "/dev/fuse",
       "-v", "/data:/data:ro", "-v", "/scratch:/scratch",

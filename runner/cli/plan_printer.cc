@@ -72,7 +72,11 @@ std::string SlurmLines(const JobSpec& spec, const std::string& job_id) {
          "# is printed; slurm-node-N stands for its N-th node, the head on the first):\n" +
          slurm::SallocLine(*spec.slurm, job_id, spec.name) + "\n" +
          "# then, once granted: " + slurm::ShowJobLine("<ID>") + "; " + slurm::ShowNodesLine("<NODES>") +
-         "\n# and at the job's end, however it ends: " + slurm::ScancelLine("<ID>") + "\n";
+         "\n# and at the job's end, however it ends: " + slurm::ScancelLine("<ID>") + "\n" +
+         (spec.slurm->exclusive ? ""
+                                : "# Shared nodes: each container gets its node's share of the allocation instead "
+                                  "of the\n# container blocks' GPUs, CPUs and memory: --gpus \"device=<its GPU "
+                                  "indices>\", --cpus <its CPUs>,\n# --memory <its Mem, else mem_per_node>.\n");
 }
 
 }  // namespace

@@ -44,6 +44,11 @@ fleet::HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
     if (n.rank == 0) ports.push_back(spec_.rendezvous.port);
     if (spec_.mpi && n.rank != 0) ports.push_back(spec_.mpi->port + n.slot);
   }
+  if (spec_.slurm && !spec_.slurm->exclusive) {
+    // A shared Slurm node: Slurm has placed other jobs beside this one, so
+    // it holds only its own GPUs (the allocation's indices) and ports.
+    return fleet::SharedRequestFor(nodes, std::move(ports));
+  }
   fleet::HoldRequest r = fleet::RequestFor(nodes, plan_.hosts[hs.index].gpus, std::move(ports));
   r.excluded_gpus = hs.gpus.out;
   return r;
@@ -84,8 +89,10 @@ std::string Holds::NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed)
   hs.holds.reply = std::move(reply);
   hs.holds.holding = !hs.holds.reply->taken.empty() || fleet::HoldsAny(*hs.holds.reply, plan_.job_id);
   for (const std::string& s : hs.holds.reply->removed_stale) Say(hs.name + ": removed a stale hold: " + s);
-  if (!fleet::Conflicts(HoldRequestFor(hs), *hs.holds.reply, plan_.job_id).empty()) return "";
-  if (failed || hs.holds.reply->taken.empty()) {
+  const fleet::HoldRequest request = HoldRequestFor(hs);
+  if (!fleet::Conflicts(request, *hs.holds.reply, plan_.job_id).empty()) return "";
+  // (A shared Slurm node's CPU share holds nothing there: its lease only.)
+  if (failed || (hs.holds.reply->taken.empty() && fleet::AsksAnything(request))) {
     return "cannot reserve the host (a hold container on its engine): " +
            (hs.holds.reply->errors.empty() ? std::string(failed ? "it failed" : "nothing was taken") : hs.holds.reply->errors);
   }

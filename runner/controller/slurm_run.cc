@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cluster/gpu_slices.h"
 #include "runner/console/signals.h"
 #include "runner/controller/host_connector.h"
 #include "runner/controller/srun_connector.h"
@@ -41,7 +42,10 @@ Result<std::vector<SlurmNode>> ParseSlurmNodes(const std::string& detail) {
     if (eq == std::string::npos || eq == 0 || eq + 1 == word.size()) {
       return Status::Error("unexpected record of Slurm nodes: '" + detail + "'");
     }
-    out.push_back(SlurmNode{word.substr(0, eq), word.substr(eq + 1)});
+    SlurmNode node;
+    node.name = word.substr(0, eq);
+    node.address = word.substr(eq + 1);
+    out.push_back(std::move(node));
   }
   return out;
 }
@@ -57,6 +61,23 @@ Status PlaceOnSlurmNodes(JobSpec& spec, const std::vector<SlurmNode>& nodes) {
     // host was reached, which a job step cannot answer).
     spec.hosts[i].internal_address = nodes[i].address;
     spec.hosts[i].vars["SLURM_NODE"] = nodes[i].name;
+  }
+  if (!spec.slurm || spec.slurm->exclusive) return Status::Ok();
+  // A shared node: no container block may widen what Slurm gave.
+  spec.container.gpus.reset();
+  for (auto& [name, role] : spec.roles) role.container.gpus.reset();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const SlurmNode& n = nodes[i];
+    cluster::Host& host = spec.hosts[i];
+    host.gpus = static_cast<int>(n.gpus.size());
+    host.container.gpus.reset();
+    if (!n.gpus.empty()) host.container.gpus = cluster::GpuDeviceValue(n.gpus);
+    if (n.cpus > 0) host.container.cpus = std::to_string(n.cpus);
+    if (n.mem_mb > 0) {
+      host.container.memory = std::to_string(n.mem_mb) + "m";
+    } else if (spec.slurm->mem_per_node) {
+      host.container.memory = *spec.slurm->mem_per_node;
+    }
   }
   return Status::Ok();
 }
@@ -170,7 +191,7 @@ Result<std::vector<SlurmNode>> AllocatedNodes(SubmitHost& submit, const std::str
   for (const slurm::JobNode& n : info->nodes) {
     auto it = addresses->find(n.name);
     if (it == addresses->end()) return Status::Error("Slurm names no address for node " + n.name);
-    out.push_back(SlurmNode{n.name, it->second});
+    out.push_back(SlurmNode{n.name, it->second, n.gpus, n.cpus, n.mem_mb});
   }
   return out;
 }

@@ -35,6 +35,11 @@ inline constexpr const char* kSlurmReleasedEvent = "slurm_released";
 struct SlurmNode {
   std::string name;
   std::string address;
+  // The allocation's share of the node (scontrol -d), for a shared node's
+  // limits; not kept in the store.
+  std::vector<int> gpus;
+  int cpus = 0;
+  long long mem_mb = 0;
 };
 
 // "h1=10.77.0.2 h2=10.77.0.3": the slurm_nodes event's detail.
@@ -43,6 +48,10 @@ Result<std::vector<SlurmNode>> ParseSlurmNodes(const std::string& detail);
 
 // `spec` (a slurm: job, with its placeholder hosts) on `nodes`: host N is
 // node N, its address the node's NodeAddr. Fails when the counts differ.
+// With slurm.exclusive false, every container on node N gets the
+// allocation's share of it as Docker limits, whatever the job's container
+// blocks say: --gpus "device=<its GPU indices>" (no GPUs where it got none),
+// --cpus <its CPU count>, --memory <its Mem, else slurm.mem_per_node>.
 Status PlaceOnSlurmNodes(JobSpec& spec, const std::vector<SlurmNode>& nodes);
 
 // What the store says of a job's allocation (its events).

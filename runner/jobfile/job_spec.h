@@ -236,9 +236,13 @@ struct SlurmSpec {
   std::string login;
   std::optional<std::string> login_user;
   std::optional<int> login_port;
+  std::optional<int> cpus_per_node;         // --cpus-per-task (one task a node)
+  std::optional<std::string> mem_per_node;  // --mem, a size as written
   // Whole nodes (--exclusive): the containers run outside Slurm's cgroups,
-  // so nothing else may share the node. false: shared nodes (not yet
-  // supported: the job file reader refuses it).
+  // so nothing else may share the node. false: shared nodes, where each
+  // node's container gets exactly the allocation's share of its node as
+  // Docker limits: --gpus with the GRES indices, --cpus with the CPU count,
+  // --memory with Mem= (or mem_per_node where Slurm tracks no memory).
   bool exclusive = true;
   // How barge reaches the allocated nodes: over SSH (ssh:, the default), or
   // as Slurm job steps (srun --jobid --overlap -w NODE ..., started where

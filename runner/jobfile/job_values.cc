@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <vector>
@@ -355,6 +356,19 @@ Status CheckCapability(std::string_view capability) {
   if (!ok) {
     return Status::Error("invalid capability " + QuoteValue(capability) +
                          " (e.g. SYS_ADMIN, NET_ADMIN, ALL)");
+  }
+  return Status::Ok();
+}
+
+Status CheckCpus(std::string_view cpus) {
+  const size_t dot = cpus.find('.');
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 9 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const bool number = digits(cpus.substr(0, dot)) && (dot == std::string_view::npos || digits(cpus.substr(dot + 1)));
+  if (!number || cpus.find_first_not_of("0.") == std::string_view::npos) {
+    return Status::Error("invalid cpus " + QuoteValue(cpus) + " (expected a number of CPUs above zero, e.g. 4 or 1.5)");
   }
   return Status::Ok();
 }

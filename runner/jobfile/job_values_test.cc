@@ -165,6 +165,14 @@ TEST(DeviceSpec, HostContainerAndPermissions) {
   EXPECT_FALSE(CheckDeviceSpec("/a:/b:r:w").ok());
 }
 
+TEST(DockerModes, CpusIsADecimalAboveZeroAsDockerTakesIt) {
+  for (const char* good : {"1", "4", "1.5", "0.25", "0.000000001", "128"}) EXPECT_TRUE(CheckCpus(good).ok()) << good;
+  for (const char* bad : {"", "0", "0.0", ".5", "1.", "-1", "1.0000000001", "1e3", "two", "1,5"}) {
+    EXPECT_FALSE(CheckCpus(bad).ok()) << bad;
+  }
+  EXPECT_EQ(CheckCpus("0").message(), "invalid cpus '0' (expected a number of CPUs above zero, e.g. 4 or 1.5)");
+}
+
 TEST(DockerModes, CapabilitiesIpcNetworkAndGpuIds) {
   EXPECT_TRUE(CheckCapability("SYS_ADMIN").ok());
   EXPECT_TRUE(CheckCapability("ALL").ok());

@@ -30,6 +30,8 @@ constexpr std::pair<std::string_view, std::string_view> kOwnOptions[] = {
     {"-A", "slurm.account"},            {"--qos", "slurm.qos"},
     {"-q", "slurm.qos"},                {"--exclusive", "slurm.exclusive"},
     {"--gpus-per-node", "slurm.gpus_per_node"},
+    {"--cpus-per-task", "slurm.cpus_per_node"}, {"-c", "slurm.cpus_per_node"},
+    {"--mem", "slurm.mem_per_node"},
 };
 
 Status CheckExtraOption(std::string_view v) {
@@ -68,6 +70,16 @@ constexpr KeyRule<SlurmSpec> kSlurmRules[] = {
      [](const Entry& e, SlurmSpec& s) {
        if (auto n = ReadInteger(e, 0, 1024, "a number of GPUs")) s.gpus_per_node = static_cast<int>(*n);
      }},
+    {"cpus_per_node",
+     {.type = KeyType::kInteger, .description = "CPUs on each node (salloc --cpus-per-task, one task a node); with exclusive: false, each container's --cpus is what Slurm gave"},
+     [](const Entry& e, SlurmSpec& s) {
+       if (auto n = ReadInteger(e, 1, 65536, "a number of CPUs")) s.cpus_per_node = static_cast<int>(*n);
+     }},
+    {"mem_per_node",
+     {.type = KeyType::kSize, .description = "Memory on each node (salloc --mem, in whole MiB); with exclusive: false, each container's --memory is what Slurm gave (this, where Slurm tracks no memory)"},
+     [](const Entry& e, SlurmSpec& s) {
+       if (auto v = ReadSize(e)) s.mem_per_node = *v;
+     }},
     {"account",
      {.type = KeyType::kString, .description = "The account charged (salloc --account)"},
      [](const Entry& e, SlurmSpec& s) {
@@ -93,16 +105,9 @@ constexpr KeyRule<SlurmSpec> kSlurmRules[] = {
        s.login_port = target->port;
      }},
     {"exclusive",
-     {.type = KeyType::kBoolean, .description = "Whole nodes (salloc --exclusive): containers run outside Slurm's cgroups, so nothing else may share a node", .default_value = "true"},
+     {.type = KeyType::kBoolean, .description = "Whole nodes (salloc --exclusive). false: nodes shared with other jobs; each container then gets the allocation's share of its node as Docker limits (--gpus with Slurm's GPU indices, --cpus, --memory), since containers run outside Slurm's cgroups", .default_value = "true"},
      [](const Entry& e, SlurmSpec& s) {
-       if (auto v = ReadEnum(e, kSlurmBooleans)) {
-         if (*v == "false") {
-           e.Error("shared nodes are not supported yet: a container runs outside the allocation's cgroups, "
-                   "so it could use CPUs and GPUs Slurm gave to another job; keep exclusive: true");
-           return;
-         }
-         s.exclusive = true;
-       }
+       if (auto v = ReadEnum(e, kSlurmBooleans)) s.exclusive = *v == "true";
      }},
     {"transport",
      {.type = KeyType::kEnum, .description = "How barge reaches the allocated nodes: ssh (with the job's ssh: settings), or srun (Slurm job steps started where salloc runs, for nodes that refuse SSH; no forward:, exec -it or Engine API there)", .default_value = "ssh", .choices = kTransports},
@@ -161,6 +166,17 @@ void CheckSlurm(JobDraft& d, const SeenKeys& seen) {
     }
   }
   if (!d.spec.slurm || d.host_errors) return;
+  // On shared nodes a container gets exactly the GPUs Slurm gave its node:
+  // asking for GPUs there means asking Slurm for them.
+  const SlurmSpec& slurm = *d.spec.slurm;
+  const bool wants_gpus = d.spec.container.gpus || (d.head.present && d.head.role.container.gpus) ||
+                          (d.worker.present && d.worker.role.container.gpus);
+  if (!slurm.exclusive && wants_gpus && slurm.gpus_per_node.value_or(0) == 0) {
+    d.slurm->KeyError("with exclusive: false a container gets only the GPUs Slurm gives its node, and "
+                      "container.gpus asks for GPUs: set slurm.gpus_per_node");
+    d.host_errors = true;
+    return;
+  }
   d.hosts_given = true;
   for (int i = 1; i <= d.spec.slurm->nodes; ++i) {
     HostDraft h;

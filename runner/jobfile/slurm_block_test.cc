@@ -78,14 +78,32 @@ TEST(SlurmBlock, OptionsBargeSetsItselfCannotComeThroughExtra) {
 
 TEST(SlurmBlock, BadValuesNameTheirKey) {
   EXPECT_EQ(Errors(std::string(kHead) + "slurm:\n  nodes: 0\n  time: 1h\n  partition: \"gpu; rm -rf /\"\n"
-                                        "  exclusive: false\n"),
+                                        "  cpus_per_node: 0\n  mem_per_node: 16 gigs\n  exclusive: no\n"),
             (std::vector<std::string>{
                 "job.yaml:4:10: slurm.nodes: expected a number of nodes from 1 to 100000, got '0'",
                 "job.yaml:6:14: slurm.partition: must be a Slurm name (letters, digits, _ . -; a comma list for "
                 "several partitions)",
-                "job.yaml:7:14: slurm.exclusive: shared nodes are not supported yet: a container runs outside "
-                "the allocation's cgroups, so it could use CPUs and GPUs Slurm gave to another job; keep "
-                "exclusive: true"}));
+                "job.yaml:7:18: slurm.cpus_per_node: expected a number of CPUs from 1 to 65536, got '0'",
+                "job.yaml:8:17: slurm.mem_per_node: invalid size '16 gigs' (expected e.g. 512m, 2g)",
+                "job.yaml:9:14: slurm.exclusive: invalid value 'no' (expected true or false)"}));
+}
+
+TEST(SlurmBlock, SharedNodesTakeTheirShareAndContainersAskingGpusNeedGpusFromSlurm) {
+  LoadedJob job = Parse(std::string(kHead) +
+                        "slurm: {nodes: 2, time: 1h, exclusive: false, cpus_per_node: 4, mem_per_node: 8g}\n");
+  for (const JobFileError& e : job.errors) ADD_FAILURE() << e.ToString();
+  ASSERT_TRUE(job.spec && job.spec->slurm);
+  EXPECT_FALSE(job.spec->slurm->exclusive);
+  EXPECT_EQ(job.spec->slurm->cpus_per_node, 4);
+  EXPECT_EQ(job.spec->slurm->mem_per_node, "8g");
+  EXPECT_EQ(Errors(std::string(kHead) + "container: {gpus: all}\nslurm: {nodes: 2, time: 1h, exclusive: false}\n"),
+            (std::vector<std::string>{
+                "job.yaml:4:1: slurm: with exclusive: false a container gets only the GPUs Slurm gives its node, "
+                "and container.gpus asks for GPUs: set slurm.gpus_per_node"}));
+  LoadedJob with_gpus = Parse(std::string(kHead) + "container: {gpus: all}\n"
+                                                  "slurm: {nodes: 2, time: 1h, exclusive: false, gpus_per_node: 2}\n");
+  for (const JobFileError& e : with_gpus.errors) ADD_FAILURE() << e.ToString();
+  EXPECT_TRUE(with_gpus.spec.has_value());
 }
 
 TEST(SlurmBlock, TheLoginHostMayCarryItsOwnUserAndPort) {

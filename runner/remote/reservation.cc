@@ -216,6 +216,26 @@ HoldRequest RequestFor(const std::vector<HoldNode>& nodes, std::optional<int> gp
   return r;
 }
 
+bool AsksAnything(const HoldRequest& r) {
+  return r.exclusive || r.gpu_count > 0 || !r.gpu_devices.empty() || !r.ports.empty();
+}
+
+HoldRequest SharedRequestFor(const std::vector<HoldNode>& nodes, std::vector<int> ports) {
+  HoldRequest r;
+  r.exclusive = false;
+  std::set<int> devices;
+  for (const HoldNode& n : nodes) {
+    if (!n.gpus) continue;
+    if (std::optional<std::vector<int>> d = GpuDevices(*n.gpus)) devices.insert(d->begin(), d->end());
+  }
+  r.gpu_devices.assign(devices.begin(), devices.end());
+  r.gpu_total = devices.empty() ? 0 : *devices.rbegin() + 1;
+  std::sort(ports.begin(), ports.end());
+  ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+  r.ports = std::move(ports);
+  return r;
+}
+
 std::vector<int> ChooseGpus(int total, const std::set<int>& held, int want) {
   std::vector<int> out;
   for (int i = 0; i < total && static_cast<int>(out.size()) < want; ++i) {

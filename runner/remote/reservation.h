@@ -171,6 +171,15 @@ struct HoldNode {
 HoldRequest RequestFor(const std::vector<HoldNode>& nodes, std::optional<int> gpu_total,
                        std::vector<int> ports);
 
+// Whether `r` asks for any hold at all (a shared Slurm node's CPU share
+// asks for none: only the job's lease is made there).
+bool AsksAnything(const HoldRequest& r);
+
+// The request for a host another scheduler shares out (a Slurm node with
+// exclusive: false): never the whole host, only the devices the nodes list
+// ("\"device=0,1\""; a count or "all" adds none) and `ports`.
+HoldRequest SharedRequestFor(const std::vector<HoldNode>& nodes, std::vector<int> ports);
+
 // The lowest `want` indices below `total` not in `held`; fewer when fewer are
 // free. (The lead merges this with cluster/gpu_slices' allocator: the host
 // script applies the same rule, trying the free indices in this order.)

@@ -56,6 +56,23 @@ TEST(HoldRequest, ADeviceListHoldsExactlyThoseDevices) {
   EXPECT_TRUE(RequestFor({{"\"device=GPU-abc\""}}, 8, {}).exclusive);
 }
 
+TEST(HoldRequest, ASharedSlurmNodeHoldsOnlyItsListedDevicesAndPortsNeverTheHost) {
+  HoldRequest r = SharedRequestFor({{"\"device=1,3\"", true}, {std::nullopt, false}}, {29500, 29500});
+  EXPECT_FALSE(r.exclusive);
+  EXPECT_EQ(r.gpu_count, 0);
+  EXPECT_EQ(r.gpu_devices, (std::vector<int>{1, 3}));
+  EXPECT_EQ(r.gpu_total, 4);
+  EXPECT_EQ(r.ports, std::vector<int>{29500});
+  // No GPUs at all (a CPU share): nothing but its ports, not the host.
+  HoldRequest cpu = SharedRequestFor({{std::nullopt, false}}, {});
+  EXPECT_FALSE(cpu.exclusive);
+  EXPECT_TRUE(cpu.gpu_devices.empty());
+  EXPECT_TRUE(cpu.ports.empty());
+  EXPECT_FALSE(AsksAnything(cpu));
+  EXPECT_TRUE(AsksAnything(r));
+  EXPECT_TRUE(AsksAnything(HoldRequest{}));  // the whole host
+}
+
 TEST(ChooseGpus, TakesTheLowestFreeIndices) {
   EXPECT_EQ(ChooseGpus(8, {0, 1, 3}, 2), (std::vector<int>{2, 4}));
   EXPECT_EQ(ChooseGpus(4, {0, 1, 2}, 2), (std::vector<int>{3}));  // fewer when fewer are free

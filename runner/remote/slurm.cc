@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "container/create_body.h"
 #include "ssh/quote.h"
 
 namespace barge::runner::slurm {
@@ -31,6 +32,11 @@ std::string SallocLine(const SlurmSpec& spec, const std::string& job_id, const s
   if (!spec.qos.empty()) line += " --qos=" + ShellQuote(spec.qos);
   if (spec.gpus_per_node && *spec.gpus_per_node > 0) {
     line += " --gpus-per-node=" + std::to_string(*spec.gpus_per_node);
+  }
+  if (spec.cpus_per_node) line += " --cpus-per-task=" + std::to_string(*spec.cpus_per_node);
+  if (spec.mem_per_node) {
+    const std::optional<int64_t> bytes = container::SizeInBytes(*spec.mem_per_node);
+    if (bytes) line += " --mem=" + std::to_string((*bytes + (1 << 20) - 1) >> 20) + "M";
   }
   if (spec.exclusive) line += " --exclusive";
   for (const std::string& option : spec.extra) line += " " + ShellQuote(option);
@@ -129,7 +135,9 @@ Result<JobInfo> ParseShowJob(std::string_view output) {
   const std::string_view line = Trim(output.substr(0, output.find('\n')));
   JobInfo info;
   bool seen_id = false;
-  std::vector<std::pair<std::vector<std::string>, std::vector<int>>> details;
+  // -d's per-node details: "Nodes=h[1-2] CPU_IDs=0-1 Mem=0 GRES=gpu:2(IDX:0-1)",
+  // one group per set of nodes that got the same.
+  std::vector<std::pair<std::vector<std::string>, JobNode>> details;
   for (const auto& [key, value] : Fields(line)) {
     if (key == "JobId") seen_id = true;
     if (key == "JobState") info.state = value;
@@ -139,21 +147,34 @@ Result<JobInfo> ParseShowJob(std::string_view output) {
     if (key == "Nodes") {
       Result<std::vector<std::string>> names = ExpandHostlist(value);
       if (!names.ok()) return names.status();
-      details.emplace_back(*names, std::vector<int>{});
+      details.emplace_back(*names, JobNode{});
+      continue;
     }
-    if (key == "GRES" && !details.empty()) details.back().second = GpuIndices(value);
+    if (details.empty()) continue;
+    JobNode& got = details.back().second;
+    if (key == "GRES") got.gpus = GpuIndices(value);
+    if (key == "CPU_IDs") {
+      std::vector<int> ids;
+      if (ParseIndexList(value, ids)) got.cpus = static_cast<int>(ids.size());
+    }
+    if (key == "Mem") {
+      try {
+        got.mem_mb = std::stoll(value);
+      } catch (...) {
+        got.mem_mb = 0;
+      }
+    }
   }
   if (!seen_id) return Status::Error("unexpected scontrol answer: '" + std::string(line.substr(0, 200)) + "'");
   if (!info.node_list.empty() && info.node_list != "(null)") {
     Result<std::vector<std::string>> names = ExpandHostlist(info.node_list);
     if (!names.ok()) return names.status();
     for (const std::string& name : *names) {
-      JobNode node{name, {}};
-      for (const auto& [group, gpus] : details) {
-        for (const std::string& n : group) {
-          if (n == name) node.gpus = gpus;
-        }
+      JobNode node;
+      for (const auto& [group, got] : details) {
+        if (std::find(group.begin(), group.end(), name) != group.end()) node = got;
       }
+      node.name = name;
       info.nodes.push_back(std::move(node));
     }
   }

@@ -32,8 +32,9 @@ std::string AllocationName(const std::string& job_id, const std::string& job_nam
 
 // The command line that asks for the allocation (see the header). Its
 // options in this order: --no-shell, --job-name, --nodes, --ntasks-per-node=1,
-// --time, then --partition, --account, --qos, --gpus-per-node, --exclusive
-// as set, then `extra` as written.
+// --time, then --partition, --account, --qos, --gpus-per-node,
+// --cpus-per-task (the node's one task), --mem (MiB, rounded up),
+// --exclusive as set, then `extra` as written.
 std::string SallocLine(const SlurmSpec& spec, const std::string& job_id, const std::string& job_name);
 
 // The Slurm job id salloc's stderr so far names ("job allocation 123"),
@@ -51,9 +52,13 @@ Result<QueueState> ParseSqueue(std::string_view output);
 
 // `scontrol -o show job -d ID`.
 std::string ShowJobLine(const std::string& id);
+// What the job got on one node (-d's per-node details).
 struct JobNode {
   std::string name;
   std::vector<int> gpus;  // the GRES gpu indices Slurm gave the job there
+  int cpus = 0;           // how many CPUs (CPU_IDs counted; Slurm's own
+                          // numbering, so only the count is used)
+  long long mem_mb = 0;   // Mem= in MiB; 0 where Slurm does not track memory
 };
 struct JobInfo {
   std::string state;      // JobState=

@@ -37,6 +37,21 @@ TEST(SlurmSalloc, AsksForTheJobsShapeWithItsIdInTheName) {
             "--constraint=a100 '--comment=it'\\''s mine'");
 }
 
+TEST(SlurmSalloc, ASharedNodeAsksForItsShareOfCpusAndMemoryWithoutExclusive) {
+  SlurmSpec spec;
+  spec.nodes = 2;
+  spec.time = minutes(30);
+  spec.gpus_per_node = 1;
+  spec.cpus_per_node = 8;
+  spec.mem_per_node = "1.5g";
+  spec.exclusive = false;
+  EXPECT_EQ(SallocLine(spec, "a1b2c3d4", "train"),
+            "salloc --no-shell --job-name=barge-a1b2c3d4-train --nodes=2 --ntasks-per-node=1 "
+            "--time=0-00:30:00 --gpus-per-node=1 --cpus-per-task=8 --mem=1536M");
+  spec.mem_per_node = "1000k";  // rounded up to whole MiB
+  EXPECT_NE(SallocLine(spec, "a1b2c3d4", "train").find(" --mem=1M"), std::string::npos);
+}
+
 // salloc 22.05's own lines (as tests/data/slurm-22.05 holds them).
 TEST(SlurmSalloc, TheJobIdIsReadFromSallocsPendingOrGrantedLine) {
   EXPECT_EQ(JobIdInSalloc(""), std::nullopt);
@@ -115,6 +130,24 @@ TEST(SlurmCaptured, ARunningAllocationsNodesAndGpuIndicesAreRead) {
   }
 }
 
+TEST(SlurmCaptured, TwoAllocationsSharingANodeEachHaveTheirOwnGpuCpuAndMemory) {
+  Result<JobInfo> a = ParseShowJob(Captured("show-job-d-shared-a.txt"));
+  Result<JobInfo> b = ParseShowJob(Captured("show-job-d-shared-b.txt"));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ASSERT_EQ(a->nodes.size(), 1u);
+  ASSERT_EQ(b->nodes.size(), 1u);
+  EXPECT_EQ(a->nodes[0].name, "h1");
+  EXPECT_EQ(b->nodes[0].name, "h1");
+  EXPECT_EQ(a->nodes[0].gpus, std::vector<int>{0});
+  EXPECT_EQ(b->nodes[0].gpus, std::vector<int>{1});
+  EXPECT_EQ(a->nodes[0].cpus, 1);
+  EXPECT_EQ(b->nodes[0].cpus, 1);
+  EXPECT_EQ(a->nodes[0].mem_mb, 200);
+  EXPECT_EQ(b->nodes[0].mem_mb, 300);
+  EXPECT_EQ(JobIdInSalloc(Captured("salloc-shared.txt")), "3");
+}
+
 TEST(SlurmCaptured, APendingAllocationHasNoNodesYetAndItsReason) {
   Result<JobInfo> info = ParseShowJob(Captured("show-job-d-pending.txt"));
   ASSERT_TRUE(info.ok()) << info.status().message();
@@ -134,14 +167,19 @@ TEST(SlurmShowJob, PerNodeDetailsGiveEachNodeItsOwnGpus) {
   // captured form, each group with its own GRES).
   Result<JobInfo> info = ParseShowJob(
       "JobId=9 JobName=x JobState=RUNNING Reason=None Partition=gpu NodeList=n[01-02],m7 NumNodes=3   "
-      "Nodes=n01 CPU_IDs=0-1 Mem=0 GRES=gpu:2(IDX:0-1)   Nodes=n02 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:3)   "
-      "Nodes=m7 CPU_IDs=0 Mem=0 GRES=gpu:a100:2(IDX:4,6) MinCPUsNode=1\n");
+      "Nodes=n01 CPU_IDs=0-1 Mem=0 GRES=gpu:2(IDX:0-1)   Nodes=n02 CPU_IDs=0,4-6 Mem=2048 GRES=gpu:1(IDX:3)   "
+      "Nodes=m7 CPU_IDs=0 Mem=0 GRES=gpu:a100:2(IDX:4,6) MinCPUsNode=1 MinMemoryNode=0\n");
   ASSERT_TRUE(info.ok()) << info.status().message();
   ASSERT_EQ(info->nodes.size(), 3u);
   EXPECT_EQ(info->nodes[0].gpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(info->nodes[0].cpus, 2);
+  EXPECT_EQ(info->nodes[0].mem_mb, 0);
   EXPECT_EQ(info->nodes[1].gpus, (std::vector<int>{3}));
+  EXPECT_EQ(info->nodes[1].cpus, 4);
+  EXPECT_EQ(info->nodes[1].mem_mb, 2048);
   EXPECT_EQ(info->nodes[2].name, "m7");
   EXPECT_EQ(info->nodes[2].gpus, (std::vector<int>{4, 6}));
+  EXPECT_EQ(info->nodes[2].cpus, 1);
   EXPECT_FALSE(ParseShowJob("slurm_load_jobs error: Invalid job id specified\n").ok());
 }
 

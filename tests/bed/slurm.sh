@@ -350,7 +350,10 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc=$JOBCOMP
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+# Cores and memory are shared out (a job with exclusive: false gets a share:
+# scontrol -d shows its CPU_IDs and Mem); 512 MiB a CPU when a job names none.
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=512
 GresTypes=gpu
 MpiDefault=none
 SwitchType=switch/none

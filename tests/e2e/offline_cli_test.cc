@@ -291,6 +291,23 @@ TEST_F(OfflineCliTest, PlanSendsNoPacketAndOpensNoConnectionWhereRunDoes) {
   EXPECT_GE(listeners_->docker_accepted(), 1) << run.err;
 }
 
+TEST_F(OfflineCliTest, PlanOfASharedSlurmJobShowsItsShareOfEachNodeAndAsksSlurmNothing) {
+  std::ofstream(dir_ / "slurm.yaml")
+      << "name: shared\nimage: barge/demo:local\ncommand: [\"true\"]\ncontainer: {gpus: all}\n"
+         "slurm: {nodes: 2, time: 90m, exclusive: false, gpus_per_node: 2, cpus_per_node: 8, mem_per_node: 32g}\n";
+  const long long before = PacketsSent();
+  Outcome plan = Barge("plan slurm.yaml", dir_);
+  EXPECT_EQ(plan.code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("--nodes=2 --ntasks-per-node=1 --time=0-01:30:00 --gpus-per-node=2 --cpus-per-task=8 "
+                          "--mem=32768M\n"),
+            std::string::npos)
+      << "no --exclusive on shared nodes:\n" << plan.out;
+  EXPECT_NE(plan.out.find("# Shared nodes: each container gets its node's share of the allocation"),
+            std::string::npos)
+      << plan.out;
+  EXPECT_EQ(Contacts(before), "");
+}
+
 // --- Every bad job file, through the binary -------------------------------
 
 // Inputs too big to keep in git, generated as runner/jobfile/job_file_corpus_test.cc

@@ -158,6 +158,7 @@ TEST_F(RunTest, EveryContainerOptionThisMachineCanHonourTakesEffect) {
       "name: options\nimage: " + bed.image + "\n" + SshHost() +
       "container:\n"
       "  shm_size: 64m\n"
+      "  cpus: 0.5\n"
       "  cap_add: [SYS_ADMIN]\n"
       "  network: host\n"
       "  ulimits: {memlock: \"4194304:4194304\", nofile: 4096}\n"
@@ -173,9 +174,12 @@ TEST_F(RunTest, EveryContainerOptionThisMachineCanHonourTakesEffect) {
       "  cat /data/input.txt\n"
       "  touch /data/x 2>/dev/null && echo writable || echo read-only\n"
       "  echo EPOCHS=$EPOCHS NOTE=$NOTE host=$(hostname)\n"
-      "  echo ipc=$(readlink /proc/self/ns/ipc) net=$(readlink /proc/self/ns/net)\n");
+      "  echo ipc=$(readlink /proc/self/ns/ipc) net=$(readlink /proc/self/ns/net)\n"
+      "  echo cpu=$(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) "
+      "$(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us))\n");
   CliOutcome o = Barge("run " + job.string());
   ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("cpu=50000 100000\n"), std::string::npos) << "cpus: 0.5 is half of each period: " << o.out;
   EXPECT_NE(o.out.find("size=65536k"), std::string::npos) << o.out;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(o.out, m, std::regex("CapEff:\\s*([0-9a-f]+)"))) << o.out;

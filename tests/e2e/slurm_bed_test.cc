@@ -111,11 +111,12 @@ class SlurmTest : public ::testing::Test {
 
   // The job file: `command` on 3 Slurm nodes, reached over SSH like listed hosts.
   // `slurm_extra`: more keys of its slurm: block.
-  std::string Job(const std::string& name, const std::string& command, const std::string& slurm_extra = "") const {
+  std::string Job(const std::string& name, const std::string& command, const std::string& slurm_extra = "",
+                  int nodes = 3) const {
     const auto& bed = GetBed();
     return "name: " + name + "\nimage: " + bed.image + "\ncommand: " + command +
            "\nstop_grace: 1s\n"
-           "slurm:\n  partition: gpu\n  nodes: 3\n  time: 5m\n" + slurm_extra +
+           "slurm:\n  partition: gpu\n  nodes: " + std::to_string(nodes) + "\n  time: 5m\n" + slurm_extra +
            "ssh:\n  user: " + bed.user + "\n  identity_file: " + bed.key + "\n  known_hosts: " +
            bed.known_hosts + "\n  connect_timeout: 10s\n";
   }
@@ -123,6 +124,30 @@ class SlurmTest : public ::testing::Test {
   void Seen(const std::string& err) {
     if (std::string id = JobIdIn(err); !id.empty()) jobs_.push_back(id);
     if (std::string id = SlurmIdIn(err); !id.empty()) slurm_ids_.push_back(id);
+  }
+  // `barge run job.yaml` in `dir`, once its nodes run (within 60 s): its
+  // pid and the barge and Slurm job ids it printed (pid -1 after a test
+  // failure when it never got there).
+  struct Running {
+    pid_t pid = -1;
+    std::string id;
+    std::string slurm_id;
+  };
+  Running StartUntilRunning(JobDir& dir) {
+    Running r;
+    r.pid = dir.Start("run job.yaml");
+    const bool running = dir.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60));
+    const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
+    Seen(started);
+    r.id = JobIdIn(started);
+    r.slurm_id = SlurmIdIn(started);
+    if (!running || r.slurm_id.empty()) {
+      ADD_FAILURE() << "the job's nodes did not run within 60 s:\n" << started;
+      kill(r.pid, SIGKILL);
+      dir.Wait(r.pid, std::chrono::seconds(10));
+      r.pid = -1;
+    }
+    return r;
   }
   // A colleague's allocation of every node; its Slurm job id.
   std::string ColleagueTakesEveryNode() {
@@ -218,12 +243,11 @@ TEST_F(SlurmTest, DownOfAQueuedJobCancelsItsAllocationAndNothingRuns) {
 TEST_F(SlurmTest, DownOfARunningJobRemovesItsContainersAndReleasesItsAllocation) {
   JobDir dir("slurm-down-running");
   dir.Write(Job("slurm-dr", "[\"sleep\", \"120\"]"));
-  const pid_t pid = dir.Start("run job.yaml");
-  ASSERT_TRUE(dir.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)))
-      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
-  const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
-  const std::string id = JobIdIn(started), slurm_id = SlurmIdIn(started);
-  Seen(started);
+  const Running run = StartUntilRunning(dir);
+  ASSERT_NE(run.pid, -1);
+  const pid_t pid = run.pid;
+  const std::string& id = run.id;
+  const std::string& slurm_id = run.slurm_id;
   EXPECT_EQ(Slurm("squeue -h -j " + slurm_id + " -o %T"), "RUNNING\n");
   CliOutcome down = dir.Barge("down " + id);
   EXPECT_EQ(down.code, 0) << down.out << down.err;
@@ -234,18 +258,49 @@ TEST_F(SlurmTest, DownOfARunningJobRemovesItsContainersAndReleasesItsAllocation)
   for (const auto& h : GetBed().hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
 }
 
+// exclusive: false. Two jobs on one node at once (Slurm places both on h1,
+// one of its two cores and 200 MiB each): each container is held to its
+// allocation's share, read inside it from its cgroup (v1 or v2).
+TEST_F(SlurmTest, TwoJobsShareANodeEachContainerHeldToItsAllocationsCpusAndMemory) {
+  const std::string share =
+      "  exclusive: false\n  cpus_per_node: 1\n  mem_per_node: 200m\n  extra: [--nodelist=h1]\n";
+  const std::string show =
+      "[\"sh\", \"-c\", \"if [ -f /sys/fs/cgroup/cpu.max ]; then read q p < /sys/fs/cgroup/cpu.max; "
+      "m=$(cat /sys/fs/cgroup/memory.max); else q=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us); "
+      "p=$(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); m=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes); fi; "
+      "echo share cpu=$q/$p mem=$m; ";
+  const std::string want = "share cpu=100000/100000 mem=209715200\n";
+  JobDir first("slurm-share-1");
+  first.Write(Job("slurm-sh1", show + "sleep 120\"]", share, 1));
+  const Running a = StartUntilRunning(first);
+  ASSERT_NE(a.pid, -1);
+  JobDir second("slurm-share-2");
+  second.Write(Job("slurm-sh2", show + "\"]", share, 1));
+  CliOutcome b = second.Barge("run job.yaml");
+  Seen(b.err);
+  EXPECT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.err.find("granted 1 node(s): h1 ("), std::string::npos) << b.err;
+  EXPECT_NE(b.out.find(want), std::string::npos) << b.out;
+  // The first ran all along beside it, on the same node, with its own share.
+  EXPECT_EQ(Slurm("squeue -h -j " + a.slurm_id + " -o '%T %N'"), "RUNNING h1\n");
+  EXPECT_TRUE(first.WaitFor("out.txt", want, std::chrono::seconds(10)))
+      << barge::testing::ReadWholeFile(first.path() / "out.txt");
+  CliOutcome down = first.Barge("down " + a.id);
+  EXPECT_EQ(down.code, 0) << down.out << down.err;
+  EXPECT_EQ(first.Wait(a.pid, std::chrono::seconds(60)).code, 130);
+}
+
 // The issue's "controller SIGKILLed mid-job": ended through `barge down` of
 // the orphaned job (its recorded nodes and Slurm job), not by waiting for
 // the allocation's time limit (over a minute in Slurm's granularity).
 TEST_F(SlurmTest, DownOfAJobWhoseControllerWasKilledRemovesItsContainersAndCancelsItsAllocation) {
   JobDir dir("slurm-killed");
   dir.Write(Job("slurm-kill", "[\"sleep\", \"120\"]"));
-  const pid_t pid = dir.Start("run job.yaml");
-  ASSERT_TRUE(dir.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)))
-      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
-  const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
-  const std::string id = JobIdIn(started), slurm_id = SlurmIdIn(started);
-  Seen(started);
+  const Running run = StartUntilRunning(dir);
+  ASSERT_NE(run.pid, -1);
+  const pid_t pid = run.pid;
+  const std::string& id = run.id;
+  const std::string& slurm_id = run.slurm_id;
   std::this_thread::sleep_for(std::chrono::seconds(1));
   kill(pid, SIGKILL);
   dir.Wait(pid, std::chrono::seconds(10));
@@ -266,12 +321,10 @@ TEST_F(SlurmTest, DownOfAJobWhoseControllerWasKilledRemovesItsContainersAndCance
 TEST_F(SlurmTest, AnAllocationThatSlurmEndsUnderARunningJobStopsTheJobWithin30Seconds) {
   JobDir dir("slurm-ended");
   dir.Write(Job("slurm-end", "[\"sleep\", \"120\"]"));
-  const pid_t pid = dir.Start("run job.yaml");
-  ASSERT_TRUE(dir.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)))
-      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
-  const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
-  const std::string slurm_id = SlurmIdIn(started);
-  Seen(started);
+  const Running run = StartUntilRunning(dir);
+  ASSERT_NE(run.pid, -1);
+  const pid_t pid = run.pid;
+  const std::string& slurm_id = run.slurm_id;
   // An admin's scancel (the same as a time limit or a preemption to barge),
   // with the nodes' epilog off: barge's own watch of the allocation.
   const std::string off = GetBed().dir + "/slurm/epilog.off";
@@ -471,12 +524,11 @@ namespace {
 TEST_F(SlurmTest, TheNodesEpilogRemovesTheContainersOfAnAllocationThatEndsAfterItsControllerDied) {
   JobDir dir("slurm-epilog");
   dir.Write(Job("slurm-epi", "[\"sleep\", \"300\"]"));
-  const pid_t pid = dir.Start("run job.yaml");
-  ASSERT_TRUE(dir.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)))
-      << barge::testing::ReadWholeFile(dir.path() / "err.txt");
-  const std::string started = barge::testing::ReadWholeFile(dir.path() / "err.txt");
-  const std::string id = JobIdIn(started), slurm_id = SlurmIdIn(started);
-  Seen(started);
+  const Running run = StartUntilRunning(dir);
+  ASSERT_NE(run.pid, -1);
+  const pid_t pid = run.pid;
+  const std::string& id = run.id;
+  const std::string& slurm_id = run.slurm_id;
   const auto& hosts = GetBed().hosts;
   // Every node's container runs, labelled with its allocation's id.
   auto labelled = [&] {
