@@ -12,6 +12,7 @@
 
 #include "runner/jobfile/job_file.h"
 #include "runner/jobfile/job_keys.h"
+#include "tests/support/job_errors.h"
 
 namespace barge::runner {
 namespace {
@@ -35,11 +36,7 @@ class HostGroupsTest : public ::testing::Test {
     return ParseJobText(text, "job.yaml", dir_, SecretValues::kRead, layers);
   }
   std::vector<std::string> Errors(const std::string& text) {
-    LoadedJob job = Parse(text);
-    EXPECT_FALSE(job.spec.has_value()) << "parsed without errors:\n" << text;
-    std::vector<std::string> lines;
-    for (const JobFileError& e : job.errors) lines.push_back(e.ToString());
-    return lines;
+    return barge::testing::RefusedWith(Parse(text), text);
   }
 
   std::string dir_;

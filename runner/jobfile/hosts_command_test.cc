@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "runner/jobfile/job_file.h"
+#include "tests/support/job_errors.h"
 
 namespace barge::runner {
 namespace {
@@ -30,9 +31,7 @@ class HostsCommandTest : public ::testing::Test {
     return ParseJobText(yaml, "job.yaml", dir_, SecretValues::kRead, layers);
   }
   std::vector<std::string> Errors(const std::string& yaml) {
-    std::vector<std::string> out;
-    for (const auto& e : Parse(yaml).errors) out.push_back(e.ToString());
-    return out;
+    return barge::testing::ErrorLines(Parse(yaml));
   }
 
   std::string dir_;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/user_home.h"
+#include "tests/support/job_errors.h"
 
 namespace barge::runner {
 namespace {
@@ -58,11 +59,7 @@ class JobFileTest : public ::testing::Test {
 
   // The errors of `text` as ToString() lines; fails the test if it parsed.
   std::vector<std::string> Errors(const std::string& text) {
-    LoadedJob job = Parse(text);
-    EXPECT_FALSE(job.spec.has_value()) << "parsed without errors:\n" << text;
-    std::vector<std::string> lines;
-    for (const JobFileError& e : job.errors) lines.push_back(e.ToString());
-    return lines;
+    return barge::testing::RefusedWith(Parse(text), text);
   }
 
   // The spec of `text`; fails the test (and returns an empty spec) on errors.

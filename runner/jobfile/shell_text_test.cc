@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runner/jobfile/job_file.h"
+#include "tests/support/job_errors.h"
 
 namespace barge::runner {
 namespace {
@@ -42,10 +43,7 @@ TEST(ShellScriptArgument, ProgramsThatAreNotShellsAndScriptFilesHaveNone) {
 }
 
 std::vector<std::string> Errors(const std::string& yaml) {
-  LoadedJob job = ParseJobText(yaml, "job.yaml", "/tmp");
-  std::vector<std::string> out;
-  for (const auto& e : job.errors) out.push_back(e.ToString());
-  return out;
+  return barge::testing::ErrorLines(ParseJobText(yaml, "job.yaml", "/tmp"));
 }
 
 TEST(ArrayPlaceholders, AStringCommandWithARowValueIsRefusedAtItsLineWithTheSafeForms) {

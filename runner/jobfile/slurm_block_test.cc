@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runner/jobfile/job_file.h"
+#include "tests/support/job_errors.h"
 
 namespace barge::runner {
 namespace {
@@ -16,11 +17,7 @@ using std::chrono::minutes;
 LoadedJob Parse(const std::string& text) { return ParseJobText(text, "job.yaml", "/tmp"); }
 
 std::vector<std::string> Errors(const std::string& text) {
-  LoadedJob job = Parse(text);
-  EXPECT_FALSE(job.spec.has_value()) << "parsed without errors:\n" << text;
-  std::vector<std::string> lines;
-  for (const JobFileError& e : job.errors) lines.push_back(e.ToString());
-  return lines;
+  return barge::testing::RefusedWith(Parse(text), text);
 }
 
 constexpr const char* kHead = "name: train\nimage: busybox\n";
