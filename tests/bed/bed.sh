@@ -44,14 +44,10 @@
 # why each step is done the way it is.
 set -euo pipefail
 
-# The daemons started here (sshd, dockerd, containerd) live on after this
-# script: they must not inherit its caller's descriptors beyond 0-2 (a
-# caller's `flock LOCK ctest ...` lock fd would be held by every dockerd
-# for good, and the next flock on it would wait forever).
-for fd in /proc/$$/fd/*; do
-  fd=${fd##*/}
-  if [[ $fd -gt 2 ]]; then eval "exec $fd>&-" 2>/dev/null || true; fi
-done
+BED_LOG_NAME=bed
+# shellcheck source=tests/bed/lib.sh
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
+close_inherited_fds
 
 BED=${BARGE_BED_DIR:-/tmp/barge-bed}
 RUN=/run/barge-bed            # sockets, exec-roots, namespace files
@@ -84,8 +80,6 @@ HERE=$(dirname "$SELF")
 ROOT=$(cd "$HERE/../.." && pwd)
 SSHD=$(command -v sshd || echo /usr/sbin/sshd)
 
-log() { printf '%s bed: %s\n' "$(date +%T.%3N)" "$*" >&2; }
-die() { printf 'bed: ERROR: %s\n' "$*" >&2; exit 1; }
 # progress WHAT CMD...: runs CMD (its stdout kept as this function's) and, so
 # that a long step (apt installs, cutting and loading the torch image) is not
 # minutes of silence, logs "WHAT: still going (N s)" every
@@ -107,12 +101,6 @@ progress() {
   return "$rc"
 }
 
-# Alive = exists and is not a zombie. PID 1 here reaps late, so kill -0 lies.
-alive() {
-  local s
-  s=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 1
-  [[ -n "$s" && "$s" != Z && "$s" != X ]]
-}
 
 host_names() {
   local i

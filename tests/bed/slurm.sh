@@ -45,13 +45,10 @@
 # directories and its bind mounts in the bed hosts. Needs root.
 set -euo pipefail
 
-# The daemons started here live on after this script: they must not inherit
-# its caller's descriptors beyond 0-2 (a ctest `flock LOCK ...` fd would be
-# held by slurmctld for good, and the next flock on it would wait forever).
-for fd in /proc/$$/fd/*; do
-  fd=${fd##*/}
-  if [[ $fd -gt 2 ]]; then eval "exec $fd>&-" 2>/dev/null || true; fi
-done
+BED_LOG_NAME=slurm
+# shellcheck source=tests/bed/lib.sh
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
+close_inherited_fds
 
 BED=${BARGE_BED_DIR:-/tmp/barge-bed}
 BED=${BED%/}
@@ -77,15 +74,6 @@ BEDSH=$HERE/bed.sh
 export SLURM_CONF=$CONF
 unset SLURM_JOB_ID SLURM_JOBID SLURM_CLUSTERS
 
-log() { printf '%s slurm: %s\n' "$(date +%T.%3N)" "$*" >&2; }
-die() { printf 'slurm: ERROR: %s\n' "$*" >&2; exit 1; }
-
-# Alive = exists and is not a zombie. PID 1 here reaps late, so kill -0 lies.
-alive() {
-  local s
-  s=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 1
-  [[ -n "$s" && "$s" != Z && "$s" != X ]]
-}
 
 need_root() {
   ((EUID == 0)) || die "the bed's Slurm cluster needs root (daemons as root, mounts in the bed hosts)"

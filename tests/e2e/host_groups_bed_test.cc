@@ -238,6 +238,10 @@ TEST(HostGroupsBed, ExecAttachAndDownOfAMemberWhoseControllerIsGoneUseItsGroupsP
   const int member_pid = ControllerPid(job, member);
   ASSERT_GT(array_pid, 0);
   ASSERT_GT(member_pid, 0);
+  // Both stopped first, so that neither acts on the other's death between
+  // the two kills.
+  kill(array_pid, SIGSTOP);
+  kill(member_pid, SIGSTOP);
   kill(array_pid, SIGKILL);
   kill(member_pid, SIGKILL);
   std::this_thread::sleep_for(std::chrono::seconds(3));  // ticks the member's log file does not have
