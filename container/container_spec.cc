@@ -37,19 +37,15 @@ std::optional<KeyValues> MergeMaps(const std::optional<KeyValues>& base,
 }  // namespace
 
 ContainerOptions Merge(const ContainerOptions& base, const ContainerOptions& over) {
+  using O = ContainerOptions;
   ContainerOptions out;
-  out.shm_size = Replace(base.shm_size, over.shm_size);
-  out.cap_add = Replace(base.cap_add, over.cap_add);
-  out.gpus = Replace(base.gpus, over.gpus);
-  out.ipc = Replace(base.ipc, over.ipc);
-  out.network = Replace(base.network, over.network);
-  out.memory = Replace(base.memory, over.memory);
-  out.cpus = Replace(base.cpus, over.cpus);
-  out.ulimits = MergeMaps(base.ulimits, over.ulimits);
-  out.devices = Replace(base.devices, over.devices);
-  out.volumes = Replace(base.volumes, over.volumes);
-  out.env = MergeMaps(base.env, over.env);
-  out.run_options = Replace(base.run_options, over.run_options);
+  for (auto field : {&O::shm_size, &O::gpus, &O::ipc, &O::network, &O::memory, &O::cpus}) {
+    out.*field = Replace(base.*field, over.*field);
+  }
+  for (auto field : {&O::cap_add, &O::devices, &O::volumes, &O::run_options}) {
+    out.*field = Replace(base.*field, over.*field);
+  }
+  for (auto field : {&O::ulimits, &O::env}) out.*field = MergeMaps(base.*field, over.*field);
   return out;
 }
 
