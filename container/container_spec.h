@@ -6,8 +6,11 @@
 // container of one node.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +38,25 @@ struct ContainerOptions {
   // Free-form extra `docker run` arguments, placed before the image.
   std::optional<std::vector<std::string>> run_options;
 };
+
+// ContainerOptions::cpus in billionths of a CPU (the Engine API's
+// NanoCpus): digits, optionally "." and at most 9 more (Docker refuses
+// finer ones), above zero: "1.5" = 1500000000. nullopt for anything else
+// (the job file refuses it). Inline: the job file reader links no container
+// library.
+inline std::optional<int64_t> NanoCpus(std::string_view text) {
+  const size_t dot = text.find('.');
+  const std::string_view whole = text.substr(0, dot);
+  const std::string_view frac = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(whole) || (dot != std::string_view::npos && !digits(frac))) return std::nullopt;
+  int64_t n = std::stoll(std::string(whole)) * 1000000000LL;
+  if (!frac.empty()) n += std::stoll(std::string(frac) + std::string(9 - frac.size(), '0'));
+  if (n <= 0) return std::nullopt;
+  return n;
+}
 
 // Layers `over` on top of `base`: scalars and lists in `over` replace those
 // in `base`; the maps (env, ulimits) merge key by key, `over` winning.

@@ -33,6 +33,16 @@ TEST(Merge, UnsetFieldsStayUnsetWhenNeitherLayerSetsThem) {
   EXPECT_FALSE(m.run_options.has_value());
 }
 
+TEST(NanoCpus, ReadsCpusAsDockersCpusFlagDoes) {
+  EXPECT_EQ(NanoCpus("2"), 2000000000LL);
+  EXPECT_EQ(NanoCpus("1.5"), 1500000000LL);
+  EXPECT_EQ(NanoCpus("0.000000001"), 1);
+  EXPECT_EQ(NanoCpus("0.5"), 500000000LL);
+  for (const char* bad : {"", "0", "0.0", ".5", "1.", "-1", "1.0000000001", "1e3", "two", "1,5", "1 "}) {
+    EXPECT_EQ(NanoCpus(bad), std::nullopt) << bad;
+  }
+}
+
 TEST(Merge, EveryFieldOfOverIsTakenOverAnEmptyBase) {
   ContainerOptions over;
   over.shm_size = "2g";

@@ -114,21 +114,6 @@ bool BuiltinNetwork(const std::string& mode) {
 
 }  // namespace
 
-std::optional<int64_t> NanoCpus(std::string_view text) {
-  const size_t dot = text.find('.');
-  const std::string_view whole = text.substr(0, dot);
-  const std::string_view frac = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
-  auto digits = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-  };
-  if (whole.empty() || whole.size() > 9 || !digits(whole)) return std::nullopt;
-  if (dot != std::string_view::npos && (frac.empty() || frac.size() > 9 || !digits(frac))) return std::nullopt;
-  int64_t n = std::stoll(std::string(whole)) * 1000000000LL;
-  if (!frac.empty()) n += std::stoll(std::string(frac) + std::string(9 - frac.size(), '0'));
-  if (n <= 0) return std::nullopt;
-  return n;
-}
-
 std::optional<int64_t> SizeInBytes(std::string_view text) {
   // NUMBER: digits, optionally "." digits.
   size_t i = 0;

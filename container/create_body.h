@@ -36,9 +36,4 @@ namespace barge::container {
 // nullopt for anything else.
 std::optional<int64_t> SizeInBytes(std::string_view text);
 
-// Docker's --cpus value in billionths of a CPU (the API's NanoCpus): digits,
-// optionally "." and at most 9 more (Docker refuses finer ones), above zero:
-// "1.5" = 1500000000. nullopt for anything else.
-std::optional<int64_t> NanoCpus(std::string_view text);
-
 }  // namespace barge::container

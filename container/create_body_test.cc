@@ -25,16 +25,6 @@ ContainerSpec Minimal() {
   return spec;
 }
 
-TEST(NanoCpus, ReadsCpusAsDockersCpusFlagDoes) {
-  EXPECT_EQ(NanoCpus("2"), 2000000000LL);
-  EXPECT_EQ(NanoCpus("1.5"), 1500000000LL);
-  EXPECT_EQ(NanoCpus("0.000000001"), 1);
-  EXPECT_EQ(NanoCpus("0.5"), 500000000LL);
-  for (const char* bad : {"", "0", "0.0", ".5", "1.", "-1", "1.0000000001", "1e3", "two", "1,5", "1 "}) {
-    EXPECT_EQ(NanoCpus(bad), std::nullopt) << bad;
-  }
-}
-
 TEST(SizeInBytes, ReadsSizesAsGoUnitsRamInBytesDoes) {
   EXPECT_EQ(SizeInBytes("1024"), 1024);
   EXPECT_EQ(SizeInBytes("512m"), 512LL << 20);

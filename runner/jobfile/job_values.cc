@@ -1,11 +1,11 @@
 #include "runner/jobfile/job_values.h"
 
 #include <arpa/inet.h>
-
-#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <vector>
+
+#include "container/container_spec.h"
 
 namespace barge::runner {
 namespace {
@@ -361,13 +361,7 @@ Status CheckCapability(std::string_view capability) {
 }
 
 Status CheckCpus(std::string_view cpus) {
-  const size_t dot = cpus.find('.');
-  auto digits = [](std::string_view s) {
-    return !s.empty() && s.size() <= 9 &&
-           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  const bool number = digits(cpus.substr(0, dot)) && (dot == std::string_view::npos || digits(cpus.substr(dot + 1)));
-  if (!number || cpus.find_first_not_of("0.") == std::string_view::npos) {
+  if (!container::NanoCpus(cpus)) {
     return Status::Error("invalid cpus " + QuoteValue(cpus) + " (expected a number of CPUs above zero, e.g. 4 or 1.5)");
   }
   return Status::Ok();

@@ -74,8 +74,8 @@ std::string QuoteValue(std::string_view value);
 // A Linux capability for --cap-add: [A-Za-z][A-Za-z_]* ("SYS_ADMIN", "ALL").
 [[nodiscard]] Status CheckCapability(std::string_view capability);
 
-// --cpus: a decimal above zero with at most 9 digits either side of the
-// point ("4", "1.5"), what container/create_body.h's NanoCpus takes.
+// --cpus: what container::NanoCpus takes (a decimal above zero, at most 9
+// digits either side of the point: "4", "1.5").
 [[nodiscard]] Status CheckCpus(std::string_view cpus);
 
 // --ipc: host, private, shareable, none, or container:NAME.

@@ -243,11 +243,8 @@ TEST_F(SlurmTest, DownOfAQueuedJobCancelsItsAllocationAndNothingRuns) {
 TEST_F(SlurmTest, DownOfARunningJobRemovesItsContainersAndReleasesItsAllocation) {
   JobDir dir("slurm-down-running");
   dir.Write(Job("slurm-dr", "[\"sleep\", \"120\"]"));
-  const Running run = StartUntilRunning(dir);
-  ASSERT_NE(run.pid, -1);
-  const pid_t pid = run.pid;
-  const std::string& id = run.id;
-  const std::string& slurm_id = run.slurm_id;
+  const auto [pid, id, slurm_id] = StartUntilRunning(dir);
+  ASSERT_NE(pid, -1);
   EXPECT_EQ(Slurm("squeue -h -j " + slurm_id + " -o %T"), "RUNNING\n");
   CliOutcome down = dir.Barge("down " + id);
   EXPECT_EQ(down.code, 0) << down.out << down.err;
@@ -296,11 +293,8 @@ TEST_F(SlurmTest, TwoJobsShareANodeEachContainerHeldToItsAllocationsCpusAndMemor
 TEST_F(SlurmTest, DownOfAJobWhoseControllerWasKilledRemovesItsContainersAndCancelsItsAllocation) {
   JobDir dir("slurm-killed");
   dir.Write(Job("slurm-kill", "[\"sleep\", \"120\"]"));
-  const Running run = StartUntilRunning(dir);
-  ASSERT_NE(run.pid, -1);
-  const pid_t pid = run.pid;
-  const std::string& id = run.id;
-  const std::string& slurm_id = run.slurm_id;
+  const auto [pid, id, slurm_id] = StartUntilRunning(dir);
+  ASSERT_NE(pid, -1);
   std::this_thread::sleep_for(std::chrono::seconds(1));
   kill(pid, SIGKILL);
   dir.Wait(pid, std::chrono::seconds(10));
@@ -321,10 +315,8 @@ TEST_F(SlurmTest, DownOfAJobWhoseControllerWasKilledRemovesItsContainersAndCance
 TEST_F(SlurmTest, AnAllocationThatSlurmEndsUnderARunningJobStopsTheJobWithin30Seconds) {
   JobDir dir("slurm-ended");
   dir.Write(Job("slurm-end", "[\"sleep\", \"120\"]"));
-  const Running run = StartUntilRunning(dir);
-  ASSERT_NE(run.pid, -1);
-  const pid_t pid = run.pid;
-  const std::string& slurm_id = run.slurm_id;
+  const auto [pid, id, slurm_id] = StartUntilRunning(dir);
+  ASSERT_NE(pid, -1);
   // An admin's scancel (the same as a time limit or a preemption to barge),
   // with the nodes' epilog off: barge's own watch of the allocation.
   const std::string off = GetBed().dir + "/slurm/epilog.off";
@@ -524,11 +516,8 @@ namespace {
 TEST_F(SlurmTest, TheNodesEpilogRemovesTheContainersOfAnAllocationThatEndsAfterItsControllerDied) {
   JobDir dir("slurm-epilog");
   dir.Write(Job("slurm-epi", "[\"sleep\", \"300\"]"));
-  const Running run = StartUntilRunning(dir);
-  ASSERT_NE(run.pid, -1);
-  const pid_t pid = run.pid;
-  const std::string& id = run.id;
-  const std::string& slurm_id = run.slurm_id;
+  const auto [pid, id, slurm_id] = StartUntilRunning(dir);
+  ASSERT_NE(pid, -1);
   const auto& hosts = GetBed().hosts;
   // Every node's container runs, labelled with its allocation's id.
   auto labelled = [&] {
