@@ -4,8 +4,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -798,6 +800,91 @@ TEST(DockerApi, ACallDestroyedFromItsOwnOutputCallbackCallsNothingMore) {
   for (int i = 0; i < 3; ++i) loop.Poll(std::chrono::milliseconds(10));
   EXPECT_EQ(outputs, 1);
   EXPECT_EQ(dones, 0);
+}
+
+
+// --- The buffered body's cap, over a fake stream (no socket: 64 MiB
+// through a real one would cost seconds).
+
+// Hands the test the callbacks of the one stream a call opens; says when
+// the call closed it.
+class FakeStreams : public StreamOpener {
+ public:
+  class Stream : public ByteStream {
+   public:
+    explicit Stream(bool* closed) : closed_(closed) {}
+    ~Stream() override { *closed_ = true; }
+    void Write(std::string_view) override {}
+
+   private:
+    bool* closed_;
+  };
+  Result<std::unique_ptr<ByteStream>> OpenStream(const std::string&,
+                                                 ByteStreamCallbacks callbacks) override {
+    callbacks_ = std::move(callbacks);
+    return std::unique_ptr<ByteStream>(std::make_unique<Stream>(&closed_));
+  }
+  std::string label() const override { return "root@10.77.0.9:22"; }
+
+  // Feeds `bytes` in pieces of 1 MiB until the call closed the stream;
+  // returns how many bytes were fed.
+  size_t Feed(const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size() && !closed_) {
+      const size_t n = std::min<size_t>(size_t{1} << 20, bytes.size() - off);
+      callbacks_.on_bytes(std::string_view(bytes).substr(off, n));
+      off += n;
+    }
+    return off;
+  }
+  void Close() {
+    if (!closed_) callbacks_.on_closed("");
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  ByteStreamCallbacks callbacks_;
+  bool closed_ = false;
+};
+
+std::string ResponseWithBody(int status, size_t body_bytes) {
+  return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: " +
+         std::to_string(body_bytes) + "\r\n\r\n" + std::string(body_bytes, 'x');
+}
+
+TEST(DockerApi, ABufferedBodyOfTheCapIsReadWholeAndOneByteMoreFailsTheCallNamingTheHost) {
+  constexpr size_t kCap = DockerApi::kMaxBufferedBody;
+  ASSERT_EQ(kCap, size_t{64} << 20);
+  {
+    FakeStreams streams;
+    DockerApi api(&streams, "/var/run/docker.sock");
+    std::optional<Reply<std::string>> got;
+    auto call = api.Ping([&](Reply<std::string> r) { got = std::move(r); });
+    ASSERT_TRUE(call.ok());
+    const std::string response = ResponseWithBody(200, kCap);
+    EXPECT_EQ(streams.Feed(response), response.size());
+    streams.Close();
+    ASSERT_TRUE(got.has_value());
+    ASSERT_TRUE(got->ok()) << got->value.status().message();
+    EXPECT_EQ(got->value->size(), kCap);
+  }
+  for (int status : {200, 500}) {  // an answer read whole, and an error's body
+    SCOPED_TRACE(status);
+    FakeStreams streams;
+    DockerApi api(&streams, "/var/run/docker.sock");
+    std::optional<Reply<std::string>> got;
+    auto call = api.Ping([&](Reply<std::string> r) { got = std::move(r); });
+    ASSERT_TRUE(call.ok());
+    const std::string response = ResponseWithBody(status, kCap + 1);
+    EXPECT_EQ(streams.Feed(response), response.size());  // the last byte is the one too many
+    ASSERT_TRUE(got.has_value());
+    EXPECT_TRUE(streams.closed());
+    EXPECT_FALSE(got->ok());
+    EXPECT_EQ(got->http_status, status);
+    EXPECT_EQ(got->value.status().message(),
+              "root@10.77.0.9:22: GET /_ping: a response body over 64 MiB (the engine's answers "
+              "barge reads are far smaller)");
+  }
 }
 
 }  // namespace
