@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -78,10 +81,26 @@ TEST(UiToken, ATokenFileMustBeOursUnreadableByOthersAndLongEnough) {
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("at least 32 are needed"), std::string::npos) << t.status().message();
 
+  // A link to a token file that passes every check is still refused, for
+  // being a link (open's O_NOFOLLOW: ELOOP), and the refusal names it.
+  std::ofstream(file) << good << "\n";
+  chmod(file.c_str(), 0600);
+  ASSERT_TRUE(ResolveToken("", file).ok());
   const std::string link = (dir / "link").string();
   std::filesystem::create_symlink(file, link);
   t = ResolveToken("", link);
-  EXPECT_FALSE(t.ok()) << "a symlink is not followed";
+  ASSERT_FALSE(t.ok()) << "a symlink is not followed";
+  EXPECT_EQ(t.status().message(), "--token-file " + link + ": " + std::strerror(ELOOP));
+
+  // A full-length 0600 token of another user (uid 65534, "nobody").
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(file.c_str(), 65534, 65534), 0) << std::strerror(errno);
+    t = ResolveToken("", file);
+    ASSERT_FALSE(t.ok()) << "a token file of another user is refused";
+    EXPECT_EQ(t.status().message(), "--token-file " + file + ": owned by another user");
+  } else {
+    std::printf("not root: the owner refusal is not tried (it needs a file of another user)\n");
+  }
 
   t = ResolveToken("", (dir / "missing").string());
   EXPECT_FALSE(t.ok());
