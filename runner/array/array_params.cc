@@ -13,11 +13,12 @@
 namespace barge::runner::fleet {
 namespace {
 
-Status Check(const ArrayParams& p) {
+// `header` names where the column names were read ("params.csv:1").
+Status Check(const ArrayParams& p, const std::string& header) {
   std::set<std::string> seen;
   for (const std::string& c : p.columns) {
-    if (Status s = CheckColumnName(c, p.source); !s.ok()) return s;
-    if (!seen.insert(c).second) return Status::Error(p.source + ": column '" + c + "' is given twice");
+    if (Status s = CheckColumnName(c, header); !s.ok()) return s;
+    if (!seen.insert(c).second) return Status::Error(header + ": column '" + c + "' is given twice");
   }
   if (p.columns.empty()) return Status::Error(p.source + ": no columns");
   if (p.rows.empty()) return Status::Error(p.source + ": no rows (a job array needs at least one)");
@@ -27,13 +28,7 @@ Status Check(const ArrayParams& p) {
 }  // namespace
 
 Status CheckColumnName(const std::string& name, const std::string& source) {
-  if (!CheckEnvName(name).ok()) {
-    return Status::Error(source + ": column '" + name +
-                         "' is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-  }
-  if (name.rfind("BARGE_", 0) == 0 || name == "AWS_BATCH_JOB_ARRAY_INDEX") {
-    return Status::Error(source + ": column '" + name + "' is a variable barge sets itself");
-  }
+  if (Status s = CheckArrayColumnName(name); !s.ok()) return Status::Error(source + ": " + s.message());
   return Status::Ok();
 }
 
@@ -98,6 +93,7 @@ Result<ArrayParams> ParseCsv(std::string_view text, const std::string& file) {
   end_record();
   if (records.empty()) return Status::Error(file + ": empty (expected a header line of column names)");
   p.columns = records[0].second;
+  const std::string header = file + ":" + std::to_string(records[0].first);
   for (size_t r = 1; r < records.size(); ++r) {
     if (records[r].second.size() != p.columns.size()) {
       return Status::Error(file + ":" + std::to_string(records[r].first) + ": " +
@@ -106,7 +102,7 @@ Result<ArrayParams> ParseCsv(std::string_view text, const std::string& file) {
     }
     p.rows.push_back(std::move(records[r].second));
   }
-  if (Status s = Check(p); !s.ok()) return s;
+  if (Status s = Check(p, header); !s.ok()) return s;
   return p;
 }
 
@@ -114,6 +110,7 @@ Result<ArrayParams> ParseJsonl(std::string_view text, const std::string& file) {
   ArrayParams p;
   p.source = file;
   int line_no = 0;
+  std::string header = file;  // where the first object, whose keys are the columns, is
   std::istringstream in{std::string(text)};
   std::string line;
   while (std::getline(in, line)) {
@@ -134,7 +131,10 @@ Result<ArrayParams> ParseJsonl(std::string_view text, const std::string& file) {
         return Status::Error(at + ": '" + it.key() + "' must be a string, number or boolean");
       }
     }
-    if (p.rows.empty() && p.columns.empty()) p.columns = names;
+    if (p.rows.empty() && p.columns.empty()) {
+      p.columns = names;
+      header = at;
+    }
     std::vector<std::string> row(p.columns.size());
     if (names.size() != p.columns.size()) {
       return Status::Error(at + ": " + std::to_string(names.size()) + " key(s), but the first line has " +
@@ -151,7 +151,7 @@ Result<ArrayParams> ParseJsonl(std::string_view text, const std::string& file) {
     p.rows.push_back(std::move(row));
   }
   if (p.rows.empty()) return Status::Error(file + ": no rows (a job array needs at least one)");
-  if (Status s = Check(p); !s.ok()) return s;
+  if (Status s = Check(p, header); !s.ok()) return s;
   return p;
 }
 
@@ -172,7 +172,7 @@ Result<ArrayParams> ExpandMatrix(
     p.rows = std::move(next);
   }
   if (matrix.empty()) p.rows.clear();
-  if (Status s = Check(p); !s.ok()) return s;
+  if (Status s = Check(p, p.source); !s.ok()) return s;
   return p;
 }
 
@@ -204,6 +204,9 @@ Result<ArrayParams> ParamsFromJson(std::string_view json) {
     p.source = j.at("source").get<std::string>();
     p.columns = j.at("columns").get<std::vector<std::string>>();
     p.rows = j.at("rows").get<std::vector<std::vector<std::string>>>();
+    // Recorded by an older barge, whose column rule was looser: the rule
+    // holds for a rerun too.
+    if (Status st = Check(p, p.source); !st.ok()) return st;
     return p;
   } catch (const nlohmann::json::exception& e) {
     return Status::Error(std::string("the array's recorded rows: ") + e.what());

@@ -41,9 +41,8 @@ struct ArrayParams {
 // Reads `path`: .jsonl (or .ndjson) as JSON lines, anything else as CSV.
 [[nodiscard]] Result<ArrayParams> ReadArrayParams(const std::string& path);
 
-// A column name usable as an environment variable and a placeholder
-// ([A-Za-z_][A-Za-z0-9_]*), and not one barge sets itself (BARGE_*,
-// AWS_BATCH_JOB_ARRAY_INDEX). The error names `source` and the column.
+// CheckArrayColumnName (runner/jobfile/job_values.h), the error prefixed
+// with `source` (the file and the line of the header).
 [[nodiscard]] Status CheckColumnName(const std::string& name, const std::string& source);
 
 // {"source": ..., "columns": [...], "rows": [[...], ...]}, as the store

@@ -20,15 +20,45 @@ TEST(ArrayParams, CsvRowWithTooFewFieldsIsAnErrorNamingFileAndLine) {
   EXPECT_EQ(p.status().message(), "p.csv:3: 1 field(s), but the header has 2");
 }
 
-TEST(ArrayParams, ABadColumnNameIsAnErrorNamingFileAndColumn) {
-  Result<ArrayParams> p = ParseCsv("lr,my-col\n1,2\n", "params.csv");
+TEST(ArrayParams, ABadColumnNameIsAnErrorNamingFileLineAndColumn) {
+  Result<ArrayParams> p = ParseCsv("\nlr,my-col\n1,2\n", "params.csv");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().message(),
-            "params.csv: column 'my-col' is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-  EXPECT_FALSE(ParseCsv("BARGE_ARRAY_INDEX\n1\n", "p.csv").ok());
+  EXPECT_EQ(p.status().message().rfind("params.csv:2: column 'my-col' is not a lower-case variable name", 0), 0u)
+      << p.status().message();
   EXPECT_FALSE(ParseCsv("a,a\n1,2\n", "p.csv").ok());
   EXPECT_FALSE(ParseCsv("a\n", "p.csv").ok());  // no rows
   EXPECT_FALSE(ParseCsv("a\n\"open\n", "p.csv").ok());
+}
+
+// A colleague's header must not name a variable that a loader, a shell, an
+// interpreter, MPI or barge's rendezvous reads: each would run code in every
+// member (BASH_ENV, LD_PRELOAD...) or move its rendezvous (MASTER_ADDR).
+TEST(ArrayParams, ColumnsNamingVariablesProgramsReadAreRefusedAtTheHeadersLine) {
+  for (const char* name : {"BASH_ENV", "LD_PRELOAD", "LD_LIBRARY_PATH", "PERL5OPT", "PYTHONPATH", "PYTHONSTARTUP",
+                           "OMPI_MCA_plm_rsh_agent", "NCCL_NET_PLUGIN", "PATH", "ENV", "IFS", "PS4", "MASTER_ADDR",
+                           "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "NODE_RANK", "BARGE_ARRAY_INDEX",
+                           "AWS_BATCH_JOB_ARRAY_INDEX", "Lr", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+                           "path", "fpath"}) {
+    const std::string csv = std::string("lr,") + name + "\n1,2\n";
+    Result<ArrayParams> p = ParseCsv(csv, "params.csv");
+    ASSERT_FALSE(p.ok()) << name;
+    EXPECT_EQ(p.status().message().rfind(std::string("params.csv:1: column '") + name + "' is", 0), 0u)
+        << p.status().message();
+    Result<ArrayParams> j = ParseJsonl(std::string("\n{\"lr\": 1, \"") + name + "\": 2}\n", "p.jsonl");
+    ASSERT_FALSE(j.ok()) << name;
+    EXPECT_EQ(j.status().message().rfind(std::string("p.jsonl:2: column '") + name + "'", 0), 0u)
+        << j.status().message();
+    EXPECT_FALSE(ExpandMatrix({{name, {"1"}}}).ok()) << name;
+  }
+  for (const char* name : {"lr", "seed", "note", "host_group", "_x", "batch_size2"}) {
+    EXPECT_TRUE(ParseCsv(std::string(name) + "\n1\n", "p.csv").ok()) << name;
+  }
+}
+
+TEST(ArrayParams, RecordedRowsWithAColumnTheRuleRefusesAreRefusedOnRerun) {
+  Result<ArrayParams> p = ParamsFromJson(R"({"source": "old.csv", "columns": ["LD_PRELOAD"], "rows": [["/x.so"]]})");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("column 'LD_PRELOAD'"), std::string::npos) << p.status().message();
 }
 
 TEST(ArrayParams, JsonLinesTakeTheFirstLinesKeysAndWriteNumbersAsJsonDoes) {

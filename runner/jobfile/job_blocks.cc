@@ -46,9 +46,8 @@ void ReadArrayMatrix(const Entry& e, ArraySpec& a) {
       continue;
     }
     Entry column = e.Child(it->first, it->second);
-    if (Status s = CheckEnvName(it->first.Scalar()); !s.ok()) {
-      column.KeyError("column " + QuoteValue(it->first.Scalar()) +
-                      " is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    if (Status s = CheckArrayColumnName(it->first.Scalar()); !s.ok()) {
+      column.KeyError(s.message());
       continue;
     }
     std::optional<std::vector<std::string>> values = ReadStringList(column, nullptr);

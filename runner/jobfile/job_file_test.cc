@@ -1138,7 +1138,10 @@ TEST_F(JobFileTest, ArrayErrorsNameTheKey) {
               ::testing::ElementsAre(::testing::HasSubstr("array: give either 'file' or 'matrix'")));
   EXPECT_THAT(Errors("name: x\nimage: i\narray: {matrix: {my-lr: [1]}}\n"),
               ::testing::ElementsAre(::testing::HasSubstr(
-                  "array.matrix.my-lr: column 'my-lr' is not an environment variable name")));
+                  "array.matrix.my-lr: column 'my-lr' is not a lower-case variable name")));
+  EXPECT_THAT(Errors("name: x\nimage: i\narray:\n  matrix: {lr: [1], LD_PRELOAD: [/x.so]}\n"),
+              ::testing::ElementsAre(::testing::StartsWith(
+                  "job.yaml:4:21: array.matrix.LD_PRELOAD: column 'LD_PRELOAD' is not a lower-case variable name")));
   EXPECT_THAT(Errors("name: x\nimage: i\narray: {file: nowhere.csv}\n"),
               ::testing::ElementsAre(::testing::HasSubstr("array.file: cannot read the array's file")));
   EXPECT_THAT(Errors("name: x\nimage: i\nparallel: 0\n"),

@@ -282,6 +282,28 @@ Status CheckEnvName(std::string_view name) {
   return Status::Ok();
 }
 
+Status CheckArrayColumnName(std::string_view name) {
+  static constexpr std::string_view kReadByPrograms[] = {
+      "http_proxy", "https_proxy", "ftp_proxy", "no_proxy", "all_proxy", "rsync_proxy",
+      "path",       "cdpath",      "fpath",     "manpath",  "mailpath",  "module_path"};
+  bool lower = !name.empty() && !IsDigit(name[0]);
+  for (char c : name) lower = lower && ((c >= 'a' && c <= 'z') || IsDigit(c) || c == '_');
+  if (!lower) {
+    return Status::Error("column " + QuoteValue(name) +
+                         " is not a lower-case variable name ([a-z_][a-z0-9_]*): a row's columns become "
+                         "environment variables of every member, and upper-case ones (PATH, LD_PRELOAD, "
+                         "BASH_ENV, MASTER_ADDR...) are read by loaders, shells and launchers");
+  }
+  for (std::string_view read : kReadByPrograms) {
+    if (name == read) {
+      return Status::Error("column " + QuoteValue(name) +
+                           " is a variable programs read (a proxy or a shell's search path): name the column "
+                           "otherwise");
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckVolumeSpec(std::string_view spec) {
   const std::string shown = "invalid volume " + QuoteValue(spec);
   std::vector<std::string_view> parts = Split(spec, ':');

@@ -60,6 +60,15 @@ std::string QuoteValue(std::string_view value);
 // An environment variable name: [A-Za-z_][A-Za-z0-9_]*.
 [[nodiscard]] Status CheckEnvName(std::string_view name);
 
+// A job array's column name: it becomes an environment variable of every
+// member and a {array.NAME} placeholder, so it must name no variable that a
+// program, a launcher or barge itself reads: lower case only
+// ([a-z_][a-z0-9_]*; every variable barge sets and every loader, shell,
+// interpreter, MPI and NCCL variable is upper case), and not a proxy
+// variable or one of zsh's PATH-like arrays. The error starts with
+// "column 'NAME' ".
+[[nodiscard]] Status CheckArrayColumnName(std::string_view name);
+
 // A `docker run -v` spec: HOST:CONTAINER[:MODES]. HOST is an absolute path
 // or a volume name ([A-Za-z0-9][A-Za-z0-9_.-]*); CONTAINER is an absolute
 // path; no path holds ':' and each is shorter than PATH_MAX; MODES are

@@ -68,6 +68,52 @@ TEST(ArrayPlaceholders, EveryShellFormIsRefusedAndEveryDataFormAccepted) {
   }
 }
 
+// Issue #40: forms that bash and dash run as code, and wrappers the check
+// need not know. Each row: the exec-form command (YAML) and the start of
+// the refusal after "command: ".
+TEST(ArrayPlaceholders, EveryFormThatRunsTheValueAsCodeIsRefusedWhateverTheWrapper) {
+  const std::pair<const char*, const char*> kRefused[] = {
+      {"[bash, -c, -e, 'echo {array.x}']", "{array.x} is an argument that the option -e before it reads as code"},
+      {"[sh, -c, --, 'echo {array.x}']", "{array.x} is an argument that the option -c before it reads as code"},
+      {"[bash, --rcfile, /dev/null, -c, 'echo {array.x}']",
+       "{array.x} is an argument that the option -c before it reads as code"},
+      {"[env, -u, FOO, sh, -c, 'echo {array.x}']", "{array.x} is an argument that the option -c before it reads as code"},
+      {"[env, -S, \"sh -c 'echo {array.x}'\"]", "{array.x} is an argument that the option -S before it reads as code"},
+      {"[nohup, sh, -c, 'echo {array.x}']", "{array.x} is an argument that the option -c before it reads as code"},
+      {"[stdbuf, -oL, bash, -c, 'echo {array.x}']",
+       "{array.x} is an argument that the option -c before it reads as code"},
+      {"[tini, --, sh, -c, 'echo {array.x}']", "{array.x} is an argument that the option -c before it reads as code"},
+      {"[sudo, -u, nobody, bash, -c, '{array.x}']",
+       "{array.x} is an argument that the option -c before it reads as code"},
+      {"[mpirun, -np, '4', bash, -c, 'run {array.x}']",
+       "{array.x} is an argument that the option -c before it reads as code"},
+      {"[python3, -c, 'print({array.x})']", "{array.x} is an argument that the option -c before it reads as code"},
+      {"[python3, -c, '{array.x}']", "{array.x} is an argument that the option -c before it reads as code"},
+      {"[perl, -e, '{array.x}']", "{array.x} is an argument that the option -e before it reads as code"},
+      {"[node, --eval, '{array.x}']", "{array.x} is an argument that the option --eval before it reads as code"},
+      {"[node, '--eval={array.x}']", "{array.x} is inside an argument"},
+      {"['{array.x}', --help]", "{array.x} is the program itself"},
+      {"[sh, '{array.x}']", "{array.x} is the script file sh runs"},
+      {"[python3, -u, '{array.x}', --lr, '1']", "{array.x} is the script file python3 runs"},
+      {"[python3, train.py, 'x{array.x}']", "{array.x} is inside an argument"},
+      {"[python3, train.py, '-lr={array.x}']", "{array.x} is inside an argument"},
+  };
+  for (const auto& [bad, why] : kRefused) {
+    std::vector<std::string> errors = Errors(std::string("name: x\nimage: img\ncommand: ") + bad + "\n");
+    ASSERT_EQ(errors.size(), 1u) << bad;
+    EXPECT_EQ(errors[0].find(std::string("command: ") + why), errors[0].find("command: ")) << bad << "\n"
+                                                                                           << errors[0];
+    EXPECT_NE(errors[0].find("\"$x\""), std::string::npos) << errors[0];
+  }
+  for (const char* good : {"[python3, train.py, '{array.x}']", "[python3, train.py, --lr, '{array.x}']",
+                           "[python3, train.py, '--lr={array.x}', '--seed={array.x}']",
+                           "[bash, -c, 'echo \"$1\"', bash, '{array.x}']", "[sh, -c, 'echo \"$0\"', '{array.x}']",
+                           "[sudo, -u, nobody, python3, train.py, '{array.x}']",
+                           "[mpirun, -np, '4', python3, train.py, '--lr={array.x}']", "[sleep, '{array.x}']"}) {
+    EXPECT_EQ(Errors(std::string("name: x\nimage: img\ncommand: ") + good + "\n"), std::vector<std::string>{}) << good;
+  }
+}
+
 TEST(ArrayPlaceholders, ATeardownHookWithARowValueIsRefused) {
   std::vector<std::string> errors =
       Errors("name: x\nimage: img\nhosts: [10.0.0.1]\nteardown: {host_command: 'rm -rf /data/{array.run}'}\n");
