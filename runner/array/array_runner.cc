@@ -238,9 +238,7 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
     for (auto& [pid, r] : running) {
       // (Not through Slurm: there a member waits in Slurm's queue.)
       if (!waits.contains(r.index) || r.moving || stopping || spec.slurm) continue;
-      std::set<size_t>& waited = waited_on[r.index];
-      waited.insert(r.hosts.begin(), r.hosts.end());
-      if (pools[r.pool].FreeCountExcept(waited) < needs[r.pool]) continue;
+      if (!pools[r.pool].NoteWaitAndCanMove(r.hosts, needs[r.pool], &waited_on[r.index])) continue;
       r.moving = true;
       std::fprintf(stderr, "barge: member %d moves to free hosts of its pool (it waited: %s)\n", r.index,
                    waits[r.index].c_str());

@@ -46,6 +46,11 @@ size_t HostPool::FreeCountExcept(const std::set<size_t>& except) const {
   return n;
 }
 
+bool HostPool::NoteWaitAndCanMove(const std::vector<size_t>& waiting_on, size_t n, std::set<size_t>* waited) const {
+  waited->insert(waiting_on.begin(), waiting_on.end());
+  return FreeCountExcept(*waited) >= n;
+}
+
 size_t HostPool::usable_count() const {
   return static_cast<size_t>(std::count(aside_.begin(), aside_.end(), false));
 }

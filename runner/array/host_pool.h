@@ -50,6 +50,11 @@ class HostPool {
   size_t free_count() const;
   // Free hosts not in `except`.
   size_t FreeCountExcept(const std::set<size_t>& except) const;
+  // The move rule for a member waiting for `waiting_on` (hosts another job
+  // holds): they join `waited`, every host it waited for in this array
+  // (kept across its moves); true when `n` free hosts are left outside
+  // `waited`, so a member never moves back to a host it waited for.
+  bool NoteWaitAndCanMove(const std::vector<size_t>& waiting_on, size_t n, std::set<size_t>* waited) const;
   // Hosts not set aside (busy or free).
   size_t usable_count() const;
 

@@ -79,5 +79,33 @@ TEST(HostPool, FreeHostsCanBeCountedLeavingSomeOut) {
   EXPECT_EQ(pool.FreeCountExcept({1, 2, 3}), 0u);
 }
 
+// A member given host 0, which another job holds, waits there; it moves
+// once a host it never waited for is free, and when it waits again there
+// (held too), host 0 being free does not bring it back: only a third does.
+TEST(HostPool, AWaitingMemberMovesOnlyToHostsItNeverWaitedForSoNeverBack) {
+  HostPool pool(3);
+  auto member = pool.TakeFreeHosts(1);
+  auto others = pool.TakeFreeHosts(2);
+  ASSERT_TRUE(member && others);
+  ASSERT_EQ(*member, std::vector<size_t>{0});
+  std::set<size_t> waited;
+  EXPECT_FALSE(pool.NoteWaitAndCanMove(*member, 1, &waited)) << "no host is free";
+  EXPECT_EQ(waited, (std::set<size_t>{0}));
+  pool.Release({1});
+  ASSERT_TRUE(pool.NoteWaitAndCanMove(*member, 1, &waited));
+  pool.Release(*member);  // it moves: stopped, then taken again avoiding what it waited for
+  member = pool.TakeFreeHosts(1, waited);
+  ASSERT_TRUE(member);
+  ASSERT_EQ(*member, std::vector<size_t>{1});
+  EXPECT_FALSE(pool.NoteWaitAndCanMove(*member, 1, &waited)) << "host 0 is free, but it waited for it";
+  EXPECT_EQ(waited, (std::set<size_t>{0, 1}));
+  pool.Release({2});
+  ASSERT_TRUE(pool.NoteWaitAndCanMove(*member, 1, &waited));
+  pool.Release(*member);
+  member = pool.TakeFreeHosts(1, waited);
+  ASSERT_TRUE(member);
+  EXPECT_EQ(*member, std::vector<size_t>{2});
+}
+
 }  // namespace
 }  // namespace barge::runner::fleet
