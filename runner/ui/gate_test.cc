@@ -1,6 +1,7 @@
 // The front gate over real sockets: a real cpp-httplib server on a unix
 // socket behind it, clients on loopback TCP, and another user (uid 65534,
-// a forked child: these tests need root) playing a slow or greedy client.
+// a forked child: these tests need root) playing a slow or greedy client;
+// remote addresses in a network namespace of the test's own.
 #include "runner/ui/gate.h"
 
 #include <arpa/inet.h>
@@ -8,14 +9,20 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace barge::runner::ui {
 namespace {
@@ -72,7 +79,7 @@ bool StillWaiting(int fd) {
 // server threads. The gate lets through requests that carry "X-Ok: yes".
 class GateTest : public ::testing::Test {
  protected:
-  void StartGate(GateLimits limits, int threads = 2) {
+  void StartGate(GateLimits limits, int threads = 2, const std::string& host = "127.0.0.1") {
     char tmpl[] = "/tmp/barge-gate-test-XXXXXX";
     dir_ = mkdtemp(tmpl);
     socket_ = dir_ + "/s.sock";
@@ -94,7 +101,7 @@ class GateTest : public ::testing::Test {
     ASSERT_TRUE(server_.bind_to_port(socket_, 80));
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(milliseconds(2));
-    auto gate = Gate::Listen("127.0.0.1", 0, limits);
+    auto gate = Gate::Listen(host, 0, limits);
     ASSERT_TRUE(gate.ok()) << gate.status().message();
     gate_ = std::move(gate).value();
     gate_->Serve(
@@ -289,6 +296,114 @@ TEST_F(GateTest, APeersOpenConnectionsPastTheCapGet503) {
   }
   EXPECT_EQ(again.substr(0, 12), "HTTP/1.1 200") << again;
   close(open[1]);
+}
+
+
+// A connection from `source` to `dest`:`port`, or -1.
+int ConnectFrom(const std::string& source, const std::string& dest, int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in from{}, to{};
+  from.sin_family = to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+      inet_pton(AF_INET, dest.c_str(), &to.sin_addr) != 1 ||
+      bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads `fd` until the server's answer to an allowed request ("hello") or
+// the gate's refusal is in: true when it was a 200.
+bool AnsweredWith200(int fd) {
+  std::string got;
+  char buf[4096];
+  while (got.find("hello") == std::string::npos && got.find("Refused") == std::string::npos) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) break;
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got.substr(0, 12) == "HTTP/1.1 200";
+}
+
+// Runs `fn` on a thread in a network namespace of its own (that thread's,
+// and what it starts: the gate's thread, `ip`), whose lo is up and also
+// holds 192.0.2.1, .2 and .3 (TEST-NET-1): clients that are not loopback,
+// with nothing on the machine's own network changed.
+template <typename Fn>
+void InPrivateNetwork(Fn fn) {
+  std::thread t([&] {
+    ASSERT_EQ(unshare(CLONE_NEWNET), 0) << std::strerror(errno);
+    ASSERT_EQ(std::system("ip link set lo up && ip addr add 192.0.2.1/32 dev lo && "
+                          "ip addr add 192.0.2.2/32 dev lo && ip addr add 192.0.2.3/32 dev lo"),
+              0);
+    fn();
+  });
+  t.join();
+}
+
+TEST_F(GateTest, ARemoteAddressIsOnePeerWhoseWaitingAndOpenConnectionsAreCappedApartFromOthers) {
+  ASSERT_EQ(geteuid(), 0u) << "this test makes a network namespace: it needs root";
+  GateLimits limits;
+  limits.max_unauthenticated_per_peer = 2;
+  limits.max_connections_per_peer = 3;
+  limits.head_deadline = milliseconds(60000);
+  InPrivateNetwork([&] {
+    StartGate(limits, /*threads=*/4, "192.0.2.1");
+    const int port = gate_->port();
+    auto request_from = [&](const std::string& source) {
+      const int fd = ConnectFrom(source, "192.0.2.1", port);
+      if (fd < 0) return std::string("connect failed");
+      SendAll(fd, kOkGet);
+      std::string got = ReadAll(fd);
+      close(fd);
+      return got;
+    };
+    // Two heads from 192.0.2.2 that have not ended: its cap of waiting ones.
+    std::vector<int> mine;
+    for (int i = 0; i < 2; ++i) {
+      mine.push_back(ConnectFrom("192.0.2.2", "192.0.2.1", port));
+      ASSERT_GE(mine.back(), 0);
+      SendAll(mine.back(), "GET /");
+    }
+    const std::string third = request_from("192.0.2.2");
+    EXPECT_EQ(third.substr(0, 12), "HTTP/1.1 503") << third;
+    EXPECT_NE(third.find("too many connections waiting for their request from address 192.0.2.2"),
+              std::string::npos)
+        << third;
+    // Another address is another peer.
+    EXPECT_EQ(request_from("192.0.2.3").substr(0, 12), "HTTP/1.1 200");
+    // The two heads end and their connections stay open: with a third
+    // (once the gate saw the refused one close), 192.0.2.2 has its cap of
+    // open connections, and a fourth is refused.
+    for (int fd : mine) {
+      SendAll(fd, " HTTP/1.1\r\nHost: x\r\nX-Ok: yes\r\n\r\n");
+      EXPECT_TRUE(AnsweredWith200(fd));
+    }
+    bool served = false;
+    for (int i = 0; i < 100 && !served; ++i) {
+      const int fd = ConnectFrom("192.0.2.2", "192.0.2.1", port);
+      ASSERT_GE(fd, 0);
+      SendAll(fd, "GET / HTTP/1.1\r\nHost: x\r\nX-Ok: yes\r\n\r\n");
+      served = AnsweredWith200(fd);
+      if (served) {
+        mine.push_back(fd);
+      } else {
+        close(fd);
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+    }
+    ASSERT_TRUE(served);
+    const std::string fourth = request_from("192.0.2.2");
+    EXPECT_EQ(fourth.substr(0, 12), "HTTP/1.1 503") << fourth;
+    EXPECT_NE(fourth.find("too many connections from address 192.0.2.2"), std::string::npos) << fourth;
+    EXPECT_EQ(request_from("192.0.2.3").substr(0, 12), "HTTP/1.1 200");
+    for (int fd : mine) close(fd);
+  });
 }
 
 }  // namespace

@@ -5,18 +5,26 @@
 #include "runner/ui/html.h"
 
 #include <arpa/inet.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include "runner/store/array_store.h"
 #include "runner/store/job_store.h"
@@ -503,6 +511,87 @@ TEST_F(UiServerTest, GivenHostsTheHostsPageAlsoShowsWhatBargeHostsReadsFromThem)
   options.hosts_job_file = "/x/job.yaml";
   auto both = UiServer::Start(options);
   ASSERT_FALSE(both.ok());
+}
+
+
+// The paths of the unix sockets this process listens on (its descriptors'
+// sockets, looked up in the kernel's table, /proc/net/unix): found without
+// asking the server where it put them.
+std::vector<std::string> OwnListeningUnixSockets() {
+  std::set<std::string> inodes;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::vector<std::string> paths;
+  std::ifstream table("/proc/net/unix");
+  std::string line;
+  std::getline(table, line);  // Num RefCount Protocol Flags Type St Inode Path
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string num, refs, protocol, flags, type, state, inode, path;
+    fields >> num >> refs >> protocol >> flags >> type >> state >> inode >> path;
+    const bool listening = (std::stoul(flags, nullptr, 16) & 0x10000) != 0;  // __SO_ACCEPTCON
+    if (listening && !path.empty() && inodes.count(inode) > 0) paths.push_back(path);
+  }
+  return paths;
+}
+
+// A connection to unix socket `path`, or -1 (errno says why).
+int ConnectUnix(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  const int saved = errno;
+  close(fd);
+  errno = saved;
+  return -1;
+}
+
+// ConnectUnix(`path`) as uid/gid 65534 (nobody), in a child process: 0
+// when it connected, else its errno.
+int ConnectAsNobody(const std::string& path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(255);
+    _exit(ConnectUnix(path) >= 0 ? 0 : errno);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 254;
+}
+
+TEST_F(UiServerTest, TheInnerSocketsDirectoryIs0700SoAnotherUserCannotConnectPastTheGateEvenUnderUmask0) {
+  ASSERT_EQ(geteuid(), 0u) << "this test plays another user (uid 65534): it needs root";
+  server_.reset();
+  // Under umask 0 the socket file itself is open to all (cpp-httplib does
+  // not chmod it): only the directory keeps other users out.
+  const mode_t old_umask = umask(0);
+  UiOptions options;
+  options.state_dir = dir_.path();
+  options.port = 0;
+  options.token = "tok123";
+  auto server = UiServer::Start(options);
+  umask(old_umask);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  const std::vector<std::string> sockets = OwnListeningUnixSockets();
+  ASSERT_EQ(sockets.size(), 1u);
+  const std::filesystem::path inner = sockets[0];
+  EXPECT_EQ(inner.filename(), "http.sock");
+  struct stat dir {};
+  ASSERT_EQ(lstat(inner.parent_path().c_str(), &dir), 0);
+  EXPECT_TRUE(S_ISDIR(dir.st_mode));
+  EXPECT_EQ(dir.st_uid, geteuid());
+  EXPECT_EQ(dir.st_mode & 07777, 0700u) << inner.parent_path();
+  const int nobody = ConnectAsNobody(inner);
+  EXPECT_EQ(nobody, EACCES) << (nobody == 0 ? "connected" : std::strerror(nobody));
+  // The socket is live: its owner connects.
+  const int fd = ConnectUnix(inner);
+  EXPECT_GE(fd, 0) << std::strerror(errno);
+  if (fd >= 0) close(fd);
 }
 
 }  // namespace
