@@ -11,16 +11,18 @@
      ```yaml KEY.PATH   a fragment under that key path (```yaml container,
                         ```yaml roles.head, ```yaml hosts.0; ```yaml . for the
                         top level): each of its keys, at every depth, must be
-                        a key of barge's key table there (`barge schema`).
-   A ```yaml block with nothing after it fails.
+                        a key of barge's key table there, and its values must
+                        match `barge schema` there, with "required" relaxed
+                        (a fragment need not hold a block's required keys).
+   A ```yaml block with nothing after it fails. Values are read as YAML 1.2
+   (the schema's reading: `off` is text, not false).
 3. The generated lists are what barge prints now: the key list of
    docs/reference/job-file.md (from `barge schema`) and the commands of
    docs/reference/command-line.md (each `barge COMMAND --help`), between
    their NAME:begin and NAME:end comments; --write rewrites them.
 
 Every failure is printed as FILE:LINE: message; the exit code is 1 when
-there is one. Needs python3 and python3-yaml; python3-jsonschema is used
-when installed.
+there is one. Needs python3, python3-yaml and python3-jsonschema.
 """
 
 import argparse
@@ -34,6 +36,12 @@ import unicodedata
 from pathlib import Path
 
 import yaml
+
+try:
+    import jsonschema  # python3-jsonschema
+except ImportError:
+    sys.exit("docs check: needs python3-jsonschema (apt-get install python3-jsonschema): "
+             "without it no value would be checked")
 
 KEYS_PAGE = "docs/reference/job-file.md"
 FENCE = re.compile(r"^(\s{0,3})(`{3,}|~{3,})\s*([^`\s]*)\s*(.*?)\s*$")
@@ -157,6 +165,91 @@ def check_links(page, text, root, problems, anchor_cache):
                                  f"link {target}: no heading with anchor #{anchor} in {os.path.relpath(resolved, root)}")
 
 
+# --- Values, as barge and `barge schema` read them ---------------------------
+
+
+class CoreLoader(yaml.SafeLoader):
+    """PyYAML with YAML 1.2's core schema, as the schema's types assume (an
+    editor's language server reads it so): `on`, `off`, `yes`, `no` are
+    text, not booleans; only true/false are booleans, ~/null/empty are null."""
+
+
+CoreLoader.yaml_implicit_resolvers = {}
+for _tag, _regexp, _first in [
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", list("~nN") + [""]),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+    ("tag:yaml.org,2002:float",
+     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+     list("-+.0123456789")),
+]:
+    CoreLoader.add_implicit_resolver(_tag, re.compile(_regexp), _first)
+
+
+def _core_int(loader, node):
+    text = loader.construct_scalar(node)
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    if text.startswith("0x"):
+        return int(text[2:], 16)
+    return int(text)
+
+
+CoreLoader.add_constructor("tag:yaml.org,2002:int", _core_int)
+
+
+def relaxed(node):
+    """A copy of schema `node` with every "required" dropped: a fragment
+    need not hold its block's required keys."""
+    if isinstance(node, dict):
+        return {k: relaxed(v) for k, v in node.items() if k != "required"}
+    if isinstance(node, list):
+        return [relaxed(v) for v in node]
+    return node
+
+
+def line_of(node, path):
+    """The 0-based line, in composed YAML `node`, of the value at `path`
+    (mapping keys and list indexes, as jsonschema's error.path); of its key
+    where it is a mapping's value."""
+    line = node.start_mark.line
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if str(key_node.value) == str(step):
+                    line, node = key_node.start_mark.line, value_node
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            node = node.value[step]
+            line = node.start_mark.line
+        else:
+            return line
+    return line
+
+
+def check_values(page, first_line, composed, data, schema_node, where, problems):
+    """Validates `data` (a document's values) against `schema_node`; each
+    error names the line of the value it is about. Returns the number of
+    problems added."""
+    validator = jsonschema.Draft202012Validator(schema_node)
+    added = 0
+    for error in sorted(validator.iter_errors(yaml_to_json(data)), key=lambda e: [str(p) for p in e.path]):
+        # Under anyOf (a scalar or a block), the alternative's error that
+        # got deepest names the value: "hosts.0.port", not "hosts.0".
+        while error.context:
+            deeper = max(error.context, key=lambda e: len(e.absolute_path))
+            if len(deeper.absolute_path) <= len(error.absolute_path):
+                break
+            error = deeper
+        path = list(error.absolute_path)
+        key = ".".join([where] * bool(where) + [str(p) for p in path]) or "the top level"
+        problems.add(page, first_line + line_of(composed, path), f"{key}: {error.message} (barge schema)")
+        added += 1
+    return added
+
+
 # --- The key table, from `barge schema` -------------------------------------
 
 
@@ -271,20 +364,30 @@ def check_keys(node, nodes, where, page, first_line, problems):
 
 
 def check_fragment(page, fence_line, path, body, schema, problems):
+    """Keys first (each unknown key named with the keys allowed there); then,
+    where the keys are right, the values against the schema at `path`,
+    with "required" relaxed: a fragment is a part of a job file."""
     nodes, error = resolve_path(schema, path)
     if error:
         problems.add(page, fence_line, f"```yaml {path}: {error}")
         return
     text = "\n".join(body)
     try:
-        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        documents = list(yaml.compose_all(text, Loader=CoreLoader))
+        values = list(yaml.load_all(text, Loader=CoreLoader))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problems.add(page, fence_line + 1 + (mark.line if mark else 0), f"not valid YAML: {e}")
         return
-    for doc in documents:
-        if doc is not None:
-            check_keys(doc, nodes, "" if path == "." else path, page, fence_line + 1, problems)
+    where = "" if path == "." else path
+    for doc, data in zip(documents, values):
+        if doc is None:
+            continue
+        before = len(problems.items)
+        check_keys(doc, nodes, where, page, fence_line + 1, problems)
+        if len(problems.items) == before and nodes:
+            node = nodes[0] if len(nodes) == 1 else {"anyOf": nodes}
+            check_values(page, fence_line + 1, doc, data, relaxed(node), where, problems)
 
 
 # --- Complete job files ------------------------------------------------------
@@ -304,7 +407,8 @@ def yaml_to_json(value):
 def check_job(page, fence_line, body, schema, barge, problems, scratch):
     text = "\n".join(body) + "\n"
     try:
-        data = yaml.safe_load(text)
+        composed = yaml.compose(text, Loader=CoreLoader)
+        data = yaml.load(text, Loader=CoreLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problems.add(page, fence_line + 1 + (mark.line if mark else 0), f"not valid YAML: {e}")
@@ -312,15 +416,7 @@ def check_job(page, fence_line, body, schema, barge, problems, scratch):
     if not isinstance(data, dict):
         problems.add(page, fence_line, "```yaml job: a job file is a mapping")
         return
-    try:
-        import jsonschema  # python3-jsonschema
-    except ImportError:
-        jsonschema = None
-    if jsonschema is not None:
-        validator = jsonschema.Draft202012Validator(schema)
-        for error in sorted(validator.iter_errors(yaml_to_json(data)), key=lambda e: list(e.path)):
-            where = ".".join(str(p) for p in error.path) or "the top level"
-            problems.add(page, fence_line, f"```yaml job: against barge schema: {where}: {error.message}")
+    check_values(page, fence_line + 1, composed, data, schema, "", problems)
     work = Path(tempfile.mkdtemp(prefix="job-", dir=scratch))
     (work / "job.yaml").write_text(text, encoding="utf-8")
     args = [barge, "plan", "job.yaml"]
@@ -549,7 +645,7 @@ def main():
     for item in problems.items:
         print(item)
     summary = (f"docs check: {counts['pages']} pages, {counts['jobs']} job files planned, "
-               f"{counts['fragments']} fragments' keys checked: ")
+               f"{counts['fragments']} fragments' keys and values checked: ")
     if problems.items:
         print(summary + f"{len(problems.items)} problem(s)")
         return 1
