@@ -22,10 +22,27 @@ ssh::Command* CommandGroup::Run(ssh::Executor& exec, const std::string& line, Do
   auto outcome = std::make_shared<Outcome>();
   outcome->redact = redact_;
   ssh::CommandCallbacks cb;
-  cb.on_stdout = [outcome](std::string_view d) { outcome->out.append(d); };
-  cb.on_stderr = [outcome](std::string_view d) { outcome->err.append(d); };
-  cb.on_exit = [outcome, done = std::move(done)](const ssh::ExitStatus& st) {
+  // Bounded: what passes max_output_ on either stream is dropped, and the
+  // command then fails (a broken or hostile host must not fill the
+  // controller's memory).
+  auto overflow = std::make_shared<std::string>();
+  auto keep = [overflow, max = max_output_](std::string& into, std::string_view d, const char* stream) {
+    if (into.size() + d.size() <= max) {
+      into.append(d);
+      return;
+    }
+    into.append(d.substr(0, max - into.size()));
+    if (overflow->empty()) overflow->assign(stream);
+  };
+  cb.on_stdout = [outcome, keep](std::string_view d) { keep(outcome->out, d, "stdout"); };
+  cb.on_stderr = [outcome, keep](std::string_view d) { keep(outcome->err, d, "stderr"); };
+  cb.on_exit = [outcome, overflow, max = max_output_, done = std::move(done)](const ssh::ExitStatus& st) {
     outcome->exit = st;
+    if (!overflow->empty()) {
+      outcome->exit.code = -1;
+      outcome->exit.error = "its " + *overflow + " passed the " + std::to_string(max) +
+                            " bytes barge reads from a host command; the rest was dropped";
+    }
     done(*outcome);
   };
   return Stream(exec, line, std::move(cb), keep_stdin);

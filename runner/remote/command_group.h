@@ -71,8 +71,14 @@ class CommandGroup {
  public:
   using Done = std::function<void(const Outcome&)>;
 
-  explicit CommandGroup(ssh::EventLoop* loop, const Redactor* redact = nullptr)
-      : loop_(loop), redact_(redact) {}
+  // What Run keeps of a command's stdout, and of its stderr: enough for
+  // any listing, GPU or Slurm answer of a thousand-container host.
+  static constexpr size_t kMaxOutputBytes = size_t{16} << 20;
+
+  // `max_output`: see Run.
+  explicit CommandGroup(ssh::EventLoop* loop, const Redactor* redact = nullptr,
+                        size_t max_output = kMaxOutputBytes)
+      : loop_(loop), redact_(redact), max_output_(max_output) {}
   ~CommandGroup() { Cancel(); }
   CommandGroup(const CommandGroup&) = delete;
   CommandGroup& operator=(const CommandGroup&) = delete;
@@ -80,7 +86,10 @@ class CommandGroup {
   // Starts `line` on `exec`; `done` runs once it has ended (a command that
   // cannot even start ends with the reason in exit.error). Returns the
   // command, for its stdin, valid until `done` has run; nullptr when it
-  // could not start. Stdin is closed at once unless `keep_stdin`.
+  // could not start. Stdin is closed at once unless `keep_stdin`. The
+  // outcome keeps at most `max_output` bytes of stdout and of stderr: a
+  // command that writes more fails (exit unknown, exit.error says which
+  // stream passed the bound), whatever its exit code.
   ssh::Command* Run(ssh::Executor& exec, const std::string& line, Done done,
                     bool keep_stdin = false);
   // Starts `line` with raw callbacks (streams); on_exit runs as for Run.
@@ -118,6 +127,7 @@ class CommandGroup {
 
   ssh::EventLoop* loop_;
   const Redactor* redact_;
+  size_t max_output_;
   // Shared with callbacks, which check it before touching the group: false
   // once the group is gone or cancelled.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -6,6 +6,9 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
+
+#include "ssh/local_executor.h"
 
 namespace barge::runner {
 namespace {
@@ -74,6 +77,41 @@ TEST_F(CommandGroupApi, ACallThatEndsBeforeItsLimitIsNotTimedOutAfterwards) {
   ASSERT_EQ(ends, 1);
   EXPECT_TRUE(got.ok());
   EXPECT_FALSE(got.timed_out());
+}
+
+// A host command's output is bounded (issue #40): a real process on this
+// machine writes more than the group keeps, on stdout and then on stderr.
+// Under the bound the whole output arrives; past it, at most the bound is
+// kept and the command fails, naming the stream, though it exited 0.
+Outcome RunHere(const std::string& line, size_t max_output) {
+  ssh::EventLoop loop;
+  ssh::LocalExecutor here(&loop);
+  CommandGroup group(&loop, nullptr, max_output);
+  Outcome got;
+  bool ended = false;
+  group.Run(here, line, [&](const Outcome& o) {
+    got = o;
+    ended = true;
+  });
+  for (int i = 0; i < 1000 && !ended; ++i) loop.Poll(milliseconds(20));
+  EXPECT_TRUE(ended) << line;
+  return got;
+}
+
+TEST(CommandGroupOutput, OutputPastTheBoundIsDroppedAndTheCommandFailsNamingTheStream) {
+  Outcome under = RunHere("head -c 4096 /dev/zero", 4096);
+  EXPECT_TRUE(under.ok()) << under.Reason();
+  EXPECT_EQ(under.out.size(), 4096u);
+
+  Outcome over = RunHere("head -c 1000000 /dev/zero", 4096);
+  EXPECT_FALSE(over.ok());
+  EXPECT_LE(over.out.size(), 4096u);
+  EXPECT_EQ(over.Reason(), "its stdout passed the 4096 bytes barge reads from a host command; the rest was dropped");
+
+  Outcome err = RunHere("head -c 1000000 /dev/zero >&2", 4096);
+  EXPECT_FALSE(err.ok());
+  EXPECT_LE(err.err.size(), 4096u);
+  EXPECT_NE(err.Reason().find("its stderr passed"), std::string::npos) << err.Reason();
 }
 
 }  // namespace
