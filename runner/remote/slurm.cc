@@ -230,6 +230,9 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view list) {
     const std::string_view item = list.substr(i, end - i);
     const size_t open = item.find('[');
     if (open == std::string_view::npos) {
+      if (out.size() >= kMaxHostlistNames) {
+        return Status::Error("cannot read hostlist: more than " + std::to_string(kMaxHostlistNames) + " names");
+      }
       if (!item.empty()) out.emplace_back(item);
     } else {
       const size_t close = item.find(']', open);
@@ -254,6 +257,10 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view list) {
         const long a = std::stol(first), b = std::stol(last);
         if (b < a || b - a > 100000) {
           return Status::Error("cannot read hostlist '" + std::string(list) + "': bad range '" + range + "'");
+        }
+        if (out.size() + static_cast<size_t>(b - a + 1) > kMaxHostlistNames) {
+          return Status::Error("cannot read hostlist '" + std::string(list).substr(0, 200) + "': more than " +
+                               std::to_string(kMaxHostlistNames) + " names");
         }
         const size_t width = first.size();
         for (long n = a; n <= b; ++n) {

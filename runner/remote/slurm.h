@@ -91,7 +91,10 @@ std::string DrainCommand(const std::string& node, const std::string& reason);
 
 // Slurm's hostlist syntax expanded, in order: "h[1-3,7],gpu05" is h1 h2 h3
 // h7 gpu05; zero-padded ranges keep their width ("n[08-10]": n08 n09 n10).
-// An error for brackets that do not close, or a range that runs backwards.
+// An error for brackets that do not close, a range that runs backwards, or
+// more than kMaxHostlistNames names in all (a broken or hostile slurmctld
+// must not fill the controller's memory: "n[0-99999],m[0-99999],..." ).
+inline constexpr size_t kMaxHostlistNames = 100000;
 Result<std::vector<std::string>> ExpandHostlist(std::string_view list);
 
 }  // namespace barge::runner::slurm

@@ -72,6 +72,17 @@ TEST(SlurmSqueue, ReadsStateAndReasonAndAnEmptyAnswerIsAJobGone) {
   EXPECT_FALSE(ParseSqueue("slurm_load_jobs error: Invalid job id specified\n").ok());
 }
 
+TEST(SlurmHostlist, MoreThanTheBoundInAllIsAnErrorThoughEachRangeIsUnder) {
+  std::string list;
+  for (int i = 0; i < 11; ++i) list += (i ? "," : "") + std::string("r") + std::to_string(i) + "n[0-9999]";
+  Result<std::vector<std::string>> names = ExpandHostlist(list);
+  ASSERT_FALSE(names.ok());
+  EXPECT_NE(names.status().message().find("more than 100000 names"), std::string::npos) << names.status().message();
+  ASSERT_TRUE(ExpandHostlist("n[0-99999]").ok());
+  EXPECT_EQ(ExpandHostlist("n[0-99999]")->size(), 100000u);
+  EXPECT_FALSE(ExpandHostlist("n[0-99999],m1").ok());
+}
+
 TEST(SlurmHostlist, ExpandsRangesListsAndZeroPadding) {
   Result<std::vector<std::string>> a = ExpandHostlist("h[1-3,7],gpu05");
   ASSERT_TRUE(a.ok()) << a.status().message();
