@@ -7,11 +7,15 @@
 # HEAD`, as a fresh clone has it). Inside, each command runs in turn as CI
 # runs it (root, no standard input): scripts/quickstart.sh installs with apt
 # from this machine's Debian mirror, starts its own dockerd, builds barge and
-# runs the sample job; scripts/test.sh installs the tests' packages, builds
+# runs the sample job; install runs the README's Install commands in the
+# order it gives them (tests/package/readme_install.sh: cmake --install,
+# cpack, apt-get install of the package, then checks and removes both);
+# scripts/test.sh installs the tests' packages, builds
 # everything, brings the test bed up inside the container and runs the
 # whole suite, fuzzers included.
 #
-#   bench/fresh-machine.sh [quickstart] [test]   (default: both, in order;
+#   bench/fresh-machine.sh [quickstart] [install] [test]   (default: all three,
+#                                                 in order;
 #                                                 root; needs debootstrap and
 #                                                 a Docker engine)
 #
@@ -47,9 +51,10 @@ if [[ ! -s "$tarball" ]]; then
   rm -rf "$root"
 fi
 commands=("$@")
-((${#commands[@]})) || commands=(quickstart test)
+((${#commands[@]})) || commands=(quickstart install test)
 for c in "${commands[@]}"; do
-  [[ $c == quickstart || $c == test ]] || { echo "fresh-machine: unknown command '$c' (quickstart, test)" >&2; exit 2; }
+  [[ $c == quickstart || $c == install || $c == test ]] ||
+    { echo "fresh-machine: unknown command '$c' (quickstart, install, test)" >&2; exit 2; }
 done
 log=${BARGE_FRESH_LOG:-/var/tmp/barge-fresh-machine.log}
 : >"$log"
@@ -89,14 +94,16 @@ echo "# $(date -u '+%Y-%m-%d %H:%M') UTC, commit $commit, $(nproc) cores, load $
 echo "# a fresh debootstrap bookworm minbase container; full output in $log"
 worst=0
 for c in "${commands[@]}"; do
-  echo "# scripts/$c.sh"
+  script=scripts/$c.sh
+  [[ $c == install ]] && script=tests/package/readme_install.sh
+  echo "# $script"
   set +e
   t0=$(date +%s.%N)
-  docker exec "$name" bash -c "cd /root/barge && exec scripts/$c.sh </dev/null" 2>&1 | tee -a "$log" |
+  docker exec "$name" bash -c "cd /root/barge && exec $script </dev/null" 2>&1 | tee -a "$log" |
     awk -v t0="$t0" '
       function el() { cmd = "date +%s.%N"; cmd | getline now; close(cmd); return now - t0 }
       /^=== / { printf "%7.1f s  %s\n", el(), $0; fflush(); next }
-      /tests passed|tests failed|The following tests FAILED|\(Failed\)|\(Timeout\)|^fuzz|Done [0-9]+ runs|ERROR: libFuzzer|asan build:|install-deps: installed/ {
+      /^readme_install|tests passed|tests failed|The following tests FAILED|\(Failed\)|\(Timeout\)|^fuzz|Done [0-9]+ runs|ERROR: libFuzzer|asan build:|install-deps: installed/ {
         printf "           %s\n", $0; fflush() }'
   rc=${PIPESTATUS[0]}
   set -e
