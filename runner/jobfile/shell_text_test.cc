@@ -55,12 +55,21 @@ TEST(ArrayPlaceholders, AStringCommandWithARowValueIsRefusedAtItsLineWithTheSafe
 }
 
 TEST(ArrayPlaceholders, EveryShellFormIsRefusedAndEveryDataFormAccepted) {
+  // Refused at the command's own line and key, saying why and naming the
+  // safe forms.
+  const std::string why = "{array.x} is inside text a shell runs as code";
   for (const char* bad : {"[bash, -lc, 'echo {array.x}']", "[sh, -e, -c, 'echo {array.x}']",
                           "[env, A=1, bash, -c, 'echo {array.x}']", "[timeout, '5', sh, -c, '{array.x}']",
                           "[busybox, sh, -c, 'echo {array.x}']", "[nice, -n, '5', dash, -ec, 'echo {array.x}']"}) {
-    EXPECT_EQ(Errors(std::string("name: x\nimage: img\ncommand: ") + bad + "\n").size(), 1u) << bad;
-    EXPECT_EQ(Errors(std::string("name: x\nimage: img\nroles:\n  worker: {command: ") + bad + "}\n").size(), 1u)
-        << bad;
+    const std::vector<std::string> top = Errors(std::string("name: x\nimage: img\ncommand: ") + bad + "\n");
+    ASSERT_EQ(top.size(), 1u) << bad;
+    EXPECT_EQ(top[0].rfind("job.yaml:3:10: command: " + why, 0), 0u) << bad << "\n" << top[0];
+    EXPECT_NE(top[0].find("\"$x\""), std::string::npos) << top[0];
+    const std::vector<std::string> role =
+        Errors(std::string("name: x\nimage: img\nroles:\n  worker: {command: ") + bad + "}\n");
+    ASSERT_EQ(role.size(), 1u) << bad;
+    EXPECT_EQ(role[0].rfind("job.yaml:4:21: roles.worker.command: " + why, 0), 0u) << bad << "\n" << role[0];
+    EXPECT_NE(role[0].find("\"$x\""), std::string::npos) << role[0];
   }
   for (const char* good : {"[python3, train.py, '--note={array.x}']", "[sh, -c, 'echo \"$1\"', sh, '{array.x}']",
                            "[sh, run.sh, '{array.x}']", "'echo \"$x\"'"}) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -75,7 +76,44 @@ std::vector<std::string> Fields(std::string_view line) {
   return out;
 }
 
-bool Unreadable(const std::string& v) { return v.empty() || v.front() == '[' || v == "N/A"; }
+bool Unreadable(const std::string& v) { return v.empty() || v.front() == '[' || v == "N/A" || IsDriverError(v); }
+
+// The field names of a query ("index,uuid,...").
+std::vector<std::string> QueryFields(std::string_view query) { return Fields(query); }
+
+// Every value of `f` the driver answered with an error, named by `names`.
+std::vector<FieldError> ErrorsIn(const std::vector<std::string>& f, const std::vector<std::string>& names) {
+  std::vector<FieldError> out;
+  for (size_t i = 0; i < f.size() && i < names.size(); ++i) {
+    if (IsDriverError(f[i])) out.push_back({names[i], f[i]});
+  }
+  return out;
+}
+
+// "the driver answers [GPU is lost] for every field it was asked (reboot
+// the host)", or "... [Unknown Error] for memory.total, mig.mode.current
+// (reset the GPU)": one phrase per answer, the fields named.
+std::string ErrorsProblem(const std::vector<FieldError>& errors, size_t fields_asked) {
+  std::vector<std::string> answers;
+  for (const FieldError& e : errors) {
+    if (std::find(answers.begin(), answers.end(), e.answer) == answers.end()) answers.push_back(e.answer);
+  }
+  std::string out;
+  bool lost = false;
+  for (const std::string& a : answers) {
+    std::string fields;
+    size_t n = 0;
+    for (const FieldError& e : errors) {
+      if (e.answer != a) continue;
+      fields += (fields.empty() ? "" : ", ") + e.field;
+      ++n;
+    }
+    lost = lost || a == "[GPU is lost]";
+    out += (out.empty() ? "the driver answers " : "; ") + a + " for " +
+           (n == fields_asked && answers.size() == 1 ? "every field it was asked (" + fields + ")" : fields);
+  }
+  return out + (lost ? " (reboot the host)" : " (reset the GPU)");
+}
 
 std::optional<long long> Number(const std::string& v) {
   if (Unreadable(v)) return std::nullopt;
@@ -141,6 +179,11 @@ std::string FirstLine(std::string_view text) {
 
 }  // namespace
 
+bool IsDriverError(std::string_view answer) {
+  return std::find(std::begin(kDriverErrorAnswers), std::end(kDriverErrorAnswers), answer) !=
+         std::end(kDriverErrorAnswers);
+}
+
 std::string XidAction(int code) {
   const XidRule* r = RuleOf(code);
   return r ? r->action : "";
@@ -156,6 +199,8 @@ bool IsWarningXid(int code) {
 
 std::string GpuHealthLines(std::string_view nvidia_smi, std::chrono::seconds timeout) {
   const std::string smi = ssh::ShellQuote(std::string(nvidia_smi));
+  // The driver's lines only, before the count (gpu_health.h).
+  const std::string xid_lines = "grep -E " + ssh::ShellQuote(std::string(kXidLinePattern)) + " | tail -n 200";
   const std::string t = std::to_string(std::max<long long>(1, timeout.count()));
   std::string s;
   s += "H_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + t + "'\n";
@@ -171,21 +216,23 @@ std::string GpuHealthLines(std::string_view nvidia_smi, std::chrono::seconds tim
   // The kernel log: dmesg, else this boot's kernel journal (whose hint
   // about missing permissions means it showed nothing).
   s += "bs gpuxid; H_u=; read -r H_u H_x </proc/uptime 2>/dev/null; echo \"uptime ${H_u:-?}\"; "
-       "if H_k=$($H_T dmesg 2>&1); then echo 'source dmesg'; printf '%s\\n' \"$H_k\" | grep 'NVRM: Xid' | tail -n 200; "
-       "be gpuxid 0; elif command -v journalctl >/dev/null 2>&1 && H_j=$($H_T journalctl -k -b --no-pager -o short-monotonic 2>&1) "
+       "if H_k=$($H_T dmesg 2>&1); then echo 'source dmesg'; printf '%s\\n' \"$H_k\" | " + xid_lines +
+       "; be gpuxid 0; elif command -v journalctl >/dev/null 2>&1 && H_j=$($H_T journalctl -k -b --no-pager -o short-monotonic 2>&1) "
        "&& case $H_j in *'insufficient permissions'*|*'not seeing messages'*) false;; *) :;; esac; then "
-       "echo 'source journal'; printf '%s\\n' \"$H_j\" | grep 'NVRM: Xid' | tail -n 200; be gpuxid 0; "
+       "echo 'source journal'; printf '%s\\n' \"$H_j\" | " + xid_lines + "; be gpuxid 0; "
        "else printf 'unreadable: %s\\n' \"$(printf '%s' \"$H_k\" | head -n 1)\"; be gpuxid 1; fi\n";
   return s;
 }
 
 std::vector<GpuInfo> ParseGpuQuery(std::string_view text, bool basic_fields) {
   std::vector<GpuInfo> out;
-  const size_t want = basic_fields ? 5 : 9;
+  const std::vector<std::string> names = QueryFields(basic_fields ? kBasicQuery : kFullQuery);
   for (std::string_view line : Lines(text)) {
     std::vector<std::string> f = Fields(line);
-    if (f.size() != want) continue;
+    if (f.size() != names.size()) continue;
     std::optional<long long> index = Number(f[0]);
+    // A row whose index is an error answer is still a GPU: the row's place.
+    if (!index && IsDriverError(f[0])) index = static_cast<long long>(out.size());
     if (!index) continue;
     GpuInfo g;
     g.index = static_cast<int>(*index);
@@ -199,6 +246,7 @@ std::vector<GpuInfo> ParseGpuQuery(std::string_view text, bool basic_fields) {
       g.mig = Unreadable(f[7]) ? "" : f[7];
       g.bus_id = Unreadable(f[8]) ? "" : f[8];
     }
+    g.errors = ErrorsIn(f, names);
     out.push_back(std::move(g));
   }
   return out;
@@ -206,47 +254,33 @@ std::vector<GpuInfo> ParseGpuQuery(std::string_view text, bool basic_fields) {
 
 std::vector<RemappedRows> ParseRemappedRows(std::string_view text) {
   std::vector<RemappedRows> out;
+  const std::vector<std::string> names = QueryFields(kRemapQuery);
   for (std::string_view line : Lines(text)) {
     std::vector<std::string> f = Fields(line);
-    if (f.size() != 5 || f[0].rfind("GPU-", 0) != 0) continue;
+    if (f.size() != names.size() || (f[0].rfind("GPU-", 0) != 0 && !IsDriverError(f[0]))) continue;
     RemappedRows r;
     r.uuid = f[0];
     r.correctable = Number(f[1]).value_or(0);
     r.uncorrectable = Number(f[2]).value_or(0);
     r.pending = YesNo(f[3]).value_or(false);
     r.failure = YesNo(f[4]).value_or(false);
+    r.errors = ErrorsIn(f, names);
     out.push_back(std::move(r));
   }
   return out;
 }
 
 std::vector<XidEvent> ParseXids(std::string_view log) {
+  static const std::regex kLine(std::string(kXidLinePattern), std::regex::extended);
   std::vector<XidEvent> out;
   for (std::string_view line : Lines(log)) {
-    const size_t nvrm = line.find("NVRM: Xid (");
-    if (nvrm == std::string_view::npos) continue;
+    std::match_results<std::string_view::const_iterator> m;
+    if (!std::regex_search(line.begin(), line.end(), m, kLine)) continue;
     XidEvent e;
-    const size_t open = line.find('[');
-    const size_t close = line.find(']');
-    if (open != std::string_view::npos && close != std::string_view::npos && open < close && close < nvrm) {
-      std::string stamp(line.substr(open + 1, close - open - 1));
-      char* end = nullptr;
-      const double t = std::strtod(stamp.c_str(), &end);
-      if (end != stamp.c_str()) e.at = t;
-    }
-    std::string_view rest = line.substr(nvrm + 11);
-    const size_t paren = rest.find(')');
-    if (paren == std::string_view::npos) continue;
-    e.pci = std::string(rest.substr(0, paren));
-    if (e.pci.rfind("PCI:", 0) == 0) e.pci = e.pci.substr(4);
-    rest = rest.substr(paren + 1);
-    if (rest.rfind(": ", 0) != 0) continue;
-    rest.remove_prefix(2);
-    size_t digits = 0;
-    while (digits < rest.size() && digits < 5 && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
-    if (digits == 0) continue;
-    e.code = std::stoi(std::string(rest.substr(0, digits)));
-    e.text = std::string(line.substr(nvrm, 300));
+    if (m[2].matched) e.at = std::strtod(m[2].str().c_str(), nullptr);
+    e.pci = m[6].str();
+    e.code = std::stoi(m[8].str());
+    e.text = std::string(line.substr(line.find("NVRM: Xid"), 300));
     out.push_back(std::move(e));
   }
   return out;
@@ -324,9 +358,13 @@ std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_
   }
   std::map<std::string, int> by_uuid;
   std::map<std::tuple<long, long, long>, int> by_pci;
+  const size_t fields_asked = QueryFields(report.basic_fields ? kBasicQuery : kFullQuery).size();
   for (const GpuInfo& g : report.gpus) {
-    by_uuid[g.uuid] = g.index;
+    if (!IsDriverError(g.uuid)) by_uuid[g.uuid] = g.index;
     if (auto k = PciKey(g.bus_id)) by_pci[*k] = g.index;
+    if (!g.errors.empty()) {
+      out.push_back({g.index, ErrorsProblem(g.errors, fields_asked), "now", Severity::kFatal});
+    }
     if (g.ecc_uncorrected && *g.ecc_uncorrected > 0) {
       out.push_back({g.index,
                      std::to_string(*g.ecc_uncorrected) +
@@ -338,9 +376,19 @@ std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_
     }
   }
   if (report.remapped) {
-    for (const RemappedRows& r : *report.remapped) {
+    const std::vector<RemappedRows>& rows = *report.remapped;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const RemappedRows& r = rows[i];
       auto it = by_uuid.find(r.uuid);
       std::optional<int> gpu = it == by_uuid.end() ? std::nullopt : std::optional<int>(it->second);
+      // A row whose UUID is an error answer: its place, where the rows are
+      // one per GPU; else the whole host's.
+      if (!gpu && IsDriverError(r.uuid) && rows.size() == report.gpus.size()) gpu = report.gpus[i].index;
+      if (!r.errors.empty()) {
+        out.push_back({gpu, "remapped rows: " + ErrorsProblem(r.errors, QueryFields(kRemapQuery).size()), "now",
+                       Severity::kFatal});
+        continue;
+      }
       if (r.failure) {
         out.push_back({gpu, "row remapping failed (contact support)", "now", Severity::kFatal});
       } else if (r.pending) {

@@ -12,15 +12,21 @@
 //            older GPUs and under MIG: then unknown).
 //   "gpuxid" the driver's Xid events from the kernel log (dmesg, else the
 //            kernel journal of this boot), with /proc/uptime, so that each
-//            event's age is known. Where the SSH user may not read the
+//            event's age is known: the last 200 lines in the driver's own
+//            format (kXidLinePattern, filtered on the host before the
+//            count), so that lines a local user can make the kernel print
+//            (a process named "NVRM: Xid (PCI:" that segfaults) neither
+//            count nor push a real event out of view. Where the SSH user may not read the
 //            kernel log (dmesg_restrict), the result is "unknown", never
 //            "healthy".
 //
 // Rules (Judge). Fatal, for the whole host: nvidia-smi fails or hangs, or
 // the driver sees fewer GPUs than the host's inventory says. Fatal, for one
-// GPU: uncorrectable ECC errors since the driver loaded (volatile), pages
-// pending retirement, a row remapping pending or failed, an Xid of
-// kFatalXids within the window. Warnings (shown, not blocking): the Xids of
+// GPU: a field the driver answers with an error in place of a value
+// (kDriverErrorAnswers: a lost GPU answers "[GPU is lost]" for every field),
+// in the query or the remapped rows; uncorrectable ECC errors since the
+// driver loaded (volatile), pages pending retirement, a row remapping
+// pending or failed, an Xid of kFatalXids within the window. Warnings (shown, not blocking): the Xids of
 // kWarningXids. Unknown (shown as such, not blocking): the kernel log or
 // the remapped rows could not be read. Xid 63 (a row marked for remapping)
 // is covered by the pending-remap flag.
@@ -42,6 +48,21 @@ inline constexpr std::string_view kRemapQuery =
     "gpu_uuid,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,"
     "remapped_rows.failure";
 
+// The driver's answers in place of a value that say the GPU is broken
+// (fatal for that GPU); "[N/A]" and "[Not Supported]" only say the field
+// does not apply and are read as no value.
+inline constexpr std::string_view kDriverErrorAnswers[] = {"[GPU is lost]", "[Unknown Error]", "ERR!"};
+bool IsDriverError(std::string_view answer);
+
+// A line of the kernel log in the driver's Xid format (POSIX ERE, the same
+// text for the host's grep -E and the parser's std::regex): an optional
+// "[ seconds]" stamp, an optional caller id ("[T1234]"), the journal's
+// "HOST kernel: ", then "NVRM: Xid (PCI:DDDD:BB:DD[.F]): CODE, ". Groups: 2
+// the stamp's seconds, 6 the PCI address, 8 the code.
+inline constexpr std::string_view kXidLinePattern =
+    "^(\\[ *([0-9]+\\.[0-9]+)] )?(\\[ *[TC][0-9]+] )?([^ ]+ kernel: )?NVRM: Xid "
+    "\\((PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(\\.[0-9a-fA-F])?\\): ([0-9]{1,5}), ";
+
 // How hard preflight looks (the job's `health: {gpus: ...}`).
 enum class HealthLevel { kOff, kBasic };
 
@@ -50,8 +71,17 @@ enum class HealthLevel { kOff, kBasic };
 // each call is bounded by `timeout` where the host has timeout(1).
 std::string GpuHealthLines(std::string_view nvidia_smi, std::chrono::seconds timeout);
 
+// A field the driver answered with one of kDriverErrorAnswers.
+struct FieldError {
+  std::string field;   // as the query names it: "memory.total"
+  std::string answer;  // "[GPU is lost]"
+};
+
 // One GPU as the driver sees it. Optional fields are nullopt where the
-// driver reads "[N/A]" or "[Not Supported]", or the basic query was used.
+// driver reads "[N/A]" or "[Not Supported]" (or an error answer, then in
+// `errors`), or the basic query was used. Where the index itself is an
+// error answer, `index` is the row's place (nvidia-smi lists GPUs in index
+// order); text fields keep the driver's answer.
 struct GpuInfo {
   int index = -1;
   std::string uuid;
@@ -62,6 +92,7 @@ struct GpuInfo {
   std::optional<bool> retired_pending;       // [N/A] on Ampere and Hopper
   std::string mig;                           // "Enabled", "Disabled", "" unknown
   std::string bus_id;                        // "00000000:00:06.0"
+  std::vector<FieldError> errors;            // fields answered with an error
 };
 
 struct RemappedRows {
@@ -70,6 +101,7 @@ struct RemappedRows {
   long long uncorrectable = 0;
   bool pending = false;
   bool failure = false;
+  std::vector<FieldError> errors;  // fields answered with an error (uuid too)
 };
 
 struct XidEvent {
@@ -99,9 +131,11 @@ struct GpuReport {
 // The rows of a csv,noheader,nounits query (", "-separated).
 std::vector<GpuInfo> ParseGpuQuery(std::string_view text, bool basic_fields);
 std::vector<RemappedRows> ParseRemappedRows(std::string_view text);
-// The Xid lines of a kernel log ("[   12.345678] NVRM: Xid (PCI:0000:10:1c):
-// 79, pid=..., GPU has fallen off the bus."; the journal's short-monotonic
-// form has the same bracket); other lines are skipped.
+// The Xid lines of a kernel log, those that match kXidLinePattern
+// ("[   12.345678] NVRM: Xid (PCI:0000:10:1c): 79, pid=1896, name=python3,
+// GPU has fallen off the bus."; older drivers have no "name=", some events
+// "pid='<unknown>'"; the journal's short-monotonic form has the same
+// bracket and "HOST kernel: "); other lines are skipped.
 std::vector<XidEvent> ParseXids(std::string_view log);
 // From the three sections' text and exit status.
 struct SectionText {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -180,6 +181,155 @@ TEST(GpuHealth, FewerGpusThanTheInventorySaysOrNoDriverPutsTheHostOut) {
   EXPECT_TRUE(HostUnhealthy(g));
   EXPECT_NE(g[0].problem.find("nvidia-smi failed (exit 127): sh: 1: nvidia-smi: not found"), std::string::npos)
       << g[0].problem;
+}
+
+// The driver's answers in place of a value (shared/TESTBED.md): a GPU that
+// fell off the bus answers "[GPU is lost]" for every field, with exit 0.
+TEST(GpuHealth, ALostGpuAmongHealthyOnesIsTheOnlyGpuTakenOutAndTheFindingNamesItsFields) {
+  // Three GPUs through the script and the stand-in, GPU 1 lost (its query
+  // line and its remapped-rows line: every field "[GPU is lost]").
+  const struct Run run = RunScript("STANDIN_GPUS=3 STANDIN_LOST=1");
+  ASSERT_TRUE(run.query.has_value());
+  ASSERT_NE(run.query->text.find("[GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost], "
+                                 "[GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost]\n"),
+            std::string::npos)
+      << run.query->text;
+  GpuReport r = Report(run);
+  ASSERT_TRUE(r.query_ok) << r.query_error;
+  ASSERT_EQ(r.gpus.size(), 3u) << "the lost GPU's row was dropped";
+  EXPECT_EQ(r.gpus[1].index, 1) << "the row's place stands for the index the driver cannot give";
+  EXPECT_EQ(r.gpus[1].errors.size(), 9u);
+  EXPECT_EQ(r.gpus[1].memory_mib, std::nullopt);
+  EXPECT_TRUE(r.gpus[0].errors.empty());
+  std::vector<Finding> f = Judge(r, 3, kDay);
+  const std::string table = FindingsTable({{"h", f}});
+  EXPECT_EQ(UnhealthyGpus(f), std::vector<int>{1}) << table;
+  EXPECT_FALSE(HostUnhealthy(f)) << table;
+  EXPECT_NE(table.find("h     1    the driver answers [GPU is lost] for every field it was asked (index, uuid, name, "
+                       "driver_version, memory.total, ecc.errors.uncorrected.volatile.total, retired_pages.pending, "
+                       "mig.mode.current, pci.bus_id) (reboot the host)"),
+            std::string::npos)
+      << table;
+  // The remapped rows' line of the lost GPU: its UUID is lost too, so its
+  // place among the rows (one per GPU) names it.
+  EXPECT_NE(table.find("h     1    remapped rows: the driver answers [GPU is lost] for every field it was asked "
+                       "(gpu_uuid, "),
+            std::string::npos)
+      << table;
+  // No Xid says it (rotated out of the log, or older than the window): the
+  // driver's answer alone takes the GPU out.
+  ASSERT_TRUE(r.xids.has_value());
+  EXPECT_TRUE(r.xids->empty());
+}
+
+TEST(GpuHealth, UnknownErrorOrErrInOneFieldIsFatalForThatGpuAndNaOrNotSupportedAreNot) {
+  // The exact CSV forms, in the H100's line: GPU 0's ECC count reads
+  // "[Unknown Error]", GPU 1 reads "[Not Supported]" and "[N/A]" (healthy),
+  // GPU 2's MIG mode "ERR!", GPU 3's remapped-rows pending flag
+  // "[Unknown Error]".
+  const std::string query =
+      "fields full\n"
+      "0, GPU-32f94187-cb0a-290d-513a-256680d526a0, NVIDIA H100 80GB HBM3, 580.159.04, 81559, [Unknown Error], [N/A], "
+      "Disabled, 00000000:00:06.0\n"
+      "1, GPU-32f94187-cb0a-290d-513a-256680d526a1, NVIDIA H100 80GB HBM3, 580.159.04, 81559, [Not Supported], [N/A], "
+      "[N/A], 00000000:00:07.0\n"
+      "2, GPU-32f94187-cb0a-290d-513a-256680d526a2, NVIDIA H100 80GB HBM3, 580.159.04, 81559, 0, [N/A], ERR!, "
+      "00000000:00:08.0\n"
+      "3, GPU-32f94187-cb0a-290d-513a-256680d526a3, NVIDIA H100 80GB HBM3, 580.159.04, 81559, 0, [N/A], Disabled, "
+      "00000000:00:09.0\n";
+  const std::string remapped =
+      "GPU-32f94187-cb0a-290d-513a-256680d526a0, 0, 0, No, No\n"
+      "GPU-32f94187-cb0a-290d-513a-256680d526a1, [Not Supported], [N/A], No, No\n"
+      "GPU-32f94187-cb0a-290d-513a-256680d526a2, 0, 0, No, No\n"
+      "GPU-32f94187-cb0a-290d-513a-256680d526a3, 0, 0, [Unknown Error], No\n";
+  GpuReport r = ReadGpuReport(SectionText{0, query}, SectionText{0, remapped}, SectionText{0, "uptime 1\nsource dmesg\n"});
+  ASSERT_EQ(r.gpus.size(), 4u);
+  std::vector<Finding> f = Judge(r, 4, kDay);
+  const std::string table = FindingsTable({{"h", f}});
+  EXPECT_EQ(UnhealthyGpus(f), (std::vector<int>{0, 2, 3})) << table;
+  EXPECT_FALSE(HostUnhealthy(f)) << table;
+  EXPECT_EQ(f.size(), 3u) << table;
+  EXPECT_NE(table.find("h     0    the driver answers [Unknown Error] for ecc.errors.uncorrected.volatile.total "
+                       "(reset the GPU)"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("h     2    the driver answers ERR! for mig.mode.current (reset the GPU)"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("h     3    remapped rows: the driver answers [Unknown Error] for remapped_rows.pending "
+                       "(reset the GPU)"),
+            std::string::npos)
+      << table;
+}
+
+TEST(GpuHealth, AnXidLineReadsItsCodeAndPciAddressWithOrWithoutNameAndWithAnUnknownPid) {
+  // The driver's forms: newer drivers print "pid=, name=", older ones
+  // "pid=" alone; an event of no process "pid='<unknown>'"; the journal's
+  // short-monotonic form adds "HOST kernel: ".
+  const std::string log =
+      "[  342000.100000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1896, name=python3, GPU has fallen off the bus.\n"
+      "[  342000.200000] NVRM: Xid (PCI:0000:86:00): 48, pid=2001, An uncorrectable double bit error (DBE) has been "
+      "detected on GPU in the framebuffer at partition 0, subpartition 0.\n"
+      "[  342000.300000] NVRM: Xid (PCI:0000:af:00): 119, pid='<unknown>', name=<unknown>, Timeout after 6s of waiting "
+      "for RPC response from GPU3 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20801348 0x4).\n"
+      "[  342000.400000] gpu-box kernel: NVRM: Xid (PCI:0000:d8:00): 94, pid=3003, name=train.py, Contained: SM "
+      "(0x1). RST: No, D-RST: No\n"
+      "[  342000.500000] NVRM: Xid (PCI:0000:3b:00): 13, pid='<unknown>', Graphics Exception: ESR 0x504648=0x8\n";
+  const std::vector<XidEvent> x = ParseXids(log);
+  ASSERT_EQ(x.size(), 5u);
+  const std::vector<std::pair<int, std::string>> want = {
+      {79, "0000:3b:00"}, {48, "0000:86:00"}, {119, "0000:af:00"}, {94, "0000:d8:00"}, {13, "0000:3b:00"}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(x[i].code, want[i].first) << x[i].text;
+    EXPECT_EQ(x[i].pci, want[i].second) << x[i].text;
+    EXPECT_EQ(x[i].text.rfind("NVRM: Xid (PCI:", 0), 0u) << x[i].text;
+  }
+  EXPECT_DOUBLE_EQ(x[2].at, 342000.3);
+  EXPECT_DOUBLE_EQ(x[3].at, 342000.4);
+}
+
+// A stand-in dmesg (first on PATH) that prints `log`; the directory.
+std::string DmesgStandin(const std::string& log) {
+  const std::string dir = "/tmp/barge-gpu-health-dmesg-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/log") << log;
+  std::ofstream(dir + "/dmesg") << "#!/bin/sh\ncat " << dir << "/log\n";
+  std::filesystem::permissions(dir + "/dmesg", std::filesystem::perms::owner_all);
+  return dir;
+}
+
+TEST(GpuHealth, ThreeHundredForgedLinesAfterARealXidNeitherCountNorPushItOutOfView) {
+  // A local user's process named "NVRM: Xid (PCI:" (15 characters, all a
+  // process name holds) that faults makes the kernel print lines that hold
+  // "NVRM: Xid" (its segfault and general protection forms); 300 of them
+  // after the driver's real Xid 79 for the H100 (PCI:0000:00:06), a minute
+  // ago on this machine's clock.
+  double uptime = 0;
+  std::ifstream("/proc/uptime") >> uptime;
+  ASSERT_GT(uptime, 120);
+  char real[200];
+  std::snprintf(real, sizeof real,
+                "[%12.6f] NVRM: Xid (PCI:0000:00:06): 79, pid=1896, name=python3, GPU has fallen off the bus.\n",
+                uptime - 60);
+  std::string log = Fixture("dmesg-xid.txt") + real;
+  for (int i = 0; i < 150; ++i) {
+    char forged[400];
+    std::snprintf(forged, sizeof forged,
+                  "[%12.6f] NVRM: Xid (PCI:[%d]: segfault at 0 ip 0000000000401000 sp 00007ffd5a1c0000 error 4 in "
+                  "forge[401000+1000] likely on CPU 1 (core 1, socket 0)\n"
+                  "[%12.6f] traps: NVRM: Xid (PCI:[%d] general protection fault ip:401000 sp:7ffd5a1c0000 error:0 "
+                  "in forge[401000+1000]\n",
+                  uptime - 50 + i * 0.1, 4000 + i, uptime - 50 + i * 0.1 + 0.05, 5000 + i);
+    log += forged;
+  }
+  const std::string dir = DmesgStandin(log);
+  GpuReport r = Report(RunScript("PATH=" + dir + ":$PATH"));
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.xid_source, "dmesg");
+  ASSERT_TRUE(r.xids.has_value()) << r.xid_error;
+  ASSERT_EQ(r.xids->size(), 1u) << "the driver's line is out of view, or a forged line counted";
+  EXPECT_EQ((*r.xids)[0].code, 79);
+  std::vector<Finding> f = Judge(r, 1, kDay);
+  EXPECT_EQ(UnhealthyGpus(f), std::vector<int>{0}) << FindingsTable({{"h", f}});
 }
 
 // DcgmDiagCommand run by sh against the DCGM stand-in (tests/data/dcgmi-documented-format:

@@ -13,6 +13,10 @@
 #   STANDIN_GPUS=N         N GPUs: the H100's line N times, GPU i with
 #                          index i, its UUID's last digit i and PCI device
 #                          06+i (the query and the remapped rows)
+#   STANDIN_LOST=I         GPU I fell off the bus: every field of its line
+#                          (the query and the remapped rows) reads
+#                          "[GPU is lost]", as the driver answers for a lost
+#                          GPU (shared/TESTBED.md); exit status still 0
 set -u
 D=$(dirname "$0")/driver-580.159.04-h100-80gb-hbm3
 [ "${STANDIN_HANG:-}" = 1 ] && exec sleep 60
@@ -28,14 +32,20 @@ each() {
     i=$((i + 1))
   done
 }
+# Line STANDIN_LOST+1 as a lost GPU's (see STANDIN_LOST); others as they are.
+lost() {
+  if [ -z "${STANDIN_LOST:-}" ]; then cat; return; fi
+  awk -F', ' -v n="$((STANDIN_LOST + 1))" \
+    'NR == n { s = ""; for (i = 1; i <= NF; i++) s = s (i > 1 ? ", " : "") "[GPU is lost]"; print s; next } { print }'
+}
 case "$*" in
   "$full --format=csv,noheader,nounits")
     if [ "${STANDIN_REFUSE_FULL:-}" = 1 ]; then cat "$D/query-unknown-field.txt"; exit 2; fi
-    each "$D/query-health-nounits.txt" | sed "1s/, 81559, 0, /, 81559, ${STANDIN_ECC:-0}, /" ;;
-  "$basic --format=csv,noheader,nounits") each "$D/query-basic-nounits.txt" ;;
+    each "$D/query-health-nounits.txt" | sed "1s/, 81559, 0, /, 81559, ${STANDIN_ECC:-0}, /" | lost ;;
+  "$basic --format=csv,noheader,nounits") each "$D/query-basic-nounits.txt" | lost ;;
   "$remap --format=csv,noheader,nounits")
     if [ "${STANDIN_REMAP_PENDING:-}" = 1 ]; then each "$D/query-remapped-nounits.txt" | sed '1s/, No, No$/, Yes, No/'
-    else each "$D/query-remapped-nounits.txt"; fi ;;
+    else each "$D/query-remapped-nounits.txt"; fi | lost ;;
   "-L") cat "$D/list.txt" ;;
   "topo -m") cat "$D/topo.txt" ;;
   *) echo "standin nvidia-smi: no captured output for: $*" >&2; exit 2 ;;
