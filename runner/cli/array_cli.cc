@@ -21,6 +21,7 @@
 #include "runner/array/array_runner.h"
 #include "runner/store/array_store.h"
 #include "runner/store/array_view.h"
+#include "runner/store/job_lookup.h"
 #include "runner/array/array_summary.h"
 #include "runner/store/job_store.h"
 #include "runner/store/state_dir.h"
@@ -329,7 +330,9 @@ int DownArray(const std::string& state_dir, const std::string& array_id,
   if (a->status == "running") {
     std::printf("stopping array %s (controller pid %d)\n", array_id.c_str(), *a->controller_pid);
     std::fflush(stdout);
-    kill(*a->controller_pid, SIGTERM);
+    // Checked again as it is signalled: the pid may name another process by
+    // now, and LiveArray below then finds the array lost.
+    (void)SignalController(a->controller_pid, a->controller_identity, SIGTERM);
     while (std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Result<ArrayRecord> now = LiveArray(**store, state_dir, array_id);

@@ -20,6 +20,7 @@
 #include "runner/controller/srun_connector.h"
 #include "runner/jobfile/overrides.h"
 #include "runner/jobfile/job_file.h"
+#include "runner/store/job_lookup.h"
 #include "runner/store/job_store.h"
 #include "runner/cli/jobs_cli.h"
 #include "runner/cli/logs_cli.h"
@@ -51,12 +52,12 @@ int Down(const std::string& job_text, std::chrono::steady_clock::time_point dead
     std::printf("job %s is already %s\n", id->c_str(), ToString(job->status));
     return 0;
   }
-  if (!IsFinal(job->status) && ControllerAlive(job->controller_pid)) {
+  if (!IsFinal(job->status) && ControllerAlive(job->controller_pid, job->controller_identity)) {
     std::printf("stopping job %s (controller pid %d)\n", id->c_str(), *job->controller_pid);
     std::fflush(stdout);
     const auto asked = std::chrono::steady_clock::now();
-    kill(*job->controller_pid, SIGTERM);
-    bool gone = false;
+    // Checked again as it is signalled: the pid may name another process by now.
+    bool gone = !SignalController(job->controller_pid, job->controller_identity, SIGTERM);
     while (!gone && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Result<JobRecord> now = store->GetJob(*id);
@@ -64,7 +65,7 @@ int Down(const std::string& job_text, std::chrono::steady_clock::time_point dead
         std::printf("job %s: %s\n", id->c_str(), ToString(now->status));
         return 0;
       }
-      gone = !ControllerAlive(job->controller_pid);
+      gone = !ControllerAlive(job->controller_pid, job->controller_identity);
     }
     if (!gone) {
       const long waited = static_cast<long>(

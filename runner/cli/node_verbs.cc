@@ -111,7 +111,7 @@ int Reap(const std::string& file, const std::string& hosts) {
   auto is_live = [&](const std::string& id) {
     Result<JobRecord> job = (*store)->GetJob(id);
     if (!job.ok()) return false;  // not a job of this store
-    return !IsFinal(job->status) && ControllerAlive(job->controller_pid);
+    return !IsFinal(job->status) && ControllerAlive(job->controller_pid, job->controller_identity);
   };
   ControllerOptions options;
   options.state_dir = state_dir;

@@ -5,6 +5,8 @@
 
 #include "runner/store/sqlite.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -42,6 +44,12 @@ CREATE TABLE IF NOT EXISTS array_members (
 );
 )sql";
 
+// Added after the tables were released: the identity of the process that
+// controller_pid named when it was written (process_identity.h). Added by
+// Open where missing; NULL in rows of an older barge.
+constexpr const char* kIdentityColumns[] = {"controller_boot_id TEXT", "controller_start_time INTEGER",
+                                            "controller_uid INTEGER"};
+
 using sql::Statement;
 
 
@@ -59,7 +67,7 @@ std::vector<std::string> Split(const std::string& text) {
 
 constexpr const char* kArrayColumns =
     "id, name, status, size, parallel, retries, params_json, created_ms, ended_ms, exit_code, "
-    "controller_pid, run_dir";
+    "controller_pid, run_dir, controller_boot_id, controller_start_time, controller_uid";
 
 ArrayRecord ReadArray(const Statement& st) {
   ArrayRecord a;
@@ -75,7 +83,15 @@ ArrayRecord ReadArray(const Statement& st) {
   if (auto c = st.OptInt(9)) a.exit_code = static_cast<int>(*c);
   if (auto p = st.OptInt(10)) a.controller_pid = static_cast<int>(*p);
   a.run_dir = st.Text(11);
+  a.controller_identity = ReadIdentity(st, 12);
   return a;
+}
+
+// Whether table `arrays` has column `name`.
+bool HasArraysColumn(sqlite3* db, const std::string& name) {
+  Statement st(db, "SELECT 1 FROM pragma_table_info('arrays') WHERE name = ?1");
+  st.Bind(1, name);
+  return st.Step() == SQLITE_ROW;
 }
 
 }  // namespace
@@ -111,7 +127,22 @@ Result<std::unique_ptr<ArrayStore>> ArrayStore::Open(const std::string& state_di
   if (!db.ok()) return db.status();
   std::unique_ptr<ArrayStore> store(new ArrayStore(std::move(db).value()));
   if (!store->database_->Exec(kSchema)) return store->Error("cannot create the array tables");
+  if (Status s = store->AddIdentityColumns(); !s.ok()) return s;
   return store;
+}
+
+Status ArrayStore::AddIdentityColumns() {
+  if (HasArraysColumn(db_, "controller_uid")) return Status::Ok();
+  // Checked again under the write lock: another process may add them first.
+  return database_->Write("the array tables", [&]() -> Status {
+    for (const char* column : kIdentityColumns) {
+      const std::string name(column, std::string_view(column).find(' '));
+      if (HasArraysColumn(db_, name)) continue;
+      const std::string alter = "ALTER TABLE arrays ADD COLUMN " + std::string(column);
+      if (!database_->Exec(alter.c_str())) return Error("cannot add column " + name + " to the array table");
+    }
+    return Status::Ok();
+  });
 }
 
 ArrayStore::ArrayStore(std::unique_ptr<sql::Database> database)
@@ -130,10 +161,12 @@ Status ArrayStore::Error(const std::string& what) const { return database_->Erro
 Status ArrayStore::CreateArray(const ArrayRecord& a, const std::vector<MemberRecord>& members) {
   return database_->Write("array " + a.id, [&]() -> Status {
     Statement st(db_, "INSERT INTO arrays (id, name, status, size, parallel, retries, params_json, created_ms, "
-                      "ended_ms, exit_code, controller_pid, run_dir) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+                      "ended_ms, exit_code, controller_pid, run_dir, controller_boot_id, controller_start_time, "
+                      "controller_uid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
     st.Bind(1, a.id).Bind(2, a.name).Bind(3, a.status).Bind(4, a.size).Bind(5, a.parallel).Bind(6, a.retries)
         .Bind(7, a.params_json).Bind(8, a.created).Bind(9, a.ended).Bind(10, a.exit_code)
         .Bind(11, a.controller_pid).Bind(12, a.run_dir);
+    BindIdentity(st, 13, a.controller_pid ? ReadProcessIdentity(*a.controller_pid) : std::nullopt);
     if (!st.Run()) return Error("cannot create array " + a.id);
     for (const MemberRecord& m : members) {
       Statement ins(db_, "INSERT INTO array_members (array_id, idx, params, status, attempts, job_ids, exit_code, "
@@ -148,8 +181,19 @@ Status ArrayStore::CreateArray(const ArrayRecord& a, const std::vector<MemberRec
 }
 
 Status ArrayStore::UpdateArray(const ArrayRecord& a) {
-  Statement st(db_, "UPDATE arrays SET status = ?2, ended_ms = ?3, exit_code = ?4, controller_pid = ?5 WHERE id = ?1");
+  // The identity is read again when the writer records its own pid or the
+  // pid changes; otherwise (marking an array lost) the recorded one stays.
+  const bool own = a.controller_pid == static_cast<int>(getpid());
+  Statement st(db_, R"sql(
+      UPDATE arrays SET status = ?2, ended_ms = ?3, exit_code = ?4,
+        controller_boot_id = CASE WHEN ?9 OR controller_pid IS NOT ?5 THEN ?6 ELSE controller_boot_id END,
+        controller_start_time = CASE WHEN ?9 OR controller_pid IS NOT ?5 THEN ?7 ELSE controller_start_time END,
+        controller_uid = CASE WHEN ?9 OR controller_pid IS NOT ?5 THEN ?8 ELSE controller_uid END,
+        controller_pid = ?5
+      WHERE id = ?1)sql");
   st.Bind(1, a.id).Bind(2, a.status).Bind(3, a.ended).Bind(4, a.exit_code).Bind(5, a.controller_pid);
+  BindIdentity(st, 6, a.controller_pid ? ReadProcessIdentity(*a.controller_pid) : std::nullopt);
+  st.Bind(9, int64_t{own});
   if (!st.Run()) return Error("cannot update array " + a.id);
   return Status::Ok();
 }

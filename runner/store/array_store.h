@@ -7,6 +7,16 @@
 // not see them, and the job store's migrations stay untouched. Both stores
 // go through the one SQLite wrapper (sqlite.h).
 //
+// The array's controller pid is kept with its identity as JobStore keeps a
+// job's (job_store.h): CreateArray, and UpdateArray when the pid written
+// is the writer's own or differs from the recorded one, read the identity
+// of that process from /proc and record it (the writer is the array's
+// controller recording getpid()). An UpdateArray that writes the recorded
+// pid again from another process (marking the array lost) keeps the
+// recorded identity. ArrayRecord.controller_identity is what was read
+// back; writes ignore it. The identity columns were added after the
+// tables were released: Open adds them where missing.
+//
 // Owns one sqlite3 connection; one ArrayStore per thread; any number across
 // processes (WAL, busy timeout, short transactions, as JobStore).
 #pragma once
@@ -20,6 +30,7 @@
 #include "base/enum_names.h"
 #include "base/status.h"
 #include "runner/store/job_store.h"
+#include "runner/store/process_identity.h"
 
 struct sqlite3;
 
@@ -55,6 +66,9 @@ struct ArrayRecord {
   std::optional<int> exit_code;
   std::optional<int> controller_pid;
   std::string run_dir;
+  // As recorded with controller_pid (read only: see the comment at the
+  // top); nullopt in a record of an older barge.
+  std::optional<ProcessIdentity> controller_identity;
 };
 
 struct MemberRecord {
@@ -102,6 +116,8 @@ class ArrayStore {
  private:
   explicit ArrayStore(std::unique_ptr<sql::Database> database);
   Status Error(const std::string& what) const;
+  // The identity columns, where an older barge made the table without them.
+  Status AddIdentityColumns();
   std::unique_ptr<sql::Database> database_;
   sqlite3* db_;  // database_'s
 };

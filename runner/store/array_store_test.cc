@@ -1,8 +1,14 @@
 #include "runner/store/array_store.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
+
+#include "runner/store/array_view.h"
 
 namespace barge::runner::fleet {
 namespace {
@@ -18,6 +24,91 @@ class ArrayStoreTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::filesystem::path dir_;
 };
+
+// Runs `sql` on the database with a connection of its own.
+void RawExec(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+// A child that sleeps until the destructor kills and reaps it.
+class SleepingChild {
+ public:
+  SleepingChild() : pid_(fork()) {
+    if (pid_ == 0) {
+      for (;;) pause();
+    }
+  }
+  ~SleepingChild() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  int pid() const { return pid_; }
+  bool Running() const { return waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  pid_t pid_;
+};
+
+ArrayRecord RunningArray(const std::string& id, int controller_pid) {
+  ArrayRecord a;
+  a.id = id;
+  a.name = "sweep";
+  a.size = 1;
+  a.created = WallNow();
+  a.controller_pid = controller_pid;
+  return a;
+}
+
+TEST_F(ArrayStoreTest, TheControllersIdentityIsRecordedWithItsPidAndKeptWhenAnotherProcessMarksItLost) {
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(dir_.string());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  ASSERT_TRUE((*store)->CreateArray(RunningArray("a1", getpid()), {MemberRecord{}}).ok());
+  EXPECT_EQ((*store)->GetArray("a1")->controller_identity, ReadProcessIdentity(getpid()));
+  ASSERT_TRUE((*store)->GetArray("a1")->controller_identity);
+  // Another controller takes the array over (its pid is not this process's).
+  SleepingChild child;
+  ASSERT_TRUE((*store)->UpdateArray(RunningArray("a1", child.pid())).ok());
+  EXPECT_EQ((*store)->GetArray("a1")->controller_identity, ReadProcessIdentity(child.pid()));
+  Result<ArrayRecord> live = LiveArray(**store, dir_.string(), "a1");
+  ASSERT_TRUE(live.ok()) << live.status().message();
+  EXPECT_EQ(live->status, "running");
+  // It dies and its pid goes to a process of another start time.
+  RawExec(dir_.string() + "/barge.db", "UPDATE arrays SET controller_start_time = controller_start_time - 1");
+  live = LiveArray(**store, dir_.string(), "a1");
+  ASSERT_TRUE(live.ok()) << live.status().message();
+  EXPECT_EQ(live->status, "lost");
+  // Marking it lost wrote the pid again but kept what was recorded with it.
+  std::optional<ProcessIdentity> recorded = (*store)->GetArray("a1")->controller_identity;
+  ASSERT_TRUE(recorded);
+  EXPECT_EQ(recorded->start_time, ReadProcessIdentity(child.pid())->start_time - 1);
+  EXPECT_TRUE(child.Running());
+}
+
+TEST_F(ArrayStoreTest, AnOlderBargesArrayTableGainsTheIdentityColumnsAndItsRowsHaveNone) {
+  std::filesystem::create_directories(dir_);
+  ASSERT_TRUE(JobStore::Open(dir_.string()).ok());
+  SleepingChild child;
+  RawExec(dir_.string() + "/barge.db", R"sql(
+CREATE TABLE arrays (id TEXT PRIMARY KEY, name TEXT NOT NULL, status TEXT NOT NULL, size INTEGER NOT NULL,
+  parallel INTEGER NOT NULL, retries INTEGER NOT NULL, params_json TEXT NOT NULL, created_ms INTEGER NOT NULL,
+  ended_ms INTEGER, exit_code INTEGER, controller_pid INTEGER, run_dir TEXT NOT NULL);
+INSERT INTO arrays VALUES ('old', 'sweep', 'running', 1, 1, 0, '{}', 1714564800000, NULL, NULL, )sql" +
+                                            std::to_string(child.pid()) + ", '');");
+  Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(dir_.string());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  Result<ArrayRecord> old = (*store)->GetArray("old");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->controller_pid, child.pid());
+  EXPECT_FALSE(old->controller_identity);
+  // Judged by its pid alone: a live process of this user.
+  EXPECT_EQ(LiveArray(**store, dir_.string(), "old")->status, "running");
+  ASSERT_TRUE(ArrayStore::Open(dir_.string()).ok());  // opening again adds nothing
+}
 
 TEST_F(ArrayStoreTest, MembersAndTheirJobIdsAreKeptAndFoundByNameOrPrefix) {
   Result<std::unique_ptr<ArrayStore>> none = ArrayStore::OpenIfPresent(dir_.string());

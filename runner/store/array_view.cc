@@ -39,7 +39,7 @@ Status SettleOrphanMembers(ArrayStore& store, const std::string& state_dir, cons
 Result<ArrayRecord> LiveArray(ArrayStore& store, const std::string& state_dir, const std::string& id) {
   Result<ArrayRecord> a = store.GetArray(id);
   if (!a.ok()) return a;
-  if (a->status == "running" && !ControllerAlive(a->controller_pid)) {
+  if (a->status == "running" && !ControllerAlive(a->controller_pid, a->controller_identity)) {
     a->status = "lost";
     a->ended = WallNow();
     if (Status s = store.UpdateArray(*a); !s.ok()) return s;

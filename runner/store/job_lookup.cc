@@ -1,14 +1,27 @@
 #include "runner/store/job_lookup.h"
 
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
 
 namespace barge::runner {
 
 namespace fs = std::filesystem;
+
+// The same numbers on every architecture (the unified syscall table).
+#ifdef SYS_pidfd_open
+constexpr long kPidfdOpen = SYS_pidfd_open;
+#else
+constexpr long kPidfdOpen = 434;
+#endif
+#ifdef SYS_pidfd_send_signal
+constexpr long kPidfdSendSignal = SYS_pidfd_send_signal;
+#else
+constexpr long kPidfdSendSignal = 424;
+#endif
 
 // The store under `state_dir`, or nullptr when no database exists yet.
 Result<std::unique_ptr<JobStore>> OpenIfPresent(const std::string& state_dir) {
@@ -17,19 +30,28 @@ Result<std::unique_ptr<JobStore>> OpenIfPresent(const std::string& state_dir) {
   return JobStore::Open(state_dir);
 }
 
-bool ControllerAlive(std::optional<int> pid) {
+bool ControllerAlive(std::optional<int> pid, const std::optional<ProcessIdentity>& identity) {
   if (!pid || *pid <= 0) return false;
-  // A dead process may linger as a zombie until its parent (or a lazy
-  // init) reaps it, and kill(pid, 0) still succeeds then: read its state.
-  std::ifstream proc_stat("/proc/" + std::to_string(*pid) + "/stat");
-  std::string line;
-  if (proc_stat && std::getline(proc_stat, line)) {
-    size_t paren = line.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= line.size()) return false;
-    char state = line[paren + 2];
-    return state != 'Z' && state != 'X';
+  // Not a zombie either: a dead process lingers as one until its parent
+  // (or a lazy init) reaps it.
+  std::optional<ProcessIdentity> now = ReadProcessIdentity(*pid);
+  if (!now) return false;
+  if (identity) return *now == *identity;
+  return now->uid == static_cast<int64_t>(geteuid());
+}
+
+bool SignalController(std::optional<int> pid, const std::optional<ProcessIdentity>& identity, int signal) {
+  if (!pid || *pid <= 0) return false;
+  const int pidfd = static_cast<int>(syscall(kPidfdOpen, *pid, 0));
+  if (pidfd < 0 && errno == ESRCH) return false;
+  // Without a pidfd (ENOSYS before Linux 5.3, or a seccomp filter): check,
+  // then kill.
+  bool sent = false;
+  if (ControllerAlive(pid, identity)) {
+    sent = pidfd >= 0 ? syscall(kPidfdSendSignal, pidfd, signal, nullptr, 0) == 0 : kill(*pid, signal) == 0;
   }
-  return kill(*pid, 0) == 0 || errno == EPERM;
+  if (pidfd >= 0) close(pidfd);
+  return sent;
 }
 
 Result<FoundJob> FindJob(const std::string& state_dir, const std::string& job_text) {
@@ -48,7 +70,7 @@ Result<FoundJob> FindJob(const std::string& state_dir, const std::string& job_te
 }
 
 Status MarkLostIfControllerGone(JobStore& store, JobRecord* job) {
-  if (IsFinal(job->status) || ControllerAlive(job->controller_pid)) return Status::Ok();
+  if (IsFinal(job->status) || ControllerAlive(job->controller_pid, job->controller_identity)) return Status::Ok();
   std::string detail = job->controller_pid ? "its controller (pid " +
                                                  std::to_string(*job->controller_pid) + ") is gone"
                                            : "no controller was recorded";

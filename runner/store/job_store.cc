@@ -101,18 +101,30 @@ CREATE TABLE run_requests (
   request TEXT NOT NULL
 );
 )sql"},
+    // The identity of the process that controller_pid named when it was
+    // written (process_identity.h); NULL in rows of an older barge.
+    {4, R"sql(
+ALTER TABLE jobs ADD COLUMN controller_boot_id TEXT;
+ALTER TABLE jobs ADD COLUMN controller_start_time INTEGER;
+ALTER TABLE jobs ADD COLUMN controller_uid INTEGER;
+)sql"},
 };
 static_assert(std::size(kMigrations) == JobStore::kSchemaVersion,
               "kSchemaVersion must be the last migration's version");
 
 constexpr const char* kJobColumns =
     "id, name, spec, status, created_ms, started_ms, ended_ms, exit_code, restart_count, "
-    "controller_pid, nodes, run_dir";
+    "controller_pid, nodes, run_dir, controller_boot_id, controller_start_time, controller_uid";
 
 TimePoint FromMs(int64_t ms) { return TimePoint(std::chrono::milliseconds(ms)); }
 std::optional<int> OptInt32(const Statement& st, int col) {
   if (auto v = st.OptInt(col)) return static_cast<int>(*v);
   return std::nullopt;
+}
+
+// The identity written with a controller pid `pid` (see job_store.h).
+std::optional<ProcessIdentity> IdentityToRecord(std::optional<int> pid) {
+  return pid ? ReadProcessIdentity(*pid) : std::nullopt;
 }
 
 Result<JobRecord> ReadJob(const Statement& st) {
@@ -131,6 +143,7 @@ Result<JobRecord> ReadJob(const Statement& st) {
   if (auto v = st.OptInt(9)) j.controller_pid = static_cast<int>(*v);
   j.nodes = static_cast<int>(st.Int(10));
   j.run_dir = st.Text(11);
+  j.controller_identity = ReadIdentity(st, 12);
   return j;
 }
 
@@ -199,10 +212,11 @@ Status JobStore::InsertEvent(const std::string& id, const std::string& kind,
 Status JobStore::CreateJob(const JobRecord& job) {
   return database_->Write("job " + job.id, [&]() -> Status {
     Statement st(db_, std::string("INSERT INTO jobs (") + kJobColumns +
-                          ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+                          ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
     st.Bind(1, job.id).Bind(2, job.name).Bind(3, job.spec).Bind(4, std::string(ToString(job.status)))
         .Bind(5, job.created).Bind(6, job.started).Bind(7, job.ended).Bind(8, job.exit_code)
         .Bind(9, job.restart_count).Bind(10, job.controller_pid).Bind(11, job.nodes).Bind(12, job.run_dir);
+    BindIdentity(st, 13, IdentityToRecord(job.controller_pid));
     int rc = st.Step();
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Status::Error("job " + job.id + " already exists");
     if (rc != SQLITE_DONE) return Error("cannot create job " + job.id);
@@ -271,8 +285,11 @@ Status JobStore::NoteRestart(const std::string& id, const std::string& detail) {
 
 Status JobStore::SetControllerPid(const std::string& id, int pid) {
   return database_->Write("job " + id, [&]() -> Status {
-    Statement st(db_, "UPDATE jobs SET controller_pid = ?2 WHERE id = ?1");
+    Statement st(db_, R"sql(
+        UPDATE jobs SET controller_pid = ?2, controller_boot_id = ?3, controller_start_time = ?4,
+          controller_uid = ?5 WHERE id = ?1)sql");
     st.Bind(1, id).Bind(2, pid);
+    BindIdentity(st, 3, IdentityToRecord(pid));
     if (!st.Run()) return Error("cannot set the controller of job " + id);
     if (sqlite3_changes(db_) == 0) return Status::Error("no job '" + id + "'");
     return Status::Ok();

@@ -14,6 +14,15 @@
 // Secrets: the store keeps exactly what it is given. It never redacts;
 // callers pass a spec (and event details) that hold no secret values.
 //
+// A controller's pid is kept with its identity (process_identity.h): when
+// a record's controller_pid is written (CreateJob, SetControllerPid), the
+// store reads that process's boot id, start time and uid from /proc in the
+// same call and records them with it. The writer is the live controller
+// recording its own pid (getpid()), so the identity is the controller's;
+// ControllerAlive (job_lookup.h) later compares it with what has the pid
+// then. A JobRecord's controller_identity is what was read back; writes
+// ignore it. A pid with no process (a test's dead pid) gets no identity.
+//
 // Schema versions are PRAGMA user_version; Open applies the missing
 // migrations in one transaction and refuses a database newer than this
 // binary understands.
@@ -32,6 +41,7 @@
 #include "base/enum_names.h"
 #include "base/status.h"
 #include "base/time_point.h"
+#include "runner/store/process_identity.h"
 
 struct sqlite3;
 
@@ -117,6 +127,9 @@ struct JobRecord {
   std::optional<int> exit_code;      // barge's exit code for the job, once ended
   int restart_count = 0;
   std::optional<int> controller_pid;  // the barge process driving the job
+  // That process's identity, as recorded with controller_pid (read only:
+  // see the comment at the top); nullopt in a record of an older barge.
+  std::optional<ProcessIdentity> controller_identity;
   int nodes = 0;
   std::string run_dir;  // STATE/runs/<id>: logs and artifacts
 };
@@ -211,12 +224,13 @@ class JobStore {
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   static constexpr std::chrono::milliseconds kBusyTimeout{10000};
   const std::string& path() const { return path_; }
 
-  // Inserts `job` as given (all fields, including status and times) and a
-  // first event of kind ToString(job.status). Fails if the id exists.
+  // Inserts `job` as given (all fields, including status and times, but
+  // the controller's identity, read from /proc for job.controller_pid) and
+  // a first event of kind ToString(job.status). Fails if the id exists.
   [[nodiscard]] Status CreateJob(const JobRecord& job);
 
   // Sets the status, and in the same transaction: started = now when the
@@ -235,7 +249,8 @@ class JobStore {
 
   // restart_count + 1 and an event of kind "restarting".
   [[nodiscard]] Status NoteRestart(const std::string& id, const std::string& detail);
-  // A detached controller takes over the job.
+  // A detached controller takes over the job: `pid` is its own, and its
+  // identity is read from /proc and recorded with it.
   [[nodiscard]] Status SetControllerPid(const std::string& id, int pid);
 
   // `at` defaults to now.

@@ -409,6 +409,7 @@ TEST(JobStore, MigratesAVersion1DatabaseKeepingItsRows) {
   EXPECT_EQ(job->status, JobStatus::kSucceeded);
   EXPECT_EQ(job->ended, At(seconds(60)));
   EXPECT_EQ(job->exit_code, 0);
+  EXPECT_FALSE(job->controller_identity);
   EXPECT_EQ(store->GetNodes("old1")->size(), 1u);
   EXPECT_EQ(store->GetEvents("old1")->size(), 2u);
   // The old job has no hosts or phases; the new tables take rows for it.
@@ -488,6 +489,10 @@ TEST(JobStore, CountsRestartsAndTakesANewController) {
   ASSERT_TRUE(store->SetControllerPid("j1", 777).ok());
   EXPECT_EQ(store->GetJob("j1")->restart_count, 2);
   EXPECT_EQ(store->GetJob("j1")->controller_pid, 777);
+  // The identity is the pid's process's, read as the pid is written.
+  ASSERT_TRUE(store->SetControllerPid("j1", getpid()).ok());
+  EXPECT_EQ(store->GetJob("j1")->controller_identity, ReadProcessIdentity(getpid()));
+  EXPECT_TRUE(store->GetJob("j1")->controller_identity);
   EXPECT_EQ(store->GetEvents("j1")->back().kind, "restarting");
   EXPECT_FALSE(store->NoteRestart("nope", "").ok());
   EXPECT_FALSE(store->SetControllerPid("nope", 1).ok());
@@ -675,13 +680,18 @@ TEST(JobStore, AVersionOneDatabaseGainsTheRunRequestTableAndKeepsItsJobs) {
     ASSERT_TRUE(store);
     ASSERT_TRUE(store->CreateJob(MakeJob("old", "train", At())).ok());
   }
-  // Back to what version 1 had: no hosts, phases or run_requests tables.
+  // Back to what version 1 had: no hosts, phases or run_requests tables,
+  // no controller identity.
   RawExec(tmp.path() + "/barge.db",
-          "DROP TABLE run_requests; DROP TABLE phases; DROP TABLE hosts; PRAGMA user_version = 1");
+          "DROP TABLE run_requests; DROP TABLE phases; DROP TABLE hosts; "
+          "ALTER TABLE jobs DROP COLUMN controller_boot_id; ALTER TABLE jobs DROP COLUMN controller_start_time; "
+          "ALTER TABLE jobs DROP COLUMN controller_uid; PRAGMA user_version = 1");
   auto store = OpenOrDie(tmp.path());
   ASSERT_TRUE(store);
   EXPECT_EQ(RawUserVersion(tmp.path() + "/barge.db"), JobStore::kSchemaVersion);
   EXPECT_TRUE(store->GetJob("old").ok());
+  EXPECT_EQ(store->GetJob("old")->controller_pid, 4242);
+  EXPECT_FALSE(store->GetJob("old")->controller_identity);
   EXPECT_EQ(*store->GetRunRequest("old"), std::nullopt);
   EXPECT_TRUE(store->SetRunRequest("old", "{}").ok());
 }

@@ -1,0 +1,185 @@
+// `barge down JOB` (Down) when the job's recorded controller pid now names
+// an unrelated process: after a crash or a reboot the kernel gives the pid
+// to someone else's process, or to another of this user's.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+
+#include "runner/cli/verbs.h"
+#include "runner/store/job_store.h"
+
+namespace barge::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `sleep 30`, as `uid` when given, killed and reaped by the destructor.
+// pid() is -1 when it could not be started.
+class Sleeper {
+ public:
+  explicit Sleeper(std::optional<uid_t> uid = std::nullopt) {
+    int exec_done[2];
+    if (pipe2(exec_done, O_CLOEXEC) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(exec_done[0]);
+      if (!uid || (setgroups(0, nullptr) == 0 && setresgid(*uid, *uid, *uid) == 0 &&
+                   setresuid(*uid, *uid, *uid) == 0)) {
+        execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+      }
+      (void)!write(exec_done[1], "n", 1);
+      _exit(127);
+    }
+    close(exec_done[1]);
+    char failed;
+    // EOF once exec closed the pipe: the child is `sleep` as `uid` by then.
+    if (pid_ > 0 && read(exec_done[0], &failed, 1) != 0) {
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+    close(exec_done[0]);
+  }
+  ~Sleeper() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  Sleeper(const Sleeper&) = delete;
+  Sleeper& operator=(const Sleeper&) = delete;
+
+  int pid() const { return pid_; }
+  // Not signalled to death: it has not exited (it is our child, so it
+  // would be a zombie if it had).
+  bool Running() const { return waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+void RawExec(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+class DownTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/barge-down-test-XXXXXX";
+    root_ = mkdtemp(tmpl);
+    state_ = root_ + "/state";
+    if (const char* home = std::getenv("BARGE_HOME")) saved_home_ = home;
+    setenv("BARGE_HOME", state_.c_str(), 1);
+  }
+  void TearDown() override {
+    if (saved_home_) {
+      setenv("BARGE_HOME", saved_home_->c_str(), 1);
+    } else {
+      unsetenv("BARGE_HOME");
+    }
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  // A running job recorded by its controller (this process, whose identity
+  // the store records), whose pid then went to process `pid`.
+  void AddJobWhoseControllerPidIsNow(const std::string& id, int pid, bool with_identity = true) {
+    {
+      Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_);
+      ASSERT_TRUE(store.ok()) << store.status().message();
+      JobRecord j;
+      j.id = id;
+      j.name = id;
+      j.status = JobStatus::kRunning;
+      j.created = WallNow();
+      j.controller_pid = getpid();
+      ASSERT_TRUE((*store)->CreateJob(j).ok());
+      ASSERT_TRUE((*store)->GetJob(id)->controller_identity);
+    }
+    std::string sql = "UPDATE jobs SET controller_pid = " + std::to_string(pid);
+    if (!with_identity) sql += ", controller_boot_id = NULL, controller_start_time = NULL, controller_uid = NULL";
+    RawExec(state_ + "/barge.db", sql + " WHERE id = '" + id + "'");
+  }
+
+  JobStatus StatusOf(const std::string& id) {
+    Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_);
+    EXPECT_TRUE(store.ok());
+    Result<JobRecord> job = (*store)->GetJob(id);
+    EXPECT_TRUE(job.ok());
+    return job.ok() ? job->status : JobStatus::kPreflight;
+  }
+
+  // `barge down ID`, with what it printed on stdout.
+  std::string Down(const std::string& id) {
+    ::testing::internal::CaptureStdout();
+    (void)runner::Down(id, std::chrono::steady_clock::now() + std::chrono::seconds(3));
+    return ::testing::internal::GetCapturedStdout();
+  }
+
+  std::string root_;
+  std::string state_;
+  std::optional<std::string> saved_home_;
+};
+
+TEST_F(DownTest, DownOfAJobWhoseRecordedControllerRunsSignalsIt) {
+  Sleeper controller;
+  ASSERT_GT(controller.pid(), 0);
+  {
+    Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    JobRecord j;
+    j.id = "live";
+    j.name = "live";
+    j.status = JobStatus::kRunning;
+    j.created = WallNow();
+    j.controller_pid = controller.pid();  // recorded with its identity
+    ASSERT_TRUE((*store)->CreateJob(j).ok());
+  }
+  const std::string out = Down("live");
+  EXPECT_NE(out.find("stopping job live (controller pid " + std::to_string(controller.pid()) + ")"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(controller.Running());
+}
+
+TEST_F(DownTest, DownOfAJobWhosePidIsNowAnotherProcessOfThisUserSignalsNothingAndMarksItLost) {
+  Sleeper mine;
+  ASSERT_GT(mine.pid(), 0);
+  AddJobWhoseControllerPidIsNow("mine", mine.pid());
+  const std::string out = Down("mine");
+  EXPECT_EQ(out.find("stopping job"), std::string::npos) << out;
+  EXPECT_TRUE(mine.Running());
+  EXPECT_EQ(StatusOf("mine"), JobStatus::kLost);
+}
+
+TEST_F(DownTest, DownOfAJobWhosePidIsNowAProcessOfUid65534SignalsNothingAndMarksItLost) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a process as uid 65534";
+  Sleeper nobody(65534), nobody_too(65534);
+  ASSERT_GT(nobody.pid(), 0);
+  ASSERT_GT(nobody_too.pid(), 0);
+  AddJobWhoseControllerPidIsNow("theirs", nobody.pid());
+  // A record of an older barge, without the controller's identity.
+  AddJobWhoseControllerPidIsNow("old", nobody_too.pid(), /*with_identity=*/false);
+  for (const char* id : {"theirs", "old"}) {
+    const std::string out = Down(id);
+    EXPECT_EQ(out.find("stopping job"), std::string::npos) << id << ": " << out;
+    EXPECT_EQ(StatusOf(id), JobStatus::kLost) << id;
+  }
+  EXPECT_TRUE(nobody.Running());
+  EXPECT_TRUE(nobody_too.Running());
+}
+
+}  // namespace
+}  // namespace barge::runner
