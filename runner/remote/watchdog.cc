@@ -41,9 +41,15 @@ std::string DisarmOf(const std::string& job_id, const std::string& dir) {
   // process group (the watchdog runs under setsid); then the whole group
   // is ended, so the loop's `sleep` (and a hook it runs) go with it. All
   // in a subshell: callers chain this after their own variables.
+  //
+  // Nothing is moved, read or removed unless the directory is this user's
+  // own, mode 0700, not a link (OwnDirTestOf): another user's directory of
+  // that name is left as it is. Checked before the move; once checked, the
+  // name cannot be swapped (the user's own entry in a sticky /tmp, or in
+  // the user's own directory).
   const std::string tmpl = dir + "'.gone.XXXXXX'";
   const std::string title = ssh::ShellQuote(" barge-watchdog-" + job_id + " ");
-  return "(g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir +
+  return "(" + OwnDirTestOf(dir) + " || exit 0; g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir +
          " \"$g/d\" 2>/dev/null && d=\"$g/d\" || d=" + dir +
          "; p=; { read -r p < \"$d/watchdog.pid\"; } 2>/dev/null;"
          " case \"$p\" in ''|*[!0-9]*) ;; *)"

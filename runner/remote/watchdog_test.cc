@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,6 +193,7 @@ TEST_F(WatchdogTest, DisarmingSignalsNothingButThisJobsWatchdog) {
        {std::string("-1"), std::string("-9 -1"), "-" + std::to_string(bystander),
         std::to_string(bystander), std::string("$(touch x)")}) {
     fs::create_directories(dir);
+    ASSERT_EQ(chmod(dir.c_str(), 0700), 0);  // as barge makes it (MakeOwnDir)
     std::ofstream(dir + "/watchdog.pid") << planted << "\n";
     ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0) << planted;
     EXPECT_FALSE(fs::exists(dir)) << planted;
@@ -217,6 +219,35 @@ TEST_F(WatchdogTest, APremadeGoneDirectoryIsNeitherUsedNorReadAtDisarm) {
   EXPECT_EQ(ReadAll(dir + ".gone/watchdog.pid"), "-1\n");
   EXPECT_TRUE(Within(1000ms, [&] { return RunningInGroup(pid).empty(); }));
   fs::remove_all(dir + ".gone");
+}
+
+// Issue #40 (item 12): disarming reads, moves and removes nothing of a
+// directory at the job's path that is not this user's own. uid 65534's
+// directory there names one of our own watchdogs of this job in its
+// watchdog.pid (one that passes every PID check); it is neither moved,
+// read nor removed, and that watchdog keeps running.
+TEST_F(WatchdogTest, DisarmingLeavesAnotherUsersDirectoryAtTheJobsPathUnreadAndUnmoved) {
+  WatchdogParams ours = Params(600s);
+  ours.dir = NewHostJobDir(job_);
+  ASSERT_EQ(Sh(ArmWatchdogCommand(ours)), 0);
+  const pid_t pid = std::stoi(ReadAll(ours.dir + "/watchdog.pid"));
+  fs::create_directories(jobdir_);
+  std::ofstream(jobdir_ + "/watchdog.pid") << pid << "\n";
+  ASSERT_EQ(chown((jobdir_ + "/watchdog.pid").c_str(), 65534, 65534), 0);
+  ASSERT_EQ(chmod(jobdir_.c_str(), 0700), 0);
+  ASSERT_EQ(chown(jobdir_.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
+  EXPECT_EQ(ReadAll(jobdir_ + "/watchdog.pid"), std::to_string(pid) + "\n") << "another user's directory was moved or removed";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(jobdir_).parent_path(), ec)) {
+    EXPECT_EQ(e.path().string().rfind(jobdir_ + ".gone.", 0), std::string::npos) << e.path();
+  }
+  std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  EXPECT_TRUE(!stat.empty() && stat.find(") Z ") == std::string::npos)
+      << "our watchdog was signalled through another user's watchdog.pid";
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, ours.dir)), 0);
+  EXPECT_TRUE(Within(3000ms, [&] { return RunningInGroup(pid).empty(); }));
+  fs::remove_all(jobdir_);
 }
 
 // Issue #29: another user of the host could make a job's directory first
