@@ -18,6 +18,8 @@
 
 #include "tests/support/fake_hosts.h"
 #include "runner/jobfile/job_file.h"
+#include "runner/remote/docker_commands.h"
+#include "runner/remote/reservation.h"
 #include "runner/store/job_store.h"
 
 namespace barge::runner {
@@ -679,7 +681,11 @@ TEST_F(ControllerTest, ASpareTakesAnUnhealthyHostsPlaceAtTheStartAndTheOutputSay
     }
     return lines.size();
   };
-  const size_t released = first("h2: ", "ps -aq --filter label=barge.hold");
+
+  // The release's own line: the preflight lists holds too, with the same
+  // `docker ps` filter.
+  const std::string release = "h2: " + fleet::ReleaseHoldsCommand(DockerCommands({"docker"}), "abcd1234");
+  const size_t released = static_cast<size_t>(std::find(lines.begin(), lines.end(), release) - lines.begin());
   const size_t disarmed = first("h2: ", ".gone.XXXXXX");  // DisarmWatchdogCommand
   const size_t started = first("", "docker run -d");
   ASSERT_LT(started, lines.size());
@@ -714,6 +720,34 @@ TEST_F(ControllerTest, AJobThatWaitsForHostsDoesNotWaitForAnUnhealthyOneAndSaysI
   EXPECT_EQ(Run(Job("container: {gpus: all}\nwait: 10m\n")), 125) << rec_.AllMessages();
   EXPECT_TRUE(rec_.Said("(unavailable, not busy: a job does not wait for an unhealthy host)")) << rec_.AllMessages();
   EXPECT_FALSE(rec_.Said("waiting for")) << rec_.AllMessages();
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "docker run -d"), 0) << h;
+}
+
+TEST_F(ControllerTest, AWaitingJobsTicketIsOnEveryHostBeforeItSaysOrItsRecordShowsThatItWaits) {
+  // Another job holds h1 (its lease renewed: not stale).
+  fake_.host("h1").Section("hold",
+                           "now 1000\n"
+                           "hold\tid1\tbarge-hold-host\tother123\tother\tbob\tbox\tall\t1000\t1600\t600\t2\n"
+                           "hold\tid2\tbarge-lease-other123.1000\tother123\tother\tbob\tbox\t\t1000\t1600\t600\t2");
+  // Each host's ticket takes 1 s to make; just before it answers, nothing
+  // may say the job waits yet.
+  const std::string ticket = "h_mk barge-ticket-abcd1234";
+  int placed = 0, said_early = 0;
+  for (const char* h : {"h1", "h2", "h3"}) {
+    fake_.host(h).On(ticket, FakeReply{.after = milliseconds(1000)});
+    fake_.host(h).When(ticket, [&] {
+      ++placed;
+      At(milliseconds(990), [&] {
+        if (rec_.Said("waiting for") || StatusInStore() == JobStatus::kWaiting) ++said_early;
+      });
+    });
+  }
+  EXPECT_EQ(Run(Job("wait: 4s\n")), 125) << rec_.AllMessages();
+  EXPECT_EQ(placed, 3) << "not every host got the ticket before the job waited";
+  EXPECT_EQ(said_early, 0) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("waiting for h1 (held by other123 other bob@box)")) << rec_.AllMessages();
+  // Placed once: the later tries make no ticket again.
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, ticket), 1) << h;
   for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "docker run -d"), 0) << h;
 }
 

@@ -61,10 +61,10 @@ std::string Holds::TakeHoldsLine(const HostState& hs, std::optional<long long> t
     const std::vector<fleet::Hold> none;
     const std::vector<fleet::Hold>& listed = hs.holds.reply ? hs.holds.reply->holds : none;
     owner.has_lease = !fleet::LeaseIdOf(listed, plan_.job_id).empty();
-    const bool has_ticket = std::any_of(listed.begin(), listed.end(), [&](const fleet::Hold& h) {
-      return h.job_id == plan_.job_id && fleet::IsTicket(h);
-    });
-    if (!has_ticket) owner.ticket_since = ticket_since;
+    owner.has_ticket = hs.holds.in_line || std::any_of(listed.begin(), listed.end(), [&](const fleet::Hold& h) {
+                         return h.job_id == plan_.job_id && fleet::IsTicket(h);
+                       });
+    owner.ticket_since = ticket_since;
   }
   return fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
                                 std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
@@ -176,7 +176,8 @@ Status Holds::SecureHolds() {
       ReleaseHolds();
       break;
     }
-    ReleaseHoldsKeepingPlace();
+    // Its place in line first, on every host; only then does it say so.
+    JoinQueue(ticket_since);
     // The status line says what it waits for; anew only when that changes.
     const std::string what = fleet::WaitingFor(busy);
     if (what != last_said) {
@@ -279,16 +280,36 @@ Status Holds::TakeAgain(const std::vector<HostState*>& hosts) {
   return Status::Error(msg);
 }
 
-void Holds::ReleaseHoldsKeepingPlace() {
+void Holds::JoinQueue(long long ticket_since) {
   CommandGroup group(&loop_, &redact_);
   for (HostState* hs : ConnectedHosts()) {
-    if (!hs->holds.holding || hs->lost || !hs->exec) continue;
-    group.Run(*hs->exec, fleet::ReleaseHoldsKeepingPlaceCommand(*hs->docker, plan_.job_id),
-              [this, hs](const Outcome& o) {
-                if (!o.ok()) Say(hs->name + ": releasing the holds between tries failed: " + o.Reason());
-              });
+    if (hs->lost || !hs->exec) continue;
+    std::string line;
+    if (hs->holds.in_line) {
+      if (!hs->holds.holding) continue;
+      line = fleet::ReleaseHoldsKeepingPlaceCommand(*hs->docker, plan_.job_id);
+    } else {
+      fleet::HoldOwner owner = OwnerOf(plan_, spec_);
+      owner.job_dir = hs->job_dir;
+      owner.ticket_since = ticket_since;
+      if (hs->holds.reply) {
+        const std::vector<fleet::Hold>& listed = hs->holds.reply->holds;
+        owner.has_lease = !fleet::LeaseIdOf(listed, plan_.job_id).empty();
+        owner.has_ticket = std::any_of(listed.begin(), listed.end(), [&](const fleet::Hold& h) {
+          return h.job_id == plan_.job_id && fleet::IsTicket(h);
+        });
+      }
+      line = fleet::JoinQueueScript(*hs->docker, owner, std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
+    }
+    group.Run(*hs->exec, line, [this, hs](const Outcome& o) {
+      if (o.ok()) {
+        hs->holds.in_line = true;
+      } else {
+        Say(hs->name + ": taking its place in line or releasing the holds between tries failed: " + o.Reason());
+      }
+    });
   }
-  RunWhileProgressing(group, spec_.ssh.engine_timeout + seconds(30));
+  RunWhileProgressing(group, spec_.ssh.engine_timeout * 3 + seconds(30));
 }
 
 void Holds::RemoveTickets() {
@@ -298,6 +319,7 @@ void Holds::RemoveTickets() {
     group.Run(*hs->exec, fleet::RemoveTicketCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome&) {
       // Gone (or never there): the listing the teardown removes by ID
       // must not name it.
+      hs->holds.in_line = false;
       if (!hs->holds.reply) return;
       auto& listed = hs->holds.reply->holds;
       listed.erase(std::remove_if(listed.begin(), listed.end(),
@@ -317,6 +339,7 @@ void Holds::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {
     group.Run(*hs->exec, fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome& o) {
       if (o.ok()) {
         hs->holds.holding = false;
+        hs->holds.in_line = false;
       } else {
         Say(hs->name + ": releasing the hold failed (its watchdog removes it when the lease lapses): " + o.Reason());
       }

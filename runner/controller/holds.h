@@ -23,6 +23,9 @@ namespace barge::runner::internal {
 struct HostHolds {
   std::optional<fleet::HoldReply> reply;
   bool holding = false;
+  // Its ticket (its place in the host's line) is on the host's engine:
+  // placed by JoinQueue, gone with RemoveTickets or ReleaseHolds.
+  bool in_line = false;
 };
 
 class Holds : private JobPart {
@@ -31,8 +34,8 @@ class Holds : private JobPart {
 
   // The shell that takes the job's holds on `hs` (preflight runs it in its
   // script). `ticket_since`: the job is waiting since then (its lease is
-  // kept on the host between tries, and it leaves its ticket there:
-  // reservation.h's "Queue").
+  // kept on the host between tries, its ticket is there, and it takes no
+  // hold where an earlier job's ticket stands: reservation.h's "Queue").
   std::string TakeHoldsLine(const HostState& hs,
                             std::optional<long long> ticket_since = std::nullopt) const;
   // Takes the job's holds on `hosts` again (its GPU holds go first; its
@@ -50,7 +53,8 @@ class Holds : private JobPart {
   // After preflight: Ok when every host is the job's; otherwise releases
   // every hold the job got and fails with the busy table, or waits (--wait,
   // `wait:`), trying every host again after a random 1-3 s, until all are
-  // free or the limit passes.
+  // free or the limit passes. A waiting job's tickets are on every host
+  // before it says (and its record shows) that it waits.
   Status SecureHolds();
   // The same for one host that preflight took holds on while the job runs
   // (a spare, a lost host checked again): Ok when it is the job's (its GPU
@@ -74,8 +78,10 @@ class Holds : private JobPart {
   // The job's nodes on `hs` get the GPU devices the job holds there.
   Status AdoptHeldGpus(HostState& hs);
   void ReleaseHoldsOn(const std::vector<HostState*>& hosts);
-  // Between a waiting job's tries: its holds go, its lease and ticket stay.
-  void ReleaseHoldsKeepingPlace();
+  // Before a waiting job says it waits and between its tries: its ticket
+  // (place `ticket_since`) is made on every host that lacks it, and only
+  // then do its holds go (its lease and ticket stay), host by host.
+  void JoinQueue(long long ticket_since);
   // The waiting is over (the job has its holds): its tickets go.
   void RemoveTickets();
 };

@@ -119,18 +119,32 @@ class Taker : public std::enable_shared_from_this<Taker> {
   }
 
   void Start() {
+    auto self = shared_from_this();
+    // The listing first: where another job's ticket comes before this
+    // job's place, it creates nothing (the queue) and the listing is its
+    // answer.
+    List([self](bool ok) {
+      if (!ok) return self->Finish(true);
+      if (QueuedBehindAnother(self->reply_.holds, self->reply_.now, self->job_.owner.job_id,
+                              self->job_.owner.ticket_since)) {
+        return self->Finish(false);
+      }
+      self->Take();
+    });
+  }
+
+ private:
+  void Take() {
     const HoldRequest& r = job_.request;
     if (!r.exclusive && r.gpu_count > 0) {
-      // Choosing GPUs needs the listing first (stale holds removed).
+      // Choosing GPUs: the listing's lowest free indices (stale holds
+      // removed and listed again).
       auto self = shared_from_this();
-      return List([self](bool ok) {
-        if (!ok) return self->Finish(true);
-        self->RemoveStale([self](bool removed) {
-          if (!removed) return self->TakeGpus();
-          self->List([self](bool again) {
-            if (!again) return self->Finish(true);
-            self->TakeGpus();
-          });
+      return RemoveStale([self](bool removed) {
+        if (!removed) return self->TakeGpus();
+        self->List([self](bool again) {
+          if (!again) return self->Finish(true);
+          self->TakeGpus();
         });
       });
     }
@@ -146,7 +160,6 @@ class Taker : public std::enable_shared_from_this<Taker> {
     MakeAll(std::move(names), 0, [self] { self->ListAndSettle(); });
   }
 
- private:
   // The engine did not answer `what` within the bound, on every try.
   std::string Unanswered() const {
     return "the Docker engine did not answer within " +

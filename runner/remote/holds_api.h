@@ -3,9 +3,13 @@
 // process on the host (each costs it ~0.1 s of CPU, bench/docker-cli-cost.sh).
 //
 // The steps and their order are the script's (runner/remote/reservation.h has
-// the rules): an exclusive or device/port request creates its holds first
-// and lists after; a GPU count lists first (stale holds removed, listed
-// again), then creates the lowest free indices in turn. After the listing,
+// the rules), after one listing first (here it costs the engine no
+// process): where another job's live ticket comes before the job's place
+// (any live ticket, for a job with no place yet: QueuedBehindAnother) it
+// creates nothing and answers that listing, so even a job's first try never
+// gets in an earlier waiter's way. Then an exclusive or device/port request
+// creates its holds and lists after; a GPU count (stale holds removed,
+// listed again) creates the lowest free indices in turn. After the listing,
 // other jobs' stale holds are removed by container ID, and a name that was
 // in use is tried once more (and listed again) when one was. A name in use
 // by this job itself (an earlier try's) is held.

@@ -52,6 +52,16 @@ std::vector<Hold> Queue(const std::vector<Hold>& holds, long long now) {
   return out;
 }
 
+bool QueuedBehindAnother(const std::vector<Hold>& holds, long long now, const std::string& job_id,
+                         std::optional<long long> since) {
+  Hold mine;
+  mine.job_id = job_id;
+  mine.since = since.value_or(0);
+  return std::any_of(holds.begin(), holds.end(), [&](const Hold& h) {
+    return h.job_id != job_id && IsTicket(h) && !IsStale(h, now) && (!since || TicketBefore(h, mine));
+  });
+}
+
 void ApplyEngineLeases(std::vector<Hold>* holds) {
   std::map<std::string, long long> newest;
   for (const Hold& h : *holds) {
@@ -121,8 +131,11 @@ std::string Secs(std::chrono::seconds s) { return std::to_string(LeaseSeconds(s)
 // leases, read by the shell itself (parameter expansions, no program per
 // line): it sets H_A to the "hold" lines and H_X to the other jobs' holds
 // and leases that are stale by the rule in reservation.h ("ID<tab>what",
-// one a line), judged at H_now when it is set; H_L holds the leases listed
-// ("JOB.T" lines) and h_lr JOB sets h_m to that job's newest T. h_st
+// one a line), judged at H_now when it is set; H_Q to 1 when another job's
+// live ticket comes before the job's own place (H_TS, then H_J: TicketBefore)
+// when H_now and H_TS are set; H_L holds the leases listed
+// ("JOB.T" lines) and h_lr JOB sets h_m to that job's newest T. h_lt A B:
+// A sorts before B byte by byte (as std::string's <). h_st
 // removes the stale ones (by container ID, so never a fresh hold of the
 // same name) and says "stale ..." for each; it succeeds when it removed one.
 std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_timeout) {
@@ -130,6 +143,7 @@ std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_ti
   s += "H_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + Secs(engine_timeout) + "'\n";
   s += "h_dk() { $H_T " + docker.Line({}) + " \"$@\"; }\n";
   s += "H_NL='\n'\n";
+  s += "h_lt() { [ \"$1\" != \"$2\" ] && [ \"$(printf '%s\\n%s\\n' \"$1\" \"$2\" | LC_ALL=C sort | head -n 1)\" = \"$1\" ]; }\n";
   s += "H_F='{{.ID}}\\t{{.Names}}\\t{{.Label \"barge.job\"}}\\t{{.Label \"barge.hold.name\"}}\\t"
        "{{.Label \"barge.hold.user\"}}\\t{{.Label \"barge.hold.machine\"}}\\t{{.Label \"barge.hold.gpus\"}}\\t"
        "{{.Label \"barge.hold.since\"}}\\t{{.Label \"barge.hold.expires\"}}\\t{{.Label \"barge.hold.lease\"}}\\t"
@@ -139,7 +153,7 @@ std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_ti
   // Fields of a listed line: 1 ID, 2 name, 3 job, 4 job name, 5-7 user,
   // machine, GPUs, 8 since, 9 expires, 10 lease, 11 format.
   s += "h_ls() { h_o=$(h_dk ps -a --filter label=barge.hold --format \"$H_F\" 2>&1) || "
-       "{ H_A=\"error: listing holds: $h_o\"; return 1; }; H_A=; H_X=; H_L=; set -f; h_f=$IFS; IFS=$H_NL; "
+       "{ H_A=\"error: listing holds: $h_o\"; return 1; }; H_A=; H_X=; H_L=; H_Q=; set -f; h_f=$IFS; IFS=$H_NL; "
        "for h_l in $h_o; do h_r=${h_l#*\t}; h_n=${h_r%%\t*}; case $h_n in " + std::string(kLeasePrefix) +
        "*.*) h_t=${h_n##*.}; case $h_t in ''|*[!0-9]*) ;; *) H_L=\"$H_L$H_NL${h_n#" + std::string(kLeasePrefix) +
        "}\";; esac;; esac; done; "
@@ -147,13 +161,17 @@ std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_ti
        "h_r=${h_l#*\t}; h_n=${h_r%%\t*}; h_r=${h_r#*\t}; h_j=${h_r%%\t*}; h_r=${h_r#*\t}; h_jn=${h_r%%\t*}; "
        "h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_s=${h_r%%\t*}; h_r=${h_r#*\t}; "
        "h_e=${h_r%%\t*}; h_r=${h_r#*\t}; h_le=${h_r%%\t*}; h_v=${h_r#*\t}; "
-       "if [ \"$h_j\" != \"$H_J\" ] && [ -n \"$H_now\" ] && [ -n \"$h_j\" ]; then "
+       "h_sl=; if [ \"$h_j\" != \"$H_J\" ] && [ -n \"$H_now\" ] && [ -n \"$h_j\" ]; then "
        "case $h_le in ''|*[!0-9]*) h_le=0;; esac; case $h_s in ''|*[!0-9]*) h_s=0;; esac; "
        "case $h_e in ''|*[!0-9]*) h_e=0;; esac; "
        "if [ \"$h_le\" -gt 0 ]; then h_g=$h_le; [ \"$h_g\" -gt 60 ] && h_g=60; h_lr \"$h_j\"; "
        "if [ -n \"$h_m\" ]; then h_at=$((h_m + h_le + h_g)); elif [ \"$h_v\" = " + std::to_string(kHoldFormat) +
        " ]; then h_at=0; else h_at=$((h_e + h_g)); fi; "
-       "[ \"$H_now\" -gt \"$h_at\" ] && H_X=\"$H_X${H_X:+$H_NL}${h_l%%\t*}\t$h_n (job $h_j $h_jn)\"; fi; fi; "
+       "[ \"$H_now\" -gt \"$h_at\" ] && { H_X=\"$H_X${H_X:+$H_NL}${h_l%%\t*}\t$h_n (job $h_j $h_jn)\"; h_sl=1; }; fi; "
+       // Queue: another job's live ticket before the job's own place.
+       "case $h_n in " + std::string(kTicketPrefix) + "*) if [ -z \"$h_sl\" ] && [ \"${H_TS:-0}\" -gt 0 ]; then "
+       "if [ \"$h_s\" -lt \"$H_TS\" ] || { [ \"$h_s\" -eq \"$H_TS\" ] && h_lt \"$h_j\" \"$H_J\"; }; then H_Q=1; fi; "
+       "fi;; esac; fi; "
        "H_A=\"$H_A${H_A:+$H_NL}hold\t$h_l\"; IFS=$H_NL; done; IFS=$h_f; set +f; }\n";
   s += "h_st() { [ -n \"$H_X\" ] || return 1; h_y=1; set -f; h_f=$IFS; IFS=$H_NL; for h_x in $H_X; do IFS=$h_f; "
        "h_dk rm -f \"${h_x%%\t*}\" >/dev/null 2>&1 && { echo \"stale ${h_x#*\t}\"; h_y=0; }; done; "
@@ -369,15 +387,15 @@ std::set<int> GpusNotHeld(int total, const std::vector<int>& ours) {
   return out;
 }
 
-std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& request, const HoldOwner& owner,
-                            std::chrono::seconds engine_timeout) {
+namespace {
+
+// The start of a script that makes containers for `owner` on one host:
+// the prelude, the job's variables ("now T" said), h_here (the controller
+// is still there), h_bye (it went: what the job made there goes) and h_mk
+// (below). Exits at once when the job's directory is missing.
+std::string OwnerScript(const DockerCommands& docker, const HoldOwner& owner, std::chrono::seconds engine_timeout) {
   std::string s = Prelude(docker, engine_timeout);
   const std::string lease_s = Secs(owner.lease);
-  // The job's lease on the engine, made before any hold (the stale rule),
-  // unless it is there already (a waiting job keeps it between tries); and
-  // a waiting job's ticket, unless it is there already.
-  std::string lease = owner.has_lease ? "" : "h_mk \"" + std::string(kLeasePrefix) + "$H_J.$H_now\"\n";
-  if (owner.ticket_since) lease += "h_mk " + ShellQuote(TicketName(owner.job_id)) + "\n";
   // A write to a closed channel fails instead of killing the script: it
   // must still be able to remove what it made.
   s += "trap '' PIPE\n";
@@ -414,13 +432,41 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
        "h_o=$(dd if=/dev/zero bs=1024 count=1 2>/dev/null | h_dk import - \"$H_I\" 2>&1) || "
        "{ H_o=\"cannot make the hold image: $h_o\"; break; };; esac; done; "
        "printf 'error: %s: %s\\n' \"$1\" \"$H_o\"; H_E=1; return 1; }\n";
+  return s;
+}
+
+// The job's lease on the engine, made before any hold (the stale rule),
+// unless it is there already (a waiting job keeps it between tries); and a
+// waiting job's ticket, unless it is there already.
+std::string PlaceLines(const HoldOwner& owner) {
+  std::string s = owner.has_lease ? "" : "h_mk \"" + std::string(kLeasePrefix) + "$H_J.$H_now\"\n";
+  if (owner.ticket_since && !owner.has_ticket) s += "h_mk " + ShellQuote(TicketName(owner.job_id)) + "\n";
+  return s;
+}
+
+}  // namespace
+
+std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& request, const HoldOwner& owner,
+                            std::chrono::seconds engine_timeout) {
+  std::string s = OwnerScript(docker, owner, engine_timeout);
+  std::string lease = PlaceLines(owner);
   const std::string fail_listing = " || { printf '%s\\n' \"$H_A\"; exit 1; }";
+  const bool waiting = owner.ticket_since.has_value();
+  if (waiting) {
+    // A waiting job lists first, its ticket made: where another job's live
+    // ticket comes before its own place it creates no hold (the queue: it
+    // would only be in the earlier waiter's way), and the listing is its
+    // answer.
+    s += "h_here || exit 1\n" + lease + "h_ls" + fail_listing + "\n";
+    s += "if [ -n \"$H_Q\" ]; then printf '%s\\n' \"$H_A\"; [ -z \"$H_E\" ]; exit; fi\n";
+    lease.clear();
+  }
   if (!request.exclusive && request.gpu_count > 0) {
     // Choosing GPUs needs the listing first: the lowest free indices
     // (ChooseGpus' rule), stale holds removed; a name taken since the
     // listing fails its create and the next one is tried (and is not tried
     // again below: the count is made).
-    s += "h_ls" + fail_listing + "\n";
+    if (!waiting) s += "h_ls" + fail_listing + "\n";
     s += "h_st && { h_ls" + fail_listing + "; }\n";
     s += "h_here || exit 1\n" + lease;
     // No point taking GPUs under another job's host hold.
@@ -462,6 +508,15 @@ std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& req
   // A name in use by this job itself (an earlier try's): it holds it.
   s += "for h_n in $H_C; do case \"$H_A\" in *\"\t$h_n\t$H_J\t\"*) echo \"took $h_n\";; esac; done\n";
   s += "[ -z \"$H_A\" ] || printf '%s\\n' \"$H_A\"; [ -z \"$H_E\" ]\n";
+  return s;
+}
+
+std::string JoinQueueScript(const DockerCommands& docker, const HoldOwner& owner, std::chrono::seconds engine_timeout) {
+  std::string s = OwnerScript(docker, owner, engine_timeout);
+  s += "h_here || exit 1\n" + PlaceLines(owner) + "h_here || h_bye\n";
+  // Only now do its holds go: the host always shows its hold or its ticket.
+  s += "( " + ReleaseHoldsKeepingPlaceCommand(docker, owner.job_id) + " ) || { echo 'error: its holds were not released'; H_E=1; }\n";
+  s += "[ -z \"$H_E\" ]\n";
   return s;
 }
 

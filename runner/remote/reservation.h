@@ -77,7 +77,15 @@
 // served per host, no backfill: a host may stay idle while the first
 // waiter waits for its other hosts). Of two multi-host waiters, the later
 // never takes a host the earlier wants and the earlier ignores the later's
-// tickets, so they never wait for each other. A ticket goes when its job
+// tickets, so they never wait for each other. The ticket is made before the
+// job says it waits, and before the holds of its first try go
+// (JoinQueueScript): from that try on, each of its hosts shows its hold or
+// its ticket. A job takes no hold at all where another job's live ticket
+// comes before its place (QueuedBehindAnother): a waiter's try lists
+// first, and so does every taking through the Engine API (a job with no
+// place yet comes after every ticket); only the CLI script's first try
+// (no place yet) creates and then lists, and lets go once it has seen the
+// ticket. A ticket goes when its job
 // has its holds, gives up or ends, and with its lease like a hold (the
 // stale rule), so a dead waiter blocks nobody for longer than a hold would.
 #pragma once
@@ -139,8 +147,11 @@ struct HoldOwner {
   // TakeHoldsScript makes no new one.
   bool has_lease = false;
   // Waiting: the second it began to wait (controller's clock), its
-  // ticket's place; TakeHoldsScript leaves the ticket if it is not there.
+  // ticket's place in every host's line; TakeHoldsScript and
+  // JoinQueueScript leave the ticket unless `has_ticket`.
   std::optional<long long> ticket_since;
+  // The job's ticket is on the host's engine already.
+  bool has_ticket = false;
 };
 
 // What a job holds on one host.
@@ -212,6 +223,12 @@ bool TicketBefore(const Hold& a, const Hold& b);
 // The live tickets of `reply`'s listing (stale ones left out), first
 // first: the host's queue.
 std::vector<Hold> Queue(const std::vector<Hold>& holds, long long now);
+// Whether another job's live ticket in `holds` comes before `job_id`'s
+// place `since` (any live ticket of another job when `since` is nullopt: a
+// job with no place yet comes after every waiter). Such a job takes no hold
+// on the host: it would only be in the earlier waiter's way.
+bool QueuedBehindAnother(const std::vector<Hold>& holds, long long now, const std::string& job_id,
+                         std::optional<long long> since);
 // Sets every entry's lease_renewed from the newest lease of its job among
 // `holds` (the leases' own too).
 void ApplyEngineLeases(std::vector<Hold>* holds);
@@ -266,8 +283,19 @@ std::set<int> GpusNotHeld(int total, const std::vector<int>& ours);
 // it. Needs the job's directory on the host (owner.job_dir, made by the
 // watchdog's arming): without it, or once the channel to the controller is
 // closed, it creates nothing and removes what it made (see above).
+// A waiting job (owner.ticket_since) lists first, its ticket made: where
+// another job's live ticket comes before its own place it creates no hold
+// (so an earlier waiter never finds it in the way), and answers that
+// listing.
 std::string TakeHoldsScript(const DockerCommands& docker, const HoldRequest& request,
                             const HoldOwner& owner, std::chrono::seconds engine_timeout);
+// The shell that puts a waiting job (owner.ticket_since) in the host's
+// line: its lease (unless owner.has_lease) and ticket (unless
+// owner.has_ticket) are made first, and only then do its holds there go, so
+// that from its first try on the host always shows the job's hold or its
+// ticket: no later job takes the host in between. Prints "now T" and "took
+// NAME" lines; fails when a create or the release failed.
+std::string JoinQueueScript(const DockerCommands& docker, const HoldOwner& owner, std::chrono::seconds engine_timeout);
 // Lists the holds (the "hold" lines) and, with `containers`, the running
 // barge containers ("ctr" lines, ParseBargeContainers).
 std::string ListHoldsScript(const DockerCommands& docker, bool containers,

@@ -246,6 +246,20 @@ TEST(Queue, AnEarlierWaiterIgnoresALaterOnesTicketSoTwoWaitersNeverWaitForEachOt
   EXPECT_EQ(queue[1].job_id, "late");
 }
 
+TEST(Queue, AJobTakesNoHoldWhereAnotherJobsTicketComesBeforeItsPlaceOrAnyWhenItHasNone) {
+  std::vector<Hold> holds = {MakeHold(TicketName("bbb"), "bbb", 900, 600), LeaseOf("bbb", 995),
+                             MakeHold(TicketName("dead"), "dead", 100, 600)};  // no lease: stale
+  ApplyEngineLeases(&holds);
+  EXPECT_TRUE(QueuedBehindAnother(holds, 1000, "new", std::nullopt)) << "a job with no place yet";
+  EXPECT_TRUE(QueuedBehindAnother(holds, 1000, "ccc", 901));
+  EXPECT_TRUE(QueuedBehindAnother(holds, 1000, "ccc", 900)) << "the same second: the lower id first";
+  EXPECT_FALSE(QueuedBehindAnother(holds, 1000, "aaa", 900));
+  EXPECT_FALSE(QueuedBehindAnother(holds, 1000, "ccc", 899));
+  EXPECT_FALSE(QueuedBehindAnother(holds, 1000, "bbb", std::nullopt)) << "its own ticket";
+  holds.erase(holds.begin(), holds.begin() + 2);
+  EXPECT_FALSE(QueuedBehindAnother(holds, 1000, "new", std::nullopt)) << "a stale ticket";
+}
+
 TEST(Queue, ATicketWhoseJobHasNoLeaseOrALapsedOneStandsInNobodysWay) {
   HoldReply r;
   r.now = 10000;
@@ -597,6 +611,64 @@ TEST_F(HoldScriptRun, AWaitingJobLeavesItsTicketOnceAndKeepsItsLeaseBetweenTries
   EXPECT_EQ(Engine(), 2u);  // w's hold and lease
   Run(RemoveTicketCommand(Docker(), w.job_id), &exit);
   EXPECT_EQ(exit, 0) << "removing a ticket that is gone must not fail";
+}
+
+TEST_F(HoldScriptRun, JoiningTheLineMakesTheTicketBeforeTheHoldsGoSoTheHostIsNeverWithoutEither) {
+  HoldOwner w = Job("w");
+  ASSERT_EQ(ParseHoldReply(Take(HoldRequest{}, w)).taken, std::vector<std::string>{HostHoldName()});
+  w.has_lease = true;
+  w.ticket_since = 12345;
+  int exit = -1;
+  const std::string out = Run(JoinQueueScript(Docker(), w, std::chrono::seconds(20)), &exit);
+  EXPECT_EQ(exit, 0) << out;
+  // The ticket's create, then the release's listing and removal.
+  EXPECT_EQ(Calls(), "create ps rm ");
+  EXPECT_NE(out.find("took " + TicketName(w.job_id)), std::string::npos) << out;
+  EXPECT_TRUE(std::filesystem::exists(root_ / "engine" / TicketName(w.job_id)));
+  EXPECT_FALSE(std::filesystem::exists(root_ / "engine" / HostHoldName()));
+  EXPECT_EQ(Engine(), 2u);  // its lease and its ticket
+  // Once in line, joining again makes no second ticket.
+  w.has_ticket = true;
+  Run(JoinQueueScript(Docker(), w, std::chrono::seconds(20)), &exit);
+  EXPECT_EQ(exit, 0);
+  EXPECT_EQ(Calls(), "ps ");
+}
+
+TEST_F(HoldScriptRun, ALaterWaiterTakesNoHoldWhereAnEarlierTicketStandsAndAnEarlierWaiterTakesTheHost) {
+  HoldOwner e = Job("e"), l = Job("l");
+  e.ticket_since = 100;
+  l.ticket_since = 200;
+  int exit = -1;
+  for (HoldOwner* o : {&e, &l}) {
+    Run(JoinQueueScript(Docker(), *o, std::chrono::seconds(20)), &exit);
+    ASSERT_EQ(exit, 0);
+    o->has_lease = true;
+    o->has_ticket = true;
+  }
+  // The later waiter lists, sees e's ticket before its place and creates
+  // nothing: the listing is its answer.
+  HoldReply rl = ParseHoldReply(Take(HoldRequest{}, l, &exit));
+  EXPECT_EQ(exit, 0) << rl.errors;
+  EXPECT_EQ(Calls(), "ps ");
+  EXPECT_TRUE(rl.taken.empty());
+  EXPECT_FALSE(std::filesystem::exists(root_ / "engine" / HostHoldName()));
+  std::vector<Hold> c = Conflicts(HoldRequest{}, rl, l.job_id);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].name, TicketName(e.job_id));
+  // The same second: the lower job id is first ("...e" < "...l").
+  l.ticket_since = 100;
+  EXPECT_TRUE(ParseHoldReply(Take(HoldRequest{}, l)).taken.empty());
+  EXPECT_EQ(Calls(), "ps ");
+  // A GPU count lists first anyway: no second listing, no GPU taken.
+  HoldRequest gpus{.exclusive = false, .gpu_count = 2, .gpu_total = 4, .gpu_devices = {}, .ports = {}};
+  EXPECT_TRUE(ParseHoldReply(Take(gpus, l)).taken.empty());
+  EXPECT_EQ(Calls(), "ps ");
+  // The earlier waiter ignores l's ticket and takes the host.
+  HoldReply re = ParseHoldReply(Take(HoldRequest{}, e, &exit));
+  EXPECT_EQ(exit, 0) << re.errors;
+  EXPECT_EQ(re.taken, std::vector<std::string>{HostHoldName()});
+  EXPECT_EQ(Calls(), "ps create ps ");
+  EXPECT_TRUE(Conflicts(HoldRequest{}, re, e.job_id).empty());
 }
 
 TEST_F(HoldScriptRun, ANameInUseAtTheCreateThatItsHolderReleasedBeforeTheListingIsTakenOnTheRetry) {

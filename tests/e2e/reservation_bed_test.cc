@@ -86,6 +86,19 @@ std::string TicketsOf(const BedHost& h, const std::set<std::string>& names) {
   return out;
 }
 
+// The jobs of `ids` that have any container (holds and leases included) on
+// `h`, sorted, space-separated.
+std::string JobsOn(const BedHost& h, const std::set<std::string>& ids) {
+  std::istringstream in(Docker(h, "ps -a --filter label=barge.job --format '{{.Label \"barge.job\"}}'"));
+  std::set<std::string> found;
+  for (std::string line; std::getline(in, line);) {
+    if (ids.count(line)) found.insert(line);
+  }
+  std::string out;
+  for (const std::string& j : found) out += (out.empty() ? "" : " ") + j;
+  return out;
+}
+
 // Removes every container of `job_id` on `h` (holds included).
 void RemoveJob(const BedHost& h, const std::string& job_id) {
   if (job_id.empty()) return;
@@ -299,42 +312,77 @@ TEST_F(ReservationTest, ABusyHostFailsTheJobWithTheHolderNamedAndWaitStartsItWhe
   EXPECT_EQ(LeasesOf(GetBed().hosts[2], {"busy-holder", "busy-second"}), "");
 }
 
+// The first event of `kind` ("waiting", "starting") in a `--events json`
+// file, as wall-clock seconds; -1 when there is none.
+double EventAt(const fs::path& file, const std::string& kind) {
+  std::istringstream in(barge::testing::ReadWholeFile(file));
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("type", "") == "event" && e.value("kind", "") == kind) {
+      return barge::testing::IsoSeconds(e["at"].get<std::string>());
+    }
+  }
+  return -1;
+}
+
 // The fair queue (runner/remote/reservation.h, "Queue"): a 3-host job
-// waits for host 1 (held for 8 s), then two loops keep running 1-host jobs
-// (`wait:`) on its free hosts 2 and 3, back to back. The bound: the 3-host
-// job starts within 30 s of its start here (the holder's 8 s plus its
-// polls), and no loop job starts before it.
-// Without the rule it would not: bench/queue-fairness.sh runs the same
-// scenario (two loops per host) with any barge binary; a barge built from
-// cdeb3be^ (before the fair queue) printed on 2026-11-27 "big 3-host job
-// had NOT started 90 s after it began waiting; stream jobs started
+// waits for host 0 (held for 8 s); from the moment it says it waits, two
+// loops start a 1-host job (`wait:`) on its free hosts 1 and 2 every second.
+// Its tickets are on every host when it says it waits, and no loop job
+// starts (its "starting" event) after the big job's "waiting" event and
+// before the big job's own start; the big job starts within 30 s.
+// Without the queue it would not start: bench/queue-fairness.sh runs the
+// same scenario (two loops per host) with any barge binary; a barge built
+// from cdeb3be^ (before the fair queue) printed on 2026-11-27 "big 3-host
+// job had NOT started 90 s after it began waiting; stream jobs started
 // meanwhile: 55", and the current one "started 9.7 s after it began
-// waiting" (bench/results/queue-fairness-2026-11-27.txt).
+// waiting" (bench/results/queue-fairness-2026-11-27.txt). Before the ticket
+// was made ahead of the "waiting" status (2026-11-27), a loop job started
+// on host 1 or 2 within a second of that status.
 TEST_F(ReservationTest, AThreeHostJobWaitingInLineIsNotOvertakenByAStreamOfOneHostJobsOnItsFreeHosts) {
   const std::set<std::string> kNames = {"line-holder", "line-big", "line-small-a", "line-small-1",
                                         "line-small-2"};
   JobDir hd("resv-line-holder"), bd("resv-line-big"), sd("resv-line-small");
   hd.Write(Job("line-holder", "[\"sleep\", \"8\"]", HostsYaml({0})), "holder.yaml");
-  bd.Write(Job("line-big", "[\"sleep\", \"4\"]", HostsYaml({0, 1, 2}), "wait: 90s\n"), "big.yaml");
+  bd.Write(Job("line-big", "[\"sleep\", \"2\"]", HostsYaml({0, 1, 2}), "wait: 90s\n"), "big.yaml");
   sd.Write(Job("line-small-a", "[\"true\"]", HostsYaml({1})), "a.yaml");
   const auto& bed = GetBed();
+  const double t0 = barge::testing::WallSeconds();
   pid_t holder = hd.Start("run holder.yaml");
   ASSERT_TRUE(hd.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)));
   jobs_.insert(JobIdIn(barge::testing::ReadWholeFile(hd.path() / "err.txt")));
   // The big job waits for host 0 and takes its place in line on all three.
-  pid_t big = bd.Start("run big.yaml");
+  pid_t big = bd.Start("run --events json --events-file ev.jsonl big.yaml");
   ASSERT_TRUE(bd.WaitFor("err.txt", "waiting for", std::chrono::seconds(60)));
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (TicketsOf(bed.hosts[2], kNames).empty() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // From now on, a 1-host job on each of its free hosts every second, each
+  // recording its events (its "starting" is when it took its host).
+  std::atomic<bool> big_started = false;
+  struct Launched {
+    std::unique_ptr<JobDir> dir;
+    pid_t pid;
+  };
+  std::vector<std::vector<Launched>> streams(2);
+  std::vector<std::thread> loops;
+  for (size_t i = 0; i < 2; ++i) {
+    loops.emplace_back([&, i] {
+      while (!big_started && streams[i].size() < 8) {
+        const std::string name = "line-small-" + std::to_string(i + 1);
+        auto dir = std::make_unique<JobDir>("resv-" + name + "-" + std::to_string(streams[i].size()));
+        dir->Write(Job(name, "[\"true\"]", HostsYaml({i + 1}), "wait: 120s\n"), "s.yaml");
+        const pid_t pid = dir->Start("run --events json --events-file ev.jsonl s.yaml");
+        streams[i].push_back(Launched{std::move(dir), pid});
+        for (int t = 0; t < 10 && !big_started; ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
   }
-  // Its id: its ticket's name (the id line comes once it starts).
-  const std::string ticket = TicketsOf(bed.hosts[2], kNames);
-  ASSERT_EQ(ticket.rfind("barge-ticket-", 0), 0u) << ticket;
-  const std::string big_id = ticket.substr(13, ticket.find(' ') - 13);
+  // Its ticket is on every host as soon as it says it waits. Its id: its
+  // ticket's name (the id line comes once it starts).
+  const std::string ticket = TicketsOf(bed.hosts[2], {"line-big"});
+  EXPECT_EQ(ticket.rfind("barge-ticket-", 0), 0u) << "no ticket on host 2 when the job said it waits: " << ticket;
+  const std::string big_id = ticket.size() > 13 ? ticket.substr(13, ticket.find(' ') - 13) : "";
   jobs_.insert(big_id);
   for (size_t h = 0; h < 3; ++h) {
-    EXPECT_EQ(TicketsOf(bed.hosts[h], kNames), "barge-ticket-" + big_id + " line-big\n") << bed.hosts[h].name;
+    EXPECT_EQ(TicketsOf(bed.hosts[h], {"line-big"}), "barge-ticket-" + big_id + " line-big\n") << bed.hosts[h].name;
   }
   // Hosts 1 and 2 are free, yet a later job does not take them: without
   // --wait it fails at once, naming the job it is queued behind ...
@@ -349,27 +397,7 @@ TEST_F(ReservationTest, AThreeHostJobWaitingInLineIsNotOvertakenByAStreamOfOneHo
   CliOutcome hosts = sd.Barge("hosts a.yaml");
   EXPECT_NE(hosts.out.find("queued #1"), std::string::npos) << hosts.out;
   std::printf("hosts while the big job waits:\n%s\n", hosts.out.c_str());
-  // ... and a stream of them with wait: (a new one on each free host every
-  // 2 s while the big one waits) queues behind it, then waits for its holds.
-  std::atomic<bool> big_started = false;
-  struct Launched {
-    std::unique_ptr<JobDir> dir;
-    pid_t pid;
-  };
-  std::vector<std::vector<Launched>> streams(2);
-  std::vector<std::thread> loops;
-  for (size_t i = 0; i < 2; ++i) {
-    loops.emplace_back([&, i] {
-      while (!big_started && streams[i].size() < 10) {
-        const std::string name = "line-small-" + std::to_string(i + 1);
-        auto dir = std::make_unique<JobDir>("resv-" + name + "-" + std::to_string(streams[i].size()));
-        dir->Write(Job(name, "[\"sleep\", \"1\"]", HostsYaml({i + 1}), "wait: 120s\n"), "s.yaml");
-        const pid_t pid = dir->Start("run s.yaml");
-        streams[i].push_back(Launched{std::move(dir), pid});
-        for (int t = 0; t < 20 && !big_started; ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
-  }
+  // ... and the stream queues behind it, then waits for its holds.
   const bool started = bd.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(30));
   big_started = true;
   for (std::thread& t : loops) t.join();
@@ -379,12 +407,25 @@ TEST_F(ReservationTest, AThreeHostJobWaitingInLineIsNotOvertakenByAStreamOfOneHo
   CliOutcome oh = hd.Wait(holder, std::chrono::seconds(60));
   EXPECT_EQ(oh.code, 0) << oh.err;
   EXPECT_EQ(obig.code, 0) << obig.err;
+  const double waited_at = EventAt(bd.path() / "ev.jsonl", "waiting");
+  const double big_start = EventAt(bd.path() / "ev.jsonl", "starting");
+  EXPECT_GT(waited_at, 0) << "no waiting event";
+  EXPECT_GT(big_start, waited_at) << "no starting event";
+  const double until = big_start > 0 ? big_start : 1e300;  // never started: until the end
+  size_t launched = 0;
   for (size_t i = 0; i < 2; ++i) {
     ASSERT_FALSE(streams[i].empty());
     for (size_t n = 0; n < streams[i].size(); ++n) {
       CliOutcome o = streams[i][n].dir->Wait(streams[i][n].pid, std::chrono::seconds(180));
       Seen(o);
+      ++launched;
       EXPECT_EQ(o.code, 0) << o.err;
+      // None took its host between the big job's "waiting" and its start.
+      const double s = EventAt(streams[i][n].dir->path() / "ev.jsonl", "starting");
+      EXPECT_FALSE(s > waited_at && s < until)
+          << "stream " << i + 1 << " job " << n << " started on host " << i + 1 << " " << s - waited_at
+          << " s after the big job said it waits, " << big_start - s << " s before the big job started:\n"
+          << o.err;
       // Each waited for the big job: queued behind its ticket, or (one
       // launched as it started) for its hold.
       EXPECT_NE(o.err.find(big_id + " line-big"), std::string::npos) << o.err;
@@ -396,7 +437,8 @@ TEST_F(ReservationTest, AThreeHostJobWaitingInLineIsNotOvertakenByAStreamOfOneHo
       std::printf("stream %zu: %zu job(s); its first:\n%s\n", i + 1, streams[i].size(), o.err.c_str());
     }
   }
-  std::printf("the big job:\n%s\n", obig.err.c_str());
+  std::printf("the big job (started %.1f s after it said it waits; %zu stream jobs; test %.1f s):\n%s\n",
+              big_start - waited_at, launched, barge::testing::WallSeconds() - t0, obig.err.c_str());
   for (size_t h = 0; h < 3; ++h) {
     EXPECT_EQ(TicketsOf(bed.hosts[h], kNames) + Holds(bed.hosts[h], kNames) + LeasesOf(bed.hosts[h], kNames), "")
         << bed.hosts[h].name;
@@ -485,7 +527,10 @@ TEST_F(ReservationTest, ReapFromAnotherStoreKeepsAColleaguesLiveJobAndRemovesOnl
                           " (job 1apsed02, Created, lease lapsed "),
             std::string::npos)
       << reap.out;
-  EXPECT_EQ(Docker(h, "ps -aq --filter label=barge.job=0rphan01 --filter label=barge.job=1apsed02"), "");
+  // Of the four jobs, exactly the two with a live lease are left on the
+  // host (Docker ANDs two label filters: one listing, read here).
+  EXPECT_EQ(JobsOn(h, {"0rphan01", "1apsed02", "11ve0003", id}),
+            std::min(id, std::string("11ve0003")) + " " + std::max(id, std::string("11ve0003")));
   EXPECT_EQ(Docker(h, "ps -aq --filter label=barge.job=0rphan01"), "");
   EXPECT_EQ(Docker(h, "ps -aq --filter label=barge.job=1apsed02"), "");
   EXPECT_NE(Docker(h, "ps -q --filter label=barge.job=11ve0003"), "");
