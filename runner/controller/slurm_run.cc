@@ -25,7 +25,6 @@ namespace barge::runner {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using Clock = std::chrono::steady_clock;
 
 std::string FormatSlurmNodes(const std::vector<SlurmNode>& nodes) {
   std::string out;
@@ -103,14 +102,16 @@ namespace {
 // Where Slurm's commands run: this machine, or one SSH session to
 // slurm.login. The loop is declared first: it outlives the executor.
 struct SubmitHost {
+  explicit SubmitHost(ssh::EventLoop::TimeSource time) : loop(time) {}
   ssh::EventLoop loop;
   std::unique_ptr<ssh::Executor> exec;
   std::string label;  // "this machine" or the login host
 };
 
-Result<std::unique_ptr<SubmitHost>> OpenSubmitHost(const JobSpec& spec) {
-  auto submit = std::make_unique<SubmitHost>();
-  Result<std::unique_ptr<ssh::Executor>> exec = ConnectSubmitHost(spec, &submit->loop);
+Result<std::unique_ptr<SubmitHost>> OpenSubmitHost(const JobSpec& spec, const SlurmSubmitSeam& seam) {
+  auto submit = std::make_unique<SubmitHost>(seam.time);
+  Result<std::unique_ptr<ssh::Executor>> exec =
+      seam.connect ? seam.connect(&submit->loop) : ConnectSubmitHost(spec, &submit->loop);
   if (!exec.ok()) return exec.status();
   submit->exec = std::move(exec).value();
   submit->label = spec.slurm->login.empty() ? "this machine" : spec.slurm->login;
@@ -153,8 +154,8 @@ Result<Ran> RunToEnd(SubmitHost& submit, const std::string& line, milliseconds l
   };
   Result<std::unique_ptr<ssh::Command>> cmd = submit.exec->Start(line, std::move(cb));
   if (!cmd.ok()) return cmd.status();
-  const auto deadline = Clock::now() + limit;
-  while (!*done && Clock::now() < deadline) submit.loop.Poll(milliseconds(100));
+  const auto deadline = submit.loop.Now() + limit;
+  while (!*done && submit.loop.Now() < deadline) submit.loop.Poll(milliseconds(100));
   if (!*done) {
     return Status::Error("`" + line + "` on " + submit.label + " did not end within " +
                          std::to_string(std::chrono::duration_cast<seconds>(limit).count()) + " s");
@@ -243,11 +244,12 @@ class Allocation {
     const std::string line = slurm::SallocLine(*spec_.slurm, job_id_, spec_.name);
     Result<std::unique_ptr<ssh::Command>> cmd = submit_->exec->Start(line, std::move(cb));
     if (!cmd.ok()) return cmd.status();
-    const auto began = Clock::now();
+    ssh::EventLoop& loop = submit_->loop;
+    const auto began = loop.Now();
     auto next_look = began + seconds(2);
     std::string shown;  // the last queue line printed
     while (!exit_code->has_value()) {
-      submit_->loop.Poll(milliseconds(200));
+      loop.Poll(milliseconds(200));
       if (id_.empty()) {
         if (std::optional<std::string> id = slurm::JobIdInSalloc(*err)) NoteId(*id);
       }
@@ -255,14 +257,14 @@ class Allocation {
         Cancel("interrupted while queued");
         return Status::Error("interrupted while queued in Slurm");
       }
-      if (spec_.wait && Clock::now() - began > *spec_.wait && !id_.empty()) {
+      if (spec_.wait && loop.Now() - began > *spec_.wait && !id_.empty()) {
         Cancel("still queued after wait:");
         return Status::Error("Slurm job " + id_ + " was still queued after " +
                              std::to_string(std::chrono::duration_cast<seconds>(*spec_.wait).count()) +
                              " s (wait:); cancelled");
       }
-      if (!id_.empty() && Clock::now() >= next_look) {
-        next_look = Clock::now() + seconds(3);
+      if (!id_.empty() && loop.Now() >= next_look) {
+        next_look = loop.Now() + seconds(3);
         Result<Ran> q = RunToEnd(*submit_, slurm::SqueueLine(id_), seconds(30));
         if (!q.ok() || q->code != 0) continue;
         Result<slurm::QueueState> state = slurm::ParseSqueue(q->out);
@@ -336,8 +338,10 @@ void SayDrainCommands(JobStore& store, const std::string& job_id, const std::vec
 
 }  // namespace
 
-Status CancelSlurmAllocation(const JobSpec& spec, const std::string& slurm_id) {
-  Result<std::unique_ptr<SubmitHost>> submit = OpenSubmitHost(spec);
+namespace {
+
+Status CancelAllocation(const JobSpec& spec, const std::string& slurm_id, const SlurmSubmitSeam& seam) {
+  Result<std::unique_ptr<SubmitHost>> submit = OpenSubmitHost(spec, seam);
   if (!submit.ok()) return submit.status();
   Result<Ran> r = RunToEnd(**submit, slurm::ScancelLine(slurm_id), seconds(60));
   if (!r.ok()) return r.status();
@@ -348,8 +352,15 @@ Status CancelSlurmAllocation(const JobSpec& spec, const std::string& slurm_id) {
   return Status::Ok();
 }
 
+}  // namespace
+
+Status CancelSlurmAllocation(const JobSpec& spec, const std::string& slurm_id) {
+  return CancelAllocation(spec, slurm_id, {});
+}
+
 int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
-                const std::function<int(const JobSpec&, const cluster::PlanInput&, const ControllerOptions&)>& run) {
+                const std::function<int(const JobSpec&, const cluster::PlanInput&, const ControllerOptions&)>& run,
+                const SlurmSubmitSeam& seam) {
   const std::string& job_id = input.job_id;
   Result<std::unique_ptr<JobStore>> opened = JobStore::Open(options.state_dir);
   if (!opened.ok()) {
@@ -391,7 +402,7 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
   std::string slurm_id;
   std::vector<SlurmNode> nodes;
   {
-    Result<std::unique_ptr<SubmitHost>> submit = OpenSubmitHost(spec);
+    Result<std::unique_ptr<SubmitHost>> submit = OpenSubmitHost(spec, seam);
     if (!submit.ok()) return end(JobStatus::kFailed, kExitBargeFailure, submit.status().message());
     int interrupted = 0;
     SignalWatcher signals(&(*submit)->loop, [&interrupted](int) { ++interrupted; });
@@ -429,7 +440,7 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
     // The allocation can end under the job (its time limit, preemption, an
     // admin's scancel): the job is then torn down (its containers run
     // outside Slurm's reach).
-    Result<std::unique_ptr<SubmitHost>> opened_watch = OpenSubmitHost(spec);
+    Result<std::unique_ptr<SubmitHost>> opened_watch = OpenSubmitHost(spec, seam);
     std::shared_ptr<SubmitHost> watch;
     if (opened_watch.ok()) watch = std::move(opened_watch).value();
     if (watch) {
@@ -449,7 +460,7 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
     code = run(placed, placed_input, with_record);
   }
   // However the job ended, the allocation goes with it.
-  Status released = CancelSlurmAllocation(spec, slurm_id);
+  Status released = CancelAllocation(spec, slurm_id, seam);
   Result<std::unique_ptr<JobStore>> again = JobStore::Open(options.state_dir);
   if (code != 0 && again.ok()) SayDrainCommands(**again, job_id, nodes);
   Status noted = again.ok() ? (*again)->AddEvent(job_id, kSlurmReleasedEvent, std::nullopt,

@@ -23,6 +23,8 @@
 #include "cluster/plan.h"
 #include "runner/controller/entry_points.h"
 #include "runner/jobfile/job_spec.h"
+#include "ssh/event_loop.h"
+#include "ssh/executor.h"
 
 namespace barge::runner {
 
@@ -63,11 +65,27 @@ struct RecordedAllocation {
 class JobStore;
 Result<RecordedAllocation> ReadRecordedAllocation(JobStore& store, const std::string& job_id);
 
+// Where a slurm: job's Slurm commands run (salloc, squeue, scontrol,
+// scancel). Each use (the allocation, the watch while the job runs, the
+// release) opens it on a loop of its own, made with `time`. The default:
+// this machine or slurm.login (ConnectSubmitHost) on a real loop; a unit
+// test gives scripted commands on virtual loops.
+struct SlurmSubmitSeam {
+  ssh::EventLoop::TimeSource time = ssh::EventLoop::TimeSource::kReal;
+  // Unset: ConnectSubmitHost(spec, loop).
+  std::function<Result<std::unique_ptr<ssh::Executor>>(ssh::EventLoop*)> connect;
+};
+
 // `barge run` of a slurm: job (RunJob calls it): allocate, run, release.
 // `run` runs the job on the concrete spec (a Controller, with the job's
-// store record already made).
+// store record already made). While queued, squeue is asked every 3 s;
+// past the job's `wait:` the allocation is cancelled and the job fails
+// (kExitBargeFailure). While the job runs, the controller asks squeue every
+// ControllerOptions::outside_every (10 s). However the job ends, the
+// allocation is cancelled after the controller returned (its containers gone).
 int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
-                const std::function<int(const JobSpec&, const cluster::PlanInput&, const ControllerOptions&)>& run);
+                const std::function<int(const JobSpec&, const cluster::PlanInput&, const ControllerOptions&)>& run,
+                const SlurmSubmitSeam& seam = {});
 
 // `scancel ID` where the job's Slurm commands run (this machine or
 // slurm.login); Ok when Slurm took it (an allocation that already ended
