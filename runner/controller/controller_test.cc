@@ -681,7 +681,6 @@ TEST_F(ControllerTest, ASpareTakesAnUnhealthyHostsPlaceAtTheStartAndTheOutputSay
     }
     return lines.size();
   };
-
   // The release's own line: the preflight lists holds too, with the same
   // `docker ps` filter.
   const std::string release = "h2: " + fleet::ReleaseHoldsCommand(DockerCommands({"docker"}), "abcd1234");
