@@ -5,7 +5,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -14,38 +16,72 @@ namespace barge {
 
 namespace {
 
-// "0100007F:1F90" (127.0.0.1:8080 as the kernel prints it: the IPv4
-// address as a host-order 32-bit number, the port as a number) → whether
-// it is 127.0.0.1:`port`.
-bool IsLoopbackEnd(std::string_view field, int port) {
-  // The kernel prints the address's in-memory (network order) bytes read
-  // as a native number: 0100007F for 127.0.0.1 on a little-endian machine.
-  char want[16];
-  std::snprintf(want, sizeof want, "%08X:%04X", static_cast<unsigned>(htonl(INADDR_LOOPBACK)),
-                static_cast<unsigned>(port));
-  if (field.size() != 13) return false;
-  for (size_t i = 0; i < 13; ++i) {
-    char a = field[i], b = want[i];
+// How the kernel prints a socket's end in /proc/net/tcp[6]: the address's
+// in-memory (network order) bytes read as native 32-bit numbers, each
+// %08X ("0100007F" for 127.0.0.1 on a little-endian machine; four of them
+// for IPv6), then ':' and the port as %04X. Empty for another family.
+std::string KernelEnd(const sockaddr_storage& a) {
+  char text[64] = "";
+  if (a.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&a);
+    uint32_t word = 0;
+    std::memcpy(&word, &in->sin_addr, 4);
+    std::snprintf(text, sizeof text, "%08X:%04X", static_cast<unsigned>(word), static_cast<unsigned>(ntohs(in->sin_port)));
+  } else if (a.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&a);
+    uint32_t w[4];
+    std::memcpy(w, &in6->sin6_addr, 16);
+    std::snprintf(text, sizeof text, "%08X%08X%08X%08X:%04X", static_cast<unsigned>(w[0]),
+                  static_cast<unsigned>(w[1]), static_cast<unsigned>(w[2]), static_cast<unsigned>(w[3]),
+                  static_cast<unsigned>(ntohs(in6->sin6_port)));
+  }
+  return text;
+}
+
+bool SameField(std::string_view field, std::string_view want) {
+  if (field.size() != want.size()) return false;
+  for (size_t i = 0; i < field.size(); ++i) {
+    char a = field[i];
     if (a >= 'a' && a <= 'f') a = static_cast<char>(a - 'a' + 'A');
-    if (a != b) return false;
+    if (a != want[i]) return false;
   }
   return true;
 }
 
+std::string ReadFile(const char* path) {
+  std::ifstream file(path);
+  if (!file) return "";
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
-std::optional<uid_t> LoopbackClientUid(std::string_view proc_net_tcp, int client_port, int server_port) {
+bool IsLoopback(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) {
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(&a)->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (a.ss_family == AF_INET6) {
+    const in6_addr& in6 = reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&in6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&in6) && in6.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+std::optional<uid_t> SocketOwner(std::string_view proc_net_tcp, std::string_view local, std::string_view remote) {
   std::istringstream in{std::string(proc_net_tcp)};
   std::string line;
   std::getline(in, line);  // the header
   while (std::getline(in, line)) {
     // sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...
     std::istringstream f(line);
-    std::string sl, local, remote, state, queues, timer, retransmits, uid;
-    if (!(f >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid)) continue;
+    std::string sl, local_field, remote_field, state, queues, timer, retransmits, uid;
+    if (!(f >> sl >> local_field >> remote_field >> state >> queues >> timer >> retransmits >> uid)) continue;
     // 01 ESTABLISHED, 08 CLOSE_WAIT.
     if (state != "01" && state != "08") continue;
-    if (!IsLoopbackEnd(local, client_port) || !IsLoopbackEnd(remote, server_port)) continue;
+    if (!SameField(local_field, local) || !SameField(remote_field, remote)) continue;
     try {
       size_t used = 0;
       const unsigned long v = std::stoul(uid, &used);
@@ -54,6 +90,15 @@ std::optional<uid_t> LoopbackClientUid(std::string_view proc_net_tcp, int client
     }
   }
   return std::nullopt;
+}
+
+std::optional<uid_t> LoopbackClientUid(std::string_view proc_net_tcp, int client_port, int server_port) {
+  char client[16], server[16];
+  std::snprintf(client, sizeof client, "%08X:%04X", static_cast<unsigned>(htonl(INADDR_LOOPBACK)),
+                static_cast<unsigned>(client_port));
+  std::snprintf(server, sizeof server, "%08X:%04X", static_cast<unsigned>(htonl(INADDR_LOOPBACK)),
+                static_cast<unsigned>(server_port));
+  return SocketOwner(proc_net_tcp, client, server);
 }
 
 std::optional<uid_t> PeerUid(int fd) {
@@ -69,15 +114,10 @@ std::optional<uid_t> PeerUid(int fd) {
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
     return cred.uid;
   }
-  if (peer.ss_family != AF_INET) return std::nullopt;
-  const auto* p = reinterpret_cast<const sockaddr_in*>(&peer);
-  const auto* s = reinterpret_cast<const sockaddr_in*>(&self);
-  if (p->sin_addr.s_addr != htonl(INADDR_LOOPBACK)) return std::nullopt;
-  std::ifstream file("/proc/net/tcp");
-  if (!file) return std::nullopt;
-  std::ostringstream text;
-  text << file.rdbuf();
-  return LoopbackClientUid(text.str(), ntohs(p->sin_port), ntohs(s->sin_port));
+  if (!IsLoopback(peer)) return std::nullopt;
+  // The client's socket: its local end is our peer, its remote end us.
+  const std::string table = ReadFile(peer.ss_family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6");
+  return SocketOwner(table, KernelEnd(peer), KernelEnd(self));
 }
 
 }  // namespace barge

@@ -37,14 +37,18 @@ constexpr milliseconds kUpstreamRetry{10};
 constexpr milliseconds kUpstreamPatience{5000};
 
 // Who is at the other end of accepted `fd` from `addr`: "uid N" for a
-// loopback client whose owner can be read, else its address.
+// client on this machine's loopback (any 127/8 address, ::1), whose owner
+// the kernel's socket table tells, so that a local user is one peer however
+// many loopback addresses it connects from; "loopback" for one whose owner
+// cannot be read (gone already); else its address.
 std::string PeerOf(int fd, const sockaddr_storage& addr) {
   char text[INET6_ADDRSTRLEN] = "?";
+  if (IsLoopback(addr)) {
+    if (std::optional<uid_t> uid = PeerUid(fd)) return "uid " + std::to_string(*uid);
+    return "loopback";
+  }
   if (addr.ss_family == AF_INET) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
-    if (ntohl(in->sin_addr.s_addr) == INADDR_LOOPBACK) {
-      if (std::optional<uid_t> uid = PeerUid(fd)) return "uid " + std::to_string(*uid);
-    }
     inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
   } else if (addr.ss_family == AF_INET6) {
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);

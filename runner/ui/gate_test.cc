@@ -406,5 +406,56 @@ TEST_F(GateTest, ARemoteAddressIsOnePeerWhoseWaitingAndOpenConnectionsAreCappedA
   });
 }
 
+// Issue #40 (item 6): a local user is one peer whatever loopback address it
+// connects from. uid 65534 spreads its slow heads over 127.0.0.2-.9: past
+// its cap it is refused as "uid 65534", and this user is still served.
+TEST_F(GateTest, ALocalUserIsOnePeerWhateverLoopbackAddressItConnectsFrom) {
+  ASSERT_EQ(geteuid(), 0u) << "this test plays another user (uid 65534): it needs root";
+  GateLimits limits;
+  limits.max_unauthenticated_per_peer = 4;
+  limits.head_deadline = milliseconds(60000);
+  StartGate(limits);
+  const int port = gate_->port();
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  std::thread child([&] {
+    const int rc = AsNobody([&] {
+      std::vector<int> slow;
+      for (int i = 0; i < 4; ++i) {
+        const int fd = ConnectFrom("127.0.0." + std::to_string(2 + i), "127.0.0.1", port);
+        if (fd < 0) return 1;
+        SendAll(fd, "GET / HTTP/1.1\r\nX-Ok: ye");
+        slow.push_back(fd);
+      }
+      // A fifth, from yet another loopback address: the same peer, refused.
+      const int extra = ConnectFrom("127.0.0.9", "127.0.0.1", port);
+      if (extra < 0) return 1;
+      const std::string refused = ReadAll(extra, milliseconds(5000));
+      close(extra);
+      if (refused.substr(0, 12) != "HTTP/1.1 503") return 2;
+      if (refused.find("uid 65534") == std::string::npos) return 3;
+      char c = 'r';
+      if (write(ready[1], &c, 1) != 1) return 4;
+      if (read(done[0], &c, 1) != 1) return 4;
+      for (int fd : slow) close(fd);
+      return 0;
+    });
+    EXPECT_EQ(rc, 0) << "1: no connection; 2: the fifth was not refused (each address a new peer?); "
+                        "3: the refusal does not name uid 65534";
+  });
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  // This user, from 127.0.0.5 too, is another peer and is served.
+  const int mine = ConnectFrom("127.0.0.5", "127.0.0.1", port);
+  ASSERT_GE(mine, 0);
+  SendAll(mine, "GET / HTTP/1.1\r\nX-Ok: yes\r\n\r\n");
+  const std::string served = ReadAll(mine, milliseconds(5000));
+  close(mine);
+  EXPECT_EQ(served.substr(0, 12), "HTTP/1.1 200") << served;
+  ASSERT_EQ(write(done[1], &c, 1), 1);
+  child.join();
+}
+
 }  // namespace
 }  // namespace barge::runner::ui
