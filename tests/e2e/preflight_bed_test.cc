@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "tests/support/bed_job.h"
+#include "tests/support/gpu_standin.h"
 
 using barge::testing::BedHost;
 using barge::testing::CliOutcome;
@@ -130,10 +131,14 @@ TEST_F(PreflightTest, EveryHostsProblemIsReportedInOneTableAndNothingStarts) {
 // The GPU health gate on a bed host. The bed has no GPU: the host's
 // nvidia-smi is the stand-in that replays the captured H100 outputs
 // (tests/data/nvidia-smi/standin.sh, behind a wrapper that sets its knobs:
-// two GPUs, GPU 0 with 2 uncorrectable ECC errors; or a hang), and its
-// docker_command a shim that answers the GPU probe and drops --gpus,
-// logging the value barge passed. All in the bed's directory, which every
-// bed host sees.
+// three GPUs, GPU 0 with 2 uncorrectable ECC errors, GPU 1 lost (every field
+// "[GPU is lost]"); or a hang), in the bed's directory, which every bed host
+// sees. No docker shim: h1's real engine gets barge's --gpus and
+// DeviceRequests as they are, through the engine-side GPU stand-in
+// (tests/support/gpu_standin.h: a stand-in nvidia-container-runtime-hook
+// on that dockerd's PATH, which records each GPU container's
+// HostConfig.DeviceRequests as the engine stored it and lets it start
+// without a GPU).
 TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndAHungDriverStopsTheJob) {
   const auto& bed = GetBed();
   const std::filesystem::path base = std::filesystem::path(bed.dir) / "gpu-health";
@@ -151,45 +156,62 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
     return p.string();
   };
   const std::string standin = (base / "nvidia-smi" / "standin.sh").string();
-  const std::string sick = script("smi-gpu0-ecc", "STANDIN_GPUS=2 STANDIN_ECC=2 exec " + standin + " \"$@\"\n");
+  const std::string sick =
+      script("smi-gpu0-ecc-gpu1-lost", "STANDIN_GPUS=3 STANDIN_ECC=2 STANDIN_LOST=1 exec " + standin + " \"$@\"\n");
   const std::string hung = script("smi-hung", "STANDIN_HANG=1 exec " + standin + " \"$@\"\n");
-  const std::string log = (base / "gpus.log").string();
-  const std::string shim = script(
-      "docker", "case \" $* \" in *' nvidia-smi '*) echo 'GPU 0: shim'; echo 'GPU 1: shim'; exit 0;; esac\n"
-                "skip=0\nfor a do\n  shift\n  if [ $skip = 1 ]; then skip=0; echo \"$a\" >> " + log +
-                    "; continue; fi\n  case \"$a\" in --gpus) skip=1; continue;; esac\n  set -- \"$@\" \"$a\"\ndone\n"
-                    "exec docker \"$@\"\n");
-  auto job_yaml = [&](const std::string& smi) {
+  const double before_on = barge::testing::WallSeconds();
+  barge::testing::GpuStandin engine(bed.hosts[0], 3);
+  ASSERT_EQ(engine.error(), "");
+  std::printf("GPU stand-in on h1 in %.1f s\n", barge::testing::WallSeconds() - before_on);
+  // The engine's record of the job's container (not a probe's, named by
+  // Docker): "" = none.
+  auto job_request = [&](const std::string& job_id) {
+    std::string out;
+    if (job_id.empty()) return out;
+    for (const barge::testing::GpuRequest& r : engine.Requests()) {
+      if (r.container.find(job_id) != std::string::npos) out += r.device_requests + " " + r.visible_devices + "\n";
+    }
+    return out;
+  };
+  auto job_yaml = [&](const std::string& smi, int gpus) {
     return "name: gpuhealth\nimage: " + bed.image + "\ncommand: [\"sh\", \"-c\", \"echo started\"]\nstop_grace: 1s\n" +
-           "hosts:\n  - {address: " + bed.hosts[0].address + ", gpus: 2, docker_command: " + shim + "}\n" +
+           "hosts:\n  - {address: " + bed.hosts[0].address + ", gpus: " + std::to_string(gpus) + "}\n" +
            "ssh: {user: " + bed.user + ", identity_file: " + bed.key + ", known_hosts: " + bed.known_hosts +
            ", connect_timeout: 10s, engine_timeout: 5s}\n" + "container: {gpus: 1}\nhealth: {nvidia_smi: " + smi + "}\n";
   };
+  // The request the engine stored for a node given GPU `index` alone.
+  auto device = [](int index) {
+    return "[{\"Driver\":\"\",\"Count\":0,\"DeviceIDs\":[\"" + std::to_string(index) +
+           "\"],\"Capabilities\":[[\"gpu\"]],\"Options\":{}}] " + std::to_string(index) + "\n";
+  };
   JobDir job("preflight-gpu-health");
-  job.Write(job_yaml(sick));
+  job.Write(job_yaml(sick, 3));
   CliOutcome o = job.Barge("run job.yaml");
   EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.err.find(bed.hosts[0].address + ": GPU(s) 0 taken out (2 uncorrectable ECC error(s) since the driver loaded"),
+  EXPECT_NE(o.err.find(bed.hosts[0].address + ": GPU(s) 0,1 taken out (2 uncorrectable ECC error(s) since the driver "
+                                              "loaded (reset the GPU); the driver answers [GPU is lost] for every "
+                                              "field it was asked (index, uuid, "),
             std::string::npos)
       << o.err;
   EXPECT_NE(o.out.find("started"), std::string::npos) << o.out;
-  EXPECT_EQ(barge::testing::ReadWholeFile(log), "\"device=1\"\n") << "the node was not given GPU 1 alone";
+  EXPECT_EQ(job_request(barge::testing::JobIdIn(o.err)), device(2)) << "the node was not given GPU 2 alone";
   std::printf("taken out:\n%s\n", o.err.c_str());
   // `barge hosts --gpus` asks the same driver, in one round trip per host.
   CliOutcome gpus = job.Barge("hosts --gpus job.yaml");
   EXPECT_EQ(gpus.code, 0) << gpus.err;
-  EXPECT_NE(gpus.out.find(bed.hosts[0].address + "  0    NVIDIA H100 80GB HBM3  81559 MiB  580.159.04  unhealthy"),
-            std::string::npos)
-      << gpus.out;
-  EXPECT_NE(gpus.out.find(bed.hosts[0].address + "  1    NVIDIA H100 80GB HBM3  81559 MiB  580.159.04  ok"),
-            std::string::npos)
-      << gpus.out;
+  auto gpu_row = [&](const std::string& row) {
+    return std::regex_search(gpus.out, std::regex("\n" + std::regex_replace(bed.hosts[0].address, std::regex("[.]"),
+                                                                             "\\.") + " +" + row + "\n"));
+  };
+  EXPECT_TRUE(gpu_row("0 +NVIDIA H100 80GB HBM3 +81559 MiB +580\\.159\\.04 +unhealthy")) << gpus.out;
+  EXPECT_TRUE(gpu_row("1 +\\[GPU is lost\\] +\\? +\\[GPU is lost\\] +unhealthy")) << gpus.out;
+  EXPECT_TRUE(gpu_row("2 +NVIDIA H100 80GB HBM3 +81559 MiB +580\\.159\\.04 +ok")) << gpus.out;
   EXPECT_NE(gpus.out.find("2 uncorrectable ECC error(s)"), std::string::npos) << gpus.out;
   EXPECT_NE(gpus.out.find("GPU0\t X \t0-15"), std::string::npos) << "no topology:\n" << gpus.out;
   std::printf("hosts --gpus:\n%s\n", gpus.out.c_str());
   CliOutcome json = job.Barge("hosts --gpus --json job.yaml");
   EXPECT_NE(json.out.find("\"healthy\": false"), std::string::npos) << json.out;
-  EXPECT_NE(json.out.find("\"uuid\": \"GPU-32f94187-cb0a-290d-513a-256680d526a1\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"uuid\": \"GPU-32f94187-cb0a-290d-513a-256680d526a2\""), std::string::npos) << json.out;
   // health: {gpus: dcgm}: DCGM's quick diagnostic (the stand-in of
   // tests/data/dcgmi-documented-format) on the GPU the job holds, whose test fails: it is
   // taken out, and the node gets the other.
@@ -200,9 +222,8 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
   ASSERT_EQ(code, 0);
   const std::string dcgmi = script("dcgmi-gpu0-fails", "STANDIN_DCGM_FAIL=0 exec " + (base / "dcgmi").string() +
                                                          "/standin.sh \"$@\"\n");
-  std::filesystem::remove(log);
   const std::string two = script("smi-two", "STANDIN_GPUS=2 exec " + standin + " \"$@\"\n");
-  std::string with_dcgm = job_yaml(two);
+  std::string with_dcgm = job_yaml(two, 2);
   with_dcgm.replace(with_dcgm.find("health: {"), 9, "health: {gpus: dcgm, dcgmi: " + dcgmi + ", ");
   job.Write(with_dcgm);
   CliOutcome dcgm = job.Barge("run job.yaml");
@@ -213,11 +234,19 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
                                                  "failed: GPU 0 had uncorrectable memory errors"),
             std::string::npos)
       << dcgm.err;
-  EXPECT_EQ(barge::testing::ReadWholeFile(log), "\"device=1\"\n") << "the node was not given GPU 1 alone";
+  EXPECT_EQ(job_request(barge::testing::JobIdIn(dcgm.err)), device(1)) << "the node was not given GPU 1 alone";
   std::printf("dcgm:\n%s\n", dcgm.err.c_str());
   // A driver that hangs: each call is killed at its timeout (engine_timeout,
   // at least 5 s), the host is out, nothing starts.
-  job.Write(job_yaml(hung));
+  job.Write(job_yaml(hung, 2));
+  // (Its GPU probe container, Docker-named, may still start: only the
+  // job's own containers, barge-gpuhealth-JOB-RANK, count.)
+  auto job_containers_started = [&] {
+    size_t n = 0;
+    for (const barge::testing::GpuRequest& r : engine.Requests()) n += r.container.rfind("barge-gpuhealth-", 0) == 0;
+    return n;
+  };
+  const size_t started_before_hang = job_containers_started();
   CliOutcome h = job.Barge("run job.yaml");
   EXPECT_EQ(h.code, 125) << h.err;
   EXPECT_NE(h.err.find("GPU health: 1 of 1 host(s) cannot run the job's nodes; nothing was started:"), std::string::npos)
@@ -227,7 +256,14 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
             std::string::npos)
       << h.err;
   EXPECT_EQ(h.out.find("started"), std::string::npos) << h.out;
+  EXPECT_EQ(job_containers_started(), started_before_hang) << "a node's container was started";
   std::printf("hung:\n%s\n", h.err.c_str());
+  for (const barge::testing::GpuRequest& r : engine.Requests()) {
+    std::printf("engine got: %s %s %s\n", r.container.c_str(), r.visible_devices.c_str(), r.device_requests.c_str());
+  }
+  const double before_off = barge::testing::WallSeconds();
+  EXPECT_EQ(engine.Off(), "");
+  std::printf("GPU stand-in off on h1 in %.1f s\n", barge::testing::WallSeconds() - before_off);
   std::filesystem::remove_all(base);
 }
 
@@ -238,6 +274,14 @@ TEST_F(PreflightTest, TheGpuHealthGateTakesAnUnhealthyGpuOutHostsGpusShowsItAndA
 // spare host (the loopback host) the job starts on h1, h3 and the spare and
 // says why; without one it starts nothing, exit 125, one table names h2;
 // an array over the three sets h2 aside at once and runs every member.
+// The stand-in's lines are the driver's two forms: the older one without
+// "name=" (the 79 on GPU 1) and the newer one with it, here with the pid of
+// no process (a warning Xid 94 on GPU 0, shown in h2's row).
+// Stand-ins: every host's docker_command is a shim that answers the GPU
+// probe itself and STRIPS --gpus (logging its value), because the spare is
+// the loopback host, whose engine is the machine's own and cannot take the
+// engine-side GPU stand-in; the test above shows on h1's engine's own
+// record that the --gpus barge sends reaches the engine.
 TEST_F(PreflightTest, AHostReportingAFatalXidIsReplacedByASpareAndWithoutOneTheJobStopsWithTheTable) {
   const auto& bed = GetBed();
   ASSERT_GE(bed.hosts.size(), 3u);
@@ -257,11 +301,13 @@ TEST_F(PreflightTest, AHostReportingAFatalXidIsReplacedByASpareAndWithoutOneTheJ
   };
   const std::string smi =
       script("smi-two", "STANDIN_GPUS=2 exec " + (base / "nvidia-smi" / "standin.sh").string() + " \"$@\"\n");
-  // The driver's line for GPU 1 (PCI 00:07 with STANDIN_GPUS=2), a minute
-  // ago on this boot's clock (the gate's window is the last 24 h).
+  // The driver's lines for GPU 1 (PCI 00:07 with STANDIN_GPUS=2) and GPU
+  // 0 (00:06), a minute ago on this boot's clock (the gate's window is the
+  // last 24 h).
   const std::string dmesg = script(
       "dmesg", "awk '{ printf \"[%12.6f] NVRM: Xid (PCI:0000:00:07): 79, pid=1896, GPU has fallen off the bus.\\n\", "
-               "$1 - 60 }' /proc/uptime\n");
+               "$1 - 61; printf \"[%12.6f] NVRM: Xid (PCI:0000:00:06): 94, pid=\\047<unknown>\\047, name=<unknown>, "
+               "Contained: SM (0x1). RST: No, D-RST: No\\n\", $1 - 60 }' /proc/uptime\n");
   const std::string log = (base / "gpus.log").string();
   const std::string shim = script(
       "docker", "case \" $* \" in *' nvidia-smi '*) echo 'GPU 0: shim'; echo 'GPU 1: shim'; exit 0;; esac\n"
@@ -299,6 +345,8 @@ TEST_F(PreflightTest, AHostReportingAFatalXidIsReplacedByASpareAndWithoutOneTheJ
   EXPECT_NE(Row(none.err, h2.address).find("1    Xid 79: GPU has fallen off the bus (reboot the host)"),
             std::string::npos)
       << none.err;
+  EXPECT_NE(Row(none.err, h2.address).find("0    warning: Xid 94: contained ECC error"), std::string::npos)
+      << "the newer form (name=, pid='<unknown>') was not read:\n" << none.err;
   EXPECT_NE(Row(none.err, h2.address).find("too few healthy GPUs for the job's nodes there: they ask for 2, 1 of 2 "
                                            "GPU(s) healthy"),
             std::string::npos)
