@@ -2,6 +2,7 @@
 // address, sshd and dockerd, through the real CLI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -546,8 +547,82 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
 // was killed (which, not knowing the names its controller drew, disarms by
 // the pattern). Either way barge signals nothing of theirs, writes and
 // reads nothing through their files, and removes only its own.
+//
+// And the check of what barge's own watchdog.pid names: on host 1 barge's
+// watchdog is gone (killed here) and its PID file names, as a reused PID
+// would, a process of uid 65534 that passes every other test of a watchdog
+// (titled barge-watchdog-<id>, leading its own process group). Only the
+// owner check keeps it from the disarm's kill, at teardown and at `down`.
 TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreNeitherUsedNorSignalledAtTeardownOrDown) {
   const auto& bed = GetBed();
+  // The processes this test starts, ended whatever happens.
+  struct Started {
+    std::vector<pid_t> pids;
+    ~Started() {
+      for (pid_t p : pids) {
+        kill(-p, SIGKILL);  // a look-alike's group: its shell and their sleep
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+      }
+    }
+  } started;
+  // Starts, on host 1 as uid 65534, `sh -c 'sleep 600; :' barge-watchdog-<id>`
+  // leading a session of its own (argv as a real watchdog's), and waits
+  // until /proc shows it so (read here: no process of the check can match).
+  auto start_lookalike = [&](const std::string& id) -> pid_t {
+    const std::string title = "barge-watchdog-" + id;
+    const std::string script = bed.raw.at("BED_SCRIPT");
+    const pid_t p = fork();
+    if (p == 0) {
+      // bed.sh exec, nsenter, setpriv and setsid (not a group leader: no
+      // fork) each exec: the shell keeps this PID.
+      execl(script.c_str(), script.c_str(), "exec", bed.hosts[0].name.c_str(), "setpriv", "--reuid=65534",
+            "--regid=65534", "--clear-groups", "--", "setsid", "sh", "-c", "sleep 600; :", title.c_str(), nullptr);
+      _exit(127);
+    }
+    if (p < 0) return -1;
+    started.pids.push_back(p);
+    const std::string proc = "/proc/" + std::to_string(p);
+    for (int i = 0; i < 100; ++i) {
+      std::string args = ReadWholeFile(proc + "/cmdline");
+      for (char& c : args) c = c == '\0' ? ' ' : c;
+      const std::string stat = ReadWholeFile(proc + "/stat");
+      std::istringstream rest(stat.substr(std::min(stat.size(), stat.rfind(") ") + 2)));
+      std::string state;
+      long ppid = 0, pgrp = 0;
+      rest >> state >> ppid >> pgrp;
+      if (args == "sh -c sleep 600; : " + title + " " && pgrp == p &&
+          ReadWholeFile(proc + "/status").find("\nUid:\t65534\t") != std::string::npos) {
+        return p;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "the look-alike watchdog of job " << id << " did not come up as uid 65534, titled " << title
+                  << ", leading its group: " << ReadWholeFile(proc + "/cmdline");
+    return -1;
+  };
+  auto running = [](pid_t p) { return p > 0 && kill(p, 0) == 0 && waitpid(p, nullptr, WNOHANG) == 0; };
+  // Host 1's watchdog of job `id` ends (SIGKILL to its group) and barge's
+  // own watchdog.pid there names `lookalike` instead.
+  auto reuse_pid = [&](const std::string& id, pid_t lookalike) {
+    const std::string real = InHost(
+        bed.hosts[0], "for d in /tmp/barge-" + id + ".????????????; do [ -O \"$d\" ] && [ ! -L \"$d\" ] || continue;"
+                      " cat \"$d/watchdog.pid\" && echo " + std::to_string(lookalike) + " > \"$d/watchdog.pid\"; done");
+    const std::vector<int> watchdogs = WatchdogPids(id);
+    ASSERT_FALSE(real.empty() || real.find_first_not_of("0123456789\n") != std::string::npos) << real;
+    const pid_t w = std::stoi(real);
+    ASSERT_NE(std::find(watchdogs.begin(), watchdogs.end(), w), watchdogs.end()) << "not a watchdog: " << real;
+    ASSERT_EQ(getpgid(w), w);
+    kill(-w, SIGKILL);
+  };
+  // Every watchdog of job `id` ended but the look-alike.
+  auto only_lookalike_left = [&](const std::string& id, pid_t lookalike) {
+    for (int i = 0; i < 100; ++i) {
+      if (WatchdogPids(id) == std::vector<int>{lookalike}) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  };
   // The SSH user's process that the planted pid files name.
   pid_t victim = fork();
   ASSERT_GE(victim, 0);
@@ -555,6 +630,7 @@ TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreN
     execlp("sleep", "sleep", "600", nullptr);
     _exit(127);
   }
+  started.pids.push_back(victim);
   auto alive = [&] { return kill(victim, 0) == 0 && waitpid(victim, nullptr, WNOHANG) == 0; };
   std::ofstream(dir_ / "job.yaml") << "name: planted\nimage: " << bed.image << "\n" << Hosts(2)
                                    << "lease: 30s\ncommand: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n";
@@ -599,11 +675,14 @@ TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreN
   std::string id = JobIdIn(ReadWholeFile(dir_ / "err.txt"));
   ASSERT_EQ(id.size(), 8u);
   for (size_t i = 0; i < 2; ++i) plant(bed.hosts[i], id);
+  pid_t lookalike = start_lookalike(id);
+  reuse_pid(id, lookalike);
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 130) << ReadWholeFile(dir_ / "err.txt");
-  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(10))) << "a watchdog of job " << id << " still runs";
+  EXPECT_TRUE(only_lookalike_left(id, lookalike)) << "a watchdog of job " << id << " still runs";
+  EXPECT_TRUE(running(lookalike)) << "teardown killed uid 65534's process its watchdog.pid named";
   for (size_t i = 0; i < 2; ++i) check(bed.hosts[i], id);
 
   // 2. `barge down` of a job whose controller is gone.
@@ -612,15 +691,16 @@ TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreN
   id = JobIdIn(ReadWholeFile(dir_ / "err.txt"));
   ASSERT_EQ(id.size(), 8u);
   for (size_t i = 0; i < 2; ++i) plant(bed.hosts[i], id);
+  lookalike = start_lookalike(id);
+  reuse_pid(id, lookalike);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   int code = -1;
   const std::string down = RunShell(base + " down " + id + " 2>&1", &code);
   EXPECT_EQ(code, 0) << down;
-  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(10))) << "a watchdog of job " << id << " still runs";
+  EXPECT_TRUE(only_lookalike_left(id, lookalike)) << "a watchdog of job " << id << " still runs";
+  EXPECT_TRUE(running(lookalike)) << "down killed uid 65534's process its watchdog.pid named";
   for (size_t i = 0; i < 2; ++i) check(bed.hosts[i], id);
-  kill(victim, SIGKILL);
-  waitpid(victim, nullptr, 0);
 }
 
 TEST_F(MultiNodeTest, ArtifactsWrittenBeforeTheHeadExitsAreKeptAfterTeardown) {
