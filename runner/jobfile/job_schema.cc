@@ -54,9 +54,15 @@ Json ValueSchema(const KeyDoc& doc) {
       return {{"enum", values}};
     }
     case KeyType::kSize:
-      return {{"type", Json::array({"string", "integer"})}};
+      // IsSize (units.h): NUMBER [" "] [UNIT], at most 32 characters.
+      return {{"anyOf", Json::array({{{"type", "integer"}, {"minimum", 0}},
+                                     {{"type", "string"},
+                                      {"maxLength", 32},
+                                      {"pattern", "^[0-9]+([.][0-9]+)?( ?([bB]|[kKmMgGtTpP]([iI]?[bB])?))?$"}}})}};
     case KeyType::kDuration:
-      return {{"type", Json::array({"string", "integer"})}};
+      // ParseDuration (units.h): NUMBER UNIT parts, the unit required (so
+      // never a bare number).
+      return {{"type", "string"}, {"pattern", "^([0-9]+([.][0-9]+)?(ms|s|m|h|d))+$"}};
     case KeyType::kCommand:
       return {{"anyOf", Json::array({kAnyScalar, {{"type", "array"}, {"items", kAnyScalar}}})}};
     case KeyType::kStringList:

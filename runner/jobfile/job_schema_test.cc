@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <regex>
+
+#include "runner/jobfile/units.h"
+
 #include "runner/jobfile/job_keys.h"
 
 namespace barge::runner {
@@ -66,6 +70,29 @@ TEST(JobSchema, DefaultsEnumsAndNestedBlocksComeFromTheTables) {
   EXPECT_FALSE(p["roles"]["properties"]["head"]["properties"].contains("count"));
   EXPECT_TRUE(p["roles"]["properties"]["worker"]["properties"].contains("count"));
   EXPECT_EQ(p["hosts"]["items"]["anyOf"][1]["required"], Json::array({"address"}));
+}
+
+// The schema's sizes and durations are what the validator accepts, so an
+// editor (and the docs check) refuse `shm_size: lots` or `timeout: 10`
+// as barge does: the patterns are matched against IsSize and
+// ParseDuration on the same samples.
+TEST(JobSchema, SizeAndDurationPatternsAcceptExactlyWhatTheValidatorDoes) {
+  Json schema = Json::parse(JobSchemaJson());
+  const Json& shm = schema["properties"]["container"]["properties"]["shm_size"];
+  const Json& size_string = shm["anyOf"][1];
+  ASSERT_EQ(size_string["type"], "string") << shm.dump();
+  const std::regex size(size_string["pattern"].get<std::string>());
+  for (const char* text : {"1024", "512m", "2g", "2GB", "1.5g", "4KiB", "1 g", "7b", "3tb", "1p", "16 gigs", "-1g",
+                           "1bb", "", "1 ", "1gi", "g", "1.g", ".5g", "1kib", "2 GiB"}) {
+    EXPECT_EQ(std::regex_match(text, size), IsSize(text)) << "'" << text << "'";
+  }
+  EXPECT_EQ(shm["anyOf"][0]["minimum"], 0);
+  const Json& timeout = schema["properties"]["timeout"];
+  ASSERT_EQ(timeout["type"], "string") << timeout.dump();
+  const std::regex duration(timeout["pattern"].get<std::string>());
+  for (const char* text : {"10s", "500ms", "1h30m", "1.5h", "1d", "10", "", "10 s", "s", "1w", "-1s", "1h30", "2m3s"}) {
+    EXPECT_EQ(std::regex_match(text, duration), ParseDuration(text).ok()) << "'" << text << "'";
+  }
 }
 
 }  // namespace

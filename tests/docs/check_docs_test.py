@@ -19,9 +19,11 @@ CHECK = Path(__file__).resolve().parent / "check_docs.py"
 JOB_HEAD = "name: t\nimage: busybox\nhosts: [192.0.2.10]\n"
 BLOCKS = [
     # Wrong values in complete job files: barge plan refuses them.
-    ("yaml job", JOB_HEAD + "container:\n  shm_size: lots\n", 5, "shm_size"),
     ("yaml job", "name: t\nimage: busybox\nhosts:\n  - address: 192.0.2.10\n    nodes: -1\n", 5, "nodes"),
-    # Wrong values in fragments: the schema refuses them, at their line.
+    # Wrong values in fragments: the schema refuses them, at their line
+    # (sizes and durations as the validator reads them, too).
+    ("yaml container", "shm_size: lots\n", 1, "container.shm_size: 'lots' is not valid"),
+    ("yaml .", "stop_grace: 10\n", 1, "stop_grace: 10 is not of type 'string'"),
     ("yaml .", "timeout: 1h\nrestart: maybe\n", 2, "restart: 'maybe' is not of type"),
     ("yaml container", "shm_size: 1g\nulimits: [memlock]\n", 2, "container.ulimits:"),
     ("yaml .", "network:\n  rdma: sometimes\n", 2, "network.rdma: 'sometimes' is not one of"),
