@@ -259,8 +259,12 @@ TEST(ArrayBed, MembersWaitForAHostAnotherJobHoldsAllSucceedAndNoneRunsThereWhile
   EXPECT_TRUE(std::regex_search(run.err, std::regex("barge: array [0-9a-f]+: waiting [1-4]: member [0-3] for [0-9.]+ "
                                                     "\\(held by " + holder_id)));
   EXPECT_NE(run.err.find("succeeded 4"), std::string::npos);
-  EXPECT_TRUE(std::regex_search(run.err, std::regex("barge: member [0-3] moves to free hosts of its pool \\(it waited: for " +
-                                                    bed.hosts[0].address)));
+  std::smatch moved;
+  EXPECT_TRUE(std::regex_search(run.err, moved, std::regex("barge: member ([0-3]) moves to free hosts of its pool \\(it "
+                                                           "waited: for " + bed.hosts[0].address)));
+  const int mover = moved.empty() ? -1 : std::stoi(moved[1]);
+  const std::string moves = "barge: member " + std::to_string(mover) + " moves to";
+  EXPECT_EQ(run.err.find(moves, run.err.find(moves) + 1), std::string::npos) << "it moved more than once";
   EXPECT_TRUE(std::regex_search(run.out, std::regex(R"(\n\d +\| n=\d +\| succeeded +\| 0 )")));
   EXPECT_EQ(run.out.find("attempts)"), std::string::npos) << "a busy host cost a member an attempt";
   // No member started on the held host before the holder ended.
@@ -269,7 +273,8 @@ TEST(ArrayBed, MembersWaitForAHostAnotherJobHoldsAllSucceedAndNoneRunsThereWhile
   end_in >> holder_end;
   ASSERT_GT(holder_end, 0);
   std::istringstream events(ReadWholeFile(fs::path(shared.path()) / "events"));
-  int starts = 0, on_held = 0;
+  int starts = 0, on_held = 0, mover_starts = 0;
+  double mover_start = -1;
   for (std::string what, host; events >> what;) {
     int index;
     double t;
@@ -279,9 +284,19 @@ TEST(ArrayBed, MembersWaitForAHostAnotherJobHoldsAllSucceedAndNoneRunsThereWhile
       ++on_held;
       EXPECT_GT(t, holder_end) << "member " << index << " ran on the held host while it was held";
     }
+    // The member that moved ran once, on the free host, while the host it
+    // had waited for was still held: it moved, not waited there.
+    if (index == mover) {
+      ++mover_starts;
+      mover_start = t;
+      EXPECT_EQ(host, bed.hosts[1].address) << "the member that moved ran on the host it had waited for";
+      EXPECT_LT(t, holder_end) << "the member that moved ran only once the holder had ended";
+    }
   }
   EXPECT_EQ(starts, 4);
-  std::printf("members on the held host once it was free: %d of 4\n%s\n", on_held, run.err.c_str());
+  EXPECT_EQ(mover_starts, 1) << "member " << mover;
+  std::printf("members on the held host once it was free: %d of 4; the member that moved started %.1f s before the "
+              "holder ended\n%s\n", on_held, mover_start < 0 ? -1 : holder_end - mover_start, run.err.c_str());
   std::smatch id;
   ASSERT_TRUE(std::regex_search(run.err, id, std::regex(R"(array ([0-9a-f]+) \(array-wait\))")));
   for (const std::string& member : MemberJobs(job, id[1])) EXPECT_EQ(ContainersOf(member), "") << member;

@@ -147,6 +147,10 @@ TEST(HostGroupsBed, FourMembersOverTwoGroupsEachRunOnAHostOfItsRowsGroupWithThat
   EXPECT_NE(reap.out.find("group b:\n"), std::string::npos) << reap.out;
   EXPECT_NE(reap.out.find(bed.jump_target.address + ": removing " + orphan + " (job 0rphan0b"), std::string::npos)
       << reap.out << reap.err;
+  const std::string on_h3 = "DOCKER_HOST=" + bed.jump_target.docker_host + " docker ";
+  EXPECT_EQ(OnHost(BedHostNamed("h3"), on_h3 + "ps -aq --filter name=^/" + orphan + "$"), "")
+      << "the orphan is still on group b's host";
+  OnHost(BedHostNamed("h3"), on_h3 + "rm -f " + orphan + " >/dev/null 2>&1");
 }
 
 // Containers (hold containers included) of job `id` on the jump target's
