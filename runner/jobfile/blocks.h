@@ -94,6 +94,8 @@ struct JobDraft {
   const RecordedHostsCommand* recorded_command = nullptr;
   bool may_run_command = true;  // JobLayers::run_hosts_command
   std::optional<RecordedHostsCommand> command_read;
+  const Source* command_source = nullptr;  // where the hosts_command's hosts were read
+  bool trust_hosts_command = false;        // `trust_hosts_command: true`
   std::vector<GroupDraft> groups;  // `host_groups:`, in file order
 };
 

@@ -166,6 +166,7 @@ void ReadHostsCommand(const Entry& e, JobDraft& d) {
     d.host_errors = true;
     return;
   }
+  d.command_source = &out_src;
   ReadHostList(Entry{&out_src, *root, *root, "hosts"}, d);
 }
 

@@ -109,6 +109,35 @@ TEST_F(HostsCommandTest, AJsonListGivesHostEntriesOfTheSameShapeAsHosts) {
   EXPECT_EQ(job.spec->hosts[1].user, "ubuntu");
 }
 
+// Issue #40 (item 13): an inventory is code where it sets what runs on the
+// hosts. A hosts_command's output may not set docker_command or container
+// options unless the job file trusts it; a hosts_file, the user's own
+// file, may (docs/design/security.md says so).
+TEST_F(HostsCommandTest, ItsOutputMaySetDockerCommandOrContainerOnlyWhenTheJobFileTrustsIt) {
+  std::ofstream(dir_ + "/hosts.json")
+      << R"([{"address": "10.0.0.1", "docker_command": "sudo docker"},)" << "\n"
+      << R"( {"address": "10.0.0.2", "container": {"volumes": ["/:/host"]}}])";
+  LoadedJob refused = Parse("name: x\nimage: i\nhosts_command: cat hosts.json\n");
+  ASSERT_EQ(refused.errors.size(), 2u);
+  EXPECT_EQ(refused.errors[0].ToString().rfind("output of hosts_command (job.yaml:3):1:", 0), 0u)
+      << refused.errors[0].ToString();
+  EXPECT_NE(refused.errors[0].ToString().find(
+                "hosts[0].docker_command: a hosts_command's output may not set docker_command (it runs as code on "
+                "the host); set trust_hosts_command: true"),
+            std::string::npos)
+      << refused.errors[0].ToString();
+  EXPECT_NE(refused.errors[1].ToString().find("hosts[1].container: a hosts_command's output may not set container"),
+            std::string::npos)
+      << refused.errors[1].ToString();
+
+  LoadedJob trusted = Parse("name: x\nimage: i\nhosts_command: cat hosts.json\ntrust_hosts_command: true\n");
+  ASSERT_TRUE(trusted.errors.empty()) << trusted.errors[0].ToString();
+  EXPECT_EQ(trusted.spec->hosts[0].docker_command, "sudo docker");
+  // Trusted before the command, too (keys are read in any order).
+  LoadedJob first = Parse("name: x\nimage: i\ntrust_hosts_command: true\nhosts_command: cat hosts.json\n");
+  EXPECT_TRUE(first.errors.empty()) << first.errors[0].ToString();
+}
+
 TEST_F(HostsCommandTest, TheRecordedOutputIsUsedAndTheCommandNeverRunsAgain) {
   // The command deletes its marker: a second run would fail.
   std::ofstream(dir_ + "/marker") << "";

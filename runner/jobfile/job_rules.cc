@@ -90,6 +90,11 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
     {"hosts_command",
      {.type = KeyType::kString, .description = "A shell command run here at validation (at most 60 s) that prints the hosts: one address per line, or a JSON list of host entries (instead of hosts); recorded with the job, never run again by down, exec, attach or rerun"},
      ReadHostsCommand},
+    {"trust_hosts_command",
+     {.type = KeyType::kBoolean, .description = "The hosts_command's output may set docker_command and container options of its hosts, which run as code on them: set it only when the command and what it reads are yours", .default_value = "false"},
+     [](const Entry& e, JobDraft& d) {
+       if (auto v = ReadEnum(e, kBooleans)) d.trust_hosts_command = *v == "true";
+     }},
     {"slurm",
      {.type = KeyType::kBlock, .description = "The hosts are a Slurm allocation of this shape, asked for at run and released at the job's end (instead of hosts)", .keys = SlurmKeys},
      ReadSlurm},
@@ -465,6 +470,26 @@ void CheckTeardownPlaceholders(const JobDraft& d) {
   }
 }
 
+// A hosts_command's output is an inventory other people or tools may write
+// (terraform output, a cloud API): it names hosts, their ports, users and
+// vars, but may set what runs as code on the hosts (docker_command, the
+// container options: volumes, capabilities, run_options) only when the job
+// file says `trust_hosts_command: true`.
+void CheckHostsCommandKeys(const JobDraft& d) {
+  if (d.command_source == nullptr || d.trust_hosts_command) return;
+  for (const HostDraft& h : d.hosts) {
+    if (h.entry.src != d.command_source || !h.entry.value.IsMap()) continue;
+    for (auto it = h.entry.value.begin(); it != h.entry.value.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+      if (key != "docker_command" && key != "container") continue;
+      h.entry.Child(it->first, it->second)
+          .KeyError("a hosts_command's output may not set " + key +
+                    " (it runs as code on the host); set trust_hosts_command: true in the job file if the "
+                    "command and what it reads are yours");
+    }
+  }
+}
+
 void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
   const Entry top{&src, root, root, ""};
   if (!root.IsMap()) {
@@ -488,6 +513,7 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
       }
     }
   }
+  CheckHostsCommandKeys(d);
   CheckSlurm(d, seen);
   CheckHosts(d);
   CheckHostGroups(d);

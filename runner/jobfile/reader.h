@@ -195,6 +195,9 @@ inline std::optional<int> ReadPort(const Entry& e) {
   return static_cast<int>(*port);
 }
 
+// The values of a boolean key (KeyType::kBoolean), for ReadEnum.
+inline constexpr std::string_view kBooleans[] = {"true", "false"};
+
 inline std::optional<std::string> ReadEnum(const Entry& e, std::span<const std::string_view> values) {
   std::string expected = JoinWords(values, " or ");
   std::optional<std::string> s = ReadScalar(e, expected);

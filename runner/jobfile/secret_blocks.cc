@@ -81,7 +81,6 @@ void ReadSecretEnv(const Entry& e, SecretSourceDraft& d) {
   d.read = true;
 }
 
-constexpr std::string_view kBooleans[] = {"true", "false"};
 
 constexpr KeyRule<SecretSourceDraft> kSecretRules[] = {
     {"file",
