@@ -9,11 +9,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <regex>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "tests/support/bed_job.h"
 
@@ -255,36 +258,118 @@ TEST_F(SlurmTest, DownOfARunningJobRemovesItsContainersAndReleasesItsAllocation)
   for (const auto& h : GetBed().hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
 }
 
+// What Slurm granted an allocation on its one node, from Slurm itself
+// (`scontrol -o show job -d`, read here, not through barge): how many
+// CPUs, its memory in MiB and its GRES GPU indices ("" for none).
+struct Grant {
+  int cpus = 0;
+  long long mem_mb = 0;
+  std::string gpus;
+};
+Grant GrantOf(const std::string& slurm_id) {
+  const std::string line = Slurm("scontrol -o show job -d " + slurm_id);
+  std::smatch m;
+  Grant g;
+  if (!std::regex_search(line, m,
+                         std::regex(" Nodes=h[0-9]+ CPU_IDs=([0-9,-]+) Mem=([0-9]+)(?: GRES=[^ ]*\\(IDX:([0-9,-]+)\\))?"))) {
+    ADD_FAILURE() << "no per-node details in: " << line;
+    return g;
+  }
+  const std::string ids = m[1];
+  for (size_t at = 0; at <= ids.size();) {
+    const size_t comma = std::min(ids.find(',', at), ids.size());
+    const std::string part = ids.substr(at, comma - at);
+    const size_t dash = part.find('-');
+    g.cpus += dash == std::string::npos ? 1 : std::stoi(part.substr(dash + 1)) - std::stoi(part) + 1;
+    at = comma + 1;
+  }
+  g.mem_mb = std::stoll(m[2]);
+  g.gpus = m[3];
+  return g;
+}
+
+// The engine-side GPU stand-in (tests/bed/gpu-standin.sh) on bed host
+// `host` while this lives: its engine accepts --gpus and DeviceRequests
+// with no GPU. Each switch restarts that host's dockerd, so Slurm's job
+// steps are pointed at the new one again (slurm.sh rebind).
+class GpuStandIn {
+ public:
+  explicit GpuStandIn(std::string host) : host_(std::move(host)) {
+    int code = -1;
+    said_ = RunShell(kScript + " on " + host_ + " 2>&1 && " + kSlurmScript + " rebind 2>&1", &code);
+    ok_ = code == 0;
+  }
+  ~GpuStandIn() {
+    int code = -1;
+    const std::string off = RunShell(kScript + " off " + host_ + " 2>&1 && " + kSlurmScript + " rebind 2>&1", &code);
+    EXPECT_EQ(code, 0) << off;
+  }
+  GpuStandIn(const GpuStandIn&) = delete;
+  GpuStandIn& operator=(const GpuStandIn&) = delete;
+  bool ok() const { return ok_; }
+  const std::string& said() const { return said_; }
+
+ private:
+  inline static const std::string kScript = BARGE_SOURCE_DIR "/tests/bed/gpu-standin.sh";
+  inline static const std::string kSlurmScript = BARGE_SOURCE_DIR "/tests/bed/slurm.sh";
+  std::string host_;
+  std::string said_;
+  bool ok_ = false;
+};
+
 // exclusive: false. Two jobs on one node at once (Slurm places both on h1,
-// one of its two cores and 200 MiB each): each container is held to its
-// allocation's share, read inside it from its cgroup (v1 or v2).
-TEST_F(SlurmTest, TwoJobsShareANodeEachContainerHeldToItsAllocationsCpusAndMemory) {
-  const std::string share =
-      "  exclusive: false\n  cpus_per_node: 1\n  mem_per_node: 200m\n  extra: [--nodelist=h1]\n";
+// one of its two cores and one of its two GRES GPUs each): each container
+// is held to what Slurm granted it, compared with Slurm's own record of the
+// grant. The first job asks for neither CPUs nor memory: Slurm grants one
+// CPU and DefMemPerCPU (512 MiB), so a container given the request rather
+// than the grant would run unlimited. Limits are read inside the container
+// from its cgroup (v1 or v2); the GPUs from the engine's DeviceRequests.
+TEST_F(SlurmTest, TwoJobsShareANodeEachContainerHeldToWhatSlurmGrantedIt) {
+  const GpuStandIn gpus("h1");
+  ASSERT_TRUE(gpus.ok()) << gpus.said();
+  const std::string on_h1 = "  exclusive: false\n  gpus_per_node: 1\n  extra: [--nodelist=h1]\n";
   const std::string show =
       "[\"sh\", \"-c\", \"if [ -f /sys/fs/cgroup/cpu.max ]; then read q p < /sys/fs/cgroup/cpu.max; "
       "m=$(cat /sys/fs/cgroup/memory.max); else q=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us); "
       "p=$(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); m=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes); fi; "
-      "echo share cpu=$q/$p mem=$m; ";
-  const std::string want = "share cpu=100000/100000 mem=209715200\n";
+      "echo share cpu=$q/$p mem=$m; sleep 120\"]";
   JobDir first("slurm-share-1");
-  first.Write(Job("slurm-sh1", show + "sleep 120\"]", share, 1));
+  // The stand-in gives the containers an nvidia-smi, not the host.
+  const std::string no_driver = "health: {gpus: off}\n";
+  first.Write(Job("slurm-sh1", show, on_h1, 1) + no_driver);
   const Running a = StartUntilRunning(first);
   ASSERT_NE(a.pid, -1);
   JobDir second("slurm-share-2");
-  second.Write(Job("slurm-sh2", show + "\"]", share, 1));
-  CliOutcome b = second.Barge("run job.yaml");
-  Seen(b.err);
-  EXPECT_EQ(b.code, 0) << b.err;
-  EXPECT_NE(b.err.find("granted 1 node(s): h1 ("), std::string::npos) << b.err;
-  EXPECT_NE(b.out.find(want), std::string::npos) << b.out;
-  // The first ran all along beside it, on the same node, with its own share.
-  EXPECT_EQ(Slurm("squeue -h -j " + a.slurm_id + " -o '%T %N'"), "RUNNING h1\n");
-  EXPECT_TRUE(first.WaitFor("out.txt", want, std::chrono::seconds(10)))
-      << barge::testing::ReadWholeFile(first.path() / "out.txt");
-  CliOutcome down = first.Barge("down " + a.id);
-  EXPECT_EQ(down.code, 0) << down.out << down.err;
-  EXPECT_EQ(first.Wait(a.pid, std::chrono::seconds(60)).code, 130);
+  second.Write(Job("slurm-sh2", show, on_h1 + "  cpus_per_node: 1\n  mem_per_node: 200m\n", 1) + no_driver);
+  const Running b = StartUntilRunning(second);
+  ASSERT_NE(b.pid, -1);
+  EXPECT_EQ(Slurm("squeue -h -j " + a.slurm_id + "," + b.slurm_id + " -o '%T %N'"), "RUNNING h1\nRUNNING h1\n");
+  const Grant ga = GrantOf(a.slurm_id), gb = GrantOf(b.slurm_id);
+  // The grant the first job did not ask for: Slurm's defaults.
+  EXPECT_EQ(ga.cpus, 1);
+  EXPECT_EQ(ga.mem_mb, 512);
+  EXPECT_EQ(gb.mem_mb, 200);
+  ASSERT_NE(ga.gpus, "");
+  ASSERT_NE(gb.gpus, "");
+  EXPECT_NE(ga.gpus, gb.gpus) << "Slurm gave both the same GPU";
+  const auto& h1 = GetBed().hosts[0];
+  for (const auto& [dir, job, grant] : {std::tuple{&first, &a, ga}, std::tuple{&second, &b, gb}}) {
+    const std::string want = "share cpu=" + std::to_string(grant.cpus * 100000) + "/100000 mem=" +
+                             std::to_string(grant.mem_mb * 1024 * 1024) + "\n";
+    EXPECT_TRUE(dir->WaitFor("out.txt", want, std::chrono::seconds(10)))
+        << "want " << want << "in:\n" << barge::testing::ReadWholeFile(dir->path() / "out.txt");
+    // The engine's own record of the container's GPUs: its GRES index.
+    EXPECT_EQ(RunShell("DOCKER_HOST=" + h1.docker_host + " docker inspect -f "
+                       "'{{range .HostConfig.DeviceRequests}}{{json .DeviceIDs}}{{end}}' "
+                       "$(DOCKER_HOST=" + h1.docker_host + " docker ps -q --filter label=barge.job=" + job->id + ")"),
+              "[\"" + grant.gpus + "\"]\n")
+        << "job " << job->id;
+  }
+  for (const auto& [dir, job] : {std::pair{&first, &a}, std::pair{&second, &b}}) {
+    CliOutcome down = dir->Barge("down " + job->id);
+    EXPECT_EQ(down.code, 0) << down.out << down.err;
+    EXPECT_EQ(dir->Wait(job->pid, std::chrono::seconds(60)).code, 130);
+  }
 }
 
 // The issue's "controller SIGKILLed mid-job": ended through `barge down` of
@@ -310,6 +395,24 @@ TEST_F(SlurmTest, DownOfAJobWhoseControllerWasKilledRemovesItsContainersAndCance
   for (const auto& h : GetBed().hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
   ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
   EXPECT_EQ(EndState(slurm_id), "CANCELLED");
+}
+
+// salloc --no-shell leaves the allocation to its caller: without barge's
+// scancel it would run on, idle, until its 5-minute limit.
+TEST_F(SlurmTest, AFailedHeadEndsItsAllocationThroughScancelAsTheJobEnds) {
+  JobDir dir("slurm-failed-head");
+  dir.Write(Job("slurm-fail", "[\"sh\", \"-c\", \"exit 3\"]", "", 1));
+  CliOutcome o = dir.Barge("run job.yaml");
+  const auto ended_at = std::chrono::steady_clock::now();
+  Seen(o.err);
+  EXPECT_EQ(o.code, 3) << o.err;
+  const std::string slurm_id = SlurmIdIn(o.err);
+  ASSERT_FALSE(slurm_id.empty()) << o.err;
+  EXPECT_NE(o.err.find("Slurm job " + slurm_id + " released"), std::string::npos) << o.err;
+  ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(10))) << "the allocation outlived the job";
+  EXPECT_LT(std::chrono::steady_clock::now() - ended_at, std::chrono::seconds(10));
+  EXPECT_EQ(EndState(slurm_id), "CANCELLED");
+  for (const auto& h : GetBed().hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
 }
 
 TEST_F(SlurmTest, AnAllocationThatSlurmEndsUnderARunningJobStopsTheJobWithin30Seconds) {
