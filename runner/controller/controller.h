@@ -172,7 +172,7 @@ class Controller : private JobOwner, private JobPart {
   Connections connections_{&job_storage_, &faults_};
   RegistryLogin login_{&job_storage_};
   Holds holds_{&job_storage_};
-  Leases leases_{&job_storage_};
+  Leases leases_{&job_storage_, &holds_};
   Transfers transfers_{&job_storage_};
   GpuGate gpu_gate_{&job_storage_, &holds_};
   Preflight preflight_{&job_storage_, &holds_, &leases_, &transfers_, &gpu_gate_};

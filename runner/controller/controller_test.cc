@@ -810,5 +810,45 @@ TEST_F(ControllerTest, AJobWithoutGpusAsksTheDriverNothingAndOneWithGpusAsksEach
   EXPECT_EQ(Count("h1", "--query-gpu=index,uuid,name,driver_version,memory.total,ecc.errors.uncorrected.volatile.total"), 1);
 }
 
+
+TEST_F(ControllerTest, ALeaseTheEngineLostIsPutBackWithItsHoldAtTheRenewalThatFindsItGoneAndAJobThatTookTheHostIsNamed) {
+  // h1's preflight made the job's lease (listed: renewed on the engine by
+  // renaming id1) and its host hold.
+  fake_.host("h1").Section("hold",
+                           "now 1000\ntook barge-hold-host\n"
+                           "hold\tid1\tbarge-lease-abcd1234.1000\tabcd1234\tfake\tme\tbox\t\t1000\t1004\t4\t2\n"
+                           "hold\tid2\tbarge-hold-host\tabcd1234\tfake\tme\tbox\tall\t1000\t1004\t4\t2");
+  // `docker container prune` on h1: the renewal's rename finds no lease.
+  fake_.host("h1").On("rename id1", FakeReply{1, "", "Error response from daemon: No such container: id1\n"});
+  // The put back (asked only once the rename failed): its lease is made
+  // again, but another job took the host in between.
+  const std::string put_back = "h_mk \"barge-lease-$H_J.$H_now\"";
+  fake_.host("h1").When("rename id1", [&] {
+    fake_.host("h1").On(put_back,
+                        FakeReply{0,
+                                  "now 1002\ntook barge-lease-abcd1234.1002\n"
+                                  "hold\tid3\tbarge-lease-abcd1234.1002\tabcd1234\tfake\tme\tbox\t\t1002\t1006\t4\t2\n"
+                                  "hold\tid4\tbarge-hold-host\tother123\tother\tbob\tbox\tall\t1001\t1601\t600\t2\n"
+                                  "hold\tid5\tbarge-lease-other123.1001\tother123\tother\tbob\tbox\t\t1001\t1601\t600\t2\n"});
+  });
+  fake_.SetNode(0, FakeNode{milliseconds(4500), 0});
+  // The job keeps running to its end.
+  EXPECT_EQ(Run(Job("lease: 4s\n", "[h1]")), 0) << rec_.AllMessages();
+  // Put back once, at the renewal that found it gone; the next renewals
+  // rename the new lease.
+  EXPECT_EQ(Count("h1", "rename id1"), 1) << rec_.AllMessages();
+  EXPECT_EQ(Count("h1", put_back), 2) << "preflight's taking and one put back";
+  EXPECT_GE(Count("h1", "rename id3"), 1);
+  EXPECT_TRUE(rec_.Said("barge: h1: the job's lease and holds were removed from the engine (docker container prune?); "
+                        "put back"))
+      << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("barge: h1: another job (other123 other bob@box) took this host's whole host while the lease "
+                        "was gone"))
+      << rec_.AllMessages();
+  EXPECT_EQ(std::count_if(rec_.events.begin(), rec_.events.end(),
+                          [](const std::string& e) { return e.rfind("lease_put_back h1: ", 0) == 0; }),
+            2)
+      << ::testing::PrintToString(rec_.events);
+}
 }  // namespace
 }  // namespace barge::runner

@@ -231,6 +231,43 @@ Status Holds::SecureHolds() {
                        (wait ? "" : " (--wait or `wait: 30m` waits for them)") + ":\n" + fleet::BusyTable(busy));
 }
 
+fleet::HoldRequest Holds::PutBackRequest(const HostState& hs) const {
+  fleet::HoldRequest r = HoldRequestFor(hs);
+  if (r.exclusive || r.gpu_count == 0 || !hs.holds.reply) return r;
+  std::vector<int> held = fleet::HeldGpus(*hs.holds.reply, plan_.job_id);
+  if (held.empty()) return r;
+  r.gpu_count = 0;
+  r.gpu_devices = std::move(held);
+  return r;
+}
+
+std::string Holds::PutBackLine(const HostState& hs) const {
+  fleet::HoldOwner owner = OwnerOf(plan_, spec_);
+  owner.job_dir = hs.job_dir;
+  // A new lease (has_lease false); a waiting job's try as any other (its
+  // ticket made again at its place), a running job's holds by name.
+  if (hs.holds.in_line) owner.ticket_since = hs.holds.ticket_since;
+  return fleet::TakeHoldsScript(*hs.docker, PutBackRequest(hs), owner,
+                                std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
+}
+
+std::vector<fleet::Hold> Holds::NotePutBack(HostState& hs, const std::string& text) {
+  const fleet::HoldRequest request = PutBackRequest(hs);
+  fleet::HoldReply reply = fleet::ParseHoldReply(text);
+  std::vector<fleet::Hold> taken;
+  if (!hs.holds.in_line) {
+    // A running job: another job's hold on what it held was taken while
+    // its lease was gone (a waiter's ticket is no taking).
+    for (fleet::Hold& h : fleet::Conflicts(request, reply, plan_.job_id)) {
+      if (!fleet::IsTicket(h)) taken.push_back(std::move(h));
+    }
+  }
+  for (const std::string& s : reply.removed_stale) Say(hs.name + ": removed a stale hold: " + s);
+  if (!reply.taken.empty()) hs.holds.holding = true;
+  hs.holds.reply = std::move(reply);
+  return taken;
+}
+
 void Holds::ReleaseHolds() {
   // The current hosts and those a spare replaced (a preempted host whose
   // release at the replacement did not get through): a lost one is left to
@@ -301,9 +338,10 @@ void Holds::JoinQueue(long long ticket_since) {
       }
       line = fleet::JoinQueueScript(*hs->docker, owner, std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
     }
-    group.Run(*hs->exec, line, [this, hs](const Outcome& o) {
+    group.Run(*hs->exec, line, [this, hs, ticket_since](const Outcome& o) {
       if (o.ok()) {
         hs->holds.in_line = true;
+        hs->holds.ticket_since = ticket_since;
       } else {
         Say(hs->name + ": taking its place in line or releasing the holds between tries failed: " + o.Reason());
       }

@@ -26,6 +26,9 @@ struct HostHolds {
   // Its ticket (its place in the host's line) is on the host's engine:
   // placed by JoinQueue, gone with RemoveTickets or ReleaseHolds.
   bool in_line = false;
+  // Its place in line (the second it began to wait), once JoinQueue put
+  // its ticket on the host: a ticket put back keeps it.
+  std::optional<long long> ticket_since;
 };
 
 class Holds : private JobPart {
@@ -64,11 +67,25 @@ class Holds : private JobPart {
   // Removes the job's holds wherever it may hold one: every current host
   // and every retired one (replaced by a spare) that is still reachable.
   void ReleaseHolds();
+  // The shell that puts back on `hs` the job's lease and what else of its
+  // place there the engine lost (its holds, by name: the GPUs it holds, no
+  // new choice; or its ticket while it waits), when they were removed
+  // behind its back (`docker container prune`). What is still there is
+  // kept. Prints what TakeHoldsScript prints (ParseHoldReply).
+  std::string PutBackLine(const HostState& hs) const;
+  // Reads a put back's answer into hs.holds (its listing: the new lease's
+  // ID for the next renewal); the other jobs' holds that now stand on what
+  // the job held there (taken while its lease was gone), none when it has
+  // it all back.
+  std::vector<fleet::Hold> NotePutBack(HostState& hs, const std::string& text);
 
  private:
   // What the job holds on `hs` (fleet::RequestFor its nodes there), never
   // on a GPU the health gate took out.
   fleet::HoldRequest HoldRequestFor(const HostState& hs) const;
+  // What a put back asks on `hs`: HoldRequestFor, but a GPU count asks for
+  // the very GPUs the job held there (its last listing), not a new choice.
+  fleet::HoldRequest PutBackRequest(const HostState& hs) const;
   // Runs `script(hs)` (a hold taking) on every host of `hosts` at once and
   // notes each answer (NoteHolds); the problems by host.
   std::map<HostState*, std::string> RunTakes(const std::vector<HostState*>& hosts,

@@ -1,11 +1,13 @@
 // Leases (leases.h): the watchdog's parameters, renewals, disarming.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "runner/controller/leases.h"
+#include "runner/controller/holds.h"
 #include "runner/controller/job_state.h"
 #include "runner/remote/reservation.h"
 #include "runner/remote/teardown_hooks.h"
@@ -54,20 +56,25 @@ void Leases::RenewLeaseOn(HostState& host) {
   // The watchdog's lease file and the lease on the engine
   // (runner/remote/reservation.h) that other jobs and `barge reap` read;
   // the engine's after the file's, so the engine never says alive when
-  // the watchdog would not.
+  // the watchdog would not. A rename that finds no such container is the
+  // sign that the engine lost the lease (and with it, most likely, the
+  // holds): no other engine call is made while it is there.
+  if (host.lease.putting_back) return;
   const std::string lease_id = host.holds.reply ? fleet::LeaseIdOf(host.holds.reply->holds, plan_.job_id) : std::string();
   const seconds engine_timeout = std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout);
+  HostState* hs = &host;
   if (lease_id.empty()) {
     job_.Run(*host.exec, RenewLeaseCommand(host.job_dir), [](const Outcome&) {});
   } else if (!host.engine.api) {
     job_.Run(*host.exec,
              RenewLeaseCommand(host.job_dir) + " && " +
                  fleet::RenewEngineLeaseCommand(*host.docker, plan_.job_id, lease_id, engine_timeout),
-             [](const Outcome&) {});
+             [this, hs](const Outcome& o) {
+               if (!o.ok() && o.err.find("No such container") != std::string::npos) PutBack(*hs);
+             });
   } else {
     // Through the Engine API: no Docker CLI process on the host; its clock
     // comes with the file's renewal.
-    HostState* hs = &host;
     job_.Run(*host.exec, RenewLeaseCommand(host.job_dir) + " && date +%s", [this, hs, lease_id](const Outcome& o) {
       const long long now = fleet::NumberOr(std::string(o.out.substr(0, o.out.find('\n'))), -1);
       if (!o.ok() || now < 0 || !hs->engine.api || hs->lost) return;
@@ -75,17 +82,60 @@ void Leases::RenewLeaseOn(HostState& host) {
       req.method = "POST";
       req.target = "/containers/" + container::UrlEncode(lease_id) +
                    "/rename?name=" + container::UrlEncode(fleet::LeaseName(plan_.job_id, now));
+      auto gone = std::make_shared<bool>(false);
       job_.Api(
-          [hs, req](CommandGroup::Finish finish) {
-            return hs->engine.api->Request(req, nullptr, [finish](container::Reply<container::DockerApi::Response>) {
+          [hs, req, gone](CommandGroup::Finish finish) {
+            return hs->engine.api->Request(req, nullptr, [finish, gone](container::Reply<container::DockerApi::Response> r) {
+              *gone = r.not_found() || (r.ok() && (*r.value).status == 404);
               Outcome done;
               done.exit.code = 0;
               finish(done);
             });
           },
-          [](const Outcome&) {}, spec_.ssh.engine_timeout);
+          [this, hs, gone](const Outcome&) {
+            if (*gone) PutBack(*hs);
+          },
+          spec_.ssh.engine_timeout);
     });
   }
+}
+
+void Leases::PutBack(HostState& host) {
+  if (host.lease.putting_back || host.lost || !host.exec || !renewing_) return;
+  host.lease.putting_back = true;
+  HostState* hs = &host;
+  // Through the host's shell (as the waiting job's line is kept): a rare
+  // repair, not worth an Engine API path of its own.
+  job_.Run(*host.exec, holds_.PutBackLine(host), [this, hs](const Outcome& o) {
+    hs->lease.putting_back = false;
+    if (hs->lost) return;
+    const std::vector<fleet::Hold> taken = holds_.NotePutBack(*hs, o.out);
+    if (!o.ok() || fleet::LeaseIdOf(hs->holds.reply->holds, plan_.job_id).empty()) {
+      // Tried again at the next renewal (its rename fails the same way).
+      if (!hs->lease.loss_said) {
+        Say("warning: " + hs->name + ": the job's lease was removed from the engine and putting it back failed: " +
+            (hs->holds.reply->errors.empty() ? o.Reason() : hs->holds.reply->errors));
+      }
+      hs->lease.loss_said = true;
+      return;
+    }
+    hs->lease.loss_said = false;
+    const std::string what = "the job's lease and holds were removed from the engine (docker container prune?); put back";
+    Say(hs->name + ": " + what);
+    Event("lease_put_back", hs->name, what);
+    std::map<std::string, std::string> by_job;  // job id -> what it took
+    for (const fleet::Hold& h : taken) {
+      std::string item = h.name == fleet::HostHoldName() ? "whole host" : h.name.substr(fleet::kHoldPrefix.size());
+      std::string& list = by_job[h.job_id + (h.job_name.empty() ? "" : " " + h.job_name) + " " + h.user + "@" + h.machine];
+      list += (list.empty() ? "" : ", ") + item;
+    }
+    for (const auto& [job, items] : by_job) {
+      const std::string line = "another job (" + job + ") took this host's " + items +
+                               " while the lease was gone; this job keeps running beside it";
+      Say(hs->name + ": " + line);
+      Event("lease_put_back", hs->name, line);
+    }
+  });
 }
 
 void Leases::DisarmWatchdogs() {

@@ -13,15 +13,22 @@
 
 namespace barge::runner::internal {
 
+class Holds;
+
 // A host's watchdog: armed by preflight, disarmed at the job's end (or by
 // a teardown's removal, in the same command).
 struct HostLease {
   bool armed = false;
+  // Its lease on the engine was found gone (a renewal's rename: no such
+  // container) and is being put back; the loss was said once.
+  bool putting_back = false;
+  bool loss_said = false;
 };
 
 class Leases : private JobPart {
  public:
-  explicit Leases(Job* job) : JobPart(job) {}
+  // `holds` puts back a lease (and holds) the engine lost.
+  Leases(Job* job, Holds* holds) : JobPart(job), holds_(*holds) {}
 
   // The watchdog of `host` (armed by Preflight).
   WatchdogParams WatchdogFor(const HostState& host) const;
@@ -38,7 +45,15 @@ class Leases : private JobPart {
   }
   // One renewal of `host`'s leases: the watchdog's file, and the job's
   // lease on the engine when its holds listed one.
+  // A renewal found none there (`docker container prune` removes every
+  // created container): the lease, and the job's holds or ticket there,
+  // are put back at once (Holds::PutBackLine), said once per loss with an
+  // event (lease_put_back), and another job that took what the job held
+  // meanwhile is named (the job keeps running).
   void RenewLeaseOn(HostState& host);
+  void PutBack(HostState& host);
+
+  Holds& holds_;
 
   bool renewing_ = false;
   std::shared_ptr<std::function<void()>> tick_;

@@ -4,7 +4,8 @@
 // a three-host job waiting in line ahead of later one-host jobs,
 // a stale hold taken over, GPU-count jobs sharing an 8-GPU host while an
 // exclusive job is refused, `barge reap` from another store beside a live
-// job, and `barge hosts`. Every job here is short
+// job, a running job's lease and hold pruned from the engine and put back,
+// and `barge hosts`. Every job here is short
 // (`sleep 1`-`4`, stop_grace 1s) and bounded by `timeout:`.
 #include <gtest/gtest.h>
 
@@ -539,6 +540,55 @@ TEST_F(ReservationTest, ReapFromAnotherStoreKeepsAColleaguesLiveJobAndRemovesOnl
   CliOutcome done = colleague.Wait(pid, std::chrono::seconds(60));
   EXPECT_EQ(done.code, 0) << done.err;
   RemoveJob(h, "11ve0003");
+}
+
+TEST_F(ReservationTest, ALeaseAndHoldPrunedFromTheEngineArePutBackSoAnotherStoresJobIsRefusedAndItsReapKeepsTheJob) {
+  // A host admin's `docker container prune` removes every created
+  // container: the running job's lease and hold. Its controller finds the
+  // lease gone at its next renewal (every 1 s with `lease: 4s`) and puts
+  // both back; another user (a store of their own) is then refused the
+  // host, and their `barge reap` keeps the job.
+  const BedHost& h = GetBed().hosts[2];
+  const std::string name = "resv-prune-" + std::to_string(getpid());
+  JobDir mine("resv-prune"), other("resv-prune-other");
+  const std::string hosts = HostsYaml({2});
+  mine.Write(Job(name, "[\"sleep\", \"9\"]", hosts, "lease: 4s\n"), "job.yaml");
+  other.Write(Job("resv-prune-other", "[\"true\"]", hosts), "other.yaml");
+  pid_t pid = mine.Start("run job.yaml");
+  ASSERT_TRUE(mine.WaitFor("err.txt", "node(s); logs in", std::chrono::seconds(60)))
+      << barge::testing::ReadWholeFile(mine.path() / "err.txt");
+  const std::string id = JobIdIn(barge::testing::ReadWholeFile(mine.path() / "err.txt"));
+  jobs_.insert(id);
+  ASSERT_EQ(Holds(h, {name}), "barge-hold-host " + id + "\n");
+  Docker(h, "container prune -f");
+  // (Not asserted gone: a renewal may put it back before the listing.)
+  std::printf("after the prune: hold %s\n", Holds(h, {name}).empty() ? "gone" : "already back");
+  // Put back within one renewal period (1 s) plus a margin.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+  while ((Holds(h, {name}).empty() || LeasesOf(h, {name}).empty()) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Holds(h, {name}), "barge-hold-host " + id + "\n") << "the hold was not put back within 4 s";
+  EXPECT_EQ(LeasesOf(h, {name}).find("barge-lease-" + id + "."), 0u) << "the lease was not put back within 4 s";
+  EXPECT_TRUE(mine.WaitFor("err.txt",
+                           "barge: " + h.address + ": the job's lease and holds were removed from the engine "
+                           "(docker container prune?); put back",
+                           std::chrono::seconds(2)))
+      << barge::testing::ReadWholeFile(mine.path() / "err.txt");
+  // Another store's job asking for the host is refused, naming the job.
+  CliOutcome refused = other.Barge("run other.yaml");
+  Seen(refused);
+  EXPECT_EQ(refused.code, 125) << refused.err;
+  EXPECT_NE(refused.err.find(id + " " + name), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find("node(s); logs in"), std::string::npos) << "it started:\n" << refused.err;
+  // ... and its reap keeps the job's container, hold and lease.
+  CliOutcome reap = other.Barge("reap other.yaml");
+  EXPECT_EQ(reap.code, 0) << reap.err;
+  EXPECT_NE(Docker(h, "ps -q --filter label=barge.job=" + id), "") << "reap removed the live job:\n" << reap.out;
+  EXPECT_EQ(Holds(h, {name}), "barge-hold-host " + id + "\n") << reap.out;
+  CliOutcome done = mine.Wait(pid, std::chrono::seconds(60));
+  EXPECT_EQ(done.code, 0) << done.err;
+  std::printf("%s\n", done.err.c_str());
 }
 
 TEST_F(ReservationTest, GpuCountJobsShareAnEightGpuHostWithDisjointGpusAndAnExclusiveJobIsRefused) {
