@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
+
 namespace barge::container {
 namespace {
 
@@ -63,6 +65,10 @@ std::optional<uint64_t> ParseHex(std::string_view s) {
 }
 
 Result<json> ParseJsonBody(std::string_view text, const char* what) {
+  if (!JsonNestingWithin(text)) {
+    return Status::Error(std::string(what) + ": the response nests deeper than " +
+                         std::to_string(kMaxJsonNesting) + " levels");
+  }
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
@@ -360,6 +366,7 @@ Status LogDemuxer::Feed(std::string_view in) {
 // --- JSON readers.
 
 std::string ApiErrorMessage(std::string_view body) {
+  if (!JsonNestingWithin(body)) return "";
   try {
     json doc = json::parse(body.begin(), body.end());
     if (doc.is_object()) {
@@ -746,7 +753,8 @@ Result<DockerApi::CallPtr> DockerApi::Create(const std::string& name, std::strin
   return Typed<std::string>(
       std::move(r),
       [](const Response& resp) -> Result<std::string> {
-        const json j = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
+        const json j = JsonNestingWithin(resp.body) ? json::parse(resp.body, nullptr, /*allow_exceptions=*/false)
+                                                    : json();
         if (!j.is_object() || !j.contains("Id") || !j["Id"].is_string()) {
           return Status::Error("the engine's answer names no container ID");
         }

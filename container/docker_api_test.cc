@@ -1,5 +1,7 @@
 #include "container/docker_api.h"
 
+#include "base/json_depth.h"
+
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -885,6 +887,23 @@ TEST(DockerApi, ABufferedBodyOfTheCapIsReadWholeAndOneByteMoreFailsTheCallNaming
               "root@10.77.0.9:22: GET /_ping: a response body over 64 MiB (the engine's answers "
               "barge reads are far smaller)");
   }
+}
+
+// Issue #40 (item 7): an answer that nests deeper than kMaxJsonNesting is
+// refused before it is parsed, whatever its size; one at the bound is read.
+TEST(DockerApi, AnAnswerNestingDeeperThanTheBoundIsRefusedBeforeItIsParsed) {
+  const std::string deep = "[" + std::string(kMaxJsonNesting, '[') + std::string(kMaxJsonNesting + 1, ']');
+  for (auto parse : {+[](std::string_view t) { return ParseContainerList(t).status(); },
+                     +[](std::string_view t) { return ParseImageObject(t).status(); },
+                     +[](std::string_view t) { return ParseWaitResponse(t).status(); }}) {
+    Status s = parse(deep);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("nests deeper than 128 levels"), std::string::npos) << s.message();
+  }
+  // At the bound: parsed (and refused for its shape only).
+  const std::string at_bound = std::string(kMaxJsonNesting, '[') + std::string(kMaxJsonNesting, ']');
+  Status s = ParseContainerList(at_bound).status();
+  EXPECT_EQ(s.message().find("nests deeper"), std::string::npos) << s.message();
 }
 
 }  // namespace

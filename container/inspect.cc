@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "container/timestamp.h"
 
 namespace barge::container {
@@ -15,6 +16,10 @@ using nlohmann::json;
 // Parses `text` as one JSON document; the error names `what` (the command
 // whose output this is) and carries the parser's position.
 Result<json> ParseJson(std::string_view text, std::string_view what) {
+  if (!JsonNestingWithin(text)) {
+    return Status::Error(std::string(what) + ": output nests deeper than " + std::to_string(kMaxJsonNesting) +
+                         " levels");
+  }
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {

@@ -441,6 +441,14 @@ constexpr std::string_view kPsJob = R"json({"Command":"\"sh -c 'exit 3'\"","Crea
 constexpr std::string_view kImageId =
     "sha256:94216f9217d0fb4396d56012f02fab7b51863a7e2c7731a94297b8af7d81b382";
 
+TEST(ParseContainerInspect, OutputNestingDeeperThanTheBoundIsRefusedBeforeItIsParsed) {
+  Result<std::vector<ContainerState>> r =
+      ParseContainerInspect("[{\"x\": " + std::string(200, '[') + std::string(200, ']') + "}]");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("output nests deeper than 128 levels"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(ParseContainerInspect, AnExitedContainerGivesItsCodeTimesImageAndLabels) {
   Result<std::vector<ContainerState>> r = ParseContainerInspect(kFullInspectExited);
   ASSERT_TRUE(r.ok()) << r.status().message();

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "runner/console/table.h"
 #include "ssh/quote.h"
 
@@ -574,9 +575,10 @@ std::vector<Finding> ReadDcgmDiag(const SectionText& answer) {
   }
   const size_t open = t.find('{');
   const size_t close = t.rfind('}');
-  nlohmann::json doc = nlohmann::json::parse(
-      open == std::string::npos || close == std::string::npos || close < open ? std::string() : t.substr(open, close - open + 1),
-      nullptr, /*allow_exceptions=*/false);
+  const std::string body =
+      open == std::string::npos || close == std::string::npos || close < open ? std::string() : t.substr(open, close - open + 1);
+  nlohmann::json doc = JsonNestingWithin(body) ? nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false)
+                                               : nlohmann::json(nlohmann::json::value_t::discarded);
   if (doc.is_discarded()) {
     // No JSON: the diagnostic did not run (typically no nv-hostengine to
     // connect to). Unknown, said with DCGM's words.
