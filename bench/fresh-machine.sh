@@ -2,9 +2,10 @@
 # bench/fresh-machine.sh: how the README's two commands fare on a fresh
 # Debian 12 machine: a `debootstrap --variant=minbase bookworm` root file
 # system (nothing of barge's installed, no compiler cache, no images, no
-# test bed, no Docker engine), run as a privileged container of this
-# machine's engine with the checked-out commit copied in (`git archive
-# HEAD`, as a fresh clone has it). Inside, each command runs in turn as CI
+# test bed, no Docker engine), run as a container of this machine's engine
+# with the machine's capabilities (not --privileged, see below) and the
+# checked-out commit copied in (`git archive HEAD`, as a fresh clone has
+# it). Inside, each command runs in turn as CI
 # runs it (root, no standard input): scripts/quickstart.sh installs with apt
 # from this machine's Debian mirror, starts its own dockerd, builds barge and
 # runs the sample job; install runs the README's Install commands in the
