@@ -13,9 +13,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <thread>
 
 #include "runner/cli/verbs.h"
 #include "runner/store/job_store.h"
+#include "runner/store/process_identity.h"
 
 namespace barge::runner {
 namespace {
@@ -155,8 +157,13 @@ TEST_F(DownTest, DownOfAJobWhoseRecordedControllerRunsSignalsIt) {
 }
 
 TEST_F(DownTest, DownOfAJobWhosePidIsNowAnotherProcessOfThisUserSignalsNothingAndMarksItLost) {
+  // The record keeps this test process's identity; the sleeper must start
+  // in a later clock tick (10 ms) than this process did, or the two would
+  // share a start time and the sleeper would be the recorded controller.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   Sleeper mine;
   ASSERT_GT(mine.pid(), 0);
+  ASSERT_NE(ReadProcessIdentity(mine.pid())->start_time, ReadProcessIdentity(getpid())->start_time);
   AddJobWhoseControllerPidIsNow("mine", mine.pid());
   const std::string out = Down("mine");
   EXPECT_EQ(out.find("stopping job"), std::string::npos) << out;
