@@ -85,6 +85,10 @@ cap_opts=(--cap-add ALL)
 ((16#$caps & (1 << 24))) || cap_opts+=(--cap-drop SYS_RESOURCE)
 dev_opts=()
 [[ -e /dev/fuse ]] && dev_opts+=(--device /dev/fuse)
+# A new machine has an IPv6 loopback (::1); Docker turns IPv6 off in a
+# container's network namespace unless told otherwise (a unit test connects
+# over ::1).
+[[ -e /proc/sys/net/ipv6 ]] && dev_opts+=(--sysctl net.ipv6.conf.all.disable_ipv6=0 --sysctl net.ipv6.conf.lo.disable_ipv6=0)
 docker run -d --name "$name" "${cap_opts[@]}" "${dev_opts[@]}" \
   --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
   --device-cgroup-rule 'a *:* rwm' -v /sys/fs/cgroup:/sys/fs/cgroup -v /var/lib/docker \

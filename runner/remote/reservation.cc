@@ -52,6 +52,17 @@ std::vector<Hold> Queue(const std::vector<Hold>& holds, long long now) {
   return out;
 }
 
+long long PlaceInLine(long long now_s, const std::vector<std::pair<long long, std::vector<Hold>>>& seen,
+                      const std::string& job_id) {
+  long long place = now_s;
+  for (const auto& [host_now, holds] : seen) {
+    for (const Hold& t : Queue(holds, host_now)) {
+      if (t.job_id != job_id) place = std::max(place, t.since + 1);
+    }
+  }
+  return place;
+}
+
 bool QueuedBehindAnother(const std::vector<Hold>& holds, long long now, const std::string& job_id,
                          std::optional<long long> since) {
   Hold mine;

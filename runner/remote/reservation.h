@@ -229,6 +229,15 @@ std::vector<Hold> Queue(const std::vector<Hold>& holds, long long now);
 // on the host: it would only be in the earlier waiter's way.
 bool QueuedBehindAnother(const std::vector<Hold>& holds, long long now, const std::string& job_id,
                          std::optional<long long> since);
+// The place in line of `job_id`, which begins to wait at `now_s` (its
+// controller's clock) after its first try found `seen` (the listings of its
+// hosts, each with that host's clock): `now_s`, or one second after the
+// latest live ticket of another job in them, whichever is later. Places
+// are whole seconds and equal ones go by job id, so without this a job
+// that met a waiter's ticket and joined the line in the same second could
+// be placed before it.
+long long PlaceInLine(long long now_s, const std::vector<std::pair<long long, std::vector<Hold>>>& seen,
+                      const std::string& job_id);
 // Sets every entry's lease_renewed from the newest lease of its job among
 // `holds` (the leases' own too).
 void ApplyEngineLeases(std::vector<Hold>* holds);

@@ -230,6 +230,25 @@ TEST(Queue, AnotherJobsLiveTicketStandsInTheWayOfEveryJobWithNoTicketOrALaterOne
   EXPECT_TRUE(std::any_of(old.begin(), old.end(), [](const Hold& h) { return IsTicket(h) && h.job_id == "new"; }));
 }
 
+// A job that met a waiter's ticket and begins to wait in the same second
+// is placed a second after it, so it never comes first by job id (seen on
+// 2026-11-28: "4618863d" queued before "d6b44281", which had said it waited
+// first); stale tickets and its own do not count.
+TEST(Queue, AJobThatMetAWaiterInItsSecondIsPlacedAfterItNotByJobId) {
+  std::vector<Hold> h1 = {MakeHold(TicketName("d6b44281"), "d6b44281", 1000, 600), LeaseOf("d6b44281", 1000)};
+  std::vector<Hold> h2 = {MakeHold(TicketName("0ld"), "0ld", 100, 60), MakeHold(TicketName("4618863d"), "4618863d", 1003, 600),
+                          LeaseOf("4618863d", 1003)};
+  ApplyEngineLeases(&h1);
+  ApplyEngineLeases(&h2);
+  EXPECT_EQ(PlaceInLine(1000, {{1000, h1}}, "4618863d"), 1001);
+  EXPECT_EQ(PlaceInLine(1005, {{1000, h1}}, "4618863d"), 1005);   // later anyway
+  EXPECT_EQ(PlaceInLine(1000, {{1000, h1}, {1003, h2}}, "4618863d"), 1001);  // its own, a stale one: not counted
+  EXPECT_EQ(PlaceInLine(1000, {}, "4618863d"), 1000);
+  // Placed so, it comes after the waiter on every host.
+  Hold mine = MakeHold(TicketName("4618863d"), "4618863d", PlaceInLine(1000, {{1000, h1}}, "4618863d"), 600);
+  EXPECT_TRUE(TicketBefore(h1[0], mine));
+}
+
 TEST(Queue, AnEarlierWaiterIgnoresALaterOnesTicketSoTwoWaitersNeverWaitForEachOther) {
   HoldReply r;
   r.now = 1000;
