@@ -18,6 +18,7 @@
 #include "runner/cli/verbs.h"
 #include "runner/store/job_store.h"
 #include "runner/store/process_identity.h"
+#include "tests/support/raw_sql.h"
 
 namespace barge::runner {
 namespace {
@@ -67,14 +68,7 @@ class Sleeper {
   pid_t pid_ = -1;
 };
 
-void RawExec(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
+using barge::testing::RawExec;
 
 class DownTest : public ::testing::Test {
  protected:

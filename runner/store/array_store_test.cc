@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "runner/store/array_view.h"
+#include "tests/support/raw_sql.h"
 
 namespace barge::runner::fleet {
 namespace {
@@ -25,15 +26,7 @@ class ArrayStoreTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-// Runs `sql` on the database with a connection of its own.
-void RawExec(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
+using barge::testing::RawExec;
 
 // A child that sleeps until the destructor kills and reaps it.
 class SleepingChild {

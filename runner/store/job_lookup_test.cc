@@ -3,6 +3,7 @@
 // a store records with the identity of another process, as after the
 // controller died and the kernel gave its pid to someone else.
 #include "runner/store/job_lookup.h"
+#include "tests/support/raw_sql.h"
 
 #include <gtest/gtest.h>
 #include <grp.h>
@@ -21,22 +22,7 @@ namespace {
 
 constexpr uid_t kNobody = 65534;
 
-// A fresh directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/barge-lookup-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using barge::testing::TempDir;
 
 // A child that waits (as `uid` when given) until Release or the destructor,
 // which kills and reaps it. Started() is false when it could not be made.
@@ -115,14 +101,7 @@ int DeadPid() {
   return pid;
 }
 
-void RawExec(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
+using barge::testing::RawExec;
 
 JobRecord RunningJob(const std::string& id, int controller_pid) {
   JobRecord j;
