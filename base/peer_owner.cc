@@ -58,7 +58,7 @@ std::string ReadFile(const char* path) {
 
 }  // namespace
 
-bool IsLoopback(const sockaddr_storage& a) {
+bool IsLoopbackAddress(const sockaddr_storage& a) {
   if (a.ss_family == AF_INET) {
     return (ntohl(reinterpret_cast<const sockaddr_in*>(&a)->sin_addr.s_addr) >> 24) == 127;
   }
@@ -114,7 +114,7 @@ std::optional<uid_t> PeerUid(int fd) {
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
     return cred.uid;
   }
-  if (!IsLoopback(peer)) return std::nullopt;
+  if (!IsLoopbackAddress(peer)) return std::nullopt;
   // The client's socket: its local end is our peer, its remote end us.
   const std::string table = ReadFile(peer.ss_family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6");
   return SocketOwner(table, KernelEnd(peer), KernelEnd(self));

@@ -28,7 +28,7 @@ std::optional<uid_t> SocketOwner(std::string_view proc_net_tcp, std::string_view
 
 // An address of this machine's loopback: 127.0.0.0/8, ::1, or an IPv4-mapped
 // 127.x (::ffff:127.0.0.1).
-bool IsLoopback(const sockaddr_storage& address);
+bool IsLoopbackAddress(const sockaddr_storage& address);
 
 // The owner of the client end of `fd`, a connection accepted on a
 // loopback TCP listener (from any loopback address: 127.0.0.2 as well as

@@ -43,7 +43,7 @@ constexpr milliseconds kUpstreamPatience{5000};
 // cannot be read (gone already); else its address.
 std::string PeerOf(int fd, const sockaddr_storage& addr) {
   char text[INET6_ADDRSTRLEN] = "?";
-  if (barge::IsLoopback(addr)) {  // not ui::IsLoopback (auth.h), a Host header's
+  if (IsLoopbackAddress(addr)) {
     if (std::optional<uid_t> uid = PeerUid(fd)) return "uid " + std::to_string(*uid);
     return "loopback";
   }
