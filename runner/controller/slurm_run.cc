@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cluster/gpu_slices.h"
@@ -16,6 +17,7 @@
 #include "runner/controller/host_connector.h"
 #include "runner/controller/srun_connector.h"
 #include "runner/jobfile/redact.h"
+#include "runner/remote/command_group.h"
 #include "runner/remote/slurm.h"
 #include "runner/store/host_faults.h"
 #include "runner/store/job_store.h"
@@ -139,29 +141,24 @@ std::string LastLines(const std::string& text, size_t n = 3) {
   return out;
 }
 
-// Runs `line` on the submit host to its end, `limit` at most.
+// Runs `line` on the submit host to its end, `limit` at most. Its stdout
+// and stderr are kept to CommandGroup::kMaxOutputBytes each (a broken or
+// hostile login host must not fill the controller's memory): past that the
+// command fails, naming the stream.
 Result<Ran> RunToEnd(SubmitHost& submit, const std::string& line, milliseconds limit = seconds(60)) {
-  auto ran = std::make_shared<Ran>();
-  auto done = std::make_shared<bool>(false);
-  auto error = std::make_shared<std::string>();
-  ssh::CommandCallbacks cb;
-  cb.on_stdout = [ran](std::string_view d) { ran->out.append(d); };
-  cb.on_stderr = [ran](std::string_view d) { ran->err.append(d); };
-  cb.on_exit = [ran, done, error](const ssh::ExitStatus& s) {
-    ran->code = s.code;
-    *error = s.error;
-    *done = true;
-  };
-  Result<std::unique_ptr<ssh::Command>> cmd = submit.exec->Start(line, std::move(cb));
-  if (!cmd.ok()) return cmd.status();
+  std::optional<Outcome> outcome;
+  CommandGroup group(&submit.loop);
+  group.Run(*submit.exec, line, [&outcome](const Outcome& o) { outcome = o; });
   const auto deadline = submit.loop.Now() + limit;
-  while (!*done && submit.loop.Now() < deadline) submit.loop.Poll(milliseconds(100));
-  if (!*done) {
+  while (!outcome && submit.loop.Now() < deadline) submit.loop.Poll(milliseconds(100));
+  if (!outcome) {
     return Status::Error("`" + line + "` on " + submit.label + " did not end within " +
                          std::to_string(std::chrono::duration_cast<seconds>(limit).count()) + " s");
   }
-  if (!error->empty()) return Status::Error("`" + line + "` on " + submit.label + ": " + *error);
-  return *ran;
+  if (!outcome->exit.known()) {
+    return Status::Error("`" + line + "` on " + submit.label + ": " + outcome->exit.error);
+  }
+  return Ran{outcome->exit.code, std::move(outcome->out), std::move(outcome->err)};
 }
 
 void Say(const std::string& message) {
@@ -234,9 +231,19 @@ class Allocation {
   Status Wait(const int* interrupted) {
     auto exit_code = std::make_shared<std::optional<int>>();
     auto err = std::make_shared<std::string>();
+    // Bounded like every host command's output (CommandGroup): past it,
+    // the allocation is cancelled and the job fails.
+    auto overflow = std::make_shared<bool>(false);
+    auto keep = [err, overflow](std::string_view d) {
+      if (err->size() + d.size() > CommandGroup::kMaxOutputBytes) {
+        *overflow = true;
+        return;
+      }
+      err->append(d);
+    };
     ssh::CommandCallbacks cb;
-    cb.on_stderr = [err](std::string_view d) { err->append(d); };
-    cb.on_stdout = [err](std::string_view d) { err->append(d); };
+    cb.on_stderr = keep;
+    cb.on_stdout = keep;
     cb.on_exit = [exit_code, err](const ssh::ExitStatus& s) {
       *exit_code = s.code;
       if (!s.error.empty()) err->append(s.error + "\n");
@@ -256,6 +263,12 @@ class Allocation {
       if (*interrupted) {
         Cancel("interrupted while queued");
         return Status::Error("interrupted while queued in Slurm");
+      }
+      if (*overflow) {
+        Cancel("salloc's output passed the bound");
+        return Status::Error("`" + line + "` on " + submit_->label + " wrote more than " +
+                             std::to_string(CommandGroup::kMaxOutputBytes) +
+                             " bytes, the most barge reads from a host command; cancelled");
       }
       if (spec_.wait && loop.Now() - began > *spec_.wait && !id_.empty()) {
         Cancel("still queued after wait:");

@@ -20,6 +20,7 @@
 #include "runner/controller/controller.h"
 #include "runner/controller/entry_points.h"
 #include "runner/jobfile/job_file.h"
+#include "runner/remote/command_group.h"
 #include "tests/support/fake_hosts.h"
 
 namespace barge::runner {
@@ -128,6 +129,11 @@ class FakeSlurm {
   // Whose Now() stamps each squeue (unset: the loop it ran on).
   ssh::EventLoop* clock = nullptr;
   std::function<void()> on_scancel;
+  // Bytes of padding after `scontrol -o show job`'s record (a broken or
+  // hostile login host).
+  size_t show_job_padding = 0;
+  // Bytes salloc writes to stderr a second after its "Pending" line.
+  size_t salloc_padding = 0;
 
   std::vector<std::string> lines;         // every command line, in order
   std::vector<TimePoint> squeue_at;       // when each squeue ran
@@ -165,6 +171,11 @@ class FakeSlurm {
       if (line.starts_with("salloc ") && slurm_->grant_after > milliseconds(0)) {
         // Pending now, granted (if still asked for) later.
         loop_->AddTimer(loop_->Now(), [say, err] { say("", err, std::nullopt); });
+        if (slurm_->salloc_padding > 0) {
+          loop_->AddTimer(loop_->Now() + seconds(1), [say, n = slurm_->salloc_padding] {
+            say("", std::string(n, 'x'), std::nullopt);
+          });
+        }
         loop_->AddTimer(loop_->Now() + slurm_->grant_after, [say, slurm = slurm_] {
           if (slurm->cancelled_) return;
           slurm->granted_ = true;
@@ -198,6 +209,7 @@ class FakeSlurm {
     } else if (line.starts_with("scontrol -o show job")) {
       *out = "JobId=7 JobName=barge-x JobState=" + std::string(Ended() ? end_state : "RUNNING") +
              " Reason=None Partition=gpu NodeList=n[1-2] Nodes=n[1-2] CPU_IDs=0-1 Mem=0 GRES=\n";
+      out->append(show_job_padding, 'x');
     } else if (line.starts_with("scontrol -o show node")) {
       *out = "NodeName=n1 NodeAddr=10.0.0.1 State=ALLOCATED\nNodeName=n2 NodeAddr=10.0.0.2 State=ALLOCATED\n";
     } else if (line.starts_with("scancel ")) {
@@ -317,6 +329,34 @@ TEST_F(SlurmJobTest, AFailedHeadsAllocationIsCancelledOnceItsContainersAreGone) 
   EXPECT_TRUE(left_nothing) << "scancel before the containers were removed";
   EXPECT_EQ(fake_.host("10.0.0.1").lines().empty(), false);
   EXPECT_NE(said_.find("Slurm job 7 released"), std::string::npos) << said_;
+}
+
+// Issue #40 (item 7): what Slurm's commands print on the submit host is
+// read up to CommandGroup::kMaxOutputBytes, not whole: an answer past it
+// fails the job naming the stream, and the allocation is released.
+TEST_F(SlurmJobTest, AScontrolAnswerPastTheBoundFailsTheJobNamingTheStreamAndReleasesTheAllocation) {
+  slurm_.show_job_padding = CommandGroup::kMaxOutputBytes + 1;
+  EXPECT_EQ(Run(""), kExitBargeFailure) << said_.substr(0, 2000);
+  EXPECT_FALSE(ran_);
+  EXPECT_NE(said_.find("its stdout passed the " + std::to_string(CommandGroup::kMaxOutputBytes) +
+                       " bytes barge reads from a host command"),
+            std::string::npos)
+      << said_.substr(0, 2000);
+  EXPECT_LT(said_.size(), size_t{1} << 20) << "the answer itself was repeated";
+  EXPECT_EQ(std::count(slurm_.lines.begin(), slurm_.lines.end(), "scancel 7"), 1);
+}
+
+TEST_F(SlurmJobTest, SallocWritingPastTheBoundWhileQueuedIsCancelledAndTheJobFails) {
+  slurm_.grant_after = seconds(120);
+  slurm_.salloc_padding = CommandGroup::kMaxOutputBytes + 1;
+  EXPECT_EQ(Run(""), kExitBargeFailure) << said_.substr(0, 2000);
+  EXPECT_FALSE(ran_);
+  EXPECT_NE(said_.find("wrote more than " + std::to_string(CommandGroup::kMaxOutputBytes) + " bytes"),
+            std::string::npos)
+      << said_.substr(0, 2000);
+  EXPECT_EQ(std::count(slurm_.lines.begin(), slurm_.lines.end(), "scancel 7"), 1) << said_.substr(0, 2000);
+  // Cancelled at the first poll after the flood, not at the grant.
+  EXPECT_LT(slurm_.scancel_at - slurm_.salloc_at, seconds(5));
 }
 
 }  // namespace
