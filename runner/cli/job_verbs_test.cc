@@ -19,56 +19,15 @@
 #include "runner/store/job_store.h"
 #include "runner/store/process_identity.h"
 #include "tests/support/raw_sql.h"
+#include "tests/support/sleeper.h"
 
 namespace barge::runner {
 namespace {
 
 namespace fs = std::filesystem;
 
-// `sleep 30`, as `uid` when given, killed and reaped by the destructor.
-// pid() is -1 when it could not be started.
-class Sleeper {
- public:
-  explicit Sleeper(std::optional<uid_t> uid = std::nullopt) {
-    int exec_done[2];
-    if (pipe2(exec_done, O_CLOEXEC) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      close(exec_done[0]);
-      if (!uid || (setgroups(0, nullptr) == 0 && setresgid(*uid, *uid, *uid) == 0 &&
-                   setresuid(*uid, *uid, *uid) == 0)) {
-        execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
-      }
-      (void)!write(exec_done[1], "n", 1);
-      _exit(127);
-    }
-    close(exec_done[1]);
-    char failed;
-    // EOF once exec closed the pipe: the child is `sleep` as `uid` by then.
-    if (pid_ > 0 && read(exec_done[0], &failed, 1) != 0) {
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-    close(exec_done[0]);
-  }
-  ~Sleeper() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  Sleeper(const Sleeper&) = delete;
-  Sleeper& operator=(const Sleeper&) = delete;
-
-  int pid() const { return pid_; }
-  // Not signalled to death: it has not exited (it is our child, so it
-  // would be a zombie if it had).
-  bool Running() const { return waitpid(pid_, nullptr, WNOHANG) == 0; }
-
- private:
-  pid_t pid_ = -1;
-};
-
 using barge::testing::RawExec;
+using barge::testing::Sleeper;
 
 class DownTest : public ::testing::Test {
  protected:
@@ -166,7 +125,7 @@ TEST_F(DownTest, DownOfAJobWhosePidIsNowAnotherProcessOfThisUserSignalsNothingAn
 }
 
 TEST_F(DownTest, DownOfAJobWhosePidIsNowAProcessOfUid65534SignalsNothingAndMarksItLost) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a process as uid 65534";
+  ASSERT_EQ(geteuid(), 0u) << "this test plays another user (uid 65534): it needs root";
   Sleeper nobody(65534), nobody_too(65534);
   ASSERT_GT(nobody.pid(), 0);
   ASSERT_GT(nobody_too.pid(), 0);
