@@ -345,7 +345,11 @@ TEST_F(ReservationTest, AThreeHostJobWaitingInLineIsNotOvertakenByAStreamOfOneHo
                                         "line-small-2"};
   JobDir hd("resv-line-holder"), bd("resv-line-big"), sd("resv-line-small");
   hd.Write(Job("line-holder", "[\"sleep\", \"8\"]", HostsYaml({0})), "holder.yaml");
-  bd.Write(Job("line-big", "[\"sleep\", \"2\"]", HostsYaml({0, 1, 2}), "wait: 90s\n"), "big.yaml");
+  // The big job runs 10 s: longer than a waiting job's pause between looks
+  // (1 to 3 s) plus a look on a loaded machine, so the stream's first job
+  // sees its holds. (With 2 s, a fresh machine's run of 2026-11-28 saw the
+  // holds come and go between two looks.)
+  bd.Write(Job("line-big", "[\"sleep\", \"10\"]", HostsYaml({0, 1, 2}), "wait: 90s\n"), "big.yaml");
   sd.Write(Job("line-small-a", "[\"true\"]", HostsYaml({1})), "a.yaml");
   const auto& bed = GetBed();
   const double t0 = barge::testing::WallSeconds();
