@@ -113,205 +113,318 @@ struct ScanResult {
   std::optional<TextProblem> unclosed_flow;   // the outermost [ or { still open at the end
 };
 
-// One pass of a small YAML lexer: enough structure to bound nesting and
-// to see quotes, never enough to parse. Stops at the first excess depth.
-ScanResult ScanYaml(std::string_view text, int max_depth) {
-  constexpr int kNone = -2;
-  ScanResult result;
-  int quote_line = 0;
-  int quote_column = 0;
-  std::optional<TextProblem> outer_flow;  // the outermost open [ or {
-  std::vector<int> indents;               // columns (0-based) of the open block levels
-  int flow = 0;                           // open [ and { brackets
-  char quote = 0;                         // ' or " while inside a quoted scalar
-  bool flow_token_start = true;
+// One pass of a small YAML lexer: enough structure to bound nesting and to
+// see quotes, never enough to parse. Fed a text's lines in order
+// (ScanLine), it stops at the first excess depth; Finish then says what is
+// still open at the end. One scanner per text.
+class YamlScan {
+ public:
+  explicit YamlScan(int max_depth) : max_depth_(max_depth) {}
+
+  // Scans the next line (without its line break). False once nesting has
+  // passed the limit: too_deep() says where, and no further line is to be
+  // scanned.
+  bool ScanLine(std::string_view line);
+  const std::optional<TextProblem>& too_deep() const { return too_deep_; }
+  // After the last line: the quote and the flow collection still open.
+  ScanResult Finish() const;
+
+ private:
+  static constexpr int kNone = -2;
+  // What follows a place where a node may begin.
+  enum class Step {
+    kScanOn,     // scanning goes on at i_
+    kEndOfLine,  // the rest of the line is a block scalar's header
+    kStop,       // nesting passed the limit
+    kScalar,     // line_[i_] is a plain scalar's text
+  };
+
+  bool InBlockScalar(std::string_view line, size_t indent, bool blank);
+  bool StartBlockLine(size_t indent);
+  bool ScanRestOfLine();
+  void SkipQuotedChar();
+  bool ScanFlowChar(char c);
+  Step ScanNodeStart(char c, bool blank_after);
+  Step ScanIndicator(char c);
+  void StartBlockScalar();
+  void OpenQuote(char c);
+  bool PassedLimit(size_t at);
+
+  const int max_depth_;
+  std::optional<TextProblem> too_deep_;
+  int line_no_ = 0;
+  int quote_line_ = 0;
+  int quote_column_ = 0;
+  std::optional<TextProblem> outer_flow_;  // the outermost open [ or {
+  std::vector<int> indents_;               // columns (0-based) of the open block levels
+  int flow_ = 0;                           // open [ and { brackets
+  char quote_ = 0;                         // ' or " while inside a quoted scalar
+  bool flow_token_start_ = true;
   // While in a block scalar: its owner's column, and the indentation of its
   // content once its first non-blank line gives it. A line indented less,
   // or a document marker, ends it.
-  int block_parent = kNone;
-  int block_indent = kNone;
+  int block_parent_ = kNone;
+  int block_indent_ = kNone;
   // The column of what owns the next node: the key, "- ", "? " or ": "
   // before it on this line; at the start of a line, the block level the
   // line is nested in (or starts, when at a level's own column); on a line
   // that continues a flow collection or quoted scalar, where that began.
-  int owner_col = -1;
+  int owner_col_ = -1;
   // While a plain scalar in block context may go on on the next line: the
   // column that line must be indented past (the block level the scalar is
   // in), as yaml-cpp has it. Such a line is more of the scalar's text,
   // where a quote, bracket or "- " is no node.
-  int plain_parent = kNone;
-  int line_no = 0;
-  for (std::string_view line : Lines(text)) {
-    ++line_no;
-    size_t indent = 0;
-    while (indent < line.size() && line[indent] == ' ') ++indent;
-    size_t first = indent;
-    while (first < line.size() && IsBlankChar(line[first])) ++first;
-    const bool blank = first == line.size();
-    if (block_parent != kNone) {
-      if (!IsDocumentMarker(line)) {
-        if (blank) continue;
-        // Content at column 0 (a document-level block scalar) is not
-        // trusted to be text: yaml-cpp does not always read it so, and
-        // scanning it as structure only overestimates the depth.
-        if (block_indent == kNone && static_cast<int>(indent) > std::max(block_parent, 0)) {
-          block_indent = static_cast<int>(indent);
-        }
-        if (block_indent != kNone && static_cast<int>(indent) >= block_indent) continue;
-      }
-      block_parent = kNone;
-      block_indent = kNone;
+  int plain_parent_ = kNone;
+  // The line being scanned, the place in it, and whether a node may begin
+  // there (block context).
+  std::string_view line_;
+  size_t i_ = 0;
+  bool node_start_ = true;
+};
+
+bool YamlScan::ScanLine(std::string_view line) {
+  ++line_no_;
+  size_t indent = 0;
+  while (indent < line.size() && line[indent] == ' ') ++indent;
+  size_t first = indent;
+  while (first < line.size() && IsBlankChar(line[first])) ++first;
+  const bool blank = first == line.size();
+  if (InBlockScalar(line, indent, blank)) return true;
+  line_ = line;
+  i_ = 0;
+  node_start_ = true;
+  if (quote_ == 0 && flow_ == 0) {
+    if (blank) return true;
+    if (line[first] == '#') {
+      plain_parent_ = kNone;
+      return true;
     }
-    size_t i = 0;
-    bool node_start = true;  // block context: a node may begin at `i`
-    auto too_deep = [&](size_t at) -> std::optional<TextProblem> {
-      if (static_cast<int>(indents.size()) + flow <= max_depth) return std::nullopt;
-      return TextProblem{line_no, static_cast<int>(at) + 1, NestedTooDeepMessage(max_depth)};
-    };
-    if (quote == 0 && flow == 0) {
-      if (blank) continue;
-      if (line[first] == '#') {
-        plain_parent = kNone;
-        continue;
-      }
-      if (IsDocumentMarker(line)) {
-        indents.clear();
-        owner_col = -1;
-        plain_parent = kNone;
-        i = 3;
-      } else if (plain_parent != kNone && static_cast<int>(indent) > plain_parent) {
-        node_start = false;
-        i = indent;
-      } else {
-        plain_parent = kNone;
-        while (!indents.empty() && indents.back() > static_cast<int>(indent)) indents.pop_back();
-        owner_col = indents.empty() ? -1 : indents.back();
-        if (indents.empty() || indents.back() < static_cast<int>(indent)) {
-          indents.push_back(static_cast<int>(indent));
-        }
-        if ((result.too_deep = too_deep(indent))) return result;
-        i = indent;
-      }
+    if (!StartBlockLine(indent)) return false;
+  }
+  return ScanRestOfLine();
+}
+
+// True while `line` is the content of the block scalar being skipped; at
+// the first line that is not, the scalar ends.
+bool YamlScan::InBlockScalar(std::string_view line, size_t indent, bool blank) {
+  if (block_parent_ == kNone) return false;
+  if (!IsDocumentMarker(line)) {
+    if (blank) return true;
+    // Content at column 0 (a document-level block scalar) is not
+    // trusted to be text: yaml-cpp does not always read it so, and
+    // scanning it as structure only overestimates the depth.
+    if (block_indent_ == kNone && static_cast<int>(indent) > std::max(block_parent_, 0)) {
+      block_indent_ = static_cast<int>(indent);
     }
-    while (i < line.size()) {
-      const char c = line[i];
-      const bool blank_after = i + 1 >= line.size() || IsBlankChar(line[i + 1]);
-      if (quote == '"') {
-        if (c == '\\') {
-          i += 2;
-          continue;
-        }
-        if (c == '"') quote = 0;
-        ++i;
-        continue;
-      }
-      if (quote == '\'') {
-        if (c == '\'' && i + 1 < line.size() && line[i + 1] == '\'') {
-          i += 2;
-          continue;
-        }
-        if (c == '\'') quote = 0;
-        ++i;
-        continue;
-      }
-      const bool comment = c == '#' && (i == 0 || IsBlankChar(line[i - 1]));
-      if (comment) {
-        plain_parent = kNone;
-        break;
-      }
-      if (flow > 0) {
-        if ((c == '"' || c == '\'') && flow_token_start) {
-          quote = c;
-          quote_line = line_no;
-          quote_column = static_cast<int>(i) + 1;
-        } else if (c == '[' || c == '{') {
-          ++flow;
-          flow_token_start = true;
-          if ((result.too_deep = too_deep(i))) return result;
-        } else if (c == ']' || c == '}') {
-          --flow;
-          flow_token_start = false;
-          if (flow == 0) node_start = false;
-        } else if (c == ',' || c == ':') {
-          flow_token_start = true;
-        } else if (!IsBlankChar(c)) {
-          flow_token_start = false;
-        }
-        ++i;
-        continue;
-      }
-      if (IsBlankChar(c)) {
-        ++i;
-        continue;
-      }
-      if (node_start) {
-        plain_parent = kNone;
-        if ((c == '-' || c == '?' || c == ':') && blank_after) {
-          // A sequence entry (or complex key/value): its content is one
-          // level deeper, at the column of the next token.
-          size_t j = i + 1;
-          while (j < line.size() && IsBlankChar(line[j])) ++j;
-          owner_col = static_cast<int>(i);
-          if (c != ':' && j < line.size() && line[j] != '#' &&
-              (indents.empty() || indents.back() < static_cast<int>(j))) {
-            indents.push_back(static_cast<int>(j));
-            if ((result.too_deep = too_deep(j))) return result;
-          }
-          i = j;
-          continue;
-        }
-        if (c == '[' || c == '{') {
-          owner_col = static_cast<int>(i);
-          flow = 1;
-          outer_flow = TextProblem{line_no, static_cast<int>(i) + 1, UnclosedFlowMessage(c)};
-          flow_token_start = true;
-          if ((result.too_deep = too_deep(i))) return result;
-          ++i;
-          continue;
-        }
-        if (c == '|' || c == '>') {
-          block_parent = owner_col;
-          // An explicit indentation indicator (`|2`, `>-4`) fixes the
-          // content's indentation: a line indented less ends the scalar.
-          // Taken from column 0 at least, which can only overestimate.
-          for (size_t j = i + 1; j < i + 3 && j < line.size(); ++j) {
-            if (line[j] >= '1' && line[j] <= '9') {
-              block_indent = std::max(block_parent, 0) + (line[j] - '0');
-            }
-          }
-          break;
-        }
-        if (c == '&' || c == '!') {  // anchor or tag: the node follows
-          // It ends at a blank or, as yaml-cpp reads it, at a flow
-          // indicator (which then opens the node: `!t{...`).
-          ++i;
-          while (i < line.size() && !IsBlankChar(line[i]) && std::strchr("[]{},", line[i]) == nullptr) ++i;
-          continue;
-        }
-        if (c != '"' && c != '\'') plain_parent = owner_col;
-        owner_col = static_cast<int>(i);
-        node_start = false;
-        if (c == '"' || c == '\'') {
-          quote = c;
-          quote_line = line_no;
-          quote_column = static_cast<int>(i) + 1;
-          ++i;
-          continue;
-        }
-      }
-      // Inside a plain scalar, or after a node: ": " ends a key.
-      if (c == ':' && blank_after) {
-        node_start = true;
-        plain_parent = kNone;
-      }
-      ++i;
+    if (block_indent_ != kNone && static_cast<int>(indent) >= block_indent_) return true;
+  }
+  block_parent_ = kNone;
+  block_indent_ = kNone;
+  return false;
+}
+
+// A line in block context, neither blank nor a comment: a document marker,
+// more of a plain scalar, or a node at its indentation (which closes the
+// deeper block levels, or opens one). False when nesting passed the limit.
+bool YamlScan::StartBlockLine(size_t indent) {
+  if (IsDocumentMarker(line_)) {
+    indents_.clear();
+    owner_col_ = -1;
+    plain_parent_ = kNone;
+    i_ = 3;
+  } else if (plain_parent_ != kNone && static_cast<int>(indent) > plain_parent_) {
+    node_start_ = false;
+    i_ = indent;
+  } else {
+    plain_parent_ = kNone;
+    while (!indents_.empty() && indents_.back() > static_cast<int>(indent)) indents_.pop_back();
+    owner_col_ = indents_.empty() ? -1 : indents_.back();
+    if (indents_.empty() || indents_.back() < static_cast<int>(indent)) {
+      indents_.push_back(static_cast<int>(indent));
+    }
+    if (PassedLimit(indent)) return false;
+    i_ = indent;
+  }
+  return true;
+}
+
+// The line from i_ to its end (or its comment). False when nesting passed
+// the limit.
+bool YamlScan::ScanRestOfLine() {
+  while (i_ < line_.size()) {
+    const char c = line_[i_];
+    const bool blank_after = i_ + 1 >= line_.size() || IsBlankChar(line_[i_ + 1]);
+    if (quote_ != 0) {
+      SkipQuotedChar();
+      continue;
+    }
+    const bool comment = c == '#' && (i_ == 0 || IsBlankChar(line_[i_ - 1]));
+    if (comment) {
+      plain_parent_ = kNone;
+      break;
+    }
+    if (flow_ > 0) {
+      if (!ScanFlowChar(c)) return false;
+      continue;
+    }
+    if (IsBlankChar(c)) {
+      ++i_;
+      continue;
+    }
+    if (node_start_) {
+      const Step step = ScanNodeStart(c, blank_after);
+      if (step == Step::kStop) return false;
+      if (step == Step::kEndOfLine) break;
+      if (step == Step::kScanOn) continue;
+    }
+    // Inside a plain scalar, or after a node: ": " ends a key.
+    if (c == ':' && blank_after) {
+      node_start_ = true;
+      plain_parent_ = kNone;
+    }
+    ++i_;
+  }
+  return true;
+}
+
+// Inside a quoted scalar: steps over one character (or escape), closing the
+// quote at its end.
+void YamlScan::SkipQuotedChar() {
+  const char c = line_[i_];
+  if (quote_ == '"') {
+    if (c == '\\') {
+      i_ += 2;
+      return;
+    }
+    if (c == '"') quote_ = 0;
+    ++i_;
+    return;
+  }
+  if (c == '\'' && i_ + 1 < line_.size() && line_[i_ + 1] == '\'') {
+    i_ += 2;
+    return;
+  }
+  if (c == '\'') quote_ = 0;
+  ++i_;
+}
+
+// Inside a flow collection: brackets open and close levels, a quote opens
+// where a token starts. False when nesting passed the limit.
+bool YamlScan::ScanFlowChar(char c) {
+  if ((c == '"' || c == '\'') && flow_token_start_) {
+    OpenQuote(c);
+  } else if (c == '[' || c == '{') {
+    ++flow_;
+    flow_token_start_ = true;
+    if (PassedLimit(i_)) return false;
+  } else if (c == ']' || c == '}') {
+    --flow_;
+    flow_token_start_ = false;
+    if (flow_ == 0) node_start_ = false;
+  } else if (c == ',' || c == ':') {
+    flow_token_start_ = true;
+  } else if (!IsBlankChar(c)) {
+    flow_token_start_ = false;
+  }
+  ++i_;
+  return true;
+}
+
+// Where a node may begin (block context, `c` not blank): an indicator, a
+// flow collection, a block scalar, an anchor or tag, or a scalar.
+YamlScan::Step YamlScan::ScanNodeStart(char c, bool blank_after) {
+  plain_parent_ = kNone;
+  if ((c == '-' || c == '?' || c == ':') && blank_after) return ScanIndicator(c);
+  if (c == '[' || c == '{') {
+    owner_col_ = static_cast<int>(i_);
+    flow_ = 1;
+    outer_flow_ = TextProblem{line_no_, static_cast<int>(i_) + 1, UnclosedFlowMessage(c)};
+    flow_token_start_ = true;
+    if (PassedLimit(i_)) return Step::kStop;
+    ++i_;
+    return Step::kScanOn;
+  }
+  if (c == '|' || c == '>') {
+    StartBlockScalar();
+    return Step::kEndOfLine;
+  }
+  if (c == '&' || c == '!') {  // anchor or tag: the node follows
+    // It ends at a blank or, as yaml-cpp reads it, at a flow
+    // indicator (which then opens the node: `!t{...`).
+    ++i_;
+    while (i_ < line_.size() && !IsBlankChar(line_[i_]) && std::strchr("[]{},", line_[i_]) == nullptr) ++i_;
+    return Step::kScanOn;
+  }
+  if (c != '"' && c != '\'') plain_parent_ = owner_col_;
+  owner_col_ = static_cast<int>(i_);
+  node_start_ = false;
+  if (c == '"' || c == '\'') {
+    OpenQuote(c);
+    ++i_;
+    return Step::kScanOn;
+  }
+  return Step::kScalar;
+}
+
+// A sequence entry (or complex key/value), `c` followed by a blank: its
+// content is one level deeper, at the column of the next token.
+YamlScan::Step YamlScan::ScanIndicator(char c) {
+  size_t j = i_ + 1;
+  while (j < line_.size() && IsBlankChar(line_[j])) ++j;
+  owner_col_ = static_cast<int>(i_);
+  if (c != ':' && j < line_.size() && line_[j] != '#' &&
+      (indents_.empty() || indents_.back() < static_cast<int>(j))) {
+    indents_.push_back(static_cast<int>(j));
+    if (PassedLimit(j)) return Step::kStop;
+  }
+  i_ = j;
+  return Step::kScanOn;
+}
+
+// A block scalar's header at i_ ('|' or '>'): the lines after it are its
+// content (InBlockScalar).
+void YamlScan::StartBlockScalar() {
+  block_parent_ = owner_col_;
+  // An explicit indentation indicator (`|2`, `>-4`) fixes the
+  // content's indentation: a line indented less ends the scalar.
+  // Taken from column 0 at least, which can only overestimate.
+  for (size_t j = i_ + 1; j < i_ + 3 && j < line_.size(); ++j) {
+    if (line_[j] >= '1' && line_[j] <= '9') {
+      block_indent_ = std::max(block_parent_, 0) + (line_[j] - '0');
     }
   }
-  if (quote != 0) {
-    result.unclosed_quote = TextProblem{quote_line, quote_column, UnclosedQuoteMessage(quote)};
+}
+
+void YamlScan::OpenQuote(char c) {
+  quote_ = c;
+  quote_line_ = line_no_;
+  quote_column_ = static_cast<int>(i_) + 1;
+}
+
+// True, noting where (column `at` of this line), when the open block levels
+// and brackets are more than the limit.
+bool YamlScan::PassedLimit(size_t at) {
+  if (static_cast<int>(indents_.size()) + flow_ <= max_depth_) return false;
+  too_deep_ = TextProblem{line_no_, static_cast<int>(at) + 1, NestedTooDeepMessage(max_depth_)};
+  return true;
+}
+
+ScanResult YamlScan::Finish() const {
+  ScanResult result;
+  if (quote_ != 0) {
+    result.unclosed_quote = TextProblem{quote_line_, quote_column_, UnclosedQuoteMessage(quote_)};
   }
-  if (flow > 0) result.unclosed_flow = outer_flow;
+  if (flow_ > 0) result.unclosed_flow = outer_flow_;
   return result;
+}
+
+// The scan of `text`: stops at the first excess depth (only too_deep set).
+ScanResult ScanYaml(std::string_view text, int max_depth) {
+  YamlScan scan(max_depth);
+  for (std::string_view line : Lines(text)) {
+    if (!scan.ScanLine(line)) return ScanResult{scan.too_deep(), std::nullopt, std::nullopt};
+  }
+  return scan.Finish();
 }
 
 }  // namespace
