@@ -17,6 +17,8 @@
 #include "ssh/quote.h"
 #include "tests/support/bed_env.h"
 #include "tests/support/bed_job.h"
+#include "tests/support/raw_sql.h"
+#include "tests/support/sleeper.h"
 
 namespace fs = std::filesystem;
 using barge::ssh::ShellQuote;
@@ -31,6 +33,8 @@ using barge::testing::WatchdogPids;
 using barge::testing::OnHost;
 using barge::testing::ReadWholeFile;
 using barge::testing::RunShell;
+using barge::testing::RawExec;
+using barge::testing::Sleeper;
 
 namespace {
 
@@ -701,6 +705,44 @@ TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreN
   EXPECT_TRUE(only_lookalike_left(id, lookalike)) << "a watchdog of job " << id << " still runs";
   EXPECT_TRUE(running(lookalike)) << "down killed uid 65534's process its watchdog.pid named";
   for (size_t i = 0; i < 2; ++i) check(bed.hosts[i], id);
+}
+
+// Issue #40 (item 4), played on the bed: a job's controller is killed and
+// its recorded pid now names a process of uid 65534 (a pid reused after a
+// crash). `barge down` neither signals that process nor waits for it: the
+// controller is judged gone by its start time and uid, and the job's
+// containers and watchdogs are removed from here.
+TEST_F(MultiNodeTest, DownOfAJobWhosePidNowNamesUid65534sProcessSignalsItNotAndRemovesTheJobFromItsHosts) {
+  ASSERT_EQ(geteuid(), 0u) << "this test plays another user (uid 65534): it needs root";
+  const auto& bed = GetBed();
+  std::ofstream(dir_ / "job.yaml") << "name: reused\nimage: " << bed.image << "\n" << Hosts(2)
+                                   << "lease: 300s\ncommand: [\"sh\", \"-c\", \"echo up; sleep 300\"]\n";
+  pid_t pid = StartUntilUp();
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(HasFailure()) << "the job did not come up";
+  const std::string id = JobIdIn(ReadWholeFile(dir_ / "err.txt"));
+  ASSERT_EQ(id.size(), 8u) << ReadWholeFile(dir_ / "err.txt");
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ASSERT_NE(JobContainers(bed.hosts[0]), "") << "containers outlive a killed controller (lease 300 s)";
+  Sleeper theirs(65534, 300);
+  ASSERT_GT(theirs.pid(), 0);
+  RawExec((dir_ / "home" / "barge.db").string(),
+          "UPDATE jobs SET controller_pid = " + std::to_string(theirs.pid()) + " WHERE id = '" + id + "'");
+  int code = -1;
+  const std::string down = RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home timeout 120 " +
+                                        BARGE_BINARY + " down " + id + " 2>&1 </dev/null",
+                                    &code);
+  EXPECT_EQ(code, 0) << down;
+  EXPECT_EQ(down.find("stopping job"), std::string::npos) << "down took uid 65534's process for the controller:\n"
+                                                          << down;
+  EXPECT_NE(down.find("its controller is gone; removing its containers"), std::string::npos) << down;
+  EXPECT_TRUE(theirs.Running()) << "down signalled uid 65534's process";
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(JobContainers(bed.hosts[i]), "") << bed.hosts[i].name;
+    EXPECT_EQ(LeftOn(bed.hosts[i], id), "") << bed.hosts[i].name;
+  }
+  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(30))) << "a watchdog of job " << id << " still runs";
 }
 
 TEST_F(MultiNodeTest, ArtifactsWrittenBeforeTheHeadExitsAreKeptAfterTeardown) {
