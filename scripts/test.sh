@@ -33,6 +33,9 @@ test_packages=(
   # the AddressSanitizer build of barge (clang compiles it in about half
   # the CPU of g++; scripts/fuzz.sh needs both too)
   clang libclang-rt-dev
+  # scripts/layering-check (a unit test): function lengths from ctags' end
+  # lines
+  universal-ctags
   # the package test (debootstrap; dpkg-dev and file for cpack's
   # dpkg-shlibdeps step: CPackDeb refuses to run without `file`, which a
   # minimal Debian lacks) and the schema test
