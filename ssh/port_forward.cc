@@ -54,7 +54,117 @@ struct PortForward::Conn {
   bool client_shut = false;  // the client was told the target's end
   short watched = 0;         // events of fd watched in the loop
   short remote_watched = 0;  // events of remote_fd watched in the loop
+
+  // One pass of each direction, once open: reads from one side only what
+  // the other has taken (and, to a channel, what its window has room for),
+  // writes what the other side takes now, and passes an end on once all
+  // before it was taken. `buf` holds kForwardChunk bytes. Set *moved when
+  // anything moved; false once the connection is over (an error on either
+  // side, or the client gone).
+  bool PumpDown(char* buf, bool* moved);  // target -> client
+  bool PumpUp(char* buf, bool* moved);    // client -> target
+  // True when both directions ended, or the target is gone with nothing
+  // left for the client.
+  bool Over() const;
 };
+
+bool PortForward::Conn::PumpDown(char* buf, bool* moved) {
+  if (down_off == down.size() && !remote_eof) {
+    down.clear();
+    down_off = 0;
+    if (channel) {
+      int n = ssh_channel_read_nonblocking(channel, buf, kForwardChunk, 0);
+      if (n > 0) {
+        down.assign(buf, static_cast<size_t>(n));
+      } else if (n == SSH_EOF || (n == 0 && ssh_channel_is_eof(channel))) {
+        remote_eof = true;
+      } else if (n < 0) {
+        return false;
+      }
+    } else {
+      ssize_t n = recv(remote_fd, buf, kForwardChunk, 0);
+      if (n > 0) {
+        down.assign(buf, static_cast<size_t>(n));
+      } else if (n == 0) {
+        remote_eof = true;
+      } else if (!WouldBlock(errno)) {
+        return false;
+      }
+    }
+    *moved |= !down.empty() || remote_eof;
+  }
+  if (down_off < down.size()) {
+    ssize_t n = send(fd, down.data() + down_off, down.size() - down_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      down_off += static_cast<size_t>(n);
+      *moved = true;
+    } else if (n < 0 && !WouldBlock(errno)) {
+      return false;  // the client went away
+    }
+  }
+  if (down_off == down.size() && remote_eof && !client_shut) {
+    shutdown(fd, SHUT_WR);
+    client_shut = true;
+    *moved = true;
+  }
+  return true;
+}
+
+bool PortForward::Conn::PumpUp(char* buf, bool* moved) {
+  size_t room = kForwardChunk;
+  if (channel) room = std::min<size_t>(room, ssh_channel_window_size(channel));
+  if (up_off == up.size() && !client_eof && room > 0) {
+    up.clear();
+    up_off = 0;
+    ssize_t n = recv(fd, buf, room, 0);
+    if (n > 0) {
+      up.assign(buf, static_cast<size_t>(n));
+      *moved = true;
+    } else if (n == 0) {
+      client_eof = true;
+      *moved = true;
+    } else if (!WouldBlock(errno)) {
+      return false;
+    }
+  }
+  if (up_off < up.size()) {
+    const size_t want = up.size() - up_off;
+    if (channel) {
+      const size_t n = std::min<size_t>(want, ssh_channel_window_size(channel));
+      if (n > 0) {
+        int rc = ssh_channel_write(channel, up.data() + up_off, static_cast<uint32_t>(n));
+        if (rc == SSH_ERROR) return false;
+        if (rc > 0) {
+          up_off += static_cast<size_t>(rc);
+          *moved = true;
+        }
+      }
+    } else {
+      ssize_t n = send(remote_fd, up.data() + up_off, want, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        up_off += static_cast<size_t>(n);
+        *moved = true;
+      } else if (n < 0 && !WouldBlock(errno)) {
+        return false;
+      }
+    }
+  }
+  if (up_off == up.size() && client_eof && !eof_sent) {
+    if (channel) {
+      ssh_channel_send_eof(channel);
+    } else {
+      shutdown(remote_fd, SHUT_WR);
+    }
+    eof_sent = true;
+    *moved = true;
+  }
+  return true;
+}
+
+bool PortForward::Conn::Over() const {
+  if (client_shut && eof_sent) return true;
+  return channel && ssh_channel_is_closed(channel) && down_off == down.size();
+}
 
 Result<std::unique_ptr<PortForward>> PortForward::Listen(EventLoop* loop, int local_port) {
   const std::string where = "127.0.0.1:" + std::to_string(local_port);
@@ -228,168 +338,86 @@ void PortForward::Close(Conn& c) {
 }
 
 bool PortForward::Pump(Conn& c) {
+  if (!(via_ssh_ ? OpenChannel(c) : OpenSocket(c))) return false;
+  if (c.state != Conn::State::kOpen) return true;  // still opening
+  // Moving bytes, as long as something moves (bounded per pass).
   char buf[kForwardChunk];
-  // --- Opening the way to the target.
-  if (via_ssh_) {
-    ssh_session session = via_->channel_session();
-    if (c.state == Conn::State::kNew) {
-      c.channel = ssh_channel_new(session);
-      if (c.channel == nullptr) return false;
-      c.state = Conn::State::kOpening;
-    }
-    if (c.state == Conn::State::kOpening) {
-      int rc = ssh_channel_open_forward(c.channel, target_host_.c_str(), target_port_,
-                                        "127.0.0.1", local_port_);
-      if (rc == SSH_AGAIN) return true;
-      if (rc != SSH_OK) {
-        const std::string why = ssh_get_error(session);
-        if (ForwardingProhibited(why)) {
-          Fatal(Status::Error(via_->label() +
-                              ": its sshd refuses TCP forwarding (AllowTcpForwarding no in its "
-                              "sshd_config, or a no-port-forwarding key): cannot forward to " +
-                              target_host_ + ":" + std::to_string(target_port_) + " (" + why +
-                              ")"),
-                /*final=*/true);
-          return false;
-        }
-        spdlog::info("Port forward: the host could not connect. [host: {}, to: {}:{}, error: {}]",
-                     via_->label(), target_host_, target_port_, why);
-        return false;
-      }
-      c.state = Conn::State::kOpen;
-    }
-  } else {
-    if (c.state == Conn::State::kNew) {
-      addrinfo hints{};
-      hints.ai_family = AF_UNSPEC;
-      hints.ai_socktype = SOCK_STREAM;
-      hints.ai_flags = AI_NUMERICHOST;
-      addrinfo* ai = nullptr;
-      if (getaddrinfo(target_host_.c_str(), std::to_string(target_port_).c_str(), &hints, &ai) != 0 ||
-          ai == nullptr) {
-        return false;
-      }
-      c.remote_fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      int rc = c.remote_fd < 0 ? -1 : connect(c.remote_fd, ai->ai_addr, ai->ai_addrlen);
-      const int e = errno;
-      freeaddrinfo(ai);
-      if (c.remote_fd < 0 || (rc != 0 && e != EINPROGRESS)) return false;
-      c.state = Conn::State::kOpening;
-    }
-    if (c.state == Conn::State::kOpening) {
-      pollfd p{c.remote_fd, POLLOUT, 0};
-      if (poll(&p, 1, 0) <= 0) {
-        if (c.remote_watched != POLLOUT) loop_->WatchFd(c.remote_fd, POLLOUT, [](short) {});
-        c.remote_watched = POLLOUT;
-        return true;
-      }
-      int err = 0;
-      socklen_t len = sizeof err;
-      getsockopt(c.remote_fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err != 0) return false;
-      c.state = Conn::State::kOpen;
-    }
-  }
-
-  // --- Moving bytes, as long as something moves (bounded per pass).
   for (int pass = 0; pass < 16; ++pass) {
     bool moved = false;
-    // Target → client.
-    if (c.down_off == c.down.size() && !c.remote_eof) {
-      c.down.clear();
-      c.down_off = 0;
-      if (c.channel) {
-        int n = ssh_channel_read_nonblocking(c.channel, buf, sizeof buf, 0);
-        if (n > 0) {
-          c.down.assign(buf, static_cast<size_t>(n));
-        } else if (n == SSH_EOF || (n == 0 && ssh_channel_is_eof(c.channel))) {
-          c.remote_eof = true;
-        } else if (n < 0) {
-          return false;
-        }
-      } else {
-        ssize_t n = recv(c.remote_fd, buf, sizeof buf, 0);
-        if (n > 0) {
-          c.down.assign(buf, static_cast<size_t>(n));
-        } else if (n == 0) {
-          c.remote_eof = true;
-        } else if (!WouldBlock(errno)) {
-          return false;
-        }
-      }
-      moved |= !c.down.empty() || c.remote_eof;
-    }
-    if (c.down_off < c.down.size()) {
-      ssize_t n = send(c.fd, c.down.data() + c.down_off, c.down.size() - c.down_off,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0) {
-        c.down_off += static_cast<size_t>(n);
-        moved = true;
-      } else if (n < 0 && !WouldBlock(errno)) {
-        return false;  // the client went away
-      }
-    }
-    if (c.down_off == c.down.size() && c.remote_eof && !c.client_shut) {
-      shutdown(c.fd, SHUT_WR);
-      c.client_shut = true;
-      moved = true;
-    }
-    // Client → target.
-    size_t room = kForwardChunk;
-    if (c.channel) room = std::min<size_t>(room, ssh_channel_window_size(c.channel));
-    if (c.up_off == c.up.size() && !c.client_eof && room > 0) {
-      c.up.clear();
-      c.up_off = 0;
-      ssize_t n = recv(c.fd, buf, room, 0);
-      if (n > 0) {
-        c.up.assign(buf, static_cast<size_t>(n));
-        moved = true;
-      } else if (n == 0) {
-        c.client_eof = true;
-        moved = true;
-      } else if (!WouldBlock(errno)) {
-        return false;
-      }
-    }
-    if (c.up_off < c.up.size()) {
-      const size_t want = c.up.size() - c.up_off;
-      if (c.channel) {
-        const size_t n = std::min<size_t>(want, ssh_channel_window_size(c.channel));
-        if (n > 0) {
-          int rc = ssh_channel_write(c.channel, c.up.data() + c.up_off, static_cast<uint32_t>(n));
-          if (rc == SSH_ERROR) return false;
-          if (rc > 0) {
-            c.up_off += static_cast<size_t>(rc);
-            moved = true;
-          }
-        }
-      } else {
-        ssize_t n = send(c.remote_fd, c.up.data() + c.up_off, want, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-          c.up_off += static_cast<size_t>(n);
-          moved = true;
-        } else if (n < 0 && !WouldBlock(errno)) {
-          return false;
-        }
-      }
-    }
-    if (c.up_off == c.up.size() && c.client_eof && !c.eof_sent) {
-      if (c.channel) {
-        ssh_channel_send_eof(c.channel);
-      } else {
-        shutdown(c.remote_fd, SHUT_WR);
-      }
-      c.eof_sent = true;
-      moved = true;
-    }
+    if (!c.PumpDown(buf, &moved) || !c.PumpUp(buf, &moved)) return false;
     if (!moved) break;
   }
-  // Over: both directions ended, or the target is gone with nothing left
-  // for the client.
-  if (c.client_shut && c.eof_sent) return false;
-  if (c.channel && ssh_channel_is_closed(c.channel) && c.down_off == c.down.size()) return false;
+  if (c.Over()) return false;
+  Rewatch(c);
+  return true;
+}
 
-  // --- What should wake the loop for this connection.
+bool PortForward::OpenChannel(Conn& c) {
+  ssh_session session = via_->channel_session();
+  if (c.state == Conn::State::kNew) {
+    c.channel = ssh_channel_new(session);
+    if (c.channel == nullptr) return false;
+    c.state = Conn::State::kOpening;
+  }
+  if (c.state == Conn::State::kOpening) {
+    int rc = ssh_channel_open_forward(c.channel, target_host_.c_str(), target_port_,
+                                      "127.0.0.1", local_port_);
+    if (rc == SSH_AGAIN) return true;
+    if (rc != SSH_OK) {
+      const std::string why = ssh_get_error(session);
+      if (ForwardingProhibited(why)) {
+        Fatal(Status::Error(via_->label() +
+                            ": its sshd refuses TCP forwarding (AllowTcpForwarding no in its "
+                            "sshd_config, or a no-port-forwarding key): cannot forward to " +
+                            target_host_ + ":" + std::to_string(target_port_) + " (" + why +
+                            ")"),
+              /*final=*/true);
+        return false;
+      }
+      spdlog::info("Port forward: the host could not connect. [host: {}, to: {}:{}, error: {}]",
+                   via_->label(), target_host_, target_port_, why);
+      return false;
+    }
+    c.state = Conn::State::kOpen;
+  }
+  return true;
+}
+
+bool PortForward::OpenSocket(Conn& c) {
+  if (c.state == Conn::State::kNew) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST;
+    addrinfo* ai = nullptr;
+    if (getaddrinfo(target_host_.c_str(), std::to_string(target_port_).c_str(), &hints, &ai) != 0 ||
+        ai == nullptr) {
+      return false;
+    }
+    c.remote_fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int rc = c.remote_fd < 0 ? -1 : connect(c.remote_fd, ai->ai_addr, ai->ai_addrlen);
+    const int e = errno;
+    freeaddrinfo(ai);
+    if (c.remote_fd < 0 || (rc != 0 && e != EINPROGRESS)) return false;
+    c.state = Conn::State::kOpening;
+  }
+  if (c.state == Conn::State::kOpening) {
+    pollfd p{c.remote_fd, POLLOUT, 0};
+    if (poll(&p, 1, 0) <= 0) {
+      if (c.remote_watched != POLLOUT) loop_->WatchFd(c.remote_fd, POLLOUT, [](short) {});
+      c.remote_watched = POLLOUT;
+      return true;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(c.remote_fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) return false;
+    c.state = Conn::State::kOpen;
+  }
+  return true;
+}
+
+void PortForward::Rewatch(Conn& c) {
   const bool up_room =
       !c.client_eof && c.up_off == c.up.size() && (!c.channel || ssh_channel_window_size(c.channel) > 0);
   short want = static_cast<short>((up_room ? POLLIN : 0) | (c.down_off < c.down.size() ? POLLOUT : 0));
@@ -414,7 +442,6 @@ bool PortForward::Pump(Conn& c) {
       c.remote_watched = rwant;
     }
   }
-  return true;
 }
 
 }  // namespace barge::ssh

@@ -91,6 +91,18 @@ class PortForward {
   void Service();
   // Moves what can be moved now; false once the connection is over.
   bool Pump(Conn& c);
+  // Pump's first stage: moves c toward Conn::State::kOpen, over a
+  // direct-tcpip channel of via_'s session (OpenChannel) or a TCP socket
+  // of this machine (OpenSocket). True while it is opening or open (the
+  // caller moves bytes only once c.state is kOpen); false once it cannot
+  // be opened. A host that cannot connect to the target is logged; one
+  // whose sshd refuses TCP forwarding altogether also ends the forward
+  // (Fatal, final).
+  bool OpenChannel(Conn& c);
+  bool OpenSocket(Conn& c);
+  // Pump's last stage: watches c's fds in the loop for exactly the events
+  // that could let it move more bytes (so the loop wakes for them).
+  void Rewatch(Conn& c);
   void Close(Conn& c);
   // Ends serving: every connection closed, on_fatal called; `final` also
   // closes the listening socket for good (a lost connection is not final:
