@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -244,6 +245,235 @@ std::string FormatSeconds(long ms) {
   return out + "s";
 }
 
+// Session::Connect's handshake, in the order it runs. Each step works on
+// the unconnected (until ConnectBounded) `raw` session, and each error
+// message starts with `label`, the host's label as known at that step.
+
+// Sets one libssh option; the error names `what`.
+Status SetSshOption(ssh_session raw, const std::string& label, ssh_options_e option,
+                    const void* value, const char* what) {
+  if (ssh_options_set(raw, option, value) != SSH_OK) {
+    return Status::Error(label + ": invalid " + what + ": " + ssh_get_error(raw));
+  }
+  return Status::Ok();
+}
+
+// barge's own options, set before the config file is read: the host as
+// given, the key exchange order (kKeyExchange) and TCP_NODELAY.
+Status SetInitialOptions(ssh_session raw, const SessionOptions& options, const std::string& label) {
+  Status st = SetSshOption(raw, label, SSH_OPTIONS_HOST, options.host.c_str(), "host");
+  if (st.ok()) st = SetSshOption(raw, label, SSH_OPTIONS_KEY_EXCHANGE, kKeyExchange, "key exchange list");
+  // Many small request/reply exchanges (channel open, exec, close): without
+  // TCP_NODELAY each can wait ~40 ms for a delayed ACK.
+  int nodelay = 1;
+  if (st.ok()) st = SetSshOption(raw, label, SSH_OPTIONS_NODELAY, &nodelay, "option");
+  return st;
+}
+
+// 1. The ssh config file `config` ("": none): read now, before the job's
+// own options, because libssh lets the config overwrite options set
+// earlier. Fails when the file does not exist or libssh cannot read it.
+Status ReadSshConfig(ssh_session raw, const std::string& config, const std::string& label) {
+  if (!config.empty() && !PathExists(config)) {
+    return Status::Error(label + ": ssh config file " + config + " does not exist");
+  }
+  if (!config.empty() && ssh_options_parse_config(raw, config.c_str()) != SSH_OK) {
+    return Status::Error(label + ": cannot read ssh config file " + config + ": " +
+                         ssh_get_error(raw));
+  }
+  return Status::Ok();
+}
+
+// What OpenSSH's reading of the config (step 1b) settled.
+struct OpenSshReading {
+  bool used = false;  // it was read and applied over libssh's reading
+  std::optional<std::vector<std::string>> jump_hops;  // its ProxyJump hops, if any
+};
+
+// The first value of `key` in OpenSSH's reading `g`; "" when it has none.
+std::string FirstValue(const OpenSshConfig& g, const char* key) {
+  auto it = g.find(key);
+  return it == g.end() || it->second.empty() ? "" : it->second.front();
+}
+
+// Sets libssh's host, user, port, known_hosts file (the first listed) and
+// the identity files other than the default ones from OpenSSH's reading
+// `g`, each where it has a value. Stops at the first value libssh refuses.
+Status SetFromOpenSsh(ssh_session raw, const std::string& label, const OpenSshConfig& g) {
+  Status st;
+  if (std::string v = FirstValue(g, "hostname"); !v.empty()) {
+    st = SetSshOption(raw, label, SSH_OPTIONS_HOST, v.c_str(), "host");
+  }
+  if (std::string v = FirstValue(g, "user"); st.ok() && !v.empty()) {
+    st = SetSshOption(raw, label, SSH_OPTIONS_USER, v.c_str(), "user");
+  }
+  if (std::string v = FirstValue(g, "port"); st.ok() && !v.empty()) {
+    st = SetSshOption(raw, label, SSH_OPTIONS_PORT_STR, v.c_str(), "port");
+  }
+  if (std::string v = FirstValue(g, "userknownhostsfile"); st.ok() && !v.empty()) {
+    v = v.substr(0, v.find(' '));  // the first of the list
+    st = SetSshOption(raw, label, SSH_OPTIONS_KNOWNHOSTS, v.c_str(), "UserKnownHostsFile");
+  }
+  if (auto ids = g.find("identityfile"); st.ok() && ids != g.end()) {
+    for (const std::string& id : ids->second) {
+      // libssh tries the default identities anyway.
+      if (id.rfind("~/.ssh/id_", 0) == 0 && id.find('/', 10) == std::string::npos) continue;
+      st = SetSshOption(raw, label, SSH_OPTIONS_ADD_IDENTITY, id.c_str(), "IdentityFile");
+      if (!st.ok()) break;
+    }
+  }
+  return st;
+}
+
+// 1b. libssh 0.10 matches the Host blocks after a HostName line against
+// that new name, OpenSSH (and the user) against the alias: for an alias
+// (the config renamed options.host), OpenSSH's reading of the config
+// (ssh -G) gives what those blocks set. Applies it over libssh's
+// (SetFromOpenSsh), and its ProxyCommand ("none" without one) unless it
+// has ProxyJump hops, which it returns. Where ssh -G cannot tell, logs why
+// and returns used = false, libssh's reading standing. Fails only when
+// libssh refuses a value.
+Result<OpenSshReading> ApplyOpenSshReading(ssh_session raw, const SessionOptions& options,
+                                           const std::string& config, const std::string& label) {
+  OpenSshReading reading;
+  const std::string named = GetStringOption(raw, SSH_OPTIONS_HOST);
+  if (config.empty() || named.empty() || named == options.host) return reading;
+  auto g = OpenSshConfigFor(config, options.host);
+  if (!g.ok()) {
+    spdlog::debug("OpenSSH's reading of the ssh config not used. [host: {}, why: {}]", label,
+                  g.status().message());
+    return reading;
+  }
+  reading.used = true;
+  if (Status st = SetFromOpenSsh(raw, label, *g); !st.ok()) return st;
+  ConfigHost found;
+  ApplyOpenSshConfig(*g, &found);
+  if (!found.jump_hops.empty()) {
+    reading.jump_hops = found.jump_hops;
+  } else {
+    const std::string command = found.proxy_command ? FirstValue(*g, "proxycommand") : "none";
+    if (Status st = SetSshOption(raw, label, SSH_OPTIONS_PROXYCOMMAND, command.c_str(), "ProxyCommand");
+        !st.ok()) {
+      return st;
+    }
+  }
+  return reading;
+}
+
+// options.connect_timeout in milliseconds, at least 1.
+long ConnectTimeoutMs(const SessionOptions& options) {
+  return std::max<long>(1, static_cast<long>(options.connect_timeout.count()));
+}
+
+// 2. The job's own options win over the config: port, user, known_hosts
+// file, and the timeout `timeout_ms` of each step of the handshake. 3.
+// Then ssh_connect is kept from reading the config files again over them.
+Status SetJobOptions(ssh_session raw, const SessionOptions& options, const std::string& label,
+                     long timeout_ms) {
+  Status st;
+  if (options.port) {
+    unsigned int port = static_cast<unsigned int>(*options.port);
+    if (st = SetSshOption(raw, label, SSH_OPTIONS_PORT, &port, "port"); !st.ok()) return st;
+  }
+  if (options.user) {
+    if (st = SetSshOption(raw, label, SSH_OPTIONS_USER, options.user->c_str(), "user"); !st.ok()) return st;
+  }
+  if (!options.known_hosts_file.empty()) {
+    if (st = SetSshOption(raw, label, SSH_OPTIONS_KNOWNHOSTS, options.known_hosts_file.c_str(),
+                          "known_hosts file");
+        !st.ok()) {
+      return st;
+    }
+  }
+  long seconds = timeout_ms / 1000;
+  long usec = (timeout_ms % 1000) * 1000;
+  if (st = SetSshOption(raw, label, SSH_OPTIONS_TIMEOUT, &seconds, "timeout"); !st.ok()) return st;
+  if (st = SetSshOption(raw, label, SSH_OPTIONS_TIMEOUT_USEC, &usec, "timeout"); !st.ok()) return st;
+  bool process_config = false;
+  return SetSshOption(raw, label, SSH_OPTIONS_PROCESS_CONFIG, &process_config, "option");
+}
+
+// Where the session goes, read back from libssh once every option is set.
+struct ConnectTarget {
+  std::string host;        // libssh's host, else options.host
+  unsigned int port = 22;  // libssh's port, else 22
+  std::string label;       // MakeLabel of them, the user (else the local one) and the alias
+};
+
+// The ConnectTarget libssh's options name now (after steps 1 to 3).
+ConnectTarget ReadBackTarget(ssh_session raw, const SessionOptions& options) {
+  ConnectTarget target;
+  target.host = GetStringOption(raw, SSH_OPTIONS_HOST);
+  if (target.host.empty()) target.host = options.host;
+  std::string user = GetStringOption(raw, SSH_OPTIONS_USER);
+  if (user.empty()) user = LocalUserName();
+  if (ssh_options_get_port(raw, &target.port) != SSH_OK || target.port == 0) target.port = 22;
+  target.label = MakeLabel(user, target.host, target.port, options.host);
+  return target;
+}
+
+// 4. ProxyJump: the hops of OpenSSH's reading where it was used, else those
+// of the ProxyCommand libssh made of the config's ProxyJump line; the job's
+// own (options.proxy_jump, as ssh -J) win over both. With hops, makes
+// barge's own command for OpenSSH's client (ssh/jump_tunnel.h), sets it as
+// libssh's ProxyCommand, and sets *jump_known_hosts to the known_hosts file
+// the hops check; without, returns null. Errors start with target.label.
+Result<std::unique_ptr<JumpTunnel>> MakeJumpTunnelFor(ssh_session raw, const SessionOptions& options,
+                                                      const std::string& config,
+                                                      const OpenSshReading& reading,
+                                                      const ConnectTarget& target,
+                                                      std::string* jump_known_hosts) {
+  auto hops = reading.used ? reading.jump_hops
+                           : ProxyJumpHops(GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND));
+  if (!options.proxy_jump.empty()) hops = options.proxy_jump;  // the job's own, as ssh -J
+  if (!hops) return std::unique_ptr<JumpTunnel>();
+  *jump_known_hosts = options.known_hosts_file;
+  if (jump_known_hosts->empty()) {
+    *jump_known_hosts = ExpandKnownHostsPath(GetStringOption(raw, SSH_OPTIONS_KNOWNHOSTS), HomeDir());
+  }
+  auto made = JumpTunnel::Make(*hops, target.host, target.port, options, *jump_known_hosts, config);
+  if (!made.ok()) return made.status().Prefixed(target.label);
+  std::unique_ptr<JumpTunnel> tunnel = std::move(made).value();
+  if (Status st = SetSshOption(raw, target.label, SSH_OPTIONS_PROXYCOMMAND,
+                               tunnel->proxy_command().c_str(), "ProxyJump");
+      !st.ok()) {
+    return st;
+  }
+  return tunnel;
+}
+
+// 5. The TCP connect (or the proxy's), banner and key exchange, each
+// network step bounded by `timeout_ms`. `tunnel` (may be null) is destroyed
+// as soon as ssh_connect returns: its hops have read their config by then.
+// Fails with "LABEL: connection[ through ProxyJump HOPS] timed out after
+// Ns (why)" when libssh says it timed out or the attempt ran
+// options.connect_timeout since `started`, else with "LABEL: cannot
+// connect[ through ProxyJump HOPS]: why", where why is the hops' own
+// failure (DescribeJumpFailure) when they wrote one.
+Status ConnectBounded(ssh_session raw, const SessionOptions& options, const std::string& label,
+                      long timeout_ms, std::chrono::steady_clock::time_point started,
+                      std::unique_ptr<JumpTunnel> tunnel, const std::string& jump_known_hosts) {
+  const int connected = ssh_connect(raw);
+  // The jump hosts' ssh processes have read their config by now (the target
+  // answered through them, or the attempt is over).
+  const std::string jump_errors = tunnel ? tunnel->ErrorOutput() : "";
+  const std::string via = tunnel ? " through ProxyJump " + tunnel->hops() : "";
+  tunnel.reset();
+  if (connected == SSH_OK) return Status::Ok();
+  std::string why = ssh_get_error(raw);
+  if (!jump_errors.empty()) {
+    // libssh only saw the proxy go away.
+    why = DescribeJumpFailure(jump_errors, jump_known_hosts);
+  }
+  auto elapsed = std::chrono::steady_clock::now() - started;
+  bool timed_out = why.find("imeout") != std::string::npos || elapsed >= options.connect_timeout;
+  if (timed_out) {
+    return Status::Error(label + ": connection" + via + " timed out after " +
+                         FormatSeconds(timeout_ms) + " (" + why + ")");
+  }
+  return Status::Error(label + ": cannot connect" + via + ": " + why);
+}
+
 }  // namespace
 
 std::string Sha256Fingerprint(ssh_key key) {
@@ -282,162 +512,38 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
   // Owns `raw` until it is handed to the Session.
   std::unique_ptr<Session> session(new Session(raw, label));
 
-  auto set = [&](ssh_options_e option, const void* value, const char* what) -> Status {
-    if (ssh_options_set(raw, option, value) != SSH_OK) {
-      return Status::Error(label + ": invalid " + what + ": " + ssh_get_error(raw));
-    }
-    return Status::Ok();
-  };
-
-  Status st = set(SSH_OPTIONS_HOST, options.host.c_str(), "host");
-  if (st.ok()) st = set(SSH_OPTIONS_KEY_EXCHANGE, kKeyExchange, "key exchange list");
-  // Many small request/reply exchanges (channel open, exec, close): without
-  // TCP_NODELAY each can wait ~40 ms for a delayed ACK.
-  int nodelay = 1;
-  if (st.ok()) st = set(SSH_OPTIONS_NODELAY, &nodelay, "option");
-  if (!st.ok()) return st;
-
-  // 1. The ssh config file: read it now, before our own options, because
-  // libssh lets the config overwrite options set earlier.
+  // Resolve: barge's options, the ssh config file, OpenSSH's reading of it
+  // for an alias, then the job's own options; then read back where to go.
+  if (Status st = SetInitialOptions(raw, options, label); !st.ok()) return st;
   const std::string config = ConfigFileFor(options);
-  if (!config.empty() && !PathExists(config)) {
-    return Status::Error(label + ": ssh config file " + config + " does not exist");
-  }
-  if (!config.empty() && ssh_options_parse_config(raw, config.c_str()) != SSH_OK) {
-    return Status::Error(label + ": cannot read ssh config file " + config + ": " +
-                         ssh_get_error(raw));
-  }
-
-  // 1b. libssh 0.10 matches the Host blocks after a HostName line against
-  // that new name, OpenSSH (and the user) against the alias: for an alias,
-  // OpenSSH's reading of the config (ssh -G) gives what those blocks set.
-  std::optional<std::vector<std::string>> openssh_hops;
-  bool openssh_read = false;
-  if (const std::string named = GetStringOption(raw, SSH_OPTIONS_HOST);
-      !config.empty() && !named.empty() && named != options.host) {
-    auto g = OpenSshConfigFor(config, options.host);
-    if (!g.ok()) {
-      spdlog::debug("OpenSSH's reading of the ssh config not used. [host: {}, why: {}]", label,
-                    g.status().message());
-    } else {
-      openssh_read = true;
-      auto first = [&](const char* key) -> std::string {
-        auto it = g->find(key);
-        return it == g->end() || it->second.empty() ? "" : it->second.front();
-      };
-      if (std::string v = first("hostname"); !v.empty()) st = set(SSH_OPTIONS_HOST, v.c_str(), "host");
-      if (std::string v = first("user"); st.ok() && !v.empty()) {
-        st = set(SSH_OPTIONS_USER, v.c_str(), "user");
-      }
-      if (std::string v = first("port"); st.ok() && !v.empty()) {
-        st = set(SSH_OPTIONS_PORT_STR, v.c_str(), "port");
-      }
-      if (std::string v = first("userknownhostsfile"); st.ok() && !v.empty()) {
-        v = v.substr(0, v.find(' '));  // the first of the list
-        st = set(SSH_OPTIONS_KNOWNHOSTS, v.c_str(), "UserKnownHostsFile");
-      }
-      if (auto ids = g->find("identityfile"); st.ok() && ids != g->end()) {
-        for (const std::string& id : ids->second) {
-          // libssh tries the default identities anyway.
-          if (id.rfind("~/.ssh/id_", 0) == 0 && id.find('/', 10) == std::string::npos) continue;
-          if (st = set(SSH_OPTIONS_ADD_IDENTITY, id.c_str(), "IdentityFile"); !st.ok()) break;
-        }
-      }
-      if (!st.ok()) return st;
-      ConfigHost found;
-      ApplyOpenSshConfig(*g, &found);
-      if (!found.jump_hops.empty()) {
-        openssh_hops = found.jump_hops;
-      } else {
-        const std::string command = found.proxy_command ? first("proxycommand") : "none";
-        if (st = set(SSH_OPTIONS_PROXYCOMMAND, command.c_str(), "ProxyCommand"); !st.ok()) return st;
-      }
-    }
-  }
-
-  // 2. The job's own options win.
-  if (options.port) {
-    unsigned int port = static_cast<unsigned int>(*options.port);
-    if (st = set(SSH_OPTIONS_PORT, &port, "port"); !st.ok()) return st;
-  }
-  if (options.user) {
-    if (st = set(SSH_OPTIONS_USER, options.user->c_str(), "user"); !st.ok()) return st;
-  }
-  if (!options.known_hosts_file.empty()) {
-    if (st = set(SSH_OPTIONS_KNOWNHOSTS, options.known_hosts_file.c_str(), "known_hosts file");
-        !st.ok()) {
-      return st;
-    }
-  }
-  long timeout_ms = std::max<long>(1, static_cast<long>(options.connect_timeout.count()));
-  long seconds = timeout_ms / 1000;
-  long usec = (timeout_ms % 1000) * 1000;
-  if (st = set(SSH_OPTIONS_TIMEOUT, &seconds, "timeout"); !st.ok()) return st;
-  if (st = set(SSH_OPTIONS_TIMEOUT_USEC, &usec, "timeout"); !st.ok()) return st;
-  // 3. Keep ssh_connect from reading the config files again over the above.
-  bool process_config = false;
-  if (st = set(SSH_OPTIONS_PROCESS_CONFIG, &process_config, "option"); !st.ok()) return st;
-
-  std::string host = GetStringOption(raw, SSH_OPTIONS_HOST);
-  std::string user = GetStringOption(raw, SSH_OPTIONS_USER);
-  if (user.empty()) user = LocalUserName();
-  unsigned int port = 22;
-  if (ssh_options_get_port(raw, &port) != SSH_OK || port == 0) port = 22;
-  label = MakeLabel(user, host.empty() ? options.host : host, port, options.host);
+  if (Status st = ReadSshConfig(raw, config, label); !st.ok()) return st;
+  Result<OpenSshReading> reading = ApplyOpenSshReading(raw, options, config, label);
+  if (!reading.ok()) return reading.status();
+  const long timeout_ms = ConnectTimeoutMs(options);
+  if (Status st = SetJobOptions(raw, options, label, timeout_ms); !st.ok()) return st;
+  const ConnectTarget target = ReadBackTarget(raw, options);
+  label = target.label;
   session->label_ = label;
 
-  // 4. ProxyJump from the config: barge's own command for OpenSSH's client
-  // (ssh/jump_tunnel.h).
-  std::unique_ptr<JumpTunnel> tunnel;
   std::string jump_known_hosts;
-  auto hops = openssh_read ? openssh_hops : ProxyJumpHops(GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND));
-  if (!options.proxy_jump.empty()) hops = options.proxy_jump;  // the job's own, as ssh -J
-  if (hops) {
-    jump_known_hosts = options.known_hosts_file;
-    if (jump_known_hosts.empty()) {
-      jump_known_hosts = ExpandKnownHostsPath(GetStringOption(raw, SSH_OPTIONS_KNOWNHOSTS), HomeDir());
-    }
-    auto made = JumpTunnel::Make(*hops, host.empty() ? options.host : host, port, options,
-                                 jump_known_hosts, config);
-    if (!made.ok()) return made.status().Prefixed(label);
-    tunnel = std::move(made).value();
-    if (st = set(SSH_OPTIONS_PROXYCOMMAND, tunnel->proxy_command().c_str(), "ProxyJump");
-        !st.ok()) {
-      return st;
-    }
-  }
+  Result<std::unique_ptr<JumpTunnel>> made =
+      MakeJumpTunnelFor(raw, options, config, *reading, target, &jump_known_hosts);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<JumpTunnel> tunnel = std::move(made).value();
   spdlog::debug("SSH connect: start. [host: {}, config: {}, timeout_ms: {}, proxy_jump: {}]", label,
                 config.empty() ? "none" : config, timeout_ms, tunnel ? tunnel->hops() : "none");
 
-  session->through_proxy_ = tunnel != nullptr || !GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND).empty();
-  const int connected = ssh_connect(raw);
-  // The jump hosts' ssh processes have read their config by now (the target
-  // answered through them, or the attempt is over).
-  const std::string jump_errors = tunnel ? tunnel->ErrorOutput() : "";
-  const std::string via = tunnel ? " through ProxyJump " + tunnel->hops() : "";
-  tunnel.reset();
-  if (connected != SSH_OK) {
-    std::string why = ssh_get_error(raw);
-    if (!jump_errors.empty()) {
-      // libssh only saw the proxy go away.
-      why = DescribeJumpFailure(jump_errors, jump_known_hosts);
-    }
-    auto elapsed = std::chrono::steady_clock::now() - started;
-    bool timed_out = why.find("imeout") != std::string::npos ||
-                     elapsed >= options.connect_timeout;
-    if (timed_out) {
-      return Status::Error(label + ": connection" + via + " timed out after " +
-                           FormatSeconds(timeout_ms) + " (" + why + ")");
-    }
-    return Status::Error(label + ": cannot connect" + via + ": " + why);
-  }
-
-  if (st = VerifyHostKey(raw, options, label, host.empty() ? options.host : host, port,
-                         !via.empty());
+  const bool through_jump = tunnel != nullptr;
+  session->through_proxy_ = through_jump || !GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND).empty();
+  if (Status st = ConnectBounded(raw, options, label, timeout_ms, started, std::move(tunnel),
+                                 jump_known_hosts);
       !st.ok()) {
     return st;
   }
-  if (st = Authenticate(raw, options, label); !st.ok()) return st;
+  if (Status st = VerifyHostKey(raw, options, label, target.host, target.port, through_jump); !st.ok()) {
+    return st;
+  }
+  if (Status st = Authenticate(raw, options, label); !st.ok()) return st;
   if (!session->through_proxy_) session->peer_address_ = PeerAddress(ssh_get_fd(raw));
 
   spdlog::debug("SSH connect: done. [host: {}, peer: {}, ms: {}]", label,
