@@ -51,7 +51,35 @@ class InteractiveChannel {
   enum class State { kOpening, kPty, kExec, kRunning };
   struct Callbacks;  // libssh's exit-status callbacks and what they got
   InteractiveChannel(EventLoop* loop, Executor* via);
+  // The poll hook: once the channel runs, sends a pending resize, then
+  // relays output and input, rewatches in_fd_ and finishes when the command
+  // has ended. A lost session finishes it with the session's error.
   void Service();
+  // Service's first stage: creates the channel (its exit callbacks set) and
+  // moves it through open, pty (when asked) and exec. True once the command
+  // runs; false while a step waits for the host, or after one failed
+  // (finished with what failed and libssh's error).
+  bool Open();
+  // Writes what the channel has read of stdout and stderr to out_fd_ and
+  // err_fd_: at most `max_reads` reads of each.
+  void RelayOutput(size_t max_reads);
+  // Sends what in_fd_ has (pending_ first) as the channel's window allows,
+  // at most 16 steps; once in_fd_ is at EOF and all is sent, sends EOF
+  // (without a pty) and sets eof_sent_.
+  void RelayInput();
+  // One read of in_fd_ into pending_ (or in_eof_ set), only when the window
+  // has room and a poll says in_fd_ is ready; false when nothing was read.
+  bool ReadInput();
+  // Watches in_fd_ in the loop exactly while more input could be taken now
+  // (no EOF, nothing pending, room in the window).
+  void RewatchInput();
+  // When the channel has closed, or is at EOF with an exit status: writes
+  // the output left, then finishes with the exit code, else the signal (code
+  // 130 for INT, 137 for KILL, 143 for any other), else an error.
+  void FinishIfEnded();
+  // Finishes with `what` failed, and libssh's error.
+  void Fail(const std::string& what);
+  // Marks the command done with `exit`, once; stops watching in_fd_.
   void Finish(ExitStatus exit);
 
   EventLoop* loop_;
