@@ -148,120 +148,68 @@ int Plan(const std::string& path, std::vector<Override> overrides, const std::st
 }
 
 
-// Runs `request`: records it in the store (how the job was run: the job
-// file's text, the overrides, the hosts file as read), then the job.
-// `--events json`: the job's events as JSON lines on stdout (container
-// output then goes only to the per-node files, so stdout stays parseable),
-// or into `events_file` (a path, /dev/fd/N included) with the output echoed
-// as usual.
+namespace {
 
-int Run(RunRequest request, const std::string& shown, bool detach, const EventsOption& events,
-        const std::string& array_file, bool wait) {
-  std::optional<LoadedJob> loaded = Load(request, shown);
-  if (!loaded) return kExitBargeFailure;
-  JobSpec* spec = &*loaded->spec;
-  request.hosts_file = loaded->hosts_file;
-  request.group_hosts_files = loaded->group_hosts_files;
-  request.hosts_command = loaded->hosts_command;
-  if (Status s = CheckOpenFiles(*spec); !s.ok()) {
-    std::fprintf(stderr, "barge: %s\n", s.message().c_str());
-    return kExitBargeFailure;
+// Where `--events` / `--events-file` send the events: nullptr when neither
+// was given, stdout for `--events json` alone, else the file opened for
+// appending (the caller closes it). nullopt after printing why not (an
+// unknown format, a file that cannot be opened).
+std::optional<std::FILE*> OpenEvents(const EventsOption& events) {
+  if (events.format.empty() && events.file.empty()) return nullptr;
+  if (!events.format.empty() && events.format != "json") {
+    std::fprintf(stderr, "barge: --events: unknown format '%s' (expected json)\n", events.format.c_str());
+    return std::nullopt;
   }
-  // A job array (runner/array/): one member job per row, run by the array
-  // controller.
-  Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*spec, array_file);
-  if (!array.ok()) {
-    std::fprintf(stderr, "barge: %s; nothing was started\n", array.status().message().c_str());
-    return kExitBargeFailure;
+  if (events.file.empty()) return stdout;
+  std::FILE* out = std::fopen(events.file.c_str(), "a");
+  if (!out) {
+    std::fprintf(stderr, "barge: --events-file %s: %s\n", events.file.c_str(), std::strerror(errno));
+    return std::nullopt;
   }
-  if (*array) {
-    // --events: the array controller's own events (runner/array/array_events.h).
-    std::FILE* array_events = nullptr;
-    if (!events.format.empty() && events.format != "json") {
-      std::fprintf(stderr, "barge: --events: unknown format '%s' (expected json)\n", events.format.c_str());
-      return kExitBargeFailure;
-    }
-    if (!events.file.empty()) {
-      array_events = std::fopen(events.file.c_str(), "a");
-      if (!array_events) {
-        std::fprintf(stderr, "barge: --events-file %s: %s\n", events.file.c_str(), std::strerror(errno));
-        return kExitBargeFailure;
-      }
-    } else if (!events.format.empty()) {
-      array_events = stdout;
-    }
-    const int code = fleet::RunArrayCommand(*spec, **array, Redactor(*spec)(RunRequestToJson(request)),
-                                            kSpecFileComment + request.file + "\n" + request.text, detach,
-                                            array_events);
-    if (array_events && array_events != stdout) std::fclose(array_events);
-    return code;
-  }
-  const std::string job_id = NewJobId();
-  cluster::PlanInput input = MakePlanInput(*spec, job_id);
-  ControllerOptions options;
-  options.state_dir = StateDir();
-  options.spec_text = kSpecFileComment + request.file + "\n" + request.text;
-  options.wait = wait;
-  {
-    // Before the controller creates the job, so that even a job that dies
-    // in preflight can be shown and run again.
-    const Redactor redact(*spec);
-    Result<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_dir);
-    Status recorded = store.ok() ? (*store)->SetRunRequest(job_id, redact(RunRequestToJson(request)))
-                                 : store.status();
-    if (!recorded.ok()) {
-      std::fprintf(stderr, "barge: %s\n", recorded.message().c_str());
-      return kExitBargeFailure;
-    }
-  }
-  std::FILE* events_out = nullptr;
-  if (!events.format.empty() || !events.file.empty()) {
-    if (!events.format.empty() && events.format != "json") {
-      std::fprintf(stderr, "barge: --events: unknown format '%s' (expected json)\n", events.format.c_str());
-      return kExitBargeFailure;
-    }
-    if (events.file.empty()) {
-      events_out = stdout;
-      options.echo = false;
-    } else {
-      events_out = std::fopen(events.file.c_str(), "a");
-      if (!events_out) {
-        std::fprintf(stderr, "barge: --events-file %s: %s\n", events.file.c_str(), std::strerror(errno));
-        return kExitBargeFailure;
-      }
-    }
-    options.events = events_out;
-  }
-  if (!detach) {
-    options.serve_forwards = true;
-    const int code = RunJob(*spec, input, options);
-    if (events_out && events_out != stdout) std::fclose(events_out);
-    return code;
-  }
+  return out;
+}
 
-  // Detached: the same controller in a process of its own (its own session,
-  // so closing the terminal does not stop it), writing to
-  // runs/<id>/controller.log. We return once the job runs (or ended).
-  const std::string run_dir = options.state_dir + "/runs/" + job_id;
-  if (Status s = MakeDirs(run_dir); !s.ok()) {
-    std::fprintf(stderr, "barge: %s\n", s.message().c_str());
-    return kExitBargeFailure;
-  }
-  Result<pid_t> spawned = SpawnDetached(run_dir + "/controller.log", [&] {
-    options.echo = false;
-    // Events on stdout go to the controller's log like everything else.
-    if (options.events == stdout) options.events = nullptr;
-    return RunJob(*spec, input, options);
-  });
-  if (!spawned.ok()) {
-    std::fprintf(stderr, "barge: %s\n", spawned.status().message().c_str());
-    return kExitBargeFailure;
-  }
-  const pid_t pid = *spawned;
+// The job file as the job store records it: its path on a comment line,
+// then its text.
+std::string RecordedSpecText(const RunRequest& request) {
+  return kSpecFileComment + request.file + "\n" + request.text;
+}
+
+// A job array (runner/array/): one member job per row, run by the array
+// controller; `--events` are the array controller's own events
+// (runner/array/array_events.h). Returns the array's exit code.
+int RunArray(const JobSpec& spec, const fleet::ArrayParams& array, const RunRequest& request, bool detach,
+             const EventsOption& events) {
+  std::optional<std::FILE*> array_events = OpenEvents(events);
+  if (!array_events) return kExitBargeFailure;
+  const int code = fleet::RunArrayCommand(spec, array, Redactor(spec)(RunRequestToJson(request)),
+                                          RecordedSpecText(request), detach, *array_events);
+  if (*array_events && *array_events != stdout) std::fclose(*array_events);
+  return code;
+}
+
+// Records in the store at `state_dir` how job `job_id` was run (`request`,
+// redacted), before the controller creates the job, so that even a job that
+// dies in preflight can be shown and run again. An error names what failed.
+[[nodiscard]] Status RecordRunRequest(const std::string& state_dir, const std::string& job_id,
+                                      const JobSpec& spec, const RunRequest& request) {
+  const Redactor redact(spec);
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
+  return store.ok() ? (*store)->SetRunRequest(job_id, redact(RunRequestToJson(request))) : store.status();
+}
+
+// After SpawnDetached: waits (up to 30 minutes) until the detached
+// controller `pid` of job `job_id` records the job as running or ended.
+// Running: prints the job id and returns 0. Ended before running: prints the
+// id, says so and returns the job's exit code. The controller dead before
+// recording the job, or silent for 30 minutes: says so and returns
+// kExitBargeFailure. `run_dir` holds the controller's log, named in errors.
+int WaitUntilRunning(const std::string& state_dir, const std::string& job_id, pid_t pid,
+                     const std::string& run_dir) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(30);
   while (std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    Result<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_dir);
+    Result<std::unique_ptr<JobStore>> store = JobStore::Open(state_dir);
     if (!store.ok()) continue;
     Result<JobRecord> job = (*store)->GetJob(job_id);
     if (!job.ok()) {
@@ -282,6 +230,79 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
   std::fprintf(stderr, "barge: the detached controller of job %s did not report (see %s/controller.log)\n",
                job_id.c_str(), run_dir.c_str());
   return kExitBargeFailure;
+}
+
+// Detached: the same controller in a process of its own (its own session,
+// so closing the terminal does not stop it), writing to
+// runs/<id>/controller.log, with no echo and no events on stdout (they go
+// to that log like everything else). Returns once the job runs (or ended):
+// WaitUntilRunning's code, or kExitBargeFailure when the run directory
+// cannot be made or the process cannot be spawned.
+int RunDetached(const JobSpec& spec, const cluster::PlanInput& input, const std::string& job_id,
+                ControllerOptions options) {
+  const std::string run_dir = options.state_dir + "/runs/" + job_id;
+  if (Status s = MakeDirs(run_dir); !s.ok()) {
+    std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+    return kExitBargeFailure;
+  }
+  Result<pid_t> spawned = SpawnDetached(run_dir + "/controller.log", [&] {
+    options.echo = false;
+    if (options.events == stdout) options.events = nullptr;
+    return RunJob(spec, input, options);
+  });
+  if (!spawned.ok()) {
+    std::fprintf(stderr, "barge: %s\n", spawned.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  return WaitUntilRunning(options.state_dir, job_id, *spawned, run_dir);
+}
+
+}  // namespace
+
+// Runs `request`: records it in the store (how the job was run: the job
+// file's text, the overrides, the hosts file as read), then the job.
+// `--events json`: the job's events as JSON lines on stdout (container
+// output then goes only to the per-node files, so stdout stays parseable),
+// or into `events_file` (a path, /dev/fd/N included) with the output echoed
+// as usual.
+int Run(RunRequest request, const std::string& shown, bool detach, const EventsOption& events,
+        const std::string& array_file, bool wait) {
+  std::optional<LoadedJob> loaded = Load(request, shown);
+  if (!loaded) return kExitBargeFailure;
+  JobSpec* spec = &*loaded->spec;
+  request.hosts_file = loaded->hosts_file;
+  request.group_hosts_files = loaded->group_hosts_files;
+  request.hosts_command = loaded->hosts_command;
+  if (Status s = CheckOpenFiles(*spec); !s.ok()) {
+    std::fprintf(stderr, "barge: %s\n", s.message().c_str());
+    return kExitBargeFailure;
+  }
+  Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*spec, array_file);
+  if (!array.ok()) {
+    std::fprintf(stderr, "barge: %s; nothing was started\n", array.status().message().c_str());
+    return kExitBargeFailure;
+  }
+  if (*array) return RunArray(*spec, **array, request, detach, events);
+  const std::string job_id = NewJobId();
+  cluster::PlanInput input = MakePlanInput(*spec, job_id);
+  ControllerOptions options;
+  options.state_dir = StateDir();
+  options.spec_text = RecordedSpecText(request);
+  options.wait = wait;
+  if (Status recorded = RecordRunRequest(options.state_dir, job_id, *spec, request); !recorded.ok()) {
+    std::fprintf(stderr, "barge: %s\n", recorded.message().c_str());
+    return kExitBargeFailure;
+  }
+  std::optional<std::FILE*> events_out = OpenEvents(events);
+  if (!events_out) return kExitBargeFailure;
+  options.events = *events_out;
+  // JSON lines on stdout: the containers' output goes only to the files.
+  if (options.events == stdout) options.echo = false;
+  if (detach) return RunDetached(*spec, input, job_id, std::move(options));
+  options.serve_forwards = true;
+  const int code = RunJob(*spec, input, options);
+  if (options.events && options.events != stdout) std::fclose(options.events);
+  return code;
 }
 
 namespace {
@@ -347,7 +368,7 @@ std::optional<fleet::RecordedArrayJob> RecordedArrayJob(const std::string& json)
   }
   std::optional<LoadedJob> loaded = Load(*request, request->file);
   if (!loaded) return std::nullopt;
-  return fleet::RecordedArrayJob{std::move(*loaded->spec), kSpecFileComment + request->file + "\n" + request->text};
+  return fleet::RecordedArrayJob{std::move(*loaded->spec), RecordedSpecText(*request)};
 }
 
 // Parses the job as job `job` ran it (its recorded request: the job file,
