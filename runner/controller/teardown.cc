@@ -1,4 +1,5 @@
-// Teardown (teardown.h): stop, drain, last artifacts, remove, hooks.
+// Teardown (teardown.h): the plan made from the attempt's nodes and hosts,
+// then executed: stop, drain, last artifacts, remove, hooks.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -9,10 +10,26 @@
 
 #include "runner/controller/teardown.h"
 #include "runner/controller/job_state.h"
+#include "runner/remote/reservation.h"
 #include "runner/remote/teardown_hooks.h"
-#include "runner/remote/watchdog.h"
 
 namespace barge::runner::internal {
+
+// One Run's execution of its plan. Callbacks of its groups refer to it; the
+// groups are its last members, destroyed first, which drops every callback
+// not yet run (CommandGroup).
+struct Teardown::Execution {
+  Execution(ssh::EventLoop* loop, const Redactor* redact, const TeardownPlan& p, std::vector<HostState*> h)
+      : plan(p), hosts(std::move(h)), stops(loop, redact), removals(loop, redact) {}
+
+  const TeardownPlan& plan;
+  const std::vector<HostState*> hosts;  // the plan's hosts, by its positions
+  std::set<size_t> stopped;   // hosts whose stop command (or calls) ended
+  std::set<size_t> removing;  // hosts whose removal began
+  bool remove_step = false;   // the progress line shows the removal
+  CommandGroup stops;
+  CommandGroup removals;
+};
 
 void Teardown::Run(bool graceful, bool final) {
   // A lost host is left alone: its watchdog removes what it holds once the
@@ -20,187 +37,221 @@ void Teardown::Run(bool graceful, bool final) {
   tearing_down_ = true;
   ++generation_;  // the monitors stop
   SetStatus(JobStatus::kCompleting);
-  std::map<HostState*, std::vector<std::string>> running, attempted;
-  for (auto& n : nodes_) {
-    if (!n->run_attempted || n->host->lost) continue;
-    attempted[n->host].push_back(n->plan->container.name);
-    if (n->phase == NodePhase::kRunning) running[n->host].push_back(n->plan->container.name);
-  }
-  const int grace = static_cast<int>(
-      std::chrono::duration_cast<seconds>(spec_.stop_grace).count());
-  std::set<HostState*> stopped;  // its stop command ended
-  CommandGroup group(&loop_, &redact_);
-  if (!running.empty()) {
-    size_t count = 0;
-    for (auto& [host, names] : running) count += names.size();
-    Say(std::string(graceful ? "stopping " : "killing ") + std::to_string(count) + " container(s)");
-    observer_.StepBegan(Phase::kStop, graceful ? "stopping" : "killing", static_cast<int>(running.size()));
-    for (auto& [host, names] : running) {
-      HostState* hs = host;
-      Began(hs->PhaseOf(Phase::kStop));
-      auto on_stopped = [this, hs, &stopped](const Outcome& o) {
-        stopped.insert(hs);
-        Ended(hs->PhaseOf(Phase::kStop), o.ok(), o.ok() ? "" : o.Reason());
-      };
-      if (graceful && hs->engine.api) {
-        StopWithApi(group, *hs, names, grace, on_stopped);
-      } else {
-        group.Run(*hs->exec, graceful ? hs->docker->Stop(names, grace) : hs->docker->Kill(names), on_stopped);
-      }
-    }
-  }
-  // A host's containers are removed as soon as that host has stopped them
-  // and their log streams and exit watches have ended: hosts do not wait on
-  // each other (on hundreds of hosts the slowest would hold up the rest).
-  // Artifacts are copied from stopped containers before any removal, so
-  // with artifacts every host waits for every stop. On the job's last
-  // teardown (no registry logout or host hook still to come) the watchdog
-  // is disarmed in the same command.
-  auto host_drained = [&](HostState* hs) {
-    return std::all_of(nodes_.begin(), nodes_.end(), [hs](const auto& n) {
-      return n->host != hs || !n->run_attempted || n->host->lost ||
-             (n->phase != NodePhase::kRunning && !n->logs_open);
-    });
-  };
-  auto drained = [&] {
-    return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) {
-      return !n->run_attempted || n->host->lost ||
-             (n->phase != NodePhase::kRunning && !n->logs_open);
-    });
-  };
-  const bool pipelined = spec_.artifacts.empty();
-  // (Not when the job has a host teardown hook, which runs after the
-  // removal and may read the job's directory on the host, nor with a
-  // registry, whose logout needs it.)
-  const bool disarm_with_remove = final && !spec_.registry && !spec_.teardown.host_command;
-  CommandGroup removals(&loop_, &redact_);
-  std::set<HostState*> removing;
-  bool remove_step = false;
-  auto remove = [&](HostState* hs, const std::vector<std::string>& names) {
-    if (!remove_step) {
-      // The progress line shows one step: removal takes over from the stops
-      // as soon as the first host's containers go.
-      remove_step = true;
-      observer_.StepEnded(Phase::kStop);
-      observer_.StepBegan(Phase::kRemove, "removing containers", static_cast<int>(attempted.size()));
-    }
-    removing.insert(hs);
-    Began(hs->PhaseOf(Phase::kRemove));
-    std::string line = hs->docker->Remove(names);
-    const bool disarm = disarm_with_remove && hs->lease.armed;
-    // The job's holds go with its containers on its last teardown.
-    const bool release = final && hs->holds.holding;
-    auto on_removed = [this, hs, disarm, release](const Outcome& o) {
-      Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
-      if (disarm && o.exit.known()) hs->lease.armed = false;
-      if (release && o.ok()) hs->holds.holding = false;
-      if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
-    };
-    const std::vector<std::string> hold_ids =
-        release && hs->holds.reply ? fleet::HoldIdsOf(*hs->holds.reply, plan_.job_id) : std::vector<std::string>{};
-    if (hs->engine.api && (!release || !hold_ids.empty())) {
-      std::vector<std::string> targets = names;
-      targets.insert(targets.end(), hold_ids.begin(), hold_ids.end());
-      RemoveWithApi(removals, *hs, targets, /*sweep=*/release, disarm ? DisarmWatchdogCommand(plan_.job_id, hs->job_dir) : "",
-                    on_removed);
-      return;
-    }
-    // (No `exit` here: the disarming below must still run.)
-    if (release) {
-      if (!hold_ids.empty()) {
-        line = fleet::RemoveWithHoldsCommand(*hs->docker, names, hold_ids, plan_.job_id);
-      } else {
-        line = "{ " + line + "; s=$?; " + fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id) +
-               " || s=1; [ $s -eq 0 ]; }";
-      }
-    }
-    if (disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(plan_.job_id, hs->job_dir) + "; exit $s; }";
-    removals.Run(*hs->exec, line, on_removed);
-  };
-  auto start_ready_removals = [&] {
-    if (!pipelined) return;
-    for (auto& [host, names] : attempted) {
-      if (removing.count(host) || (running.count(host) && !stopped.count(host)) || !host_drained(host)) continue;
-      remove(host, names);
-    }
-  };
-  // Waits for every stop and every stream's end for as long as they keep
-  // coming: on hundreds of saturated hosts that takes longer than any fixed
-  // bound, and removing a container before its stream and exit report are
-  // in loses how it ended. It gives up once a whole stop_grace + 15 s
-  // passes with no host or node moving on.
-  const int interrupts_before = interrupts_;
-  auto moved = [&] {
-    size_t n = stopped.size() + removing.size();
-    for (const auto& node : nodes_) n += node->phase != NodePhase::kRunning && !node->logs_open;
-    return n;
-  };
-  auto finished = [&] {
-    start_ready_removals();
-    return (drained() && group.idle()) || (graceful && interrupts_ > interrupts_before);
-  };
-  for (;;) {
-    const size_t before = moved();
-    if (RunUntil(finished, Now() + spec_.stop_grace + seconds(15))) break;
-    if (moved() == before) break;
-  }
-  if (!remove_step) observer_.StepEnded(Phase::kStop);
-  group.Cancel();
+  std::vector<HostState*> hosts = HostsOfTheAttempt();
+  const TeardownPlan plan = PlanTeardown(NodeFacts(hosts), HostFacts(hosts), Rules(graceful, final));
+  Execution ex(&loop_, &redact_, plan, std::move(hosts));
+  StartStops(ex);
+  WaitForStops(ex);
+  if (!ex.remove_step) observer_.StepEnded(Phase::kStop);
+  ex.stops.Cancel();
   // Last copy of the artifacts: the containers have stopped but exist.
   artifacts_.FinalArtifacts();
-  for (auto& [host, names] : attempted) {
-    if (!removing.count(host)) remove(host, names);
-  }
-  if (!remove_step) {
-    observer_.StepBegan(Phase::kRemove, "removing containers", 0);
-  }
-  if (!RunWhileProgressing(removals, seconds(60))) {
-    Say("removing containers did not finish in time; run `docker ps -a --filter label=barge.job=" +
-        plan_.job_id + "` on the hosts");
-  }
+  RemoveTheRest(ex);
   observer_.StepEnded(Phase::kRemove);
-  if (final) RunTeardownHooks();
+  if (plan.run_hooks) RunTeardownHooks();
   Event(event::kTornDown, std::nullopt, final ? "" : "before a restart");
 }
 
+// --- The plan's facts.
+
+std::vector<HostState*> Teardown::HostsOfTheAttempt() const {
+  std::vector<HostState*> hosts;
+  for (const auto& n : nodes_) {
+    if (n->host && std::find(hosts.begin(), hosts.end(), n->host) == hosts.end()) hosts.push_back(n->host);
+  }
+  std::sort(hosts.begin(), hosts.end(), [](const HostState* a, const HostState* b) { return a->id < b->id; });
+  return hosts;
+}
+
+std::vector<TeardownNode> Teardown::NodeFacts(const std::vector<HostState*>& hosts) const {
+  std::vector<TeardownNode> facts;
+  for (const auto& n : nodes_) {
+    if (!n->host) continue;
+    const size_t host = std::find(hosts.begin(), hosts.end(), n->host) - hosts.begin();
+    facts.push_back({host, n->plan->container.name, n->run_attempted, n->phase == NodePhase::kRunning});
+  }
+  return facts;
+}
+
+// (Read once, before the stops: nothing but the teardown changes a host's
+// watchdog, holds or Engine API client while it runs.)
+std::vector<TeardownHost> Teardown::HostFacts(const std::vector<HostState*>& hosts) const {
+  std::vector<TeardownHost> facts;
+  for (const HostState* hs : hosts) {
+    TeardownHost f;
+    f.lost = hs->lost;
+    f.connected = hs->exec != nullptr;
+    f.engine_api = hs->engine.api != nullptr;
+    f.watchdog_armed = hs->lease.armed;
+    f.holding = hs->holds.holding;
+    if (hs->holds.holding && hs->holds.reply) f.hold_ids = fleet::HoldIdsOf(*hs->holds.reply, plan_.job_id);
+    facts.push_back(std::move(f));
+  }
+  return facts;
+}
+
+TeardownRules Teardown::Rules(bool graceful, bool final) const {
+  TeardownRules rules;
+  rules.graceful = graceful;
+  rules.final = final;
+  rules.grace_seconds = static_cast<int>(std::chrono::duration_cast<seconds>(spec_.stop_grace).count());
+  rules.artifacts = !spec_.artifacts.empty();
+  rules.registry = spec_.registry.has_value();
+  rules.host_hook = spec_.teardown.host_command.has_value();
+  return rules;
+}
+
+// --- Stops and removals.
+
+void Teardown::StartStops(Execution& ex) {
+  const TeardownPlan& plan = ex.plan;
+  if (plan.stops.empty()) return;
+  size_t count = 0;
+  for (const TeardownStop& stop : plan.stops) count += stop.names.size();
+  Say(std::string(plan.graceful ? "stopping " : "killing ") + std::to_string(count) + " container(s)");
+  observer_.StepBegan(Phase::kStop, plan.graceful ? "stopping" : "killing", static_cast<int>(plan.stops.size()));
+  for (const TeardownStop& stop : plan.stops) {
+    HostState* hs = ex.hosts[stop.host];
+    Began(hs->PhaseOf(Phase::kStop));
+    auto on_stopped = [this, hs, &ex, at = stop.host](const Outcome& o) {
+      ex.stopped.insert(at);
+      Ended(hs->PhaseOf(Phase::kStop), o.ok(), o.ok() ? "" : o.Reason());
+    };
+    if (stop.with_api) {
+      StopWithApi(ex.stops, *hs, stop.names, plan.grace_seconds, on_stopped);
+    } else {
+      ex.stops.Run(*hs->exec, StopLine(*hs->docker, plan, stop), on_stopped);
+    }
+  }
+}
+
+// Waits for every stop and every stream's end for as long as they keep
+// coming: on hundreds of saturated hosts that takes longer than any fixed
+// bound, and removing a container before its stream and exit report are
+// in loses how it ended. It gives up once a whole stop_grace + 15 s passes
+// with no host or node moving on. A graceful teardown also ends at the
+// next interrupt.
+void Teardown::WaitForStops(Execution& ex) {
+  const int interrupts_before = interrupts_;
+  auto finished = [&] {
+    StartReadyRemovals(ex);
+    return (Drained(nullptr) && ex.stops.idle()) || (ex.plan.graceful && interrupts_ > interrupts_before);
+  };
+  for (;;) {
+    const size_t before = Moved(ex);
+    if (RunUntil(finished, Now() + spec_.stop_grace + seconds(15))) break;
+    if (Moved(ex) == before) break;
+  }
+}
+
+// A host's containers are removed as soon as that host has stopped them
+// and their log streams and exit watches have ended: hosts do not wait on
+// each other (on hundreds of hosts the slowest would hold up the rest).
+// With artifacts every host waits for every stop (plan.pipelined).
+void Teardown::StartReadyRemovals(Execution& ex) {
+  if (!ex.plan.pipelined) return;
+  for (const TeardownRemoval& r : ex.plan.removals) {
+    if (ex.removing.count(r.host) || (ex.plan.StopOf(r.host) && !ex.stopped.count(r.host)) ||
+        !Drained(ex.hosts[r.host])) {
+      continue;
+    }
+    StartRemoval(ex, r);
+  }
+}
+
+void Teardown::StartRemoval(Execution& ex, const TeardownRemoval& removal) {
+  if (!ex.remove_step) {
+    // The progress line shows one step: removal takes over from the stops
+    // as soon as the first host's containers go.
+    ex.remove_step = true;
+    observer_.StepEnded(Phase::kStop);
+    observer_.StepBegan(Phase::kRemove, "removing containers", static_cast<int>(ex.plan.removals.size()));
+  }
+  HostState* hs = ex.hosts[removal.host];
+  ex.removing.insert(removal.host);
+  Began(hs->PhaseOf(Phase::kRemove));
+  auto on_removed = [this, hs, disarm = removal.disarm, release = removal.release](const Outcome& o) {
+    Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
+    if (disarm && o.exit.known()) hs->lease.armed = false;
+    if (release && o.ok()) hs->holds.holding = false;
+    if (!o.ok()) Say(hs->name + ": removing containers failed: " + o.Reason());
+  };
+  if (removal.with_api) {
+    std::vector<std::string> targets = removal.names;
+    targets.insert(targets.end(), removal.hold_ids.begin(), removal.hold_ids.end());
+    RemoveWithApi(ex.removals, *hs, targets, /*sweep=*/removal.release,
+                  AfterApiRemovalLine(removal, plan_.job_id, hs->job_dir), on_removed);
+    return;
+  }
+  ex.removals.Run(*hs->exec, RemoveLine(*hs->docker, removal, plan_.job_id, hs->job_dir), on_removed);
+}
+
+void Teardown::RemoveTheRest(Execution& ex) {
+  for (const TeardownRemoval& r : ex.plan.removals) {
+    if (!ex.removing.count(r.host)) StartRemoval(ex, r);
+  }
+  if (!ex.remove_step) {
+    observer_.StepBegan(Phase::kRemove, "removing containers", 0);
+  }
+  if (!RunWhileProgressing(ex.removals, seconds(60))) {
+    Say("removing containers did not finish in time; run `docker ps -a --filter label=barge.job=" +
+        plan_.job_id + "` on the hosts");
+  }
+}
+
+bool Teardown::Drained(const HostState* host) const {
+  return std::all_of(nodes_.begin(), nodes_.end(), [host](const auto& n) {
+    return (host && n->host != host) || !n->run_attempted || n->host->lost ||
+           (n->phase != NodePhase::kRunning && !n->logs_open);
+  });
+}
+
+size_t Teardown::Moved(const Execution& ex) const {
+  size_t n = ex.stopped.size() + ex.removing.size();
+  for (const auto& node : nodes_) n += node->phase != NodePhase::kRunning && !node->logs_open;
+  return n;
+}
+
+// --- Hooks.
+
 void Teardown::RunTeardownHooks() {
   if (!spec_.teardown.host_command && !spec_.teardown.local_command) return;
-  CommandGroup group(&loop_, &redact_);
-  auto run = [&](ssh::Executor& where, const std::string& kind, const std::string& hook,
-                 const cluster::Host& host, const std::string& for_host, const std::string& job_dir) {
-    Result<std::string> line = SubstituteHook(hook, host, plan_.job_id, job_dir);
-    if (!line.ok()) {
-      Say("teardown " + kind + " for " + for_host + " not run: " + line.status().message());
-      return;
-    }
-    group.Run(where, *line, [this, kind, for_host](const Outcome& o) {
-      if (o.ok()) {
-        Say("teardown " + kind + " for " + for_host + ": ok");
-      } else {
-        Say("teardown " + kind + " for " + for_host + " failed: " + o.Reason());
-      }
-    });
-  };
   // Every host the job used: the current ones and those spares replaced (a
   // lost VM is still worth its terminate call).
   std::vector<HostState*> used = AllHosts();
   for (auto& old : retired_) {
     if (old->health.superseded) used.push_back(old.get());
   }
-  for (HostState* host : used) {
-    const cluster::Host& inventory = host->inventory;
-    if (spec_.teardown.host_command && (host->lost || !host->exec)) {
-      Say("teardown host_command for " + host->name + " not run: the host is lost (its watchdog runs it)");
-    } else if (spec_.teardown.host_command) {
-      run(*host->exec, "host_command", *spec_.teardown.host_command, inventory, host->name, host->job_dir);
-    }
-    if (spec_.teardown.local_command) {
-      run(Local(), "local_command", *spec_.teardown.local_command, inventory, host->name, host->job_dir);
+  CommandGroup group(&loop_, &redact_);
+  for (const TeardownHook& hook : PlanTeardownHooks(spec_.teardown, HostFacts(used))) {
+    const HostState& host = *used[hook.host];
+    if (hook.skipped) {
+      Say("teardown host_command for " + host.name + " not run: the host is lost (its watchdog runs it)");
+    } else {
+      RunHook(group, hook.where == TeardownHook::Where::kHost ? *host.exec : Local(), hook.kind(), hook.hook,
+              host);
     }
   }
   if (!RunUntil([&] { return group.idle(); }, Now() + seconds(300))) {
     Say("teardown hooks did not finish within 300 s");
   }
+}
+
+void Teardown::RunHook(CommandGroup& group, ssh::Executor& where, const std::string& kind, const std::string& hook,
+                       const HostState& host) {
+  Result<std::string> line = SubstituteHook(hook, host.inventory, plan_.job_id, host.job_dir);
+  const std::string for_host = host.name;
+  if (!line.ok()) {
+    Say("teardown " + kind + " for " + for_host + " not run: " + line.status().message());
+    return;
+  }
+  group.Run(where, *line, [this, kind, for_host](const Outcome& o) {
+    if (o.ok()) {
+      Say("teardown " + kind + " for " + for_host + ": ok");
+    } else {
+      Say("teardown " + kind + " for " + for_host + " failed: " + o.Reason());
+    }
+  });
 }
 
 // --- Through the Engine API.

@@ -3,7 +3,8 @@
 // artifacts a last time, remove every container of the attempt on every
 // reachable host (on the last teardown with the job's holds and the
 // watchdog's disarming), then (when the job is over) run the teardown
-// hooks.
+// hooks. What goes where is a TeardownPlan (teardown_plan.h), made from
+// the attempt's nodes and hosts; Teardown executes it.
 #pragma once
 
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "runner/controller/artifacts.h"
 #include "runner/controller/job.h"
+#include "runner/controller/teardown_plan.h"
 
 namespace barge::runner::internal {
 
@@ -25,6 +27,41 @@ class Teardown : private JobPart {
   void RunTeardownHooks();
 
  private:
+  // teardown.cc: one Run's plan, its hosts, which have stopped and which
+  // are being removed, and its command groups.
+  struct Execution;
+
+  // The hosts of the attempt's nodes, each once, in the order they joined
+  // the job (their ids).
+  std::vector<HostState*> HostsOfTheAttempt() const;
+  // The plan's facts: of the attempt's nodes (on `hosts`), of `hosts`, and
+  // of the job and this teardown.
+  std::vector<TeardownNode> NodeFacts(const std::vector<HostState*>& hosts) const;
+  std::vector<TeardownHost> HostFacts(const std::vector<HostState*>& hosts) const;
+  TeardownRules Rules(bool graceful, bool final) const;
+
+  // Starts the plan's stops; each host's ends its kStop phase.
+  void StartStops(Execution& ex);
+  // Runs the loop until every node has drained and every stop has ended,
+  // starting each pipelined removal as soon as its host is ready.
+  void WaitForStops(Execution& ex);
+  void StartReadyRemovals(Execution& ex);
+  // Starts the removal on one host; the first also moves the progress
+  // line from the stops to the removal.
+  void StartRemoval(Execution& ex, const TeardownRemoval& removal);
+  // Starts every removal not started yet, and runs the loop while they
+  // keep ending.
+  void RemoveTheRest(Execution& ex);
+  // No node of the attempt on `host` (on any host when nullptr) still runs
+  // or streams its log, save on lost hosts.
+  bool Drained(const HostState* host) const;
+  // Hosts stopped or being removed, and nodes drained: how far it has got.
+  size_t Moved(const Execution& ex) const;
+
+  // `hook` (a teardown `kind`) for `host`, run on `where`; its outcome said.
+  void RunHook(CommandGroup& group, ssh::Executor& where, const std::string& kind, const std::string& hook,
+               const HostState& host);
+
   // `docker stop -t GRACE NAMES` through the Engine API: one call per
   // container in `group`; `done` once all have answered (the first
   // failure, or success).
