@@ -53,10 +53,16 @@ class Preflight : private JobPart {
 
   // Engine, images, GPUs, rendezvous port, disk, shell, the holds and the
   // watchdog on `targets`, in one round of commands per host; then the
-  // lease renewals (Leases) run.
+  // lease renewals (Leases) run. On failure, every host's problems in one
+  // table (ProblemTable), or why the round did not finish.
   Status Run(const std::vector<HostState*>& targets);
 
  private:
+  // preflight.cc: one Run's commands in flight, what they found by host,
+  // and its steps (a host's script, its engine's part by the API or a
+  // second script, missing images, the verdict).
+  class Round;
+
   // push.cc (image_pull: push): streams the local `docker save IMAGE` into
   // `docker load` on every target host in parallel, then records each
   // host's image ID; failures go to `errors` by host.
