@@ -463,6 +463,31 @@ TEST_F(ControllerTest, TheJobsTimeoutEndsItWith124) {
   EXPECT_TRUE(NothingLeft());
 }
 
+// Issue #40 (item 11): the watchdog's `timeout:` deadline goes to each host
+// as the time left (the host adds it to its own clock, watchdog.h), never
+// as a time of this machine's clock; a host armed again after a reconnect
+// gets what is left of the job's timeout then, not all of it again.
+TEST_F(ControllerTest, AHostArmedAgainAfterAReconnectGetsWhatIsLeftOfTheTimeoutNotAllOfIt) {
+  fake_.SetNode(0, FakeNode{milliseconds(1500), 0});
+  const int code = Run(Job("timeout: 1h\nrestart: {max_restarts: 1, on: [host_lost], backoff: 30s}\n"),
+                       [&](internal::Controller&) { fake_.host("h2").When("docker logs", [&] { fake_.host("h2").Drop("link down"); }); });
+  EXPECT_EQ(code, 0) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("checking h2 again")) << rec_.AllMessages();
+  const std::regex armed(R"(\$\(date \+%s\) \+ ([0-9]+)\)\))");
+  std::vector<long long> left;  // each arming's time left on h2, in order
+  for (const std::string& l : fake_.host("h2").lines()) {
+    std::smatch m;
+    if (l.find("barge-watchdog-abcd1234") != std::string::npos && std::regex_search(l, m, armed)) {
+      left.push_back(std::stoll(m[1].str()));
+    }
+  }
+  ASSERT_EQ(left.size(), 2u) << "h2 was not armed twice with a time left";
+  EXPECT_EQ(left[0], 3600 + 90);  // the timeout and the grace (lease 10m: 3 renewals of 30 s)
+  EXPECT_LE(left[1], left[0] - 30) << "armed again after the 30 s backoff with the whole timeout";
+  EXPECT_GT(left[1], 3600 - 60);
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(CountRe(h, "DEADLINE=[1-9]"), 0) << h;
+}
+
 TEST_F(ControllerTest, AHeadThatNeverGetsReadyFailsTheLaunchWithItsLastLines) {
   fake_.SetNode(0, FakeNode{seconds(30), 0, false, {"loading", "still loading"}});
   EXPECT_EQ(Run(Job("roles: {head: {ready: {log: never-printed, timeout: 1s}}}\n")), 125);
@@ -748,6 +773,24 @@ TEST_F(ControllerTest, AWaitingJobsTicketIsOnEveryHostBeforeItSaysOrItsRecordSho
   // Placed once: the later tries make no ticket again.
   for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, ticket), 1) << h;
   for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "docker run -d"), 0) << h;
+}
+
+// Issue #40 (item 11): a waiting job's place in line is its hosts' clock at
+// its first try, the latest of them (h1 says 1000, h2 1003), never this
+// machine's clock (here years away from theirs), which another
+// controller's clock need not agree with: every host's ticket carries 1003.
+TEST_F(ControllerTest, AWaitingJobsPlaceInLineIsTakenFromItsHostsClocksNotItsControllers) {
+  fake_.host("h1").Section("hold",
+                           "now 1000\n"
+                           "hold\tid1\tbarge-hold-host\tother123\tother\tbob\tbox\tall\t1000\t1600\t600\t2\n"
+                           "hold\tid2\tbarge-lease-other123.1000\tother123\tother\tbob\tbox\t\t1000\t1600\t600\t2");
+  fake_.host("h2").Section("hold", "now 1003\ntook barge-hold-host\n");
+  EXPECT_EQ(Run(Job("wait: 4s\n")), 125) << rec_.AllMessages();
+  for (const char* h : {"h1", "h2", "h3"}) {
+    EXPECT_EQ(Count(h, "h_mk barge-ticket-abcd1234"), 1) << h;
+    EXPECT_GE(Count(h, "H_TS=1003;"), 1) << h;
+    EXPECT_EQ(CountRe(h, "H_TS=(?!1003;|0;)"), 0) << h << ": a place that is not the hosts' clock";
+  }
 }
 
 TEST_F(ControllerTest, HealthDcgmDiagnosesTheGpusTheJobHoldsAndAFailedGpuIsTakenOut) {

@@ -165,15 +165,14 @@ Status Holds::SecureHolds() {
   const Clock::time_point give_up = Now() + limit;
   std::mt19937 random(std::random_device{}());
   std::string last_said;
-  // The job's place in every host's queue: the second it began to wait,
-  // after every waiter its first try met there (fleet::PlaceInLine).
+  // The job's place in every host's queue: the second it began to wait by
+  // its hosts' clocks at its first try (never this machine's), after every
+  // waiter that try met there (fleet::PlaceInLine).
   std::vector<std::pair<long long, std::vector<fleet::Hold>>> seen;
   for (HostState* hs : ConnectedHosts()) {
     if (hs->holds.reply) seen.emplace_back(hs->holds.reply->now, hs->holds.reply->holds);
   }
-  const long long ticket_since = fleet::PlaceInLine(
-      std::chrono::duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch()).count(), seen,
-      plan_.job_id);
+  const long long ticket_since = fleet::PlaceInLine(seen, plan_.job_id);
   for (;;) {
     // All or nothing: what this job got anywhere goes before it fails or
     // waits, so it never holds one host while waiting for another. A

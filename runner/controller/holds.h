@@ -26,8 +26,9 @@ struct HostHolds {
   // Its ticket (its place in the host's line) is on the host's engine:
   // placed by JoinQueue, gone with RemoveTickets or ReleaseHolds.
   bool in_line = false;
-  // Its place in line (the second it began to wait), once JoinQueue put
-  // its ticket on the host: a ticket put back keeps it.
+  // Its place in line (the second it began to wait, by its hosts' clocks:
+  // fleet::PlaceInLine), once JoinQueue put its ticket on the host: a
+  // ticket put back keeps it.
   std::optional<long long> ticket_since;
 };
 

@@ -24,8 +24,13 @@ WatchdogParams Leases::WatchdogFor(const HostState& host) const {
   p.lease = std::chrono::duration_cast<seconds>(spec_.lease);
   p.grace = std::max<seconds>(RenewEvery() * 3, seconds(5));
   if (spec_.timeout) {
-    auto wall_deadline = std::chrono::system_clock::now() + *spec_.timeout + p.grace;
-    p.deadline = std::chrono::duration_cast<seconds>(wall_deadline.time_since_epoch()).count();
+    // What is left of the job's timeout (its controller's deadline, see
+    // job_started_), plus the grace: a duration, measured on the loop's
+    // steady clock, which the host adds to its own clock. A host armed
+    // again (a lost one reconnected, a spare) gets what is left then, not
+    // the whole timeout again; at least 1 s.
+    const auto left = job_started_ + *spec_.timeout + p.grace - Now();
+    p.deadline_after = std::max(seconds(1), std::chrono::ceil<seconds>(left));
   }
   if (spec_.teardown.host_command) {
     Result<std::string> hook =

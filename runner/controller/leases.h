@@ -30,7 +30,10 @@ class Leases : private JobPart {
   // `holds` puts back a lease (and holds) the engine lost.
   Leases(Job* job, Holds* holds) : JobPart(job), holds_(*holds) {}
 
-  // The watchdog of `host` (armed by Preflight).
+  // The watchdog of `host` (armed by Preflight): its `timeout:` deadline
+  // as the time left from now (WatchdogParams::deadline_after), so that
+  // every host, armed first or again, judges the same deadline on its own
+  // clock.
   WatchdogParams WatchdogFor(const HostState& host) const;
   // Renews every armed host's leases every RenewEvery() until
   // DisarmWatchdogs, across attempts (Job::job's commands and timers).
@@ -55,6 +58,10 @@ class Leases : private JobPart {
 
   Holds& holds_;
 
+  // When the job's `timeout:` began, on the loop's clock: the parts are
+  // made with the Controller, whose own deadline (started_ + timeout) runs
+  // from the same moment. The watchdogs' deadline is that plus the grace.
+  const Clock::time_point job_started_ = Now();
   bool renewing_ = false;
   std::shared_ptr<std::function<void()>> tick_;
 };

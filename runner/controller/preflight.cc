@@ -74,12 +74,21 @@ bool EngineApiWanted() {
   return v == nullptr || std::string(v) != "0";
 }
 
+// The host's clock from its engine's answer `r`: the Date header (for the
+// holds' labels and the job's place in line), nullopt without a readable
+// one. Never this machine's clock: without it the host's script takes the
+// holds, with the host's `date`.
+std::optional<long long> EngineDate(const container::DockerApi::Response& r) {
+  auto d = r.headers.find("date");
+  return d == r.headers.end() ? std::nullopt : fleet::ParseHttpDate(d->second);
+}
+
 using PingAnswer = std::optional<container::Reply<container::DockerApi::Response>>;
 using InspectAnswer = std::optional<container::Reply<container::ImageInfo>>;
 
 // Why the engine's API is not used after its ping through the socket ended
 // with `o`, and with `answer` when the call began: empty when the engine
-// answered 200 "OK".
+// answered 200 "OK" and said the host's clock.
 std::string WhyNotTheApi(const Outcome& o, const PingAnswer& answer) {
   if (o.timed_out()) return "no answer within ssh.engine_timeout";
   if (!o.exit.known()) return o.exit.error;
@@ -89,6 +98,7 @@ std::string WhyNotTheApi(const Outcome& o, const PingAnswer& answer) {
   if (r.status != 200 || r.body != "OK") {
     return "its ping answered HTTP " + std::to_string(r.status) + " '" + r.body.substr(0, 40) + "'";
   }
+  if (!EngineDate(r)) return "its ping carried no Date header (the host's clock)";
   return "";
 }
 
@@ -502,13 +512,7 @@ void Preflight::Round::Pinged(HostState* hs, container::DockerApi* api, const Pr
     without_api_[hs] = why;
     return EngineScript(hs, checks);
   }
-  // The host's clock, for the holds' labels: the engine's Date.
-  long long now = static_cast<long long>(std::time(nullptr));
-  const auto& headers = answer->value->headers;
-  if (auto d = headers.find("date"); d != headers.end()) {
-    now = fleet::ParseHttpDate(d->second).value_or(now);
-  }
-  EngineApi(hs, api, checks, now);
+  EngineApi(hs, api, checks, *EngineDate(*answer->value));
 }
 
 // The engine's part through the API: the holds (with the host's clock

@@ -52,10 +52,11 @@ std::vector<Hold> Queue(const std::vector<Hold>& holds, long long now) {
   return out;
 }
 
-long long PlaceInLine(long long now_s, const std::vector<std::pair<long long, std::vector<Hold>>>& seen,
+long long PlaceInLine(const std::vector<std::pair<long long, std::vector<Hold>>>& seen,
                       const std::string& job_id) {
-  long long place = now_s;
+  long long place = 1;
   for (const auto& [host_now, holds] : seen) {
+    place = std::max(place, host_now);
     for (const Hold& t : Queue(holds, host_now)) {
       if (t.job_id != job_id) place = std::max(place, t.since + 1);
     }

@@ -70,8 +70,12 @@
 // array member) keeps its lease on every host while it waits and leaves a
 // ticket there: a container `barge-ticket-JOB`, labelled like a hold
 // (barge.hold=ticket), whose barge.hold.since is the second the job began
-// to wait, on the controller's clock, the same on every host. A ticket's
-// place is (since, job id): one global order that every host agrees on.
+// to wait, the same on every host: the latest of its hosts' clocks at its
+// first try (each host script's "now", the Engine API's Date), never the
+// controller's clock, which no host can check and a controller's wrong
+// clock would have moved it ahead of earlier waiters (PlaceInLine). A
+// ticket's place is (since, job id): one global order that every host
+// agrees on.
 // Another job's live ticket on a host stands in the way of every job with
 // no ticket or a later one there, whatever they ask (first come, first
 // served per host, no backfill: a host may stay idle while the first
@@ -146,8 +150,8 @@ struct HoldOwner {
   // The job's lease is on the host's engine already (kept while it waits):
   // TakeHoldsScript makes no new one.
   bool has_lease = false;
-  // Waiting: the second it began to wait (controller's clock), its
-  // ticket's place in every host's line; TakeHoldsScript and
+  // Waiting: the second it began to wait (its hosts' clocks: PlaceInLine),
+  // its ticket's place in every host's line; TakeHoldsScript and
   // JoinQueueScript leave the ticket unless `has_ticket`.
   std::optional<long long> ticket_since;
   // The job's ticket is on the host's engine already.
@@ -229,14 +233,16 @@ std::vector<Hold> Queue(const std::vector<Hold>& holds, long long now);
 // on the host: it would only be in the earlier waiter's way.
 bool QueuedBehindAnother(const std::vector<Hold>& holds, long long now, const std::string& job_id,
                          std::optional<long long> since);
-// The place in line of `job_id`, which begins to wait at `now_s` (its
-// controller's clock) after its first try found `seen` (the listings of its
-// hosts, each with that host's clock): `now_s`, or one second after the
-// latest live ticket of another job in them, whichever is later. Places
-// are whole seconds and equal ones go by job id, so without this a job
-// that met a waiter's ticket and joined the line in the same second could
-// be placed before it.
-long long PlaceInLine(long long now_s, const std::vector<std::pair<long long, std::vector<Hold>>>& seen,
+// The place in line of `job_id`, which begins to wait after its first try
+// found `seen` (the listings of its hosts, each with that host's clock when
+// it listed): the latest of those clocks, or one second after the latest
+// live ticket of another job in them, whichever is later (at least 1). No
+// clock of the controller's counts: a controller whose clock is behind
+// would otherwise come before jobs that began to wait earlier, one ahead
+// after later ones. Places are whole seconds and equal ones go by job id,
+// so without the second after a waiter's ticket, a job that met it and
+// joined the line in the same second could be placed before it.
+long long PlaceInLine(const std::vector<std::pair<long long, std::vector<Hold>>>& seen,
                       const std::string& job_id);
 // Sets every entry's lease_renewed from the newest lease of its job among
 // `holds` (the leases' own too).

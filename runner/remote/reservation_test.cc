@@ -240,13 +240,25 @@ TEST(Queue, AJobThatMetAWaiterInItsSecondIsPlacedAfterItNotByJobId) {
                           LeaseOf("4618863d", 1003)};
   ApplyEngineLeases(&h1);
   ApplyEngineLeases(&h2);
-  EXPECT_EQ(PlaceInLine(1000, {{1000, h1}}, "4618863d"), 1001);
-  EXPECT_EQ(PlaceInLine(1005, {{1000, h1}}, "4618863d"), 1005);   // later anyway
-  EXPECT_EQ(PlaceInLine(1000, {{1000, h1}, {1003, h2}}, "4618863d"), 1001);  // its own, a stale one: not counted
-  EXPECT_EQ(PlaceInLine(1000, {}, "4618863d"), 1000);
+  EXPECT_EQ(PlaceInLine({{1000, h1}}, "4618863d"), 1001);
+  EXPECT_EQ(PlaceInLine({{1005, h1}}, "4618863d"), 1005);   // later anyway
+  EXPECT_EQ(PlaceInLine({{1000, h1}, {1000, h2}}, "4618863d"), 1001);  // its own, a stale one: not counted
+  EXPECT_EQ(PlaceInLine({{1000, {}}}, "4618863d"), 1000);
   // Placed so, it comes after the waiter on every host.
-  Hold mine = MakeHold(TicketName("4618863d"), "4618863d", PlaceInLine(1000, {{1000, h1}}, "4618863d"), 600);
+  Hold mine = MakeHold(TicketName("4618863d"), "4618863d", PlaceInLine({{1000, h1}}, "4618863d"), 600);
   EXPECT_TRUE(TicketBefore(h1[0], mine));
+}
+
+// Issue #40 (item 11): a place is read from the job's hosts' clocks at its
+// first try (the latest of them), never from its controller's, so no
+// controller's clock can put a job before one that began to wait earlier.
+TEST(Queue, APlaceIsTheLatestOfItsHostsClocksAtItsFirstTry) {
+  EXPECT_EQ(PlaceInLine({{1000, {}}, {1004, {}}, {998, {}}}, "j"), 1004);
+  std::vector<Hold> h1 = {MakeHold(TicketName("w"), "w", 1010, 600), LeaseOf("w", 1010)};
+  ApplyEngineLeases(&h1);
+  EXPECT_EQ(PlaceInLine({{1000, h1}, {1004, {}}}, "j"), 1011) << "a waiter's ticket seen: the second after it";
+  // A host that gave no clock (0) takes no one's place before everyone's.
+  EXPECT_EQ(PlaceInLine({{0, {}}}, "j"), 1);
 }
 
 TEST(Queue, AnEarlierWaiterIgnoresALaterOnesTicketSoTwoWaitersNeverWaitForEachOther) {
@@ -706,6 +718,69 @@ TEST_F(HoldScriptRun, ANameInUseAtTheCreateThatItsHolderReleasedBeforeTheListing
   EXPECT_EQ(exit, 0) << r.errors;
   EXPECT_EQ(r.taken, std::vector<std::string>{HostHoldName()}) << "b took nothing: " << r.errors;
   EXPECT_TRUE(Conflicts(HoldRequest{}, r, b.job_id).empty());
+}
+
+// The hosts' scripts with a host clock of the test's own: `date +%s` there
+// says what HostClock set, whatever this machine's clock says (the rest of
+// `date` is the real one).
+class HoldScriptOnHostClock : public HoldScriptRun {
+ protected:
+  void SetUp() override {
+    HoldScriptRun::SetUp();
+    std::filesystem::create_directories(root_ / "bin");
+    std::ofstream(root_ / "bin" / "date") << "#!/bin/sh\n[ \"$*\" = +%s ] && exec cat " << (root_ / "clock").string()
+                                          << "\nexec /bin/date \"$@\"\n";
+    std::filesystem::permissions(root_ / "bin" / "date", std::filesystem::perms::owner_all);
+  }
+  void HostClock(long long t) { std::ofstream(root_ / "clock") << t << "\n"; }
+  std::string OnHost(const std::string& script, int* exit = nullptr) {
+    return Run("PATH=" + (root_ / "bin").string() + ":$PATH; export PATH\n" + script, exit);
+  }
+  HoldReply TakeOnHost(const HoldOwner& o) {
+    return ParseHoldReply(OnHost(TakeHoldsScript(Docker(), HoldRequest{}, o, std::chrono::seconds(20))));
+  }
+};
+
+// Issue #40 (item 11): two waiters are served in the order the host's clock
+// saw them begin to wait (b met the busy host at 5000, a at 5001), not in
+// the order their controllers joined the line, nor by job id (a's is the
+// lower one): each is placed from what its first try saw (Holds::SecureHolds
+// calls PlaceInLine so), and this machine's clock, far from the host's,
+// counts for neither.
+TEST_F(HoldScriptOnHostClock, TwoWaitersAreServedInTheOrderTheHostsClockSawThemBeginToWait) {
+  HostClock(5000);
+  HoldOwner x = Job("x"), a = Job("a"), b = Job("b");
+  ASSERT_EQ(TakeOnHost(x).taken, std::vector<std::string>{HostHoldName()});
+  HoldReply rb = TakeOnHost(b);
+  HostClock(5001);
+  HoldReply ra = TakeOnHost(a);
+  ASSERT_EQ(rb.now, 5000);
+  ASSERT_EQ(ra.now, 5001);
+  ASSERT_FALSE(Conflicts(HoldRequest{}, rb, b.job_id).empty());
+  ASSERT_FALSE(Conflicts(HoldRequest{}, ra, a.job_id).empty());
+  a.ticket_since = PlaceInLine({{ra.now, ra.holds}}, a.job_id);
+  b.ticket_since = PlaceInLine({{rb.now, rb.holds}}, b.job_id);
+  EXPECT_EQ(*b.ticket_since, 5000);
+  EXPECT_EQ(*a.ticket_since, 5001);
+  // a joins the line first, then b (each keeps the lease its first try made).
+  int exit = -1;
+  for (HoldOwner* o : {&a, &b}) {
+    o->has_lease = true;
+    OnHost(JoinQueueScript(Docker(), *o, std::chrono::seconds(20)), &exit);
+    ASSERT_EQ(exit, 0);
+    o->has_ticket = true;
+  }
+  // x goes: a stays in line behind b's ticket, and b takes the host.
+  Run(ReleaseHoldsCommand(Docker(), x.job_id), &exit);
+  HostClock(5010);
+  HoldReply next_a = TakeOnHost(a);
+  EXPECT_TRUE(next_a.taken.empty()) << "a went before b, which began to wait first by the host's clock";
+  std::vector<Hold> c = Conflicts(HoldRequest{}, next_a, a.job_id);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].name, TicketName(b.job_id));
+  HoldReply next_b = TakeOnHost(b);
+  EXPECT_EQ(next_b.taken, std::vector<std::string>{HostHoldName()}) << next_b.errors;
+  EXPECT_TRUE(Conflicts(HoldRequest{}, next_b, b.job_id).empty());
 }
 
 TEST(BusyTable, NamesTheHolderWhenItStartedItsGpusAndWhenItGoesStale) {

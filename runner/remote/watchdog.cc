@@ -81,6 +81,24 @@ std::chrono::seconds WatchdogTick(const WatchdogParams& p) {
                                           std::chrono::seconds(10));
 }
 
+namespace {
+
+// " && (sets DIR/deadline)" for a job with a `timeout:`; "" without. The
+// deadline is the host's clock now plus the time left, unless DIR/deadline
+// holds one already (this directory was armed before, on this host's
+// clock): arming again keeps the job's deadline instead of starting its
+// timeout again. DIR is the user's own 0700 directory (MakeOwnDir checked
+// it just before), so nobody else can have written or linked the file; what
+// is read back is used only when it is all digits.
+std::string DeadlineLine(const WatchdogParams& p) {
+  if (p.deadline_after.count() <= 0) return "";
+  const std::string file = ssh::ShellQuote(p.dir + "/deadline");
+  return " && (t=; { read -r t < " + file + "; } 2>/dev/null; case $t in ''|*[!0-9]*) echo \"$(($(date +%s) + " +
+         std::to_string(p.deadline_after.count()) + "))\" > " + file + " ;; esac)";
+}
+
+}  // namespace
+
 std::string ArmWatchdogCommand(const WatchdogParams& p) {
   using ssh::ShellQuote;
   const std::string& dir = p.dir;
@@ -93,7 +111,8 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
   std::string script =
       "D=" + ShellQuote(dir) + "; J=" + ShellQuote(p.job_id) +
       "; LEASE=" + std::to_string(p.lease.count()) + "; GRACE=" + std::to_string(p.grace.count()) +
-      "; DEADLINE=" + std::to_string(p.deadline) + "; HEAD=" + ShellQuote(p.head_container) +
+      "; DEADLINE=0; { read -r DEADLINE < \"$D/deadline\"; } 2>/dev/null"
+      "; case $DEADLINE in ''|*[!0-9]*) DEADLINE=0 ;; esac; HEAD=" + ShellQuote(p.head_container) +
       "; HOOK=" + ShellQuote(p.host_hook) + "; TICK=" + std::to_string(WatchdogTick(p).count()) +
       "; T=; command -v timeout >/dev/null 2>&1 && T='timeout 30'"
       "; while sleep $TICK; do"
@@ -112,7 +131,7 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
       " [ -n \"$ids\" ] && $T " + docker + " rm -f $ids >/dev/null 2>&1;"
       " [ -n \"$HOOK\" ] && sh -c \"$HOOK\" >/dev/null 2>&1;"
       " rm -rf \"$D\"; exit 0; fi; done";
-  return MakeOwnDir(dir) + " && touch " + ShellQuote(dir + "/lease") +
+  return MakeOwnDir(dir) + " && touch " + ShellQuote(dir + "/lease") + DeadlineLine(p) +
          " && (nohup setsid sh -c " + ShellQuote(script) + " " +
          ShellQuote("barge-watchdog-" + p.job_id) +
          " >/dev/null 2>&1 </dev/null & echo $! > " + ShellQuote(dir + "/watchdog.pid") + ")";

@@ -6,7 +6,11 @@
 //   (a) on the head's host, the head container has exited and the controller
 //       has not renewed its lease for a grace period;
 //   (b) the job's `timeout:` has passed (plus the same grace, so the
-//       controller acts first when it is alive);
+//       controller acts first when it is alive), judged on the host's own
+//       clock: the controller sends how long is left (a duration, never a
+//       time of its own clock), the host adds it to its clock when the
+//       watchdog is first armed in DIR and keeps the result in
+//       DIR/deadline, which arming again there keeps;
 //   (c) the controller has not renewed the lease for `lease:` (default 10m).
 // The controller renews the lease (touches DIR/lease) on every host
 // periodically over its open sessions; normal teardown disarms the watchdog
@@ -28,8 +32,11 @@ struct WatchdogParams {
   std::string head_container;       // on the head's host; empty elsewhere
   std::chrono::seconds lease{600};
   std::chrono::seconds grace{30};
-  // Wall-clock deadline (seconds since the epoch) from `timeout:`; 0 = none.
-  long long deadline = 0;
+  // The `timeout:` deadline, as the time left until it from when the line
+  // reaches the host (the job's timeout left, plus the grace); 0 = none.
+  // The host sets DIR/deadline to its own clock plus this at the first
+  // arming in DIR; arming again there keeps it.
+  std::chrono::seconds deadline_after{0};
   std::string host_hook;  // substituted host teardown hook, or empty
 };
 
@@ -61,8 +68,9 @@ std::string MakeOwnDir(const std::string& dir);
 // 1 to 10 s (a tick runs two small programs; at 10 s that is ~0.2 a second).
 std::chrono::seconds WatchdogTick(const WatchdogParams& p);
 
-// A command line that creates the per-host directory (0700) and the lease,
-// and starts the watchdog detached from the session; prints nothing. A
+// A command line that creates the per-host directory (0700), the lease and
+// (with p.deadline_after) DIR/deadline unless it holds one already, and
+// starts the watchdog detached from the session; prints nothing. A
 // directory of that name that is not the SSH user's own 0700 one (another
 // user made it first) fails it, naming the path, and nothing is written.
 std::string ArmWatchdogCommand(const WatchdogParams& p);

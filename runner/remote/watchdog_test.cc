@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -89,6 +90,57 @@ TEST(WatchdogTick, IsHalfTheShorterOfLeaseAndGraceFromOneToTenSeconds) {
   EXPECT_EQ(WatchdogTick(p), 2s);
   p.lease = 1s;
   EXPECT_EQ(WatchdogTick(p), 1s);
+}
+
+// Issue #40 (item 11): the `timeout:` deadline is judged on the host's
+// clock, so the line that arms the watchdog carries how long is left (a
+// duration) and no time of the controller's clock, which the host's
+// `date +%s` was compared with before.
+TEST(ArmWatchdog, TheLineCarriesTheTimeLeftAsADurationAndNoTimeOfThisMachinesClock) {
+  WatchdogParams p;
+  p.job_id = "0123abcd";
+  p.dir = "/tmp/barge-0123abcd.aaaaaaaaaaaa";
+  p.docker = {"docker"};
+  p.deadline_after = 3690s;
+  const std::string line = ArmWatchdogCommand(p);
+  EXPECT_NE(line.find("$(($(date +%s) + 3690))"), std::string::npos) << line;
+  // No number within ten years of this machine's clock.
+  const long long now = static_cast<long long>(time(nullptr));
+  const std::regex digits("[0-9]{9,18}");
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), digits); it != std::sregex_iterator(); ++it) {
+    EXPECT_GT(std::llabs(std::stoll(it->str()) - now), 10LL * 365 * 86400) << "a time of this machine's clock: " << it->str();
+  }
+  // Without a timeout, no deadline.
+  p.deadline_after = 0s;
+  EXPECT_EQ(ArmWatchdogCommand(p).find("date +%s) +"), std::string::npos);
+}
+
+// The host sets the deadline from its own clock when the watchdog is first
+// armed in the job's directory and keeps it there: arming again (a
+// reconnect) keeps it instead of starting the timeout again, and the
+// watchdog ends the job once the host's clock reaches it.
+TEST_F(WatchdogTest, TheTimeoutsDeadlineIsTheHostsClockAtTheFirstArmingPlusTheTimeLeftAndArmingAgainKeepsIt) {
+  WatchdogParams p = Params(600s);
+  p.grace = 2s;  // 1 s ticks
+  p.deadline_after = 4s;
+  const long long before = static_cast<long long>(time(nullptr));
+  ASSERT_EQ(Sh(ArmWatchdogCommand(p)), 0);
+  const long long after = static_cast<long long>(time(nullptr));
+  const std::string first = ReadAll(jobdir_ + "/deadline");
+  ASSERT_TRUE(std::regex_match(first, std::regex("[0-9]+\n"))) << "no deadline kept on the host: '" << first << "'";
+  const long long deadline = std::stoll(first);
+  EXPECT_GE(deadline, before + 4);
+  EXPECT_LE(deadline, after + 4);
+  std::this_thread::sleep_for(2s);
+  ASSERT_EQ(Sh(ArmWatchdogCommand(p)), 0);
+  EXPECT_EQ(ReadAll(jobdir_ + "/deadline"), first) << "arming again started the timeout again";
+  long long gone_at = 0;
+  EXPECT_TRUE(Within(8000ms, [&] {
+    gone_at = static_cast<long long>(time(nullptr));
+    return !fs::exists(jobdir_);
+  })) << "the job directory is still there after its deadline";
+  EXPECT_GE(gone_at, deadline) << "the watchdog ended the job before its deadline";
+  EXPECT_THAT(ReadAll(log_), ::testing::HasSubstr("rm -f c1 c2"));
 }
 
 TEST_F(WatchdogTest, ALapsedLeaseRemovesTheJobsContainersAndDirectoryWithinFiveSeconds) {
