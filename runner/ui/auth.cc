@@ -40,8 +40,21 @@ bool IsLoopback(std::string_view host) {
   return h == "localhost" || h == "::1" || h == "[::1]" || h.rfind("127.", 0) == 0;
 }
 
-Auth::Auth(std::string token, std::string listen_host, int port)
-    : token_(std::move(token)), listen_host_(std::move(listen_host)), port_(port) {}
+Result<AuthSecrets> AuthSecrets::New(std::string token) {
+  AuthSecrets s;
+  s.token = token.empty() ? Auth::NewToken() : std::move(token);
+  const std::string root = Auth::NewToken();
+  s.session = Auth::NewToken();
+  if (s.token.empty() || root.empty() || s.session.empty()) {
+    return Status::Error(
+        "cannot make the dashboard's secrets: neither getrandom nor /dev/urandom gives random bytes");
+  }
+  s.root = "/s/" + root.substr(0, 32);  // 128 bits: not guessed, and a shorter URL
+  return s;
+}
+
+Auth::Auth(AuthSecrets secrets, std::string listen_host, int port)
+    : secrets_(std::move(secrets)), listen_host_(std::move(listen_host)), port_(port) {}
 
 std::string Auth::NewToken() {
   unsigned char bytes[32];
@@ -72,10 +85,12 @@ std::string Auth::NewToken() {
   return out;
 }
 
-std::string Auth::CookieName() const { return "barge_ui_" + std::to_string(port_); }
-
 std::string Auth::SetCookieValue() const {
-  return CookieName() + "=" + token_ + "; Path=/; HttpOnly; SameSite=Strict";
+  // Path without a trailing slash: it matches ROOT and ROOT/..., never
+  // ROOTx. No Secure (and so no __Host- name): the dashboard is plain
+  // http, and neither would keep the cookie from another port.
+  return std::string(kCookieName) + "=" + secrets_.session + "; Path=" + secrets_.root +
+         "; HttpOnly; SameSite=Strict";
 }
 
 bool Auth::HostAllowed(std::string_view host_header) const {
@@ -88,11 +103,11 @@ bool Auth::HostAllowed(std::string_view host_header) const {
 }
 
 bool Auth::TokenMatches(std::string_view candidate) const {
-  return ConstantTimeEqual(candidate, token_);
+  return ConstantTimeEqual(candidate, secrets_.token);
 }
 
-std::optional<std::string> Auth::CookieIn(std::string_view header) const {
-  const std::string name = CookieName();
+bool Auth::SessionIn(std::string_view header) const {
+  bool found = false;
   size_t pos = 0;
   while (pos < header.size()) {
     size_t end = header.find(';', pos);
@@ -100,34 +115,51 @@ std::optional<std::string> Auth::CookieIn(std::string_view header) const {
     std::string_view part = header.substr(pos, end - pos);
     while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
     const size_t eq = part.find('=');
-    if (eq != std::string_view::npos && part.substr(0, eq) == name) {
-      return std::string(part.substr(eq + 1));
+    if (eq != std::string_view::npos && part.substr(0, eq) == kCookieName &&
+        ConstantTimeEqual(part.substr(eq + 1), secrets_.session)) {
+      found = true;
     }
     pos = end + 1;
   }
-  return std::nullopt;
+  return found;
 }
 
-std::optional<Auth::Refusal> Auth::Refuse(std::string_view host_header,
-                                         const std::optional<std::string>& token_param,
-                                         std::string_view cookie_header) const {
+bool Auth::UnderRoot(std::string_view path) const {
+  const std::string& root = secrets_.root;
+  return path.substr(0, root.size()) == root && (path.size() == root.size() || path[root.size()] == '/');
+}
+
+Auth::Decision Auth::Decide(std::string_view host_header, std::string_view path,
+                            const std::optional<std::string>& token_param,
+                            std::string_view cookie_header) const {
   if (!HostAllowed(host_header)) {
     const bool v6 = listen_host_.find(':') != std::string::npos;
-    return Refusal{403, "the Host header must name this server's address (" +
-                            (v6 ? "[" + listen_host_ + "]" : listen_host_) + ":" +
-                            std::to_string(port_) + ")"};
+    return {Verdict::kRefuse, 403,
+            "the Host header must name this server's address (" +
+                (v6 ? "[" + listen_host_ + "]" : listen_host_) + ":" + std::to_string(port_) + ")"};
   }
-  if (token_param) {
-    if (TokenMatches(*token_param)) return std::nullopt;
-    return Refusal{401, "wrong token: open the URL `barge ui` printed"};
+  // Outside the root, the same answers as under it: they tell no one
+  // whether a path they guessed is the root.
+  const Decision needs_token{Verdict::kRefuse, 401,
+                             "this dashboard needs its token: open the URL `barge ui` printed (it "
+                             "ends in ?token=...)"};
+  const Decision wrong_token{Verdict::kRefuse, 401,
+                             "wrong token or address: open the URL `barge ui` printed, whole"};
+  if (!UnderRoot(path)) return token_param ? wrong_token : needs_token;
+  if (SessionIn(cookie_header)) return {token_param ? Verdict::kDropToken : Verdict::kServe, 0, ""};
+  if (!token_param) return needs_token;
+  if (!TokenMatches(*token_param)) return wrong_token;
+  if (token_used_) {
+    return {Verdict::kRefuse, 401,
+            "this URL has logged in already, and its token logs in once: open the dashboard in the "
+            "browser that used it, or restart `barge ui` for a new URL"};
   }
-  std::optional<std::string> cookie = CookieIn(cookie_header);
-  if (!cookie || !TokenMatches(*cookie)) {
-    return Refusal{401,
-                   "this dashboard needs its token: open the URL `barge ui` printed (it ends in "
-                   "?token=...)"};
-  }
-  return std::nullopt;
+  return {Verdict::kLogIn, 0, ""};
+}
+
+bool Auth::RedeemToken() {
+  bool unused = false;
+  return token_used_.compare_exchange_strong(unused, true);
 }
 
 std::string Auth::NewCsrf(const std::string& job_id) {

@@ -34,15 +34,16 @@ std::string UrlEncode(std::string_view text) {
   return out;
 }
 
-std::string PageShell(const std::string& title, const std::string& body) {
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+std::string PageShell(const std::string& title, const std::string& body, const std::string& base) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><base href=\"" +
+         HtmlEscape(base) +
+         "\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
          "<title>" +
          HtmlEscape(title) +
-         "</title><link rel=\"stylesheet\" href=\"/static/ui.css\">"
-         "<script src=\"/static/ui.js\" defer></script></head>\n<body>\n"
-         "<header><a href=\"/\" class=\"brand\">barge</a><nav><a href=\"/\" id=\"nav-jobs\">jobs</a>"
-         "<a href=\"/hosts\" id=\"nav-hosts\">hosts</a></nav></header>\n<main>\n" +
+         "</title><link rel=\"stylesheet\" href=\"static/ui.css\">"
+         "<script src=\"static/ui.js\" defer></script></head>\n<body>\n"
+         "<header><a href=\"./\" class=\"brand\">barge</a><nav><a href=\"./\" id=\"nav-jobs\">jobs</a>"
+         "<a href=\"hosts\" id=\"nav-hosts\">hosts</a></nav></header>\n<main>\n" +
          body + "</main>\n</body></html>\n";
 }
 
@@ -84,7 +85,8 @@ h4 { font-size: 13px; margin: 8px 0 4px; font-weight: normal; color: #455a64; }
 }
 
 const std::string& Script() {
-  // Live logs: an EventSource on the stream the page names; each "line"
+  // Live logs: an EventSource on the stream the page names (a relative
+  // URL, resolved against the page's <base>); each "line"
   // event is JSON {rank, role, host, stderr, text}, shown as text (never as
   // HTML). "end" says the job is over: the page reloads to show it. A
   // stream that ends (its lifetime) is resumed by the browser from its

@@ -25,8 +25,9 @@ std::string Exit(const std::optional<int>& code) {
   return code ? std::to_string(*code) : "-";
 }
 
-std::string JobHref(const std::string& id) { return "/jobs/" + UrlEncode(id); }
-std::string ArrayHref(const std::string& id) { return "/arrays/" + UrlEncode(id); }
+// Relative to the page's <base>, the dashboard's root (html.h).
+std::string JobHref(const std::string& id) { return "jobs/" + UrlEncode(id); }
+std::string ArrayHref(const std::string& id) { return "arrays/" + UrlEncode(id); }
 
 std::string JobLink(const std::string& id) {
   return "<a href=\"" + JobHref(id) + "\">" + HtmlEscape(id) + "</a>";
@@ -77,7 +78,7 @@ std::string Ago(TimePoint t, TimePoint now) {
 
 std::string JobsPage(const std::vector<JobRecord>& jobs, const std::vector<fleet::ArrayView>& arrays,
                      const JobsQuery& query, TimePoint now) {
-  std::string b = "<h1>Jobs</h1>\n<form class=\"filter\" method=\"get\" action=\"/\">"
+  std::string b = "<h1>Jobs</h1>\n<form class=\"filter\" method=\"get\" action=\"./\">"
                   "<label>status <select name=\"status\"><option value=\"\">any</option>";
   for (const auto& [value, name] : kJobStatusNames) {
     const std::string s(name);
@@ -108,7 +109,7 @@ std::string JobsPage(const std::vector<JobRecord>& jobs, const std::vector<fleet
   arrays_made_after(std::nullopt);
   b += "</tbody></table>\n";
   if (jobs.empty() && arrays.empty()) b += "<p class=\"muted\">No job matches.</p>\n";
-  return PageShell("barge: jobs", b);
+  return PageShell("barge: jobs", b, "./");  // at ROOT/
 }
 
 std::string ArrayPage(const ArrayPageData& d, TimePoint now) {
@@ -175,7 +176,7 @@ std::string ArrayPage(const ArrayPageData& d, TimePoint now) {
   }
   b += "</tbody></table>\n";
   if (attempts == 0) b += "<p class=\"muted\">No member has started yet.</p>\n";
-  return PageShell("barge: array " + a.id + " (" + a.name + ")", b);
+  return PageShell("barge: array " + a.id + " (" + a.name + ")", b, "../");  // at ROOT/arrays/ID
 }
 
 namespace {
@@ -287,7 +288,7 @@ std::string HostsPage(const HostsPageData& d, TimePoint now) {
   for (const HostUse& u : d.store) b += StoreHostSection(u, d.store_owner, now);
   if (d.store.empty()) b += "<p class=\"muted\" id=\"no-stored-hosts\">No live job holds or waits for a host.</p>\n";
   b += "</div>\n";
-  return PageShell("barge: hosts", b);
+  return PageShell("barge: hosts", b, "./");  // at ROOT/hosts
 }
 
 std::string JobPage(const JobPageData& d, TimePoint now) {
@@ -371,13 +372,30 @@ std::string JobPage(const JobPageData& d, TimePoint now) {
          "</td></tr>\n";
   }
   b += "</tbody></table>\n";
-  return PageShell("barge: job " + j.id + " (" + j.name + ")", b);
+  return PageShell("barge: job " + j.id + " (" + j.name + ")", b, "../");  // at ROOT/jobs/ID
 }
 
-std::string ErrorPage(int code, const std::string& message) {
-  return PageShell("barge: " + std::to_string(code),
-                   "<h1>" + std::to_string(code) + "</h1><p id=\"error\">" + HtmlEscape(message) +
-                       "</p><p><a href=\"/\">jobs</a></p>\n");
+namespace {
+
+// A document without the shell: no stylesheet, script or links.
+std::string BareDocument(const std::string& title, const std::string& head, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">" + head + "<title>" +
+         HtmlEscape(title) + "</title></head>\n<body>\n" + body + "</body></html>\n";
+}
+
+}  // namespace
+
+std::string ErrorPage(int code, const std::string& message, const std::string& root) {
+  const std::string title = "barge: " + std::to_string(code);
+  const std::string body = "<h1>" + std::to_string(code) + "</h1><p id=\"error\">" + HtmlEscape(message) + "</p>";
+  if (root.empty()) return BareDocument(title, "", body + "\n");
+  return PageShell(title, body + "<p><a href=\"./\">jobs</a></p>\n", root + "/");
+}
+
+std::string MoveOnPage(const std::string& url) {
+  const std::string href = HtmlEscape(url);
+  return BareDocument("barge", "<meta http-equiv=\"refresh\" content=\"0; url=" + href + "\">",
+                      "<p>On to <a id=\"move-on\" href=\"" + href + "\">the dashboard</a>.</p>\n");
 }
 
 }  // namespace barge::runner::ui

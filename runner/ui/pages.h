@@ -73,7 +73,18 @@ struct JobPageData {
 // `/jobs/<id>`: status, stop button, nodes, timeline, logs, events.
 std::string JobPage(const JobPageData& data, TimePoint now);
 
-// A small page for a 4xx or 5xx answer.
-std::string ErrorPage(int code, const std::string& message);
+// A small page for a 4xx or 5xx answer. `root`: the dashboard's root
+// (auth.h), for an answer to a request that may see it (the page links to
+// the jobs page); "" for a refused one (a page without links: it names
+// nothing under the root, not even the stylesheet).
+std::string ErrorPage(int code, const std::string& message, const std::string& root);
+
+// The answer to a request that logged in, or that carried the token again:
+// a page that moves the browser on to `url` (the same address without the
+// token) at once, with a meta refresh, and a link. A refresh is a
+// navigation the dashboard's own page starts, so the SameSite=Strict
+// cookie goes with it even when the browser came to the token's URL from
+// another site's link (where a redirect would go without it).
+std::string MoveOnPage(const std::string& url);
 
 }  // namespace barge::runner::ui

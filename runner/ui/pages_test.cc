@@ -32,9 +32,12 @@ TEST(UiHtml, EscapesMarkupAndEncodesUrls) {
   EXPECT_EQ(HtmlEscape("<a href=\"x\">'&'</a>"),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
   EXPECT_EQ(UrlEncode("a b/../c?d=é"), "a%20b%2F..%2Fc%3Fd%3D%C3%A9");
-  const std::string page = PageShell("<t>", "<p>x</p>");
+  const std::string page = PageShell("<t>", "<p>x</p>", "../");
   EXPECT_NE(page.find("<title>&lt;t&gt;</title>"), std::string::npos);
-  EXPECT_NE(page.find("<script src=\"/static/ui.js\" defer></script>"), std::string::npos);
+  // Every link relative to the <base>, which comes before the first.
+  EXPECT_NE(page.find("<head><meta charset=\"utf-8\"><base href=\"../\">"), std::string::npos);
+  EXPECT_NE(page.find("<script src=\"static/ui.js\" defer></script>"), std::string::npos);
+  EXPECT_EQ(page.find("=\"/"), std::string::npos) << page;  // no path from the origin's top
   EXPECT_EQ(page.find("<script>"), std::string::npos);  // no inline script
   EXPECT_EQ(page.find("http"), std::string::npos);      // nothing from another origin
 }
@@ -61,10 +64,10 @@ TEST(UiPages, ARunningJobHasAStopFormWithItsCsrfTokenAndALiveLog) {
   d.csrf = "c5rf";
   d.timeline_svg = "<svg class=\"timeline\"></svg>";
   const std::string html = JobPage(d, At(seconds(5)));
-  EXPECT_NE(html.find("<form class=\"stop\" method=\"post\" action=\"/jobs/ab12/stop\">"
+  EXPECT_NE(html.find("<form class=\"stop\" method=\"post\" action=\"jobs/ab12/stop\">"
                       "<input type=\"hidden\" name=\"csrf\" value=\"c5rf\">"),
             std::string::npos);
-  EXPECT_NE(html.find("data-stream=\"/jobs/ab12/logs/stream\""), std::string::npos);
+  EXPECT_NE(html.find("data-stream=\"jobs/ab12/logs/stream\""), std::string::npos);
   EXPECT_NE(html.find("<svg class=\"timeline\"></svg>"), std::string::npos);
   EXPECT_EQ(html.find("kept-log"), std::string::npos);
 }
@@ -82,8 +85,8 @@ TEST(UiPages, AFinishedJobHasNoStopFormAndShowsAPageOfItsKeptLog) {
   EXPECT_EQ(html.find("class=\"stop\""), std::string::npos);
   EXPECT_EQ(html.find("live-log"), std::string::npos);
   EXPECT_NE(html.find("lines 3\u20134 of 6"), std::string::npos);
-  EXPECT_NE(html.find("href=\"/jobs/ab12?from=0\">older</a>"), std::string::npos);
-  EXPECT_NE(html.find("href=\"/jobs/ab12?from=4\">newer</a>"), std::string::npos);
+  EXPECT_NE(html.find("href=\"jobs/ab12?from=0\">older</a>"), std::string::npos);
+  EXPECT_NE(html.find("href=\"jobs/ab12?from=4\">newer</a>"), std::string::npos);
   EXPECT_NE(html.find("&lt;b&gt;out&lt;/b&gt;"), std::string::npos);
   EXPECT_NE(html.find("<div class=\"stderr\"><span class=\"prefix\">[1 worker h stderr]</span> err</div>"),
             std::string::npos);
@@ -134,7 +137,7 @@ TEST(UiPages, AnArrayIsOneRowWithItsCountsPlacedByItsStartAmongTheJobs) {
   ASSERT_NE(row, std::string::npos) << html;
   EXPECT_LT(html.find("data-id=\"new1\""), row);
   EXPECT_LT(row, html.find("data-id=\"old1\""));
-  EXPECT_NE(html.find("<a href=\"/arrays/arr1\">arr1</a>"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"arrays/arr1\">arr1</a>"), std::string::npos);
   EXPECT_NE(html.find("sweep&lt;1&gt;"), std::string::npos);
   EXPECT_EQ(html.find("sweep<1>"), std::string::npos);
   // As `barge ls`: "array running: running 1, succeeded 1, failed 1, waiting 1", "4 members".
@@ -170,7 +173,7 @@ TEST(UiPages, TheArrayPageListsItsMembersAndEveryAttemptWithItsHostsAndExitCode)
   // Members as `barge ls ARRAY` (the last attempt's job) with the summary's
   // status and duration.
   EXPECT_NE(html.find("<tr class=\"member\" data-index=\"1\" data-status=\"failed\" data-attempts=\"2\">"
-                      "<td class=\"num\">1</td><td><a href=\"/jobs/m1b\">m1b</a></td><td>lr=0.2 tag=&lt;x&gt;</td>"
+                      "<td class=\"num\">1</td><td><a href=\"jobs/m1b\">m1b</a></td><td>lr=0.2 tag=&lt;x&gt;</td>"
                       "<td><span class=\"status status-failed\">failed</span> (2 attempts)</td>"
                       "<td class=\"num\">2</td><td class=\"num\">3</td><td>h1</td><td class=\"num\">8s</td></tr>"),
             std::string::npos)
@@ -184,7 +187,7 @@ TEST(UiPages, TheArrayPageListsItsMembersAndEveryAttemptWithItsHostsAndExitCode)
             std::string::npos);
   EXPECT_NE(html.find("<tr class=\"attempt\" data-index=\"1\" data-attempt=\"2\" data-job=\"m1b\" "
                       "data-status=\"failed\"><td class=\"num\">1</td><td class=\"num\">2</td>"
-                      "<td><a href=\"/jobs/m1b\">m1b</a></td><td><span class=\"status status-failed\">failed</span></td>"
+                      "<td><a href=\"jobs/m1b\">m1b</a></td><td><span class=\"status status-failed\">failed</span></td>"
                       "<td>hostA,host&lt;B&gt;</td><td class=\"num\">3</td>"),
             std::string::npos)
       << html;
@@ -210,7 +213,7 @@ TEST(UiPages, TheHostsPageShowsEachHostsHoldersAndQueueFromTheStoreAndFromTheHos
   d.store = {h1};
   const std::string off = HostsPage(d, At(seconds(90)));
   EXPECT_NE(off.find("<section class=\"host stored\" data-host=\"h1\"><h3>h1</h3>"), std::string::npos);
-  EXPECT_NE(off.find("<tr class=\"hold\" data-job=\"a1\" data-status=\"running\"><td><a href=\"/jobs/a1\">a1</a></td>"
+  EXPECT_NE(off.find("<tr class=\"hold\" data-job=\"a1\" data-status=\"running\"><td><a href=\"jobs/a1\">a1</a></td>"
                      "<td>train&lt;1&gt;</td><td>ann@laptop</td><td><span class=\"status status-running\">running</span></td>"),
             std::string::npos)
       << off;
@@ -248,7 +251,7 @@ TEST(UiPages, TheHostsPageShowsEachHostsHoldersAndQueueFromTheStoreAndFromTheHos
   EXPECT_NE(live.find("As <code>barge hosts --json /x/job.yaml</code> answered at"), std::string::npos);
   EXPECT_NE(live.find("<section class=\"host live\" data-host=\"h1\">"), std::string::npos);
   EXPECT_NE(live.find("<tr class=\"hold\" data-job=\"a1\" data-name=\"barge-hold-host\"><td>hold host</td>"
-                      "<td><a href=\"/jobs/a1\">a1</a></td><td>train&lt;1&gt;</td><td>ann@laptop</td>"
+                      "<td><a href=\"jobs/a1\">a1</a></td><td>train&lt;1&gt;</td><td>ann@laptop</td>"
                       "<td>2024-05-01T12:00:00Z</td><td>all</td><td>2024-05-01T12:11:00Z</td></tr>"),
             std::string::npos)
       << live;
@@ -267,7 +270,41 @@ TEST(UiPages, TheHostsPageShowsEachHostsHoldersAndQueueFromTheStoreAndFromTheHos
   EXPECT_NE(live.find("data-host=\"h3\"><h3>h3</h3>\n<p class=\"free\">free</p>"), std::string::npos);
   EXPECT_EQ(live.find("train<1>"), std::string::npos);
   EXPECT_EQ(live.find("<refused>"), std::string::npos);
-  EXPECT_NE(live.find("<a href=\"/hosts\" id=\"nav-hosts\">hosts</a>"), std::string::npos);
+  EXPECT_NE(live.find("<a href=\"hosts\" id=\"nav-hosts\">hosts</a>"), std::string::npos);
+}
+
+TEST(UiPages, EachPageResolvesItsLinksAgainstTheRootAsSeenFromWhereItIsServed) {
+  JobPageData job;
+  job.job = Job("ab12", "train", JobStatus::kRunning);
+  ArrayPageData array;
+  array.view.array.id = "arr1";
+  // ROOT/jobs/ID and ROOT/arrays/ID are one level below the root;
+  // ROOT/ and ROOT/hosts at it.
+  EXPECT_NE(JobPage(job, At()).find("<base href=\"../\">"), std::string::npos);
+  EXPECT_NE(ArrayPage(array, At()).find("<base href=\"../\">"), std::string::npos);
+  EXPECT_NE(JobsPage({}, {}, JobsQuery{}, At()).find("<base href=\"./\">"), std::string::npos);
+  EXPECT_NE(HostsPage(HostsPageData{}, At()).find("<base href=\"./\">"), std::string::npos);
+  for (const std::string& html : {JobPage(job, At()), JobsPage({}, {}, JobsQuery{}, At())}) {
+    EXPECT_EQ(html.find("=\"/"), std::string::npos) << html;  // every link relative
+  }
+}
+
+TEST(UiPages, AnErrorPageLinksUnderTheRootOnlyWhenGivenOne) {
+  const std::string refused = ErrorPage(401, "needs <token>", "");
+  EXPECT_NE(refused.find("<p id=\"error\">needs &lt;token&gt;</p>"), std::string::npos);
+  EXPECT_EQ(refused.find("href"), std::string::npos) << refused;
+  EXPECT_EQ(refused.find("<base"), std::string::npos);
+  const std::string let_in = ErrorPage(404, "nothing here", "/s/abc");
+  EXPECT_NE(let_in.find("<base href=\"/s/abc/\">"), std::string::npos) << let_in;
+  EXPECT_NE(let_in.find("<a href=\"./\">jobs</a>"), std::string::npos);
+}
+
+TEST(UiPages, TheMoveOnPageRefreshesToTheAddressGivenEscaped) {
+  const std::string html = MoveOnPage("/s/abc/jobs/a\"b");
+  EXPECT_NE(html.find("<meta http-equiv=\"refresh\" content=\"0; url=/s/abc/jobs/a&quot;b\">"), std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<a id=\"move-on\" href=\"/s/abc/jobs/a&quot;b\">"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
 }
 
 }  // namespace

@@ -100,6 +100,10 @@ std::string RequestHead::Field(std::string_view name) const {
   return "";
 }
 
+std::string_view RequestHead::Path() const {
+  return std::string_view(target).substr(0, target.find_first_of("?#"));
+}
+
 std::optional<std::string> RequestHead::QueryParam(std::string_view name) const {
   const size_t q = target.find('?');
   if (q == std::string::npos) return std::nullopt;

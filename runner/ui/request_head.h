@@ -29,6 +29,8 @@ struct RequestHead {
 
   // The first field named `name` (case-insensitive); "" when none.
   std::string Field(std::string_view name) const;
+  // The target up to its query or fragment, as sent (not %XX-decoded).
+  std::string_view Path() const;
   // The first query parameter of the target named `name`, %XX- and
   // '+'-decoded as a form would encode it; nullopt when there is none.
   std::optional<std::string> QueryParam(std::string_view name) const;

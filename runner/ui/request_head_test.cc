@@ -65,5 +65,11 @@ TEST(RequestHead, QueryParamsAreFormDecodedAndTheFirstOfANameWins) {
   EXPECT_EQ(ParseRequestHead("GET /x HTTP/1.1\r\n\r\n").head.QueryParam("token"), std::nullopt);
 }
 
+TEST(RequestHead, ThePathIsTheTargetUpToItsQueryAsSent) {
+  EXPECT_EQ(ParseRequestHead("GET /s/a%62/x?token=1 HTTP/1.1\r\n\r\n").head.Path(), "/s/a%62/x");
+  EXPECT_EQ(ParseRequestHead("GET /s/ab#frag HTTP/1.1\r\n\r\n").head.Path(), "/s/ab");
+  EXPECT_EQ(ParseRequestHead("GET /s/ab/ HTTP/1.1\r\n\r\n").head.Path(), "/s/ab/");
+}
+
 }  // namespace
 }  // namespace barge::runner::ui

@@ -43,7 +43,7 @@ using std::chrono::steady_clock;
 
 constexpr const char* kCsp =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'";
 constexpr milliseconds kStreamPoll{200};
 constexpr std::chrono::seconds kKeepAliveComment{15};
 constexpr size_t kStreamBacklogLines = 500;
@@ -52,10 +52,6 @@ constexpr const char* kJobId = "([A-Za-z0-9][A-Za-z0-9_.-]{0,127})";
 void Html(httplib::Response& res, int status, const std::string& body) {
   res.status = status;
   res.set_content(body, "text/html; charset=utf-8");
-}
-
-void Fail(httplib::Response& res, int status, const std::string& message) {
-  Html(res, status, ErrorPage(status, message));
 }
 
 // The whole response the gate sends for a refusal: the error page with the
@@ -71,7 +67,7 @@ std::string GateAnswer(int status, const std::string& message) {
     case 503: reason = "Service Unavailable"; break;
     default: break;
   }
-  const std::string body = ErrorPage(status, message);
+  const std::string body = ErrorPage(status, message, "");
   return "HTTP/1.1 " + std::to_string(status) + " " + reason +
          "\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\nConnection: close\r\nContent-Security-Policy: " +
@@ -135,6 +131,9 @@ struct UiServer::Impl {
 
   void Routes();
   bool Allowed(const httplib::Request& req, httplib::Response& res);
+  // Answers `status` with an error page: one that links to the dashboard's
+  // root when the request was let in (`let_in`), else a bare one.
+  void Fail(httplib::Response& res, int status, const std::string& message, bool let_in = true);
   void JobsPage(const httplib::Request& req, httplib::Response& res);
   void JobPage(const httplib::Request& req, httplib::Response& res);
   void ArrayPage(const httplib::Request& req, httplib::Response& res);
@@ -145,23 +144,35 @@ struct UiServer::Impl {
   Status SpawnDown(const JobRecord& job);
 };
 
+void UiServer::Impl::Fail(httplib::Response& res, int status, const std::string& message, bool let_in) {
+  Html(res, status, ErrorPage(status, message, let_in ? auth->root() : ""));
+}
+
 bool UiServer::Impl::Allowed(const httplib::Request& req, httplib::Response& res) {
   std::optional<std::string> token;
   if (req.has_param("token")) token = req.get_param_value("token");
-  if (std::optional<Auth::Refusal> no =
-          auth->Refuse(req.get_header_value("Host"), token, req.get_header_value("Cookie"))) {
-    Fail(res, no->status, no->message);
-    return false;
+  auto decide = [&] {
+    return auth->Decide(req.get_header_value("Host"), req.path, token, req.get_header_value("Cookie"));
+  };
+  Auth::Decision d = decide();
+  // Another request used the token first: this one is refused now.
+  if (d.verdict == Auth::Verdict::kLogIn && !auth->RedeemToken()) d = decide();
+  switch (d.verdict) {
+    case Auth::Verdict::kServe:
+      return true;
+    case Auth::Verdict::kRefuse:
+      Fail(res, d.status, d.message, false);
+      return false;
+    case Auth::Verdict::kLogIn:
+      res.set_header("Set-Cookie", auth->SetCookieValue());
+      [[fallthrough]];
+    case Auth::Verdict::kDropToken:
+      // On to the same address without the token (and without the rest of
+      // the query): it leaves the address bar.
+      Html(res, 200, MoveOnPage(req.path == auth->root() ? req.path + "/" : req.path));
+      return false;
   }
-  if (token) {
-    // Hand the token over as a cookie and drop it from the address bar.
-    res.status = 303;
-    res.set_header("Location", req.path.empty() ? "/" : req.path);
-    res.set_header("Set-Cookie", auth->SetCookieValue());
-    res.set_content("", "text/plain");
-    return false;
-  }
-  return true;
+  return false;
 }
 
 void UiServer::Impl::Routes() {
@@ -177,18 +188,19 @@ void UiServer::Impl::Routes() {
     res.set_header("Cache-Control", "no-store");
   });
   server.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request& req, httplib::Response& res) {
+      [this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         std::string message = "error " + std::to_string(res.status);
         if (res.status == 404) message = "nothing here: " + req.path;
         if (res.status == 400) message = "bad request (malformed, or headers too large)";
         if (res.status == 413) message = "request body too large";
         if (res.status == 414) message = "request URI too long";
-        Fail(res, res.status, message);
+        // A 404 passed Allowed; a request cut short before it did not.
+        Fail(res, res.status, message, res.status == 404);
         return httplib::Server::HandlerResponse::Handled;
       }));
   server.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      [this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "internal error";
         try {
           if (ep) std::rethrow_exception(ep);
@@ -196,23 +208,29 @@ void UiServer::Impl::Routes() {
           what += std::string(": ") + e.what();
         } catch (...) {
         }
-        Fail(res, 500, what);
+        Fail(res, 500, what, false);
       });
-  server.Get("/static/ui.css", [](const httplib::Request&, httplib::Response& res) {
+  // Every route is under the root (auth.h); Allowed refuses the rest.
+  const std::string root = auth->root();
+  server.Get(root, [root](const httplib::Request&, httplib::Response& res) {
+    res.status = 303;
+    res.set_header("Location", root + "/");
+  });
+  server.Get(root + "/static/ui.css", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(StyleSheet(), "text/css; charset=utf-8");
   });
-  server.Get("/static/ui.js", [](const httplib::Request&, httplib::Response& res) {
+  server.Get(root + "/static/ui.js", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(Script(), "text/javascript; charset=utf-8");
   });
-  server.Get("/", [this](const httplib::Request& req, httplib::Response& res) { JobsPage(req, res); });
-  server.Get(std::string("/jobs/") + kJobId,
+  server.Get(root + "/", [this](const httplib::Request& req, httplib::Response& res) { JobsPage(req, res); });
+  server.Get(root + "/jobs/" + kJobId,
              [this](const httplib::Request& req, httplib::Response& res) { JobPage(req, res); });
-  server.Get(std::string("/arrays/") + kJobId,
+  server.Get(root + "/arrays/" + kJobId,
              [this](const httplib::Request& req, httplib::Response& res) { ArrayPage(req, res); });
-  server.Get("/hosts", [this](const httplib::Request& req, httplib::Response& res) { HostsPage(req, res); });
-  server.Get(std::string("/jobs/") + kJobId + "/logs/stream",
+  server.Get(root + "/hosts", [this](const httplib::Request& req, httplib::Response& res) { HostsPage(req, res); });
+  server.Get(root + "/jobs/" + kJobId + "/logs/stream",
              [this](const httplib::Request& req, httplib::Response& res) { Stream(req, res); });
-  server.Post(std::string("/jobs/") + kJobId + "/stop",
+  server.Post(root + "/jobs/" + kJobId + "/stop",
               [this](const httplib::Request& req, httplib::Response& res) { StopJob(req, res); });
 }
 
@@ -484,12 +502,12 @@ void UiServer::Impl::StopJob(const httplib::Request& req, httplib::Response& res
   if (!job.ok()) return Fail(res, 404, "no job '" + id + "'");
   if (IsFinal(job->status)) {
     res.status = 303;
-    res.set_header("Location", "/jobs/" + UrlEncode(id));
+    res.set_header("Location", auth->root() + "/jobs/" + UrlEncode(id));
     return;
   }
   if (Status s = SpawnDown(*job); !s.ok()) return Fail(res, 500, s.message());
   res.status = 303;
-  res.set_header("Location", "/jobs/" + UrlEncode(id) + "?stopping=1");
+  res.set_header("Location", auth->root() + "/jobs/" + UrlEncode(id) + "?stopping=1");
 }
 
 Status UiServer::Impl::SpawnDown(const JobRecord& job) {
@@ -531,12 +549,9 @@ Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
     const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     if (n > 0) options.barge_binary.assign(buf, static_cast<size_t>(n));
   }
-  if (options.token.empty()) {
-    options.token = Auth::NewToken();
-    if (options.token.empty()) {
-      return Status::Error("cannot make an access token: neither getrandom nor /dev/urandom gives random bytes");
-    }
-  }
+  Result<AuthSecrets> secrets = AuthSecrets::New(options.token);
+  if (!secrets.ok()) return secrets.status();
+  options.token = secrets->token;
   if (options.threads < options.max_streams + 2) {
     return Status::Error("the dashboard needs at least 2 more threads (" +
                          std::to_string(options.threads) + ") than live streams (" +
@@ -576,7 +591,7 @@ Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
     std::filesystem::remove_all(impl->private_dir);
     return Status::Error("cannot listen on " + impl->socket_path);
   }
-  impl->auth = std::make_unique<Auth>(options.token, options.listen_host, impl->port);
+  impl->auth = std::make_unique<Auth>(std::move(secrets).value(), options.listen_host, impl->port);
   impl->Routes();
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] {
@@ -595,10 +610,11 @@ Result<std::unique_ptr<UiServer>> UiServer::Start(UiOptions options) {
     return Status::Error("the dashboard did not start listening within 10 s");
   }
   raw->gate->Serve(raw->socket_path, [raw](const RequestHead& head) -> std::optional<Gate::Answer> {
-    std::optional<Auth::Refusal> no =
-        raw->auth->Refuse(head.Field("Host"), head.QueryParam("token"), head.Field("Cookie"));
-    if (!no) return std::nullopt;
-    return Gate::Answer{no->status, no->message};
+    // On the path as sent: one whose root is %XX-encoded is refused here.
+    const Auth::Decision d =
+        raw->auth->Decide(head.Field("Host"), head.Path(), head.QueryParam("token"), head.Field("Cookie"));
+    if (d.verdict != Auth::Verdict::kRefuse) return std::nullopt;
+    return Gate::Answer{d.status, d.message};
   }, GateAnswer);
   return server;
 }
@@ -609,11 +625,12 @@ UiServer::~UiServer() { Stop(); }
 
 int UiServer::port() const { return impl_->port; }
 const std::string& UiServer::token() const { return impl_->auth->token(); }
+const std::string& UiServer::root() const { return impl_->auth->root(); }
 
 std::string UiServer::Url() const {
   const std::string& h = impl_->options.listen_host;
   const bool v6 = h.find(':') != std::string::npos;
-  return "http://" + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(impl_->port) +
+  return "http://" + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(impl_->port) + impl_->auth->root() +
          "/?token=" + impl_->auth->token();
 }
 

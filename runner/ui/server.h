@@ -2,19 +2,25 @@
 // store and the kept log files. Pages are server-rendered; the one script
 // and stylesheet are served by barge itself (no CDN: works air-gapped).
 //
-// Routes (every one behind the checks of auth.h; anything else is 404):
-//   GET  /                         jobs table; ?status=S&name=TEXT filter it
-//   GET  /jobs/ID                  one job; ?node=RANK&from=LINE page its kept logs
-//   GET  /arrays/ID                one job array: its members and their attempts
-//   GET  /hosts                    who holds and waits for each host: from the
+// Routes, all under the root, a secret random path of this start ("/s/"
+// and 32 hex digits, auth.h), and behind the checks of auth.h; anything
+// outside the root is 401, anything else under it 404:
+//   GET  ROOT/                     jobs table; ?status=S&name=TEXT filter it
+//   GET  ROOT/jobs/ID              one job; ?node=RANK&from=LINE page its kept logs
+//   GET  ROOT/arrays/ID            one job array: its members and their attempts
+//   GET  ROOT/hosts                who holds and waits for each host: from the
 //                                  store, and from the hosts themselves (with
 //                                  hosts_job_file or hosts_list)
-//   GET  /jobs/ID/logs/stream      server-sent events of a running job's merged
+//   GET  ROOT/jobs/ID/logs/stream  server-sent events of a running job's merged
 //                                  output (?node=RANK; Last-Event-ID resumes)
-//   POST /jobs/ID/stop             `barge down ID` (form field csrf from the page)
-//   GET  /static/ui.css, /static/ui.js
+//   POST ROOT/jobs/ID/stop         `barge down ID` (form field csrf from the page)
+//   GET  ROOT/static/ui.css, ROOT/static/ui.js
+//   GET  ROOT                      303 to ROOT/
+// Any of them with ?token=TOKEN logs in (once, auth.h): it answers with the
+// cookie and a page that moves on to the same path without the query.
 // Every response carries a strict Content-Security-Policy (no inline
-// script or style, nothing from another origin), nosniff, no-referrer,
+// script or style, nothing from another origin, a <base> of its own
+// origin only), nosniff, no-referrer,
 // frame-ancestors none, and Cache-Control: no-store.
 //
 // Connections: the gate (gate.h) owns the public address. It reads each
@@ -46,7 +52,7 @@ struct UiOptions {
   std::string state_dir;
   std::string listen_host = "127.0.0.1";
   int port = 8765;  // 0: any free port
-  std::string token;  // "" = a new random one
+  std::string token;  // logs in once; "" = a new random one
   // The barge binary the stop action runs as `BARGE down ID`.
   std::string barge_binary = "/proc/self/exe";
   int threads = 8;
@@ -76,7 +82,9 @@ class UiServer {
 
   int port() const;
   const std::string& token() const;
-  // http://HOST:PORT/?token=TOKEN
+  // The path everything is served under: "/s/" and 32 hex digits.
+  const std::string& root() const;
+  // http://HOST:PORT/s/HEX/?token=TOKEN, the URL that logs in (once).
   std::string Url() const;
   // Stops listening, ends live streams, joins the threads. Idempotent.
   void Stop();

@@ -96,7 +96,15 @@ class UiServerTest : public ::testing::Test {
     host_ = "127.0.0.1:" + std::to_string(server_->port());
   }
 
-  httplib::Headers Authed() const { return {{"Cookie", "barge_ui_" + std::to_string(server_->port()) + "=tok123"}}; }
+  // The cookie this server hands out for its token, from its first use
+  // ("barge_ui=SESSION"): the test logs in as a browser would.
+  const std::string& Session() {
+    if (session_.empty()) session_ = LogIn(*server_);
+    return session_;
+  }
+  httplib::Headers Authed() { return {{"Cookie", Session()}}; }
+  // `path` under the server's root.
+  std::string P(const std::string& path) const { return server_->root() + path; }
   httplib::Client Client() const {
     httplib::Client c("127.0.0.1", server_->port());
     c.set_read_timeout(10, 0);
@@ -127,82 +135,184 @@ class UiServerTest : public ::testing::Test {
     close(fd);
     return got;
   }
-  std::string Get(const std::string& path) const {
-    return Raw("GET " + path + " HTTP/1.1\r\nHost: " + host_ + "\r\nCookie: barge_ui_" +
-               std::to_string(server_->port()) + "=tok123\r\nConnection: close\r\n\r\n");
+  // GET `path` under the root, logged in.
+  std::string Get(const std::string& path) {
+    return Raw("GET " + P(path) + " HTTP/1.1\r\nHost: " + host_ + "\r\nCookie: " + Session() +
+               "\r\nConnection: close\r\n\r\n");
+  }
+
+  // Logs in to `server` with its token ("tok123"): the name=value of the
+  // cookie it hands out; "" when it hands out none.
+  static std::string LogIn(const UiServer& server) {
+    httplib::Client c("127.0.0.1", server.port());
+    auto res = c.Get(server.root() + "/?token=tok123");
+    if (!res || res->status != 200) return "";
+    const std::string set = res->get_header_value("Set-Cookie");
+    return set.substr(0, set.find(';'));
   }
 
   TempDir dir_;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<UiServer> server_;
   std::string host_;
+  std::string session_;
 };
 
 TEST_F(UiServerTest, ARequestWithoutTheTokenGets401EvenOnLoopback) {
   auto c = Client();
-  for (const char* path : {"/", "/jobs/done1", "/static/ui.js", "/jobs/live1/logs/stream"}) {
+  for (const std::string& path : {P("/"), P("/jobs/done1"), P("/static/ui.js"), P("/jobs/live1/logs/stream"),
+                                  std::string("/"), std::string("/jobs/done1")}) {
     auto res = c.Get(path);
     ASSERT_TRUE(res) << path;
     EXPECT_EQ(res->status, 401) << path;
     EXPECT_EQ(res->body.find("hello from"), std::string::npos);
+    // A refusal names nothing under the root.
+    EXPECT_EQ(res->body.find(server_->root()), std::string::npos) << res->body;
   }
-  auto wrong = c.Get("/", {{"Cookie", "barge_ui_" + std::to_string(server_->port()) + "=tok124"}});
-  ASSERT_TRUE(wrong);
-  EXPECT_EQ(wrong->status, 401);
-  auto wrong_query = c.Get("/?token=nope");
+  // A cookie that holds the token (as before issue #40, named after the
+  // port, or by the session cookie's name) is not the session.
+  for (const std::string& cookie : {"barge_ui_" + std::to_string(server_->port()) + "=tok123",
+                                    std::string("barge_ui=tok123"), std::string("barge_ui=tok124")}) {
+    auto wrong = c.Get(P("/"), {{"Cookie", cookie}});
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(wrong->status, 401) << cookie;
+  }
+  auto wrong_query = c.Get(P("/?token=nope"));
   ASSERT_TRUE(wrong_query);
   EXPECT_EQ(wrong_query->status, 401);
-  auto post = c.Post("/jobs/live1/stop", "csrf=x", "application/x-www-form-urlencoded");
+  EXPECT_FALSE(wrong_query->has_header("Set-Cookie"));
+  auto post = c.Post(P("/jobs/live1/stop"), "csrf=x", "application/x-www-form-urlencoded");
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 401);
 }
 
-TEST_F(UiServerTest, TheTokenInTheUrlSetsAnHttpOnlyStrictCookieAndRedirectsWithoutIt) {
+TEST_F(UiServerTest, TheTokenLogsInOnceWithACookieScopedToTheRootAndMovesOnToTheAddressWithoutIt) {
+  const std::string& root = server_->root();
+  EXPECT_EQ(root.size(), 3u + 32u);
+  EXPECT_EQ(root.substr(0, 3), "/s/");
+  EXPECT_EQ(root.find_first_not_of("0123456789abcdef", 3), std::string::npos) << root;
+  EXPECT_EQ(server_->Url(), "http://" + host_ + root + "/?token=tok123");
   auto c = Client();
-  auto res = c.Get("/jobs/done1?token=tok123");
+  auto res = c.Get(P("/jobs/done1?token=tok123&node=0"));
   ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 303);
-  EXPECT_EQ(res->get_header_value("Location"), "/jobs/done1");
-  EXPECT_EQ(res->get_header_value("Set-Cookie"),
-            "barge_ui_" + std::to_string(server_->port()) + "=tok123; Path=/; HttpOnly; SameSite=Strict");
-  auto page = c.Get("/jobs/done1", Authed());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_FALSE(res->has_header("Location"));
+  const std::string set = res->get_header_value("Set-Cookie");
+  const std::string session = set.substr(0, set.find(';'));
+  ASSERT_EQ(session.size(), std::string("barge_ui=").size() + 64) << set;
+  EXPECT_EQ(session.substr(0, 9), "barge_ui=");
+  EXPECT_NE(session.substr(9), "tok123");
+  // The browser sends it with requests for the root's paths only, on any
+  // port; never to a script; never from another site.
+  EXPECT_EQ(set, session + "; Path=" + root + "; HttpOnly; SameSite=Strict");
+  EXPECT_NE(res->body.find("<meta http-equiv=\"refresh\" content=\"0; url=" + root + "/jobs/done1\">"),
+            std::string::npos)
+      << res->body;
+  EXPECT_EQ(res->body.find("tok123"), std::string::npos);
+  auto page = c.Get(P("/jobs/done1"), {{"Cookie", session}});
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find("hello from done1"), std::string::npos);
+
+  // Used once, the token logs in no one else.
+  auto again = c.Get(P("/?token=tok123"));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 401);
+  EXPECT_FALSE(again->has_header("Set-Cookie"));
+  EXPECT_NE(again->body.find("logs in once"), std::string::npos) << again->body;
+  // The browser that used it, opening the URL again, moves on without it.
+  auto same = c.Get(P("/?token=tok123"), {{"Cookie", session}});
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->status, 200);
+  EXPECT_FALSE(same->has_header("Set-Cookie"));
+  EXPECT_NE(same->body.find("url=" + root + "/\""), std::string::npos) << same->body;
+  // The root without its slash leads to it.
+  auto bare = c.Get(root, {{"Cookie", session}});
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->status, 303);
+  EXPECT_EQ(bare->get_header_value("Location"), root + "/");
+  // On a connection the gate let in, each later request is checked too.
+  httplib::Client kept("127.0.0.1", server_->port());
+  kept.set_keep_alive(true);
+  auto first = kept.Get(P("/"), {{"Cookie", session}});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  auto second = kept.Get(P("/?token=tok123"));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 401);
+}
+
+TEST_F(UiServerTest, AnotherPortsListenerGetsNothingThatAuthenticatesHere) {
+  // A second dashboard, on another port, with the same token (as from one
+  // --token-file): its root and session are its own.
+  UiOptions options;
+  options.state_dir = dir_.path();
+  options.port = 0;
+  options.token = "tok123";
+  options.threads = 4;
+  options.max_streams = 1;
+  auto other = UiServer::Start(options);
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  EXPECT_NE((*other)->root(), server_->root());
+  const std::string here = Session();
+  ASSERT_FALSE(here.empty());
+  // What a browser sends another port: this dashboard's cookie only with
+  // a request for this root's paths (the cookie's Path), and neither
+  // that path nor the cookie lets it in there.
+  httplib::Client to_other("127.0.0.1", (*other)->port());
+  const httplib::Headers host = {{"Host", "127.0.0.1:" + std::to_string((*other)->port())}};
+  for (const std::string& path : {P("/"), (*other)->root() + "/", std::string("/")}) {
+    httplib::Headers h = host;
+    h.emplace("Cookie", here);
+    auto res = to_other.Get(path, h);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 401) << path;
+  }
+  // Logging in here did not use the other's token, nor the other's here.
+  const std::string there = LogIn(**other);
+  ASSERT_FALSE(there.empty());
+  EXPECT_NE(there, here);
+  auto c = Client();
+  auto theirs = c.Get(P("/"), {{"Cookie", there}});
+  ASSERT_TRUE(theirs);
+  EXPECT_EQ(theirs->status, 401);
 }
 
 TEST_F(UiServerTest, AWrongHostHeaderIsRefusedEvenWithTheToken) {
   auto c = Client();
-  httplib::Headers h = Authed();
-  h.emplace("Host", "rebind.example:" + std::to_string(server_->port()));
-  auto res = c.Get("/", h);
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 403);
-  EXPECT_NE(res->body.find("Host header"), std::string::npos);
-  // And with the token in the URL: no cookie is handed out.
-  auto query = c.Get("/?token=tok123", {{"Host", "rebind.example"}});
+  // With the token in the URL: no cookie is handed out, and the token is
+  // not used up.
+  auto query = c.Get(P("/?token=tok123"), {{"Host", "rebind.example"}});
   ASSERT_TRUE(query);
   EXPECT_EQ(query->status, 403);
   EXPECT_FALSE(query->has_header("Set-Cookie"));
+  ASSERT_FALSE(Session().empty()) << "the refused request used the token up";
+  httplib::Headers h = Authed();
+  h.emplace("Host", "rebind.example:" + std::to_string(server_->port()));
+  auto res = c.Get(P("/"), h);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403);
+  EXPECT_NE(res->body.find("Host header"), std::string::npos);
 }
 
 TEST_F(UiServerTest, PagesCarryAStrictContentSecurityPolicy) {
   auto c = Client();
   for (const char* path : {"/", "/jobs/done1", "/jobs/nope", "/static/ui.css"}) {
-    auto res = c.Get(path, Authed());
+    auto res = c.Get(P(path), Authed());
     ASSERT_TRUE(res) << path;
     const std::string csp = res->get_header_value("Content-Security-Policy");
     EXPECT_NE(csp.find("default-src 'none'"), std::string::npos) << path;
     EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << path;
     EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << path;
+    EXPECT_NE(csp.find("base-uri 'self'"), std::string::npos) << path;
     EXPECT_EQ(res->get_header_value("X-Content-Type-Options"), "nosniff");
   }
-  auto jobs = c.Get("/", Authed());
+  auto jobs = c.Get(P("/"), Authed());
   ASSERT_TRUE(jobs);
   EXPECT_EQ(jobs->status, 200);
   EXPECT_NE(jobs->body.find("data-id=\"done1\""), std::string::npos);
   EXPECT_NE(jobs->body.find("data-id=\"live1\""), std::string::npos);
-  auto filtered = c.Get("/?status=running", Authed());
+  auto filtered = c.Get(P("/?status=running"), Authed());
   ASSERT_TRUE(filtered);
   EXPECT_EQ(filtered->body.find("data-id=\"done1\""), std::string::npos);
   EXPECT_NE(filtered->body.find("data-id=\"live1\""), std::string::npos);
@@ -239,29 +349,37 @@ TEST_F(UiServerTest, BadPathsAndBadRequestsGetA4xxAndTheServerKeepsServing) {
   EXPECT_EQ(long_uri.substr(0, 10), "HTTP/1.1 4") << long_uri.substr(0, 200);
   const std::string garbage = Raw("\x01\x02 nonsense\r\n\r\n");
   EXPECT_EQ(garbage.substr(0, 10), "HTTP/1.1 4") << garbage.substr(0, 200);
+  // Outside the root, the session cookie lets nothing in: a browser never
+  // sends it there.
+  for (const std::string& path : {std::string("/"), std::string("/etc/passwd"), std::string("/jobs/done1"),
+                                   server_->root() + "x/", "/x" + server_->root() + "/"}) {
+    const std::string got = Raw("GET " + path + " HTTP/1.1\r\nHost: " + host_ + "\r\nCookie: " + Session() +
+                                "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 401") << path << "\n" << got.substr(0, 200);
+  }
   // Still serving.
   EXPECT_EQ(Get("/").substr(0, 12), "HTTP/1.1 200");
 }
 
 TEST_F(UiServerTest, StopNeedsTheCsrfTokenOfThatJobsPage) {
   auto c = Client();
-  auto res = c.Post("/jobs/live1/stop", Authed(), "csrf=forged", "application/x-www-form-urlencoded");
+  auto res = c.Post(P("/jobs/live1/stop"), Authed(), "csrf=forged", "application/x-www-form-urlencoded");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 403);
-  auto page = c.Get("/jobs/live1", Authed());
+  auto page = c.Get(P("/jobs/live1"), Authed());
   ASSERT_TRUE(page);
   const std::string marker = "name=\"csrf\" value=\"";
   const size_t at = page->body.find(marker);
   ASSERT_NE(at, std::string::npos);
   const std::string csrf = page->body.substr(at + marker.size(), 64);
-  auto other = c.Post("/jobs/done1/stop", Authed(), "csrf=" + csrf, "application/x-www-form-urlencoded");
+  auto other = c.Post(P("/jobs/done1/stop"), Authed(), "csrf=" + csrf, "application/x-www-form-urlencoded");
   ASSERT_TRUE(other);
   EXPECT_EQ(other->status, 403);  // bound to live1's page
-  auto ok = c.Post("/jobs/live1/stop", Authed(), "csrf=" + csrf, "application/x-www-form-urlencoded");
+  auto ok = c.Post(P("/jobs/live1/stop"), Authed(), "csrf=" + csrf, "application/x-www-form-urlencoded");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 303);
-  EXPECT_EQ(ok->get_header_value("Location"), "/jobs/live1?stopping=1");
-  auto get = c.Get("/jobs/live1/stop", Authed());
+  EXPECT_EQ(ok->get_header_value("Location"), P("/jobs/live1?stopping=1"));
+  auto get = c.Get(P("/jobs/live1/stop"), Authed());
   ASSERT_TRUE(get);
   EXPECT_EQ(get->status, 404);  // only a POST stops
 }
@@ -271,7 +389,7 @@ TEST_F(UiServerTest, TheLiveStreamSendsAppendedLinesAndEndsWhenTheJobEnds) {
   std::atomic<bool> done{false};
   std::thread reader([&] {
     auto c = Client();
-    auto res = c.Get("/jobs/live1/logs/stream", Authed(),
+    auto res = c.Get(P("/jobs/live1/logs/stream"), Authed(),
                      [&](const char* data, size_t n) {
                        received.append(data, n);
                        return true;
@@ -283,7 +401,7 @@ TEST_F(UiServerTest, TheLiveStreamSendsAppendedLinesAndEndsWhenTheJobEnds) {
   // The cap is one stream: a second gets 503 while the first runs.
   {
     auto c = Client();
-    auto res = c.Get("/jobs/live1/logs/stream", Authed());
+    auto res = c.Get(P("/jobs/live1/logs/stream"), Authed());
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 503);
   }
@@ -300,7 +418,7 @@ TEST_F(UiServerTest, TheLiveStreamSendsAppendedLinesAndEndsWhenTheJobEnds) {
   EXPECT_NE(received.find("event: end\ndata: succeeded"), std::string::npos) << received;
   // The stream's slot is free again.
   auto c = Client();
-  auto again = c.Get("/jobs/done1/logs/stream", Authed());
+  auto again = c.Get(P("/jobs/done1/logs/stream"), Authed());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->status, 200);
   EXPECT_NE(again->body.find("event: end"), std::string::npos);
@@ -319,7 +437,7 @@ TEST_F(UiServerTest, AStreamResumedFromTheLogsStartSendsAtMostThePagesLiveLinesO
   auto c = Client();
   httplib::Headers headers = Authed();
   headers.emplace("Last-Event-ID", "0:0");
-  auto res = c.Get("/jobs/done1/logs/stream", headers);
+  auto res = c.Get(P("/jobs/done1/logs/stream"), headers);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   size_t events = 0;
@@ -399,7 +517,7 @@ TEST_F(UiServerTest, AnArrayIsOneRowOnTheJobsPageAndHasAPageOfItsMembersAndAttem
   ASSERT_TRUE(store_->CreateJob(plain).ok());
 
   auto c = Client();
-  auto jobs = c.Get("/", Authed());
+  auto jobs = c.Get(P("/"), Authed());
   ASSERT_TRUE(jobs);
   EXPECT_EQ(jobs->status, 200);
   EXPECT_NE(jobs->body.find("<tr class=\"array\" data-id=\"arr1\" data-status=\"running\" data-size=\"3\" "
@@ -411,15 +529,15 @@ TEST_F(UiServerTest, AnArrayIsOneRowOnTheJobsPageAndHasAPageOfItsMembersAndAttem
   // The members' jobs are the array's row, not rows of their own.
   EXPECT_EQ(jobs->body.find("data-id=\"done1\""), std::string::npos);
   EXPECT_EQ(jobs->body.find("data-id=\"live1\""), std::string::npos);
-  auto filtered = c.Get("/?name=swe", Authed());
+  auto filtered = c.Get(P("/?name=swe"), Authed());
   ASSERT_TRUE(filtered);
   EXPECT_NE(filtered->body.find("data-id=\"arr1\""), std::string::npos);
   EXPECT_EQ(filtered->body.find("data-id=\"plain1\""), std::string::npos);
-  auto done_only = c.Get("/?status=succeeded", Authed());
+  auto done_only = c.Get(P("/?status=succeeded"), Authed());
   ASSERT_TRUE(done_only);
   EXPECT_EQ(done_only->body.find("data-id=\"arr1\""), std::string::npos);
 
-  auto page = c.Get("/arrays/arr1", Authed());
+  auto page = c.Get(P("/arrays/arr1"), Authed());
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find("<p id=\"array-counts\">members: running 1, succeeded 1, waiting 1"), std::string::npos);
@@ -433,12 +551,12 @@ TEST_F(UiServerTest, AnArrayIsOneRowOnTheJobsPageAndHasAPageOfItsMembersAndAttem
             std::string::npos)
       << page->body;
   EXPECT_NE(page->body.find("data-job=\"live1\" data-status=\"running\""), std::string::npos);
-  EXPECT_NE(page->body.find("<td><a href=\"/jobs/live1\">live1</a></td><td><span class=\"status status-running\">"
+  EXPECT_NE(page->body.find("<td><a href=\"jobs/live1\">live1</a></td><td><span class=\"status status-running\">"
                             "running</span></td><td>local</td>"),
             std::string::npos);
   // A member whose job waits for hosts shows waiting.
   ASSERT_TRUE(store_->SetStatus("live1", JobStatus::kWaiting, std::nullopt, "for local").ok());
-  auto waiting = c.Get("/arrays/arr1", Authed());
+  auto waiting = c.Get(P("/arrays/arr1"), Authed());
   ASSERT_TRUE(waiting);
   EXPECT_NE(waiting->body.find("members: succeeded 1, waiting 2"), std::string::npos);
 
@@ -461,7 +579,7 @@ TEST_F(UiServerTest, TheHostsPageShowsWhoHoldsAndWaitsForEachHostFromTheStore) {
   ASSERT_TRUE(store_->UpsertHost({"wait1", 0, "local", "", std::nullopt}).ok());
   ASSERT_TRUE(store_->AddEvent("wait1", "waiting", std::nullopt, "for local (held by live1)").ok());
   auto c = Client();
-  auto page = c.Get("/hosts", Authed());
+  auto page = c.Get(P("/hosts"), Authed());
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find("<section class=\"host stored\" data-host=\"local\">"), std::string::npos) << page->body;
@@ -496,7 +614,7 @@ TEST_F(UiServerTest, GivenHostsTheHostsPageAlsoShowsWhatBargeHostsReadsFromThem)
   ASSERT_TRUE(server.ok()) << server.status().message();
   httplib::Client c("127.0.0.1", (*server)->port());
   c.set_read_timeout(30, 0);
-  auto page = c.Get("/hosts", {{"Cookie", "barge_ui_" + std::to_string((*server)->port()) + "=tok123"}});
+  auto page = c.Get((*server)->root() + "/hosts", {{"Cookie", LogIn(**server)}});
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find("As <code>barge hosts --json --hosts local</code> answered"), std::string::npos)

@@ -30,7 +30,8 @@ inline constexpr size_t kMinTokenLength = 32;
 [[nodiscard]] Result<std::string> ResolveToken(const std::string& cli_token, const std::string& token_file);
 
 // `barge ui`: serves until SIGINT or SIGTERM. Prints the URL with the
-// token to `out` first (one line: "barge ui: http://127.0.0.1:8765/?token=...").
+// token to `out` first (one line: "barge ui: http://127.0.0.1:8765/s/HEX/?token=...";
+// the token in it logs in once).
 int UiCommand(const UiOptions& options, std::FILE* out, std::FILE* err = stderr);
 
 // `barge show JOB --timeline`: the job's timeline as text bars.
