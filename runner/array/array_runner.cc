@@ -285,7 +285,7 @@ void ArrayRun::Announce() {
   }
   std::fprintf(stderr, "barge: array %s (%s): %zu member(s), %zu to run, at most %zu at once, %s; logs in %s\n",
                array_id_.c_str(), spec_.name.c_str(), members_.size(), waiting_.size(), at_once_, each.c_str(),
-               (options_.state_dir + "/runs/<member job id>").c_str());
+               RunDir(options_.state_dir, "<member job id>").c_str());
   events_.ArrayStarted(static_cast<int>(members_.size()), static_cast<int>(waiting_.size()),
                        static_cast<int>(at_once_), WallNow());
   echo_out_ = options_.echo && options_.events != stdout;
@@ -748,7 +748,7 @@ Status CreateArrayRecord(const std::string& state_dir, const JobSpec& spec, cons
   a.params_json = ParamsToJson(params);
   a.created = WallNow();
   a.controller_pid = static_cast<int>(getpid());
-  a.run_dir = state_dir + "/runs/" + array_id;
+  a.run_dir = RunDir(state_dir, array_id);
   std::vector<MemberRecord> members;
   for (size_t i = 0; i < params.rows.size(); ++i) {
     MemberRecord m;

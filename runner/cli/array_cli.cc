@@ -116,7 +116,7 @@ int RemoveArrayRecords(ArrayStore& store, const std::string& state_dir, const Ar
   // The controller's own run directory (controller.log of a detached array),
   // only where barge makes it.
   std::error_code ec;
-  const std::filesystem::path own = std::filesystem::path(state_dir) / "runs" / a.id;
+  const std::filesystem::path own = RunDir(state_dir, a.id);
   if (!a.run_dir.empty() && std::filesystem::path(a.run_dir).lexically_normal() == own.lexically_normal()) {
     std::filesystem::remove_all(own, ec);
     if (ec) return SayFailure(stderr, "cannot remove " + own.string() + ": " + ec.message());
@@ -135,7 +135,7 @@ int Launch(const JobSpec& spec, const ArrayParams& params, const std::string& ar
   options.spec_text = spec_text;
   options.events = events;
   if (!detach) return RunArray(spec, params, array_id, options);
-  const std::string run_dir = options.state_dir + "/runs/" + array_id;
+  const std::string run_dir = RunDir(options.state_dir, array_id);
   if (Status s = MakeDirs(run_dir); !s.ok()) return SayFailure(stderr, s.message());
   Result<pid_t> spawned = SpawnDetached(run_dir + "/controller.log", [&] {
     // Events on stdout go to the controller's log like everything else.

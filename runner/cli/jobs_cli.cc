@@ -17,6 +17,7 @@
 #include "runner/console/time_format.h"
 #include "runner/controller/slurm_run.h"
 #include "runner/store/job_lookup.h"
+#include "runner/store/state_dir.h"
 
 namespace barge::runner {
 
@@ -74,7 +75,7 @@ std::string ShortImageId(const std::string& id) {
 // resolved), so removing it can never reach anything barge did not make.
 bool InsideRuns(const std::string& state_dir, const std::string& run_dir) {
   std::error_code ec;
-  fs::path runs = fs::weakly_canonical(fs::path(state_dir) / "runs", ec);
+  fs::path runs = fs::weakly_canonical(RunsDir(state_dir), ec);
   if (ec) return false;
   fs::path dir = fs::weakly_canonical(run_dir, ec);
   if (ec) return false;

@@ -240,7 +240,7 @@ int WaitUntilRunning(const std::string& state_dir, const std::string& job_id, pi
 // cannot be made or the process cannot be spawned.
 int RunDetached(const JobSpec& spec, const cluster::PlanInput& input, const std::string& job_id,
                 ControllerOptions options) {
-  const std::string run_dir = options.state_dir + "/runs/" + job_id;
+  const std::string run_dir = RunDir(options.state_dir, job_id);
   if (Status s = MakeDirs(run_dir); !s.ok()) {
     std::fprintf(stderr, "barge: %s\n", s.message().c_str());
     return kExitBargeFailure;

@@ -27,8 +27,7 @@ std::vector<NodeState*> Artifacts::ArtifactNodes(const ArtifactSpec& a) {
 
 void Artifacts::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSpec& a,
                               std::function<void()> done) {
-  const std::string dest = options_.state_dir + "/runs/" + plan_.job_id + "/artifacts/" +
-                           std::to_string(n.plan->rank);
+  const std::string dest = RunDir(options_.state_dir, plan_.job_id) + "/artifacts/" + std::to_string(n.plan->rank);
   if (Status s = MakeDirs(dest); !s.ok()) {
     Say(s.message());
     done();
@@ -97,7 +96,7 @@ void Artifacts::FinalArtifacts() {
   if (!RunUntil([&] { return pending == 0; }, Now() + seconds(600))) {
     Say("copying artifacts did not finish within 600 s");
   } else if (pending == 0) {
-    Say("artifacts copied to " + options_.state_dir + "/runs/" + plan_.job_id + "/artifacts");
+    Say("artifacts copied to " + RunDir(options_.state_dir, plan_.job_id) + "/artifacts");
   }
 }
 

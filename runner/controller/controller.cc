@@ -53,7 +53,7 @@ int Controller::Run() {
   job.created = WallNow();
   job.controller_pid = static_cast<int>(getpid());
   job.nodes = static_cast<int>(plan_.nodes.size());
-  job.run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  job.run_dir = RunDir(options_.state_dir, plan_.job_id);
   if (Status s = options_.job_created ? store_->SetStatus(job.id, JobStatus::kPreflight) : store_->CreateJob(job);
       !s.ok()) {
     Say(s.message());
@@ -116,7 +116,7 @@ int Controller::Execute() {
   if (Status s = holds_.SecureHolds(); !s.ok()) {
     return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
   }
-  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  const std::string run_dir = RunDir(options_.state_dir, plan_.job_id);
   if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message(), kExitBargeFailure);
   for (const cluster::LaunchStage& stage : plan_.stages) {
     if (stage.gate.kind != cluster::ReadinessProbe::Kind::kLog) continue;
@@ -232,7 +232,7 @@ Status Controller::Launch() {
   fault_.reset();
   tearing_down_ = false;
 
-  const std::string run_dir = options_.state_dir + "/runs/" + plan_.job_id;
+  const std::string run_dir = RunDir(options_.state_dir, plan_.job_id);
   std::vector<LogSink::Node> sink_nodes = MakeNodeStates();
   Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo, options_.stdio);
   if (!sink.ok()) return sink.status();

@@ -21,6 +21,7 @@
 #include "runner/remote/slurm.h"
 #include "runner/store/host_faults.h"
 #include "runner/store/job_store.h"
+#include "runner/store/state_dir.h"
 #include "ssh/event_loop.h"
 
 namespace barge::runner {
@@ -400,7 +401,7 @@ int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const Cont
     job.created = WallNow();
     job.controller_pid = static_cast<int>(getpid());
     job.nodes = static_cast<int>(plan->nodes.size());
-    job.run_dir = options.state_dir + "/runs/" + job_id;
+    job.run_dir = RunDir(options.state_dir, job_id);
     if (Status s = store.CreateJob(job); !s.ok()) {
       Say(s.message());
       return kExitBargeFailure;

@@ -20,6 +20,7 @@
 #include "runner/remote/reap.h"
 #include "runner/logs/kept_lines.h"
 #include "runner/store/job_store.h"
+#include "runner/store/state_dir.h"
 #include "runner/logs/log_sink.h"
 #include "runner/console/signals.h"
 
@@ -149,7 +150,7 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
   }
 
   Result<std::unique_ptr<LogSink>> sink =
-      LogSink::Open(options_.state_dir + "/runs/" + plan_.job_id, sink_nodes, options_.echo, options_.stdio);
+      LogSink::Open(RunDir(options_.state_dir, plan_.job_id), sink_nodes, options_.echo, options_.stdio);
   if (!sink.ok()) {
     Say(sink.status().message());
     return kExitBargeFailure;

@@ -24,6 +24,10 @@ std::string StateDir() {
   return ExpandHome("~/.local/state/barge");
 }
 
+std::string RunsDir(const std::string& state_dir) { return state_dir + "/runs"; }
+
+std::string RunDir(const std::string& state_dir, const std::string& id) { return RunsDir(state_dir) + "/" + id; }
+
 Status MakeDirs(const std::string& path) {
   if (path.empty()) return Status::Error("empty directory path");
   for (size_t pos = 1; pos <= path.size(); ++pos) {

@@ -12,6 +12,13 @@ namespace barge::runner {
 // The state directory's path (not created).
 std::string StateDir();
 
+// STATE/runs: the parent of every run directory (not created).
+std::string RunsDir(const std::string& state_dir);
+// STATE/runs/<id>: the run directory of job (or job array) `id`, where its
+// per-node logs, its artifacts and a detached controller's log go (not
+// created). The one place that path is built.
+std::string RunDir(const std::string& state_dir, const std::string& id);
+
 // Creates `path` and its parents, each new directory mode 0700.
 [[nodiscard]] Status MakeDirs(const std::string& path);
 

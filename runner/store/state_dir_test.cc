@@ -57,5 +57,10 @@ TEST_F(PermissiveUmask, LogFilesAreMode0600) {
   EXPECT_EQ(ModeOf(dir_ + "/runs/x/1-h2.log"), 0600);
 }
 
+TEST(RunDir, IsTheJobsIdUnderRunsInTheStateDirectory) {
+  EXPECT_EQ(RunsDir("/state"), "/state/runs");
+  EXPECT_EQ(RunDir("/state", "a1b2c3d4"), "/state/runs/a1b2c3d4");
+}
+
 }  // namespace
 }  // namespace barge::runner
