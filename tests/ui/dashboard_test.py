@@ -15,8 +15,13 @@ and one that prints a line every 0.2 s per node until it is stopped. Then
   - the running job's timeline SVG has one row per node,
   - live log lines appear while the job runs,
   - the stop button ends the job (and its containers are gone),
-and plain HTTP checks that a request without the token gets 401 (on
-loopback too) and one with a wrong Host header is refused.
+and plain HTTP checks that a request without the token (or outside the
+dashboard's secret root path) gets 401, on loopback too, and one with a
+wrong Host header is refused. The printed URL (ROOT/?token=TOKEN, ROOT being
+/s/ and 32 hex digits, new per start) logs the browser in once: it gets
+the cookie barge_ui (Path=ROOT, HttpOnly, SameSite=Strict) and moves on to
+ROOT/ without the token; the same URL from a client without the cookie
+gets 401 after that.
 Screenshots go to OUT_DIR (under the build directory).
 
 Usage: dashboard_test.py --barge BARGE --source SOURCE_DIR --out OUT_DIR
@@ -181,22 +186,27 @@ def main():
         ui = subprocess.Popen([args.barge, "ui", "--listen", "127.0.0.1:0", "--hosts", "local"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = ui.stdout.readline()
-        m = re.match(r"barge ui: (http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))$", line.strip())
+        # http://127.0.0.1:PORT/s/HEX/?token=TOKEN: everything is served
+        # under the root /s/HEX, new at each start.
+        m = re.match(r"barge ui: (http://127\.0\.0\.1:(\d+)(/s/[0-9a-f]{32})/\?token=([0-9a-f]{64}))$",
+                     line.strip())
         if not m:
             die(f"barge ui printed {line!r}, not its URL")
-        url, port, token = m.group(1), int(m.group(2)), m.group(3)
+        url, port, root, token = m.group(1), int(m.group(2)), m.group(3), m.group(4)
         host = f"127.0.0.1:{port}"
+        base = f"http://{host}{root}"  # the dashboard's pages are under it
 
-        # Refusals, on loopback.
+        # Refusals, on loopback (none of them uses the token up).
         status, _ = http_status(port, "/", {"Host": host})
-        check(status == 401, f"a request without the token gets 401 (got {status})")
-        status, _ = http_status(port, f"/jobs/{live_id}", {"Host": host, "Cookie": f"barge_ui_{port}=wrong"})
-        check(status == 401, f"a request with a wrong token cookie gets 401 (got {status})")
-        status, _ = http_status(port, f"/?token={token}", {"Host": f"rebind.example:{port}"})
+        check(status == 401, f"a request outside the root gets 401 (got {status})")
+        status, _ = http_status(port, f"/?token={token}", {"Host": host})
+        check(status == 401, f"the token outside the root gets 401 (got {status})")
+        status, _ = http_status(port, f"{root}/", {"Host": host})
+        check(status == 401, f"a request under the root without the token gets 401 (got {status})")
+        status, _ = http_status(port, f"{root}/jobs/{live_id}", {"Host": host, "Cookie": "barge_ui=wrong"})
+        check(status == 401, f"a request with a wrong session cookie gets 401 (got {status})")
+        status, _ = http_status(port, f"{root}/?token={token}", {"Host": f"rebind.example:{port}"})
         check(status == 403, f"a request with a wrong Host header is refused, token or not (got {status})")
-        status, body = http_status(port, "/jobs/../../etc/passwd",
-                                   {"Host": host, "Cookie": f"barge_ui_{port}={token}"})
-        check(status == 404 and "root:" not in body, f"/jobs/../../etc/passwd gets 404 (got {status})")
 
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
@@ -219,12 +229,31 @@ def main():
             found = d.find_elements(By.ID, "job-status")
             return found[0].get_attribute("data-status") if found else None
 
-        driver.get(url)  # sets the cookie, redirects to /
+        # The token logs in once: the answer sets the cookie and
+        # meta-refreshes to ROOT/ without the token.
+        driver.get(url)
+        wait.until(lambda d: d.current_url == base + "/")
+        wait.until(lambda d: d.find_elements(By.ID, "jobs"))
+        check("token=" not in driver.current_url and token not in driver.current_url,
+              f"the login moves on to the root without the token ({driver.current_url})")
+        cookie = driver.get_cookie("barge_ui")
+        check(cookie is not None and cookie.get("path") == root and cookie.get("httpOnly")
+              and cookie.get("sameSite") == "Strict",
+              f"the browser holds barge_ui with Path=ROOT, HttpOnly, SameSite=Strict ({cookie})")
+        check(cookie is None or token not in cookie.get("value", ""), "the cookie does not hold the token")
+        session = cookie["value"] if cookie else ""
+        status, _ = http_status(port, f"{root}/?token={token}", {"Host": host})
+        check(status == 401, f"the spent token URL from a client without the cookie gets 401 (got {status})")
+        status, body = http_status(port, f"{root}/jobs/../../etc/passwd",
+                                   {"Host": host, "Cookie": f"barge_ui={session}"})
+        check(status == 404 and "root:" not in body, f"ROOT/jobs/../../etc/passwd gets 404 (got {status})")
+        status, _ = http_status(port, f"{root}/jobs/{done_id}", {"Host": host, "Cookie": f"barge_ui={session}"})
+        check(status == 200, f"the session cookie alone serves a page under the root (got {status})")
+
         rows = {r.get_attribute("data-id"): r.get_attribute("data-status")
                 for r in driver.find_elements(By.CSS_SELECTOR, "#jobs tr.job")}
         check(rows.get(done_id) == "succeeded", f"the jobs page lists the finished job {done_id} as succeeded ({rows})")
         check(rows.get(live_id) == "running", f"the jobs page lists the running job {live_id} as running")
-        check("token=" not in driver.current_url, "the token is gone from the address bar")
         check(not member_jobs & set(rows), f"the array's member jobs are not rows of their own ({member_jobs & set(rows)})")
         arows = driver.find_elements(By.CSS_SELECTOR, "#jobs tr.array")
         check([r.get_attribute("data-id") for r in arows] == [array_id],
@@ -280,7 +309,7 @@ def main():
               f"the hosts page shows, from the host itself, the running job's hold and lease ({what})")
         check(not driver.find_elements(By.ID, "live-error"), "barge hosts answered for the hosts page")
         driver.save_screenshot(os.path.join(args.out, "hosts.png"))
-        driver.get(f"http://{host}/jobs/{live_id}")
+        driver.get(f"{base}/jobs/{live_id}")
 
         wait.until(lambda d: d.find_elements(By.ID, "live-log"))
         tl_rows = driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.tl-row")
@@ -318,7 +347,7 @@ def main():
 
         # Stopped, it holds the host no more: neither in the store nor on the host.
         def host_freed(d):
-            d.get(f"http://{host}/hosts")
+            d.get(f"{base}/hosts")
             return (not d.find_elements(By.CSS_SELECTOR, f'tr.hold[data-job="{live_id}"]')
                     and d.find_elements(By.CSS_SELECTOR, 'section.host.live[data-host="local"]'))
         try:
@@ -327,7 +356,7 @@ def main():
         except Exception:
             check(False, "once stopped, the job holds the local host no more on the hosts page")
 
-        driver.get(f"http://{host}/jobs/{done_id}")
+        driver.get(f"{base}/jobs/{done_id}")
         tl_rows = driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.tl-row")
         check(len(tl_rows) == 2, f"the finished job's timeline has 2 rows ({len(tl_rows)})")
         text = driver.find_element(By.ID, "kept-log").text
