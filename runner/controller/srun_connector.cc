@@ -15,9 +15,18 @@ class SrunExecutor : public ssh::Executor {
   SrunExecutor(std::shared_ptr<ssh::Executor> submit, std::string slurm_id, std::string node)
       : submit_(std::move(submit)), slurm_id_(std::move(slurm_id)), node_(std::move(node)) {}
 
+  // The step's command line holds no part of `command_line`: it goes first
+  // on the step's stdin (slurm::SrunLine), ahead of whatever the caller
+  // writes there.
   Result<std::unique_ptr<ssh::Command>> Start(const std::string& command_line,
                                               ssh::CommandCallbacks callbacks) override {
-    return submit_->Start(slurm::SrunLine(slurm_id_, node_, command_line), std::move(callbacks));
+    if (command_line.find('\0') != std::string::npos) {
+      return Status::Error(label() + ": the command line contains a NUL byte");
+    }
+    Result<std::unique_ptr<ssh::Command>> step =
+        submit_->Start(slurm::SrunLine(slurm_id_, node_), std::move(callbacks));
+    if (step.ok()) (*step)->WriteStdin(slurm::SrunStdinLine(command_line));
+    return step;
   }
   std::string label() const override { return node_ + " (Slurm job " + slurm_id_ + " steps)"; }
   Status health() const override { return submit_->health(); }

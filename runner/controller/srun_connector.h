@@ -1,8 +1,11 @@
 // slurm.transport: srun — the allocated nodes reached as Slurm job steps,
 // behind the same HostConnector and ssh::Executor seams as SSH: every
-// command line a host would run over SSH runs as `srun --jobid ID --overlap
-// -w NODE /bin/sh -c LINE` (runner/remote/slurm.h), started where Slurm's
-// commands run (this machine, or one SSH session to slurm.login).
+// command line a host would run over SSH runs as a step `srun --jobid ID
+// --overlap --nodelist NODE /bin/sh -c PROGRAM` (runner/remote/slurm.h),
+// started where Slurm's commands run (this machine, or one SSH session to
+// slurm.login). The line itself is the first line of the step's stdin,
+// never on srun's argv, where other users of the submit host could read
+// it; the caller's stdin follows it.
 //
 // What needs more than a command line does not go through a job step: no
 // unix-socket streams (the controller then drives each engine with the

@@ -202,9 +202,26 @@ Result<std::map<std::string, std::string>> ParseNodeAddresses(std::string_view o
   return out;
 }
 
-std::string SrunLine(const std::string& id, const std::string& node, const std::string& line) {
+std::string SrunLine(const std::string& id, const std::string& node) {
   return "srun --jobid=" + ShellQuote(id) + " --overlap --nodes=1 --ntasks=1 --nodelist=" + ShellQuote(node) +
-         " --chdir=/ --unbuffered --quiet /bin/sh -c " + ShellQuote(line);
+         " --chdir=/ --unbuffered --quiet /bin/sh -c " + ShellQuote(kSrunStepProgram);
+}
+
+std::string SrunStdinLine(std::string_view line) {
+  std::string out;
+  out.reserve(line.size() + 1);
+  for (const char ch : line) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte >= 0x20 && byte < 0x7f && byte != '\\') {
+      out += ch;
+      continue;
+    }
+    char escaped[8];
+    std::snprintf(escaped, sizeof escaped, "\\0%03o", static_cast<unsigned>(byte));
+    out += escaped;
+  }
+  out += '\n';
+  return out;
 }
 
 std::string ScancelLine(const std::string& id) { return "scancel " + ShellQuote(id); }

@@ -76,11 +76,37 @@ std::string ShowNodesLine(const std::string& names);
 // Each node's NodeAddr by NodeName.
 Result<std::map<std::string, std::string>> ParseNodeAddresses(std::string_view output);
 
-// `line` (a POSIX sh command line) as a job step of allocation `id` on
-// node `node`: srun --jobid ID --overlap (beside the job's other steps)
-// on one task there, in /, output unbuffered, Slurm's own messages quieted, run
-// with /bin/sh -c. The step gets srun's environment (Slurm's default).
-std::string SrunLine(const std::string& id, const std::string& node, const std::string& line);
+// A job step of allocation `id` on node `node` that runs one POSIX sh
+// command line: srun --jobid ID --overlap (beside the job's other steps) on
+// one task there, in /, output unbuffered, Slurm's own messages quieted,
+// running kSrunStepProgram with /bin/sh -c. The step gets srun's
+// environment (Slurm's default) and srun's stdin (Slurm's default: srun
+// passes it on to the task).
+//
+// The line itself is on no command line: not srun's on the submit host,
+// where every user of that machine can read it in /proc for as long as the
+// step takes to start (and a job directory named there could be made first
+// by one of them), nor the step's on the node. The caller writes
+// SrunStdinLine(line) to the step's stdin first; what it writes after that
+// is the line's commands' stdin, and its EOF theirs.
+std::string SrunLine(const std::string& id, const std::string& node);
+
+// What the step runs: reads one line of stdin (the shell's `read` takes
+// bytes from a pipe one at a time, so not one byte more), decodes it with
+// the builtin printf %b (a '.' after it, dropped again before the eval,
+// keeps the trailing newlines $(...) would strip), and evals the result
+// in the same shell, so that its exit status, signals and output are the
+// step's. All builtins: on the node too the line is on no process's argv
+// (only the commands it runs carry their own words). Without a line on
+// stdin it exits 125, saying so on stderr.
+inline constexpr std::string_view kSrunStepProgram =
+    "IFS= read -r barge_line || { echo barge: no command line on standard input >&2; exit 125; }; "
+    "barge_line=$(printf %b. \"$barge_line\"); eval \"unset barge_line;${barge_line%.}\"";
+
+// `line` as the first line of a SrunLine step's stdin: each byte outside
+// printable ASCII, and the backslash, as printf %b's octal escape \0NNN
+// (newlines included), then "\n".
+std::string SrunStdinLine(std::string_view line);
 
 // `scancel ID`.
 std::string ScancelLine(const std::string& id);

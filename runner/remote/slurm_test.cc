@@ -1,9 +1,17 @@
 #include "runner/remote/slurm.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <vector>
+
+#include "ssh/quote.h"
 
 namespace barge::runner::slurm {
 namespace {
@@ -100,12 +108,89 @@ TEST(SlurmHostlist, ExpandsRangesListsAndZeroPadding) {
 
 TEST(SlurmCommands, QuoteWhatTheyAreGiven) {
   EXPECT_EQ(ScancelLine("12"), "scancel 12");
-  EXPECT_EQ(SrunLine("12", "h2", "docker ps -q --filter 'label=barge.job=ab'"),
+  EXPECT_EQ(SrunLine("12", "h2"),
             "srun --jobid=12 --overlap --nodes=1 --ntasks=1 --nodelist=h2 --chdir=/ --unbuffered --quiet /bin/sh -c "
-            "'docker ps -q --filter '\\''label=barge.job=ab'\\'''");
+            "'IFS= read -r barge_line || { echo barge: no command line on standard input >&2; exit 125; }; "
+            "barge_line=$(printf %b. \"$barge_line\"); eval \"unset barge_line;${barge_line%.}\"'");
   EXPECT_EQ(ShowNodesLine("h[1-3]"), "scontrol -o show node 'h[1-3]'");
   EXPECT_EQ(DrainCommand("h2", "barge: GPU 1: Xid 79"),
             "scontrol update nodename=h2 state=drain reason='barge: GPU 1: Xid 79'");
+}
+
+// `shell -c kSrunStepProgram` with `input` on a pipe as its stdin, as
+// srun's task gets it: its stdout and stderr together; *code is its exit
+// code (128+N after signal N, as the shell of the pipeline says it, its
+// "Terminated" left out).
+std::string RunStepProgramIn(const std::string& shell, const std::string& input, int* code) {
+  *code = -1;
+  char path[] = "/tmp/barge-srun-stdin-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "<no temporary file>";
+  close(fd);
+  std::ofstream(path, std::ios::binary) << input;
+  std::string out;
+  const std::string command = "(cat " + std::string(path) + " | " + shell + " -c " +
+                              ssh::ShellQuote(kSrunStepProgram) + " 2>&1) 2>/dev/null";
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int status = pclose(p);
+    if (WIFEXITED(status)) *code = WEXITSTATUS(status);
+  }
+  unlink(path);
+  return out;
+}
+
+// The shells a node's /bin/sh may be, of those this machine has.
+std::vector<std::string> StepShells() {
+  std::vector<std::string> shells;
+  for (const char* shell : {"/bin/dash", "/bin/bash", "/bin/busybox sh"}) {
+    const std::string command = shell;
+    if (access(command.substr(0, command.find(' ')).c_str(), X_OK) == 0) shells.push_back(command);
+  }
+  return shells;
+}
+
+TEST(SrunSteps, TheLineGoesOnStdinAsOneLineOfPrintableAsciiWithOctalEscapes) {
+  EXPECT_EQ(SrunStdinLine("mkdir -m 700 /tmp/barge-1a2b3c4d.abcdefghijkl"),
+            "mkdir -m 700 /tmp/barge-1a2b3c4d.abcdefghijkl\n");
+  EXPECT_EQ(SrunStdinLine("a\\b\n\tc\r \xc3\xa9\x7f%s\\c"),
+            "a\\0134b\\0012\\0011c\\0015 \\0303\\0251\\0177%s\\0134c\n");
+  EXPECT_EQ(SrunStdinLine(""), "\n");
+}
+
+TEST(SrunSteps, TheFirstLineOfStdinRunsAsTheLineAndWhatFollowsIsItsStdin) {
+  const std::string word = "it's $(touch X) `id` ; && \\c \\0101 %s %b \n\t\r ~ * héllo ✓ \x7f\n\n";
+  const std::string line = ssh::ShellJoin({"printf", "%s", word}) + " && printf '|' && cat && exit 7";
+  const std::string rest = "the caller's stdin\\n, line 1\nline 2 \\ \n";
+  const std::string heredoc = "# a comment first\ncat <<'EOF'\n  two spaces,\ta tab, a \\ and $HOME\nEOF\nexit 3\n\n";
+  ASSERT_FALSE(StepShells().empty());
+  for (const std::string& shell : StepShells()) {
+    SCOPED_TRACE(shell);
+    int code = -1;
+    EXPECT_EQ(RunStepProgramIn(shell, SrunStdinLine(line) + rest, &code), word + "|" + rest);
+    EXPECT_EQ(code, 7);
+    EXPECT_EQ(RunStepProgramIn(shell, SrunStdinLine(heredoc), &code), "  two spaces,\ta tab, a \\ and $HOME\n");
+    EXPECT_EQ(code, 3);
+    // The shell that runs the line is the step's task: a signal that ends
+    // it ends the step.
+    RunStepProgramIn(shell, SrunStdinLine("kill -TERM $$; sleep 5"), &code);
+    EXPECT_EQ(code, 128 + SIGTERM);
+    // The program's own variable is gone before the line runs.
+    EXPECT_EQ(RunStepProgramIn(shell, SrunStdinLine("echo \"[${barge_line-unset}]\""), &code), "[unset]\n");
+    EXPECT_EQ(code, 0);
+  }
+}
+
+TEST(SrunSteps, AStepWithNoLineOnStdinSaysSoAndExits125) {
+  for (const std::string& shell : StepShells()) {
+    SCOPED_TRACE(shell);
+    int code = -1;
+    EXPECT_NE(RunStepProgramIn(shell, "", &code).find("barge: no command line on standard input"),
+              std::string::npos);
+    EXPECT_EQ(code, 125);
+  }
 }
 
 }  // namespace

@@ -3,15 +3,21 @@
 // of h1..h3): queued behind another user's allocation, granted, run on the
 // nodes over SSH exactly as listed hosts, and released (scancel) however the
 // job ends; `barge down` of a queued job, of a running one and of one whose
-// controller was killed; an allocation that Slurm ends under a running job.
+// controller was killed; an allocation that Slurm ends under a running job;
+// nodes reached as job steps (transport: srun), also with another user
+// reading the steps' command lines.
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -486,6 +492,103 @@ TEST_F(SlurmSrunTest, AJobReachesItsNodesAsJobStepsWhenTheyRefuseSsh) {
   ASSERT_TRUE(WaitForEndState(slurm_id, std::chrono::seconds(30)));
   EXPECT_EQ(EndState(slurm_id), "CANCELLED");
   for (const auto& h : bed.hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
+}
+
+// The same with the steps started on slurm.login over SSH (the bed's
+// loopback host, whose sshd sets SLURM_CONF): each step's command line
+// reaches srun, and through it the node, on the SSH channel's stdin.
+TEST_F(SlurmSrunTest, AJobReachesItsNodesAsJobStepsStartedOnTheLoginHost) {
+  const auto& bed = GetBed();
+  JobDir dir("slurm-srun-login");
+  dir.Write(Job("slurm-steps-login", "[\"sh\", \"-c\", \"echo rank=$RANK world=$WORLD_SIZE\"]",
+                "  transport: srun\n  login: " + bed.user + "@" + bed.loopback.address + ":" +
+                    std::to_string(bed.loopback.port) + "\n"));
+  unsetenv("SLURM_CONF");
+  CliOutcome o = dir.Barge("run job.yaml");
+  setenv("SLURM_CONF", SlurmConf().c_str(), 1);
+  Seen(o.err);
+  std::printf("barge run (stderr):\n%s\n", o.err.c_str());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find("submitted from " + bed.loopback.address), std::string::npos) << o.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_NE(o.out.find("] rank=" + std::to_string(rank) + " world=3"), std::string::npos) << o.out;
+  }
+  for (const auto& h : bed.hosts) EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
+}
+
+// transport: srun with another user (uid 65534) of the nodes who reads each
+// step's srun command line on the submit host in /proc, as any user may,
+// and makes every job directory it names first, in the step's node's /tmp.
+// A stand-in `srun` first on the controller's PATH (this machine is the
+// submit host) has that user look before it starts the real srun, so the
+// other user always wins the race it would otherwise have to run for as
+// long as the step takes to start; it writes what it read, and each
+// directory it made, to other-user.txt.
+class SlurmSrunOtherUserTest : public SlurmSrunTest {
+ protected:
+  void SetUp() override {
+    SlurmSrunTest::SetUp();
+    path_ = std::getenv("PATH");
+    std::string real = RunShell("command -v srun");
+    while (!real.empty() && real.back() == '\n') real.pop_back();
+    ASSERT_FALSE(real.empty()) << "no srun on PATH";
+    std::filesystem::create_directories(bin_.path() / "bin");
+    const std::string stand_in = (bin_.path() / "bin" / "srun").string();
+    std::ofstream(stand_in)
+        << "#!/bin/sh\nnode=\nfor a in \"$@\"; do case $a in --nodelist=*) node=${a#--nodelist=} ;; esac; done\n"
+        << GetBed().raw.at("BED_SCRIPT") << " exec \"$node\" setpriv --reuid=65534 --regid=65534 --clear-groups -- "
+        << "/bin/sh -c '\n"
+           "  seen=$(tr \"\\0\" \" \" </proc/$1/cmdline)\n"
+           "  printf \"%s\\n\" \"$seen\"\n"
+           "  for d in $(printf \"%s\\n\" \"$seen\" | grep -o \"/tmp/barge-[0-9a-f]*\\.[a-z0-9]*\" | sort -u); do\n"
+           "    mkdir -m 700 \"$d\" && echo \"made $d\"\n"
+           "  done' sh $$ </dev/null >>" << (bin_.path() / "other-user.txt").string() << " 2>&1\n"
+        << "exec " << real << " \"$@\"\n";
+    ASSERT_EQ(chmod(stand_in.c_str(), 0755), 0);
+    setenv("PATH", ((bin_.path() / "bin").string() + ":" + path_).c_str(), 1);
+  }
+  void TearDown() override {
+    setenv("PATH", path_.c_str(), 1);
+    for (const auto& h : GetBed().hosts) {
+      barge::testing::InHost(h, "find /tmp -maxdepth 1 -name 'barge-*' -user 65534 -exec rm -rf {} +");
+    }
+    SlurmSrunTest::TearDown();
+  }
+  std::string OtherUserSaw() const { return barge::testing::ReadWholeFile(bin_.path() / "other-user.txt"); }
+
+  JobDir bin_{"srun-other-user"};
+  std::string path_;
+};
+
+TEST_F(SlurmSrunOtherUserTest, AnotherUserWhoReadsEachStepsSrunCommandLineFindsNoJobDirectoryToMakeFirst) {
+  JobDir dir("slurm-srun-other-user");
+  dir.Write(Job("slurm-steps-seen",
+                "[\"sh\", \"-c\", \"echo rank=$RANK; if [ $RANK = 0 ]; then sleep 1; exit 3; fi\"]",
+                "  transport: srun\n"));
+  CliOutcome o = dir.Barge("run job.yaml");
+  Seen(o.err);
+  const std::string saw = OtherUserSaw();
+  std::printf("barge run (stderr):\n%s\nwhat the other user read:\n%s\n", o.err.c_str(), saw.c_str());
+  // Every step went through the stand-in, and the other user read each
+  // one's whole command line.
+  size_t steps = 0;
+  for (size_t at = saw.find("--jobid="); at != std::string::npos; at = saw.find("--jobid=", at + 1)) ++steps;
+  EXPECT_GE(steps, 6u) << saw;
+  EXPECT_NE(saw.find("--nodelist=h3"), std::string::npos) << saw;
+  // None named a job directory, so none was made first, and the job ran on
+  // every node and ended with its head's exit code.
+  const std::string id = JobIdIn(o.err);
+  ASSERT_FALSE(id.empty()) << o.err;
+  EXPECT_EQ(saw.find("/tmp/barge-" + id), std::string::npos) << saw;
+  EXPECT_EQ(saw.find("made "), std::string::npos) << saw;
+  EXPECT_EQ(o.code, 3) << o.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_NE(o.out.find("] rank=" + std::to_string(rank) + "\n"), std::string::npos) << o.out;
+  }
+  for (const auto& h : GetBed().hosts) {
+    EXPECT_EQ(barge::testing::InHost(h, "ls -d /tmp/barge-" + id + ".* 2>/dev/null"), "") << h.name;
+    EXPECT_EQ(barge::testing::JobContainers(h), "") << h.name;
+  }
 }
 
 }  // namespace
