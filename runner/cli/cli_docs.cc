@@ -351,10 +351,10 @@ Interrupted (Ctrl\-C, SIGTERM or SIGHUP): the job was stopped and its containers
 Where the job store and the jobs' log files live (default \fI$XDG_STATE_HOME/barge\fR, i.e. \fI~/.local/state/barge\fR).
 .TP
 .B XDG_STATE_HOME
-See \fBBARGE_HOME\fR.
+See \fBBARGE_HOME\fR. Used only when it is an absolute path (a relative one is ignored, as the XDG Base Directory spec says).
 .TP
 .B XDG_CONFIG_HOME
-Where \fIbarge/config.yaml\fR is looked for (default \fI~/.config\fR).
+Where \fIbarge/config.yaml\fR is looked for (default \fI~/.config\fR). Used only when it is an absolute path (a relative one is ignored, as the XDG Base Directory spec says).
 .TP
 .B NO_COLOR
 When set and not empty, no colour (as \fB\-\-color=never\fR); \fB\-\-color=always\fR overrides it.
@@ -363,7 +363,7 @@ When set and not empty, no colour (as \fB\-\-color=never\fR); \fB\-\-color=alway
 barge's own diagnostics: \fBdebug\fR, \fBinfo\fR, \fBwarn\fR (default).
 .TP
 .B HOME
-Only the state directory and \fIconfig.yaml\fR (through the XDG defaults) and, when the user has no passwd entry, \fI~\fR. \fI~\fR in job files and \fI~/.ssh\fR are the passwd entry's home directory, as OpenSSH takes it.
+Only the state directory and \fIconfig.yaml\fR (through the XDG defaults: unset or empty, they are under the passwd entry's home directory) and, when the user has no passwd entry, \fI~\fR. \fI~\fR in job files and \fI~/.ssh\fR are the passwd entry's home directory, as OpenSSH takes it.
 .SH FILES
 .TP
 .I $XDG_CONFIG_HOME/barge/config.yaml

@@ -1,10 +1,9 @@
 #include "runner/jobfile/overrides.h"
 
-#include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "base/shell_word.h"
+#include "base/user_home.h"
 #include "runner/jobfile/job_values.h"
 
 namespace barge::runner {
@@ -81,12 +80,8 @@ Result<Override> ParseEnvOverride(std::string_view arg) {
 }
 
 std::string DefaultConfigFile() {
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && xdg[0] == '/') {
-    return std::string(xdg) + "/barge/config.yaml";
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] != '\0') {
-    return std::string(home) + "/.config/barge/config.yaml";
-  }
+  if (const std::string xdg = XdgDirFromEnv("XDG_CONFIG_HOME"); !xdg.empty()) return xdg + "/barge/config.yaml";
+  if (const std::string home = UserHome(HomeRule::kXdg); !home.empty()) return home + "/.config/barge/config.yaml";
   return "";
 }
 

@@ -77,8 +77,11 @@ struct JobLayers {
   bool run_hosts_command = true;
 };
 
-// The user's config file: $XDG_CONFIG_HOME/barge/config.yaml, or
-// ~/.config/barge/config.yaml; "" when neither variable says where.
+// The user's config file: $XDG_CONFIG_HOME/barge/config.yaml when
+// XDG_CONFIG_HOME is an absolute path (a relative one is ignored, as the XDG
+// Base Directory spec says), else ~/.config/barge/config.yaml with ~ as the
+// spec takes it: $HOME, else the passwd entry's home (base/user_home.h,
+// HomeRule::kXdg); "" when there is no home either.
 std::string DefaultConfigFile();
 
 }  // namespace barge::runner

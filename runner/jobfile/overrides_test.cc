@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/user_home.h"
 #include "runner/jobfile/job_file.h"
+#include "tests/support/scoped_env.h"
 
 namespace barge::runner {
 namespace {
@@ -209,6 +211,34 @@ TEST_F(OverridesTest, ConfigFileErrorsNameItsFileLineAndKey) {
                           layers.config_file + ":4:1: image: unknown key (expected ssh)"));
   layers.config_file = dir_ + "/absent.yaml";
   EXPECT_TRUE(Parse(layers).spec);
+}
+
+// config.yaml's place, each rule with the other variables set aside.
+class DefaultConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override { UserHomeForTesting() = "/passwd-home"; }
+  void TearDown() override { UserHomeForTesting().clear(); }
+  testing::ScopedEnv xdg_config_home_{"XDG_CONFIG_HOME", std::nullopt};
+  testing::ScopedEnv home_{"HOME", "/home/u"};
+};
+
+TEST_F(DefaultConfigFileTest, AnAbsoluteXdgConfigHomeHoldsIt) {
+  testing::ScopedEnv xdg("XDG_CONFIG_HOME", "/x/config");
+  EXPECT_EQ(DefaultConfigFile(), "/x/config/barge/config.yaml");
+}
+
+TEST_F(DefaultConfigFileTest, ARelativeXdgConfigHomeIsIgnoredAsTheXdgSpecSays) {
+  testing::ScopedEnv xdg("XDG_CONFIG_HOME", "relative/config");
+  EXPECT_EQ(DefaultConfigFile(), "/home/u/.config/barge/config.yaml");
+}
+
+TEST_F(DefaultConfigFileTest, TheDefaultIsUnderHomeNotThePasswdEntrysHome) {
+  EXPECT_EQ(DefaultConfigFile(), "/home/u/.config/barge/config.yaml");
+}
+
+TEST_F(DefaultConfigFileTest, WithHomeUnsetTheDefaultIsUnderThePasswdEntrysHome) {
+  testing::ScopedEnv home("HOME", std::nullopt);
+  EXPECT_EQ(DefaultConfigFile(), "/passwd-home/.config/barge/config.yaml");
 }
 
 TEST(RunRequest, RoundTripsThroughJsonAndPrintsAsACommandLine) {

@@ -8,20 +8,14 @@
 #include <fstream>
 #include <random>
 
-namespace barge::runner {
+#include "base/user_home.h"
 
-std::string ExpandHome(const std::string& path) {
-  if (path == "~" || path.rfind("~/", 0) == 0) {
-    const char* home = std::getenv("HOME");
-    return std::string(home ? home : "") + path.substr(1);
-  }
-  return path;
-}
+namespace barge::runner {
 
 std::string StateDir() {
   if (const char* b = std::getenv("BARGE_HOME"); b && *b) return b;
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/barge";
-  return ExpandHome("~/.local/state/barge");
+  if (const std::string x = XdgDirFromEnv("XDG_STATE_HOME"); !x.empty()) return x + "/barge";
+  return UserHome(HomeRule::kXdg) + "/.local/state/barge";
 }
 
 std::string RunsDir(const std::string& state_dir) { return state_dir + "/runs"; }

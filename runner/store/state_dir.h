@@ -1,6 +1,9 @@
-// Where barge keeps what outlives a job's hosts: per-node logs, later the
-// job store and artifacts. $BARGE_HOME, else $XDG_STATE_HOME/barge, else
-// ~/.local/state/barge. Created 0700.
+// Where barge keeps what outlives a job's hosts: the job store, per-node
+// logs and artifacts. $BARGE_HOME, else $XDG_STATE_HOME/barge when
+// XDG_STATE_HOME is an absolute path (a relative one is ignored, as the XDG
+// Base Directory spec says), else ~/.local/state/barge with ~ as the spec
+// takes it: $HOME, else the passwd entry's home (base/user_home.h,
+// HomeRule::kXdg). Created 0700.
 #pragma once
 
 #include <string>
@@ -21,9 +24,6 @@ std::string RunDir(const std::string& state_dir, const std::string& id);
 
 // Creates `path` and its parents, each new directory mode 0700.
 [[nodiscard]] Status MakeDirs(const std::string& path);
-
-// "~/x" → "$HOME/x"; other paths unchanged.
-std::string ExpandHome(const std::string& path);
 
 // A fresh job id: 8 lowercase hex digits from /dev/urandom.
 std::string NewJobId();

@@ -9,7 +9,9 @@
 
 #include <filesystem>
 
+#include "base/user_home.h"
 #include "runner/logs/log_sink.h"
+#include "tests/support/scoped_env.h"
 
 namespace barge::runner {
 namespace {
@@ -55,6 +57,41 @@ TEST_F(PermissiveUmask, LogFilesAreMode0600) {
   (*sink)->Line(0, Stream::kStdout, "2026-01-01T00:00:00.000000000Z", "hello");
   EXPECT_EQ(ModeOf(dir_ + "/runs/x/0-h1.log"), 0600);
   EXPECT_EQ(ModeOf(dir_ + "/runs/x/1-h2.log"), 0600);
+}
+
+// The state directory's rules, each with the others' variables unset.
+class StateDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override { UserHomeForTesting() = "/passwd-home"; }
+  void TearDown() override { UserHomeForTesting().clear(); }
+  testing::ScopedEnv barge_home_{"BARGE_HOME", std::nullopt};
+  testing::ScopedEnv xdg_state_home_{"XDG_STATE_HOME", std::nullopt};
+  testing::ScopedEnv home_{"HOME", "/home/u"};
+};
+
+TEST_F(StateDirTest, BargeHomeWinsOverEverything) {
+  testing::ScopedEnv barge_home("BARGE_HOME", "/b");
+  testing::ScopedEnv xdg("XDG_STATE_HOME", "/x");
+  EXPECT_EQ(StateDir(), "/b");
+}
+
+TEST_F(StateDirTest, AnAbsoluteXdgStateHomeHoldsBargeDirectory) {
+  testing::ScopedEnv xdg("XDG_STATE_HOME", "/x/state");
+  EXPECT_EQ(StateDir(), "/x/state/barge");
+}
+
+TEST_F(StateDirTest, ARelativeXdgStateHomeIsIgnoredAsTheXdgSpecSays) {
+  testing::ScopedEnv xdg("XDG_STATE_HOME", "relative/state");
+  EXPECT_EQ(StateDir(), "/home/u/.local/state/barge");
+}
+
+TEST_F(StateDirTest, TheDefaultIsUnderHomeNotThePasswdEntrysHome) {
+  EXPECT_EQ(StateDir(), "/home/u/.local/state/barge");
+}
+
+TEST_F(StateDirTest, WithHomeUnsetTheDefaultIsUnderThePasswdEntrysHome) {
+  testing::ScopedEnv home("HOME", std::nullopt);
+  EXPECT_EQ(StateDir(), "/passwd-home/.local/state/barge");
 }
 
 TEST(RunDir, IsTheJobsIdUnderRunsInTheStateDirectory) {
