@@ -1,6 +1,7 @@
 // CSV, JSON-lines and matrix expansion of a job array's rows.
 #include "runner/array/array_params.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/shell_word.h"
+#include "runner/jobfile/job_text.h"
 #include "runner/jobfile/job_values.h"
 
 namespace barge::runner::fleet {
@@ -33,6 +35,11 @@ Status CheckColumnName(const std::string& name, const std::string& source) {
 }
 
 Result<ArrayParams> ParseCsv(std::string_view text, const std::string& file) {
+  // The rows are kept as JSON (ParamsToJson), which holds UTF-8 only.
+  if (const size_t bad = FindInvalidUtf8(text); bad != std::string_view::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    return Status::Error(file + ":" + std::to_string(line) + ": not UTF-8 text (save the file as UTF-8)");
+  }
   ArrayParams p;
   p.source = file;
   // Records of fields, with the line each record starts on.
@@ -128,7 +135,7 @@ Result<ArrayParams> ParseJsonl(std::string_view text, const std::string& file) {
       } else if (v.is_number() || v.is_boolean()) {
         values.push_back(v.dump());
       } else {
-        return Status::Error(at + ": '" + it.key() + "' must be a string, number or boolean");
+        return Status::Error(at + ": " + QuoteValue(it.key()) + " must be a string, number or boolean");
       }
     }
     if (p.rows.empty() && p.columns.empty()) {
@@ -144,7 +151,7 @@ Result<ArrayParams> ParseJsonl(std::string_view text, const std::string& file) {
       size_t c = 0;
       while (c < p.columns.size() && p.columns[c] != names[i]) ++c;
       if (c == p.columns.size()) {
-        return Status::Error(at + ": key '" + names[i] + "' is not one of the first line's");
+        return Status::Error(at + ": key " + QuoteValue(names[i]) + " is not one of the first line's");
       }
       row[c] = values[i];
     }

@@ -22,9 +22,10 @@ struct ArrayParams {
 // CSV (RFC 4180): fields separated by ',', optionally in double quotes ("" is
 // a quote inside them; a quoted field may hold commas and line breaks);
 // lines end in \n or \r\n; blank lines are skipped. The first line names the
-// columns. Errors name `file`, the line and the column: a row with a
-// different number of fields, an unterminated quote, a column name that is
-// not an environment variable name, a repeated column, no rows.
+// columns. Errors name `file`, the line and the column: text that is not
+// UTF-8 (the rows are stored as JSON), a row with a different number of
+// fields, an unterminated quote, a column name that is not an environment
+// variable name, a repeated column, no rows.
 [[nodiscard]] Result<ArrayParams> ParseCsv(std::string_view text, const std::string& file);
 
 // JSON lines: each non-blank line one object whose values are strings,

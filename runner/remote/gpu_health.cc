@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -232,6 +233,7 @@ std::vector<GpuInfo> ParseGpuQuery(std::string_view text, bool basic_fields) {
     std::vector<std::string> f = Fields(line);
     if (f.size() != names.size()) continue;
     std::optional<long long> index = Number(f[0]);
+    if (index && *index > std::numeric_limits<int>::max()) continue;  // no GPU's index
     // A row whose index is an error answer is still a GPU: the row's place.
     if (!index && IsDriverError(f[0])) index = static_cast<long long>(out.size());
     if (!index) continue;
@@ -275,8 +277,11 @@ std::vector<XidEvent> ParseXids(std::string_view log) {
   static const std::regex kLine(std::string(kXidLinePattern), std::regex::extended);
   std::vector<XidEvent> out;
   for (std::string_view line : Lines(log)) {
+    // The pattern is anchored: tried at the line's start only (a search
+    // would set up a match at every byte), on lines that can match.
+    if (line.find("NVRM: Xid ") == std::string_view::npos) continue;
     std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_search(line.begin(), line.end(), m, kLine)) continue;
+    if (!std::regex_search(line.begin(), line.end(), m, kLine, std::regex_constants::match_continuous)) continue;
     XidEvent e;
     if (m[2].matched) e.at = std::strtod(m[2].str().c_str(), nullptr);
     e.pci = m[6].str();
@@ -489,7 +494,8 @@ std::vector<int> ResultGpus(const nlohmann::json& r) {
     while (start < t.size()) {
       size_t end = t.find(',', start);
       if (end == std::string::npos) end = t.size();
-      if (std::optional<long long> n = Number(t.substr(start, end - start))) out.push_back(static_cast<int>(*n));
+      const std::optional<long long> n = Number(t.substr(start, end - start));
+      if (n && *n <= std::numeric_limits<int>::max()) out.push_back(static_cast<int>(*n));
       start = end + 1;
     }
   };
@@ -538,7 +544,10 @@ void CollectFailures(const nlohmann::json& v, const std::string& test, std::vect
   }
   if (!v.is_object()) return;
   std::string name = test;
-  if (auto n = v.find("name"); n != v.end() && n->is_string()) name = n->get<std::string>();
+  if (auto n = v.find("name"); n != v.end() && n->is_string()) {
+    name = n->get<std::string>();
+    std::replace(name.begin(), name.end(), '\n', ' ');  // a finding is one line
+  }
   if (auto st = v.find("status"); st != v.end() && st->is_string()) {
     std::string status = st->get<std::string>();
     std::transform(status.begin(), status.end(), status.begin(), [](unsigned char c) { return std::tolower(c); });

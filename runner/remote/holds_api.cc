@@ -90,7 +90,10 @@ std::optional<long long> ParseHttpDate(std::string_view date) {
   for (int i = 0; i < 12; ++i) {
     if (std::string(mon) == kMonths[i]) month = i;
   }
-  if (month < 0 || day < 1 || day > 31 || year < 1970 || h > 23 || m > 59 || s > 60) return std::nullopt;
+  if (month < 0 || day < 1 || day > 31 || year < 1970 || year > 9999 || h < 0 || h > 23 || m < 0 || m > 59 ||
+      s < 0 || s > 60) {
+    return std::nullopt;
+  }
   tm t = {};
   t.tm_year = year - 1900;
   t.tm_mon = month;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "container/create_body.h"
+#include "runner/jobfile/job_values.h"
 #include "ssh/quote.h"
 
 namespace barge::runner::slurm {
@@ -124,7 +125,7 @@ Result<QueueState> ParseSqueue(std::string_view output) {
   if (line.empty()) return QueueState{};
   const size_t bar = line.find('|');
   if (bar == std::string_view::npos) {
-    return Status::Error("unexpected squeue answer: '" + std::string(line) + "'");
+    return Status::Error("unexpected squeue answer: " + QuoteValue(line));
   }
   return QueueState{std::string(Trim(line.substr(0, bar))), std::string(Trim(line.substr(bar + 1)))};
 }
@@ -136,8 +137,11 @@ Result<JobInfo> ParseShowJob(std::string_view output) {
   JobInfo info;
   bool seen_id = false;
   // -d's per-node details: "Nodes=h[1-2] CPU_IDs=0-1 Mem=0 GRES=gpu:2(IDX:0-1)",
-  // one group per set of nodes that got the same.
+  // one group per set of nodes that got the same; at most kMaxHostlistNames
+  // names in all (as in one hostlist: a broken slurmctld must not fill the
+  // controller's memory).
   std::vector<std::pair<std::vector<std::string>, JobNode>> details;
+  size_t detail_names = 0;
   for (const auto& [key, value] : Fields(line)) {
     if (key == "JobId") seen_id = true;
     if (key == "JobState") info.state = value;
@@ -147,7 +151,12 @@ Result<JobInfo> ParseShowJob(std::string_view output) {
     if (key == "Nodes") {
       Result<std::vector<std::string>> names = ExpandHostlist(value);
       if (!names.ok()) return names.status();
-      details.emplace_back(*names, JobNode{});
+      detail_names += names->size();
+      if (detail_names > kMaxHostlistNames) {
+        return Status::Error("unexpected scontrol answer: more than " + std::to_string(kMaxHostlistNames) +
+                             " names in its per-node details");
+      }
+      details.emplace_back(std::move(*names), JobNode{});
       continue;
     }
     if (details.empty()) continue;
@@ -165,15 +174,20 @@ Result<JobInfo> ParseShowJob(std::string_view output) {
       }
     }
   }
-  if (!seen_id) return Status::Error("unexpected scontrol answer: '" + std::string(line.substr(0, 200)) + "'");
+  if (!seen_id) return Status::Error("unexpected scontrol answer: " + QuoteValue(line));
   if (!info.node_list.empty() && info.node_list != "(null)") {
     Result<std::vector<std::string>> names = ExpandHostlist(info.node_list);
     if (!names.ok()) return names.status();
+    // Each node's details, by name (the last group naming it), looked up
+    // once per node: a NodeList and details of 100000 names each must not
+    // cost 10^10 comparisons.
+    std::map<std::string_view, const JobNode*> got_by_name;
+    for (const auto& [group, got] : details) {
+      for (const std::string& name : group) got_by_name[name] = &got;
+    }
     for (const std::string& name : *names) {
-      JobNode node;
-      for (const auto& [group, got] : details) {
-        if (std::find(group.begin(), group.end(), name) != group.end()) node = got;
-      }
+      auto it = got_by_name.find(name);
+      JobNode node = it == got_by_name.end() ? JobNode{} : *it->second;
       node.name = name;
       info.nodes.push_back(std::move(node));
     }
@@ -195,7 +209,7 @@ Result<std::map<std::string, std::string>> ParseNodeAddresses(std::string_view o
       if (key == "NodeAddr" && addr.empty()) addr = value;
     }
     if (name.empty() || addr.empty()) {
-      return Status::Error("unexpected scontrol answer: '" + line.substr(0, 200) + "'");
+      return Status::Error("unexpected scontrol answer: " + QuoteValue(line));
     }
     out[name] = addr;
   }
@@ -240,10 +254,10 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view list) {
     while (end < list.size() && (depth > 0 || list[end] != ',')) {
       if (list[end] == '[') ++depth;
       if (list[end] == ']') --depth;
-      if (depth < 0 || depth > 1) return Status::Error("cannot read hostlist '" + std::string(list) + "'");
+      if (depth < 0 || depth > 1) return Status::Error("cannot read hostlist " + QuoteValue(list));
       ++end;
     }
-    if (depth != 0) return Status::Error("cannot read hostlist '" + std::string(list) + "': a '[' does not close");
+    if (depth != 0) return Status::Error("cannot read hostlist " + QuoteValue(list) + ": a '[' does not close");
     const std::string_view item = list.substr(i, end - i);
     const size_t open = item.find('[');
     if (open == std::string_view::npos) {
@@ -256,7 +270,7 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view list) {
       const std::string prefix(item.substr(0, open));
       const std::string suffix(item.substr(close + 1));
       if (suffix.find('[') != std::string::npos) {
-        return Status::Error("cannot read hostlist '" + std::string(list) + "': one bracket per name only");
+        return Status::Error("cannot read hostlist " + QuoteValue(list) + ": one bracket per name only");
       }
       std::stringstream ranges{std::string(item.substr(open + 1, close - open - 1))};
       std::string range;
@@ -269,14 +283,14 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view list) {
                  std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
         };
         if (!digits(first) || !digits(last)) {
-          return Status::Error("cannot read hostlist '" + std::string(list) + "': bad range '" + range + "'");
+          return Status::Error("cannot read hostlist " + QuoteValue(list) + ": bad range " + QuoteValue(range));
         }
         const long a = std::stol(first), b = std::stol(last);
         if (b < a || b - a > 100000) {
-          return Status::Error("cannot read hostlist '" + std::string(list) + "': bad range '" + range + "'");
+          return Status::Error("cannot read hostlist " + QuoteValue(list) + ": bad range " + QuoteValue(range));
         }
         if (out.size() + static_cast<size_t>(b - a + 1) > kMaxHostlistNames) {
-          return Status::Error("cannot read hostlist '" + std::string(list).substr(0, 200) + "': more than " +
+          return Status::Error("cannot read hostlist " + QuoteValue(list) + ": more than " +
                                std::to_string(kMaxHostlistNames) + " names");
         }
         const size_t width = first.size();
