@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # A bounded libFuzzer run of every fuzz target in tests/fuzz/ (the job-file
-# parser and the log-line framing): installs clang, its sanitizer runtimes
+# parser, the log-line framing, the Engine API's HTTP responses, the
+# dashboard's request heads, a job array's rows, and what hosts answer:
+# Slurm's commands, the GPU driver and DCGM, holds, RDMA and interfaces;
+# tests/fuzz/README.md lists them): installs clang, its sanitizer runtimes
 # and llvm-symbolizer if missing (apt, through scripts/install-deps.sh),
 # builds the targets with clang and BARGE_FUZZ=ON in their own build
 # directory, then runs each for a fixed time on a scratch copy of its seed
@@ -9,12 +12,16 @@
 # Exits non-zero when a target crashes, fails a check, leaks, hangs past
 # -timeout or passes -rss_limit_mb, and prints where the input that did it
 # is and how to replay it. Once fixed, copy that input into
-# tests/fuzz/corpus/TARGET/ so every build replays it (ctest, label unit).
+# tests/fuzz/corpus/TARGET/ so every build replays it (ctest, label unit),
+# or, when each run of it is slow (mutated, it would eat the fuzzing's
+# time), into tests/fuzz/regressions/TARGET/, which this script runs once
+# before fuzzing, under the same limits.
 #
 # Usage: scripts/fuzz.sh [LIBFUZZER_OPTION...]   (e.g. -jobs=2 -max_len=65536)
 # Environment:
 #   BARGE_FUZZ_SECONDS    run time per target (default 60; 0 skips fuzzing)
-#   BARGE_FUZZ_TARGETS    targets to run (default "job_file log_line http_response request_head")
+#   BARGE_FUZZ_TARGETS    targets to run (default "job_file log_line http_response
+#                         request_head array_rows slurm_text gpu_text host_reply")
 #   BARGE_FUZZ_BUILD_DIR  clang build directory (default build-fuzz)
 # Needs root (or password-less sudo) only when something must be installed.
 set -euo pipefail
@@ -22,7 +29,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 exec </dev/null
 
 seconds="${BARGE_FUZZ_SECONDS:-60}"
-read -r -a targets <<<"${BARGE_FUZZ_TARGETS:-job_file log_line http_response request_head}"
+read -r -a targets <<<"${BARGE_FUZZ_TARGETS:-job_file log_line http_response request_head array_rows slurm_text gpu_text host_reply}"
 build="${BARGE_FUZZ_BUILD_DIR:-build-fuzz}"
 
 if ! [[ "$seconds" =~ ^[0-9]+$ ]]; then
@@ -42,9 +49,13 @@ cmake --build "$build" --target "${targets[@]/%/_fuzz}"
 # The seeds of TARGET, as tests/fuzz/CMakeLists.txt has them.
 seeds() {
   ls -d "tests/fuzz/corpus/$1"/*
-  if [[ "$1" == job_file ]]; then
-    ls -d samples/*.yaml tests/bad_jobs/*.yaml tests/bad_jobs/data/*.yaml
-  fi
+  local smi=tests/data/nvidia-smi/driver-580.159.04-h100-80gb-hbm3
+  case "$1" in
+    job_file) ls -d samples/*.yaml tests/bad_jobs/*.yaml tests/bad_jobs/data/*.yaml ;;
+    slurm_text) ls -d tests/data/slurm-22.05/*.txt ;;
+    gpu_text) ls -d "$smi"/query-*.txt "$smi"/dmesg-*.txt "$smi"/journal-xid.txt "$smi"/dcgmi.txt ;;
+    host_reply) ls -d tests/data/net/debian12-vm/*.txt "$smi"/ib.txt "$smi"/net.txt ;;
+  esac
 }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/barge-fuzz.XXXXXX")"
@@ -56,9 +67,18 @@ for t in "${targets[@]}"; do
   done < <(seeds "$t")
   echo "fuzz: $t (at most ${seconds}s) on $(find "$work/$t/corpus" -type f | wc -l) seeds"
   rc=0
-  "$build/tests/fuzz/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$work/$t/artifacts/" "$@" \
-    "$work/$t/corpus" >"$work/$t/fuzz.log" 2>&1 || rc=$?
+  # Regressions too slow to fuzz from (tests/fuzz/regressions/TARGET/):
+  # each run once, under the same limits, before the fuzzing.
+  regressions=(tests/fuzz/regressions/"$t"/*)
+  if [[ -f "${regressions[0]}" ]]; then
+    "$build/tests/fuzz/${t}_fuzz" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$work/$t/artifacts/" \
+      "${regressions[@]}" >"$work/$t/fuzz.log" 2>&1 || rc=$?
+  fi
+  if ((rc == 0)); then
+    "$build/tests/fuzz/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$work/$t/artifacts/" "$@" \
+      "$work/$t/corpus" >>"$work/$t/fuzz.log" 2>&1 || rc=$?
+  fi
   { grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)|cov: ' "$work/$t/fuzz.log" ||
     true; } | tail -n 4 | sed 's/^/  /'
   if ((rc != 0)); then
