@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 #include <map>
 
 #include "runner/console/table.h"
@@ -276,15 +277,27 @@ std::vector<int> ChooseGpus(int total, const std::set<int>& held, int want) {
 
 long long StaleGrace(long long lease_seconds) { return std::clamp<long long>(lease_seconds, 0, 60); }
 
+namespace {
+
+// a + b, held at the ends of long long: times and durations come from
+// labels any barge user of the host can write.
+long long SaturatingAdd(long long a, long long b) {
+  long long sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<long long>::max() : std::numeric_limits<long long>::min();
+}
+
+}  // namespace
+
 std::optional<long long> StaleAt(const Hold& h) {
   if (h.job_id.empty() || h.lease <= 0) return std::nullopt;  // not barge's: left alone
   const long long grace = StaleGrace(h.lease);
-  if (h.lease_renewed) return *h.lease_renewed + h.lease + grace;
+  if (h.lease_renewed) return SaturatingAdd(SaturatingAdd(*h.lease_renewed, h.lease), grace);
   // No lease of its job on the engine: released, or its controller went
   // between the lease and the hold: stale since it was made. An older
   // barge's hold (no lease ever): at its labelled expiry.
   if (h.format >= kHoldFormat) return h.since;
-  return h.expires + grace;
+  return SaturatingAdd(h.expires, grace);
 }
 
 bool IsStale(const Hold& h, long long now) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "cluster/gpu_slices.h"
@@ -77,6 +78,19 @@ TEST(ChooseGpus, TakesTheLowestFreeIndices) {
   EXPECT_EQ(ChooseGpus(8, {0, 1, 3}, 2), (std::vector<int>{2, 4}));
   EXPECT_EQ(ChooseGpus(4, {0, 1, 2}, 2), (std::vector<int>{3}));  // fewer when fewer are free
   EXPECT_TRUE(ChooseGpus(0, {}, 1).empty());
+}
+
+// A hold's lease and times are labels any barge user of the host can write:
+// absurd ones saturate instead of wrapping (found by host_reply_fuzz under
+// UBSan), so such a hold is never stale rather than stale at once.
+TEST(StaleRule, AnAbsurdLeaseLabelSaturatesInsteadOfWrapping) {
+  Hold h;
+  h.job_id = "abcd1234";
+  h.format = kHoldFormat;
+  h.lease = std::numeric_limits<long long>::max();
+  h.lease_renewed = 5000;
+  EXPECT_EQ(StaleAt(h), std::numeric_limits<long long>::max());
+  EXPECT_FALSE(IsStale(h, 6000));
 }
 
 TEST(StaleRule, AHoldIsStaleOnlyOnceItsRenewedLeasePlusTheGraceHasPassed) {

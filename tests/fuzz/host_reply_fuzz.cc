@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -75,6 +76,11 @@ void CheckHoldReply(std::string_view text) {
   const fleet::HoldReply r = fleet::ParseHoldReply(text);
   Check(r.errors.find('\n') == std::string::npos, "hold reply: errors on more than one line", r.errors);
   for (const fleet::Hold& h : r.holds) {
+    // The stale rule on any labels (saturating, never wrapping: UBSan
+    // watches); a hold stale at `now` is stale at every later time.
+    if (fleet::IsStale(h, r.now)) {
+      Check(fleet::IsStale(h, std::numeric_limits<long long>::max()), "hold reply: stale, then not", h.name);
+    }
     if (!h.lease_renewed) continue;
     Check(std::any_of(r.holds.begin(), r.holds.end(),
                       [&](const fleet::Hold& l) {
