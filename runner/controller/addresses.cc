@@ -20,8 +20,8 @@ Status Connections::SettleAddresses(const std::vector<size_t>& which) {
   };
   std::map<size_t, Settling> settling;  // by host index
   for (size_t h : which) {
-    auto it = hosts_.find(h);
-    if (it == hosts_.end() || !it->second->exec) continue;
+    auto it = hosts_.by_index.find(h);
+    if (it == hosts_.by_index.end() || !it->second->exec) continue;
     if (!AddressSettledAtRunTime(input_.hosts[h])) continue;
     Settling s;
     s.host = it->second.get();
@@ -33,13 +33,13 @@ Status Connections::SettleAddresses(const std::vector<size_t>& which) {
 
   // Every command's callback captures this frame: the group drops them if
   // the wait ends early.
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::map<size_t, std::string> failed;  // by host index: why
-  const auto deadline = [&] { return Now() + spec_.ssh.connect_timeout + seconds(10); };
+  const auto deadline = [&] { return Now() + ctx_.spec.ssh.connect_timeout + seconds(10); };
   auto wait = [&] {
-    bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; }, deadline());
+    bool done = RunUntil([&] { return group.idle() || ctx_.interrupts > 0; }, deadline());
     group.Cancel();
-    return done && interrupts_ == 0;
+    return done && ctx_.interrupts == 0;
   };
 
   // 1. Through jump hosts or a ProxyCommand there is no socket of our own
@@ -120,8 +120,8 @@ Status Connections::SettleAddresses(const std::vector<size_t>& which) {
   if (failed.empty()) return Status::Ok();
   std::string msg = "cannot settle the internal address of:";
   for (const auto& [h, why] : failed) {
-    connect_errors_[h] = why;
-    msg += "\n  " + hosts_[h]->name + ": " + why;
+    hosts_.connect_errors[h] = why;
+    msg += "\n  " + hosts_.by_index[h]->name + ": " + why;
   }
   return Status::Error(msg);
 }

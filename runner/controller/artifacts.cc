@@ -19,7 +19,7 @@ namespace barge::runner::internal {
 
 std::vector<NodeState*> Artifacts::ArtifactNodes(const ArtifactSpec& a) {
   std::vector<NodeState*> out;
-  for (auto& n : nodes_) {
+  for (auto& n : attempt_.nodes) {
     if (a.all_nodes || n->plan->rank == a.rank.value_or(0)) out.push_back(n.get());
   }
   return out;
@@ -27,7 +27,7 @@ std::vector<NodeState*> Artifacts::ArtifactNodes(const ArtifactSpec& a) {
 
 void Artifacts::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSpec& a,
                               std::function<void()> done) {
-  const std::string dest = RunDir(options_.state_dir, plan_.job_id) + "/artifacts/" + std::to_string(n.plan->rank);
+  const std::string dest = RunDir(ctx_.options.state_dir, plan_.job_id) + "/artifacts/" + std::to_string(n.plan->rank);
   if (Status s = MakeDirs(dest); !s.ok()) {
     Say(s.message());
     done();
@@ -54,7 +54,7 @@ void Artifacts::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSp
     if (!st.known() || st.code != 0) {
       std::string why = st.known() ? *err : st.error;
       while (!why.empty() && why.back() == '\n') why.pop_back();
-      spdlog::debug("Artifacts: copy failed. [rank: {}, path: {}, reason: {}]", rank, path, redact_(why));
+      spdlog::debug("Artifacts: copy failed. [rank: {}, path: {}, reason: {}]", rank, path, ctx_.redact(why));
     }
     if (++*finished == 2) (*done_shared)();
   };
@@ -63,30 +63,30 @@ void Artifacts::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSp
 }
 
 void Artifacts::ScheduleArtifacts() {
-  for (size_t i = 0; i < spec_.artifacts.size(); ++i) {
-    const ArtifactSpec& a = spec_.artifacts[i];
+  for (size_t i = 0; i < ctx_.spec.artifacts.size(); ++i) {
+    const ArtifactSpec& a = ctx_.spec.artifacts[i];
     if (!a.every) continue;
     auto tick = std::make_shared<std::function<void()>>();
     *tick = [this, i, tick_weak = std::weak_ptr<std::function<void()>>(tick)] {
-      if (tearing_down_) return;
-      const ArtifactSpec& art = spec_.artifacts[i];
+      if (attempt_.tearing_down) return;
+      const ArtifactSpec& art = ctx_.spec.artifacts[i];
       for (NodeState* n : ArtifactNodes(art)) {
         if (n->phase != NodePhase::kRunning || copying_.count({n->plan->rank, i})) continue;
         copying_.insert({n->plan->rank, i});
-        CopyArtifact(attempt_, *n, art, [this, i, rank = n->plan->rank] { copying_.erase({rank, i}); });
+        CopyArtifact(attempt_.commands, *n, art, [this, i, rank = n->plan->rank] { copying_.erase({rank, i}); });
       }
-      if (auto t = tick_weak.lock()) timers_.Add(Now() + *art.every, [t] { (*t)(); });
+      if (auto t = tick_weak.lock()) ctx_.timers.Add(Now() + *art.every, [t] { (*t)(); });
     };
-    monitors_.push_back(tick);
-    timers_.Add(Now() + *a.every, [tick] { (*tick)(); });
+    attempt_.monitors.push_back(tick);
+    ctx_.timers.Add(Now() + *a.every, [tick] { (*tick)(); });
   }
 }
 
 void Artifacts::FinalArtifacts() {
-  if (spec_.artifacts.empty()) return;
-  CommandGroup group(&loop_, &redact_);
+  if (ctx_.spec.artifacts.empty()) return;
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   int pending = 0;
-  for (const ArtifactSpec& a : spec_.artifacts) {
+  for (const ArtifactSpec& a : ctx_.spec.artifacts) {
     for (NodeState* n : ArtifactNodes(a)) {
       if (!n->run_attempted || n->container_id.empty() || n->host->lost) continue;
       ++pending;
@@ -96,7 +96,7 @@ void Artifacts::FinalArtifacts() {
   if (!RunUntil([&] { return pending == 0; }, Now() + seconds(600))) {
     Say("copying artifacts did not finish within 600 s");
   } else if (pending == 0) {
-    Say("artifacts copied to " + RunDir(options_.state_dir, plan_.job_id) + "/artifacts");
+    Say("artifacts copied to " + RunDir(ctx_.options.state_dir, plan_.job_id) + "/artifacts");
   }
 }
 

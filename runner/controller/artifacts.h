@@ -8,15 +8,17 @@
 #include <utility>
 #include <vector>
 
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/attempt.h"
 
 namespace barge::runner::internal {
 
 class Artifacts : private JobPart {
  public:
-  explicit Artifacts(Job* job) : JobPart(job) {}
+  Artifacts(JobContext* ctx, Attempt* attempt, const cluster::Plan* plan)
+      : JobPart(ctx), attempt_(*attempt), plan_(*plan) {}
 
-  // The periodic copies of the attempt (Job::attempt, Job::monitors).
+  // The periodic copies of the attempt (its commands and monitors).
   void ScheduleArtifacts();
   // Copies every artifact of every node once more and waits (bounded).
   void FinalArtifacts();
@@ -24,6 +26,8 @@ class Artifacts : private JobPart {
   void NewAttempt() { copying_.clear(); }
 
  private:
+  Attempt& attempt_;
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
   // Copies `a` out of node `n`'s container (docker cp NAME:PATH -, a tar
   // stream on the host's session) into runs/<id>/artifacts/<rank>/, unpacked
   // by a local tar, with both commands in `group`. `done` runs when it has

@@ -6,23 +6,28 @@
 #include <vector>
 
 #include "runner/controller/faults.h"
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/host_set.h"
 
 namespace barge::runner::internal {
 
 class Connections : private JobPart {
  public:
   // A lost connection is a fault (`faults`, not owned).
-  Connections(Job* job, Faults* faults) : JobPart(job), faults_(*faults) {}
+  Connections(JobContext* ctx, HostSet* hosts, cluster::Plan* plan, cluster::PlanInput* input, Faults* faults)
+      : JobPart(ctx), hosts_(*hosts), plan_(*plan), input_(*input), faults_(*faults) {}
 
   // Connects to the hosts of `which` (host indices of the plan), each with a
-  // new HostState in Job::hosts (a previous one is kept in Job::retired)
+  // new HostState in the host set (a previous one is kept in its retired)
   // and a new host id. Why a host could not be reached is in
-  // Job::connect_errors too.
+  // the host set's connect_errors too.
   Status Connect(const std::vector<size_t>& which);
   Status Connect() { return Connect(plan_.used_hosts); }
 
  private:
+  HostSet& hosts_;
+  cluster::Plan& plan_;  // the current plan (the Controller makes it)
+  cluster::PlanInput& input_;  // the facts the plan is made from
   // addresses.cc: settles the internal address (what other nodes are told)
   // of every connected host of `which` that is named by a name and has no
   // internal_address (runner/remote/host_address.h), into
@@ -36,7 +41,7 @@ class Connections : private JobPart {
   //     toward it (`ip route get`: toward the head, or for the head toward
   //     the first other host), asked with one more command.
   // Says on stderr which address each such host got and how. A host whose
-  // address cannot be settled gets its reason in connect_errors_; the
+  // address cannot be settled gets its reason in hosts_.connect_errors; the
   // result is then an error naming those hosts.
   Status SettleAddresses(const std::vector<size_t>& which);
 

@@ -26,19 +26,19 @@ namespace barge::runner::internal {
 Controller::Controller(const JobSpec& spec, const cluster::PlanInput& input,
                        const ControllerOptions& options, ssh::EventLoop* loop,
                        HostConnector* connector, JobObserver* observer)
-    : JobOwner(spec, input, options, loop, connector), JobPart(&job_storage_) {
-  if (observer) observer_.Add(observer);
+    : JobOwner(spec, input, options, loop, connector), JobPart(&job_context_) {
+  if (observer) ctx_.observer.Add(observer);
 }
 
 Controller::~Controller() {
   // Nothing of this controller may run on the loop after it: commands and
   // their callbacks go with the groups, timers are cancelled, buffered
   // phase spans are written.
-  timers_.CancelAll();
+  ctx_.timers.CancelAll();
   streams_.DropApiCalls();
-  attempt_.Cancel();
-  job_.Cancel();
-  observer_.Flush();
+  attempt_.commands.Cancel();
+  ctx_.job_commands.Cancel();
+  ctx_.observer.Flush();
 }
 
 int Controller::Run() {
@@ -48,18 +48,18 @@ int Controller::Run() {
   job.name = plan_.job_name;
   // The job file never holds a secret's value (they come from files and
   // the environment); masked all the same.
-  job.spec = redact_(options_.spec_text);
+  job.spec = ctx_.redact(ctx_.options.spec_text);
   job.status = JobStatus::kPreflight;
   job.created = WallNow();
   job.controller_pid = static_cast<int>(getpid());
   job.nodes = static_cast<int>(plan_.nodes.size());
-  job.run_dir = RunDir(options_.state_dir, plan_.job_id);
-  if (Status s = options_.job_created ? store_->SetStatus(job.id, JobStatus::kPreflight) : store_->CreateJob(job);
+  job.run_dir = RunDir(ctx_.options.state_dir, plan_.job_id);
+  if (Status s = ctx_.options.job_created ? ctx_.store->SetStatus(job.id, JobStatus::kPreflight) : ctx_.store->CreateJob(job);
       !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
   }
-  observer_.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", job.created);
+  ctx_.observer.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", job.created);
 
   const int code = Execute();
   login_.Logout();
@@ -68,7 +68,7 @@ int Controller::Run() {
 
   JobStatus final_status = JobStatus::kFailed;
   std::string detail = final_detail_;
-  if (code == kExitInterrupted && interrupts_ > 0) {
+  if (code == kExitInterrupted && ctx_.interrupts > 0) {
     final_status = JobStatus::kCancelled;
     detail = "interrupted";
   } else if (timed_out_) {
@@ -78,45 +78,45 @@ int Controller::Run() {
   } else if (final_detail_.empty()) {
     detail = "head exited with code " + std::to_string(code);
   }
-  observer_.Flush();
-  Record(store_->SetStatus(plan_.job_id, final_status, code, redact_(detail)));
-  observer_.JobEvent(ToString(final_status), std::nullopt, redact_(detail), WallNow());
+  ctx_.observer.Flush();
+  Record(ctx_.store->SetStatus(plan_.job_id, final_status, code, ctx_.redact(detail)));
+  ctx_.observer.JobEvent(ToString(final_status), std::nullopt, ctx_.redact(detail), WallNow());
   return code;
 }
 
 int Controller::Execute() {
   // forward: ports are bound before anything connects: a busy one stops
   // the job before it starts.
-  if (options_.serve_forwards && !spec_.forward.empty()) {
-    if (Status s = BindForwards(spec_.forward, "forward"); !s.ok()) {
+  if (ctx_.options.serve_forwards && !ctx_.spec.forward.empty()) {
+    if (Status s = BindForwards(ctx_.spec.forward, "forward"); !s.ok()) {
       return Fail(s.message(), kExitBargeFailure);
     }
   }
   // Hosts that cannot be reached are reported with the other hosts'
   // preflight problems, in one table.
-  if (Status s = connections_.Connect(); !s.ok() && connect_errors_.empty()) return Fail(s.message(), kExitBargeFailure);
-  loop_.Poll(milliseconds(0));  // deliver a signal that came during the connects
-  if (interrupts_ > 0) return kExitInterrupted;
+  if (Status s = connections_.Connect(); !s.ok() && hosts_.connect_errors.empty()) return Fail(s.message(), kExitBargeFailure);
+  ctx_.loop.Poll(milliseconds(0));  // deliver a signal that came during the connects
+  if (ctx_.interrupts > 0) return kExitInterrupted;
   // registry: every host logs in before preflight checks or pulls images.
-  if (Status s = login_.Login(AllHosts()); !s.ok()) {
-    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  if (Status s = login_.Login(hosts_.All()); !s.ok()) {
+    return Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
   }
-  if (Status s = preflight_.Run(ConnectedHosts()); !s.ok()) {
-    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  if (Status s = preflight_.Run(hosts_.Connected()); !s.ok()) {
+    return Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
   }
   // Unhealthy GPUs out of what their hosts offer, a spare in place of an
   // unhealthy host, or the job stops here.
   if (Status s = GateGpus(); !s.ok()) {
-    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+    return Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
   }
-  if (Status s = mpi_.MpiPreflight(ConnectedHosts()); !s.ok()) {
-    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+  if (Status s = mpi_.MpiPreflight(hosts_.Connected()); !s.ok()) {
+    return Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
   }
   // Every host the job's, or none (runner/controller/holds.cc).
   if (Status s = holds_.SecureHolds(); !s.ok()) {
-    return Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
+    return Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
   }
-  const std::string run_dir = RunDir(options_.state_dir, plan_.job_id);
+  const std::string run_dir = RunDir(ctx_.options.state_dir, plan_.job_id);
   if (Status s = MakeDirs(run_dir); !s.ok()) return Fail(s.message(), kExitBargeFailure);
   for (const cluster::LaunchStage& stage : plan_.stages) {
     if (stage.gate.kind != cluster::ReadinessProbe::Kind::kLog) continue;
@@ -126,18 +126,18 @@ int Controller::Execute() {
       return Fail("roles.head.ready.log: invalid regex: " + std::string(e.what()), kExitBargeFailure);
     }
   }
-  if (Status s = uploads_.Upload(AllHosts()); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+  if (Status s = uploads_.Upload(hosts_.All()); !s.ok()) return Fail(s.message(), kExitBargeFailure);
 
   for (;;) {
     // Live hosts may have filled in GPU counts; restarts change hosts: the
     // plan is made again for every attempt.
     if (Status s = Launch(); !s.ok()) {
       // No partial launch: whatever started is removed.
-      Fail(s.message(), interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure);
-      teardown_.Run(interrupts_ < 2);
-      return interrupts_ > 0 ? kExitInterrupted : kExitBargeFailure;
+      Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
+      teardown_.Run(ctx_.interrupts < 2);
+      return ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure;
     }
-    if (outside_end_ && interrupts_ == 0) {
+    if (outside_end_ && ctx_.interrupts == 0) {
       // Ended from outside (its Slurm allocation went): as timed out or failed.
       const int code = outside_end_->timed_out ? kExitTimedOut : kExitBargeFailure;
       timed_out_ = outside_end_->timed_out;
@@ -147,58 +147,58 @@ int Controller::Execute() {
     }
     if (timed_out_) {
       Fail("the job reached its timeout (" +
-               std::to_string(std::chrono::duration_cast<seconds>(*spec_.timeout).count()) +
+               std::to_string(std::chrono::duration_cast<seconds>(*ctx_.spec.timeout).count()) +
                " s): stopping it",
            kExitTimedOut);
-      teardown_.Run(interrupts_ < 2);
-      return interrupts_ > 0 ? kExitInterrupted : kExitTimedOut;
+      teardown_.Run(ctx_.interrupts < 2);
+      return ctx_.interrupts > 0 ? kExitInterrupted : kExitTimedOut;
     }
-    if (interrupts_ > 0) {
-      teardown_.Run(interrupts_ < 2);
+    if (ctx_.interrupts > 0) {
+      teardown_.Run(ctx_.interrupts < 2);
       return kExitInterrupted;
     }
-    NodeState& head = *nodes_[0];
-    if (!fault_ && head.phase == NodePhase::kExited) {
+    NodeState& head = *attempt_.nodes[0];
+    if (!attempt_.fault && head.phase == NodePhase::kExited) {
       teardown_.Run(true);
       if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
       return *head.exit_code;
     }
     // A fault ended the attempt.
-    const Fault fault = fault_.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
+    const Fault fault = attempt_.fault.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
     const bool again = faults_.Restartable(fault);
-    teardown_.Run(/*graceful=*/interrupts_ < 2, /*final=*/!again);
+    teardown_.Run(/*graceful=*/ctx_.interrupts < 2, /*final=*/!again);
     if (!again) {
       if (fault.cause == Cause::kNodeFailed && fault.rank == 0) {
         Fail("job failed: " + fault.detail, fault.exit_code);
         return fault.exit_code;
       }
       std::string msg = "job failed: " + fault.detail;
-      if (spec_.restart) {
-        msg += restart_count_ >= spec_.restart->max_restarts
-                   ? " (no restarts left: max_restarts " + std::to_string(spec_.restart->max_restarts) + ")"
+      if (ctx_.spec.restart) {
+        msg += attempt_.restart_count >= ctx_.spec.restart->max_restarts
+                   ? " (no restarts left: max_restarts " + std::to_string(ctx_.spec.restart->max_restarts) + ")"
                    : std::string(" (restart.on does not list ") + Faults::CauseName(fault.cause) + ")";
       }
       return Fail(msg, kExitBargeFailure);
     }
-    ++restart_count_;
+    ++attempt_.restart_count;
     const std::string why = std::string(Faults::CauseName(fault.cause)) + ": " + fault.detail;
-    const std::string note = redact_("restart " + std::to_string(restart_count_) + " of " +
-                                     std::to_string(spec_.restart->max_restarts) + " after " + why);
-    Record(store_->NoteRestart(plan_.job_id, note));
-    observer_.JobEvent(event::kRestarting, std::nullopt, note, WallNow());
-    Say("restarting the job (restart " + std::to_string(restart_count_) + " of " +
-        std::to_string(spec_.restart->max_restarts) + ") in " +
-        std::to_string(std::chrono::duration_cast<milliseconds>(spec_.restart->backoff).count() / 1000.0).substr(0, 4) +
+    const std::string note = ctx_.redact("restart " + std::to_string(attempt_.restart_count) + " of " +
+                                     std::to_string(ctx_.spec.restart->max_restarts) + " after " + why);
+    Record(ctx_.store->NoteRestart(plan_.job_id, note));
+    ctx_.observer.JobEvent(event::kRestarting, std::nullopt, note, WallNow());
+    Say("restarting the job (restart " + std::to_string(attempt_.restart_count) + " of " +
+        std::to_string(ctx_.spec.restart->max_restarts) + ") in " +
+        std::to_string(std::chrono::duration_cast<milliseconds>(ctx_.spec.restart->backoff).count() / 1000.0).substr(0, 4) +
         " s");
-    RunUntil([&] { return interrupts_ > 0; }, Now() + spec_.restart->backoff);
-    if (interrupts_ == 0) {
+    RunUntil([&] { return ctx_.interrupts > 0; }, Now() + ctx_.spec.restart->backoff);
+    if (ctx_.interrupts == 0) {
       if (Status s = ReplaceHosts(); !s.ok()) {
-        tearing_down_ = true;
+        attempt_.tearing_down = true;
         teardown_.RunTeardownHooks();
         return Fail("job failed: " + why + "; cannot restart: " + s.message(), kExitBargeFailure);
       }
     }
-    if (interrupts_ > 0) {
+    if (ctx_.interrupts > 0) {
       teardown_.RunTeardownHooks();
       return kExitInterrupted;
     }
@@ -207,12 +207,12 @@ int Controller::Execute() {
 
 Status Controller::Launch() {
   // Plan this attempt (the restart count and replaced hosts change it).
-  input_.restart_count = restart_count_;
+  input_.restart_count = attempt_.restart_count;
   // Before the first attempt no node points into the plan Prepare made:
   // its envs go now, and the plan itself below, rather than stay for the
   // whole job (every node's env names all N nodes: O(N^2) bytes). The rest
   // of it stays valid until the new plan replaces it.
-  const bool first = nodes_.empty() && job_state_.old_nodes.empty();
+  const bool first = attempt_.nodes.empty() && attempt_.old_nodes.empty();
   if (first) {
     for (cluster::NodePlan& n : plan_.nodes) container::KeyValues().swap(n.container.env);
   }
@@ -220,52 +220,52 @@ Status Controller::Launch() {
   if (!plan.ok()) return plan.status();
   // The previous attempt is over: its streams and watches go, and its state
   // stays valid for anything that still points at it.
-  attempt_.Cancel();
+  attempt_.commands.Cancel();
   streams_.DropApiCalls();
   artifacts_.NewAttempt();
-  for (auto& n : nodes_) n->retired = true;
-  for (auto& n : nodes_) job_state_.old_nodes.push_back(std::move(n));
-  nodes_.clear();
-  if (sink_) job_state_.old_sinks.push_back(std::move(sink_));
-  if (!first) job_state_.old_plans.push_back(std::move(plan_));
+  for (auto& n : attempt_.nodes) n->retired = true;
+  for (auto& n : attempt_.nodes) attempt_.old_nodes.push_back(std::move(n));
+  attempt_.nodes.clear();
+  if (attempt_.sink) attempt_.old_sinks.push_back(std::move(attempt_.sink));
+  if (!first) old_plans_.push_back(std::move(plan_));
   plan_ = std::move(plan).value();
-  fault_.reset();
-  tearing_down_ = false;
+  attempt_.fault.reset();
+  attempt_.tearing_down = false;
 
-  const std::string run_dir = RunDir(options_.state_dir, plan_.job_id);
+  const std::string run_dir = RunDir(ctx_.options.state_dir, plan_.job_id);
   std::vector<LogSink::Node> sink_nodes = MakeNodeStates();
-  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, options_.echo, options_.stdio);
+  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, sink_nodes, ctx_.options.echo, ctx_.options.stdio);
   if (!sink.ok()) return sink.status();
-  sink_ = std::move(sink).value();
-  if (options_.progress) {
-    Progress* progress = options_.progress;
-    sink_->set_echo_guard([progress] { progress->Clear(); }, [progress] { progress->Redraw(); });
+  attempt_.sink = std::move(sink).value();
+  if (ctx_.options.progress) {
+    Progress* progress = ctx_.options.progress;
+    attempt_.sink->set_echo_guard([progress] { progress->Clear(); }, [progress] { progress->Redraw(); });
   }
-  if (restart_count_ == 0) {
-    Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(nodes_.size()) +
+  if (attempt_.restart_count == 0) {
+    Say("job " + plan_.job_id + " (" + plan_.job_name + "): " + std::to_string(attempt_.nodes.size()) +
         " node(s); logs in " + run_dir);
   }
 
   SetStatus(JobStatus::kStarting);
   faults_.StartMonitors();
   if (Status s = stages_.RunStages(); !s.ok()) return s;
-  SetStatus(JobStatus::kRunning, std::to_string(nodes_.size()) + " node(s)" +
-                                     (restart_count_ ? ", restart " + std::to_string(restart_count_) : ""));
-  if (restart_count_ == 0) artifacts_.ScheduleArtifacts();
+  SetStatus(JobStatus::kRunning, std::to_string(attempt_.nodes.size()) + " node(s)" +
+                                     (attempt_.restart_count ? ", restart " + std::to_string(attempt_.restart_count) : ""));
+  if (attempt_.restart_count == 0) artifacts_.ScheduleArtifacts();
   // forward: (window.cc) while the attempt runs; a forward that cannot go
   // on is reported and stops, the job does not.
-  ServeForwards(attempt_, [this](const Status& why) { Say(why.message()); });
+  ServeForwards(attempt_.commands, [this](const Status& why) { Say(why.message()); });
 
   // Running: until the head's main process exits, a fault, an interrupt or
   // the timeout.
-  NodeState& head = *nodes_[0];
+  NodeState& head = *attempt_.nodes[0];
   const Clock::time_point deadline =
-      spec_.timeout ? started_ + *spec_.timeout : Clock::time_point::max();
+      ctx_.spec.timeout ? started_ + *ctx_.spec.timeout : Clock::time_point::max();
   WatchOutside();
   bool ended = RunUntil(
       [&] {
         return head.phase == NodePhase::kExited || head.phase == NodePhase::kLost ||
-               fault_.has_value() || interrupts_ > 0 || outside_end_.has_value();
+               attempt_.fault.has_value() || ctx_.interrupts > 0 || outside_end_.has_value();
       },
       deadline);
   if (!ended) timed_out_ = true;
@@ -276,25 +276,25 @@ Status Controller::Launch() {
 // --- The Controller's own plumbing.
 
 void Controller::WatchOutside() {
-  if (!options_.outside_check || outside_end_) return;
+  if (!ctx_.options.outside_check || outside_end_) return;
   auto tick = std::make_shared<std::function<void()>>();
   std::weak_ptr<std::function<void()>> weak = tick;
   *tick = [this, weak] {
-    if (tearing_down_ || outside_end_ || interrupts_ > 0) return;
-    if (std::optional<ControllerOptions::OutsideEnd> end = options_.outside_check()) {
+    if (attempt_.tearing_down || outside_end_ || ctx_.interrupts > 0) return;
+    if (std::optional<ControllerOptions::OutsideEnd> end = ctx_.options.outside_check()) {
       outside_end_ = std::move(end);
       return;
     }
-    if (auto t = weak.lock()) timers_.Add(Now() + options_.outside_every, [t] { (*t)(); });
+    if (auto t = weak.lock()) ctx_.timers.Add(Now() + ctx_.options.outside_every, [t] { (*t)(); });
   };
-  timers_.Add(Now() + options_.outside_every, [tick] { (*tick)(); });
+  ctx_.timers.Add(Now() + ctx_.options.outside_every, [tick] { (*tick)(); });
 }
 
 void Controller::Interrupt(int signo, bool announce) {
-  ++interrupts_;
+  ++ctx_.interrupts;
   if (!announce) return;
-  Say(std::string(interrupts_ == 1 ? "interrupted (signal " : "interrupted again (signal ") +
-      std::to_string(signo) + (interrupts_ == 1 ? "): stopping the job" : "): killing the job"));
+  Say(std::string(ctx_.interrupts == 1 ? "interrupted (signal " : "interrupted again (signal ") +
+      std::to_string(signo) + (ctx_.interrupts == 1 ? "): stopping the job" : "): killing the job"));
 }
 
 bool Controller::Prepare(bool with_store) {
@@ -305,14 +305,14 @@ bool Controller::Prepare(bool with_store) {
   }
   plan_ = std::move(plan).value();
   if (!with_store) return true;
-  Result<std::unique_ptr<JobStore>> store = JobStore::Open(options_.state_dir);
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(ctx_.options.state_dir);
   if (!store.ok()) {
     Say(store.status().message());
     return false;
   }
-  store_ = std::move(store).value();
-  job_state_.store_observer = std::make_unique<StoreObserver>(store_.get(), &loop_, plan_.job_id);
-  observer_.Add(job_state_.store_observer.get());
+  ctx_.store = std::move(store).value();
+  ctx_.store_observer = std::make_unique<StoreObserver>(ctx_.store.get(), &ctx_.loop, plan_.job_id);
+  ctx_.observer.Add(ctx_.store_observer.get());
   return true;
 }
 
@@ -322,8 +322,8 @@ std::vector<LogSink::Node> Controller::MakeNodeStates() {
     sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
     auto state = std::make_unique<NodeState>();
     state->plan = &n;
-    state->host = hosts_[n.host_index].get();
-    nodes_.push_back(std::move(state));
+    state->host = hosts_.by_index[n.host_index].get();
+    attempt_.nodes.push_back(std::move(state));
   }
   return sink_nodes;
 }
@@ -340,7 +340,7 @@ HostState* Controller::ConnectToNode(int rank) {
     Say(s.message());
     return nullptr;
   }
-  return hosts_[node.host_index].get();
+  return hosts_.by_index[node.host_index].get();
 }
 
 }  // namespace barge::runner::internal

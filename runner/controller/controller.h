@@ -1,6 +1,8 @@
 // The Controller: runs one job from its plan to its exit code, phase by
-// phase, each phase a part with its own state (job.h's JobPart) that gets
-// the job's shared state and the parts it calls:
+// phase, each phase a part with its own state (job_context.h's JobPart)
+// that gets in its constructor the job's context and exactly the rest it
+// reads or changes (the host set, the attempt, the plan, the facts the plan
+// is made from) and the parts it calls:
 //   controller.cc  the flow of one job (Run, Execute, an attempt: Launch)
 //   connect.h      Connections: connect, internal addresses (addresses.cc)
 //   login.h        RegistryLogin: registry login and logout
@@ -21,7 +23,8 @@
 // Shape: every remote command belongs to a CommandGroup. A phase that waits
 // for its commands keeps its group on its stack frame; what lives as long
 // as an attempt (log streams, exit watches, monitors, artifact copies) is in
-// Job::attempt, what lives as long as the job (lease renewals) in Job::job.
+// the attempt's commands (attempt.h), what lives as long as the job (lease
+// renewals) in the context's job_commands.
 // Every per-host phase reports to the JobObserver (the status line, the
 // store's phase spans, the event stream). The transport comes from a
 // HostConnector and the loop from the caller, so that unit tests drive the
@@ -32,6 +35,7 @@
 #pragma once
 
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,7 +50,9 @@
 #include "runner/controller/forwards.h"
 #include "runner/controller/holds.h"
 #include "runner/controller/host_connector.h"
-#include "runner/controller/job.h"
+#include "runner/controller/attempt.h"
+#include "runner/controller/host_set.h"
+#include "runner/controller/job_context.h"
 #include "runner/controller/job_state.h"
 #include "runner/controller/job_observer.h"
 #include "runner/controller/leases.h"
@@ -64,12 +70,22 @@
 
 namespace barge::runner::internal {
 
-// The Job a Controller owns, made before the parts that refer to it.
+// What a Controller owns and gives its parts, made before them: the job's
+// context, the facts its plan is made from and the current plan, its hosts
+// and its attempt.
 struct JobOwner {
   JobOwner(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
            ssh::EventLoop* loop, HostConnector* connector)
-      : job_storage_(spec, input, options, loop, connector) {}
-  Job job_storage_;
+      : job_context_(spec, input.job_id, options, loop, connector),
+        input_(input),
+        attempt_(loop, &job_context_.redact) {}
+  JobContext job_context_;
+  cluster::PlanInput input_;
+  cluster::Plan plan_;
+  // Earlier attempts' plans: what their nodes pointed at stays valid.
+  std::list<cluster::Plan> old_plans_;
+  HostSet hosts_;
+  Attempt attempt_;
 };
 
 class Controller : private JobOwner, private JobPart {
@@ -127,7 +143,7 @@ class Controller : private JobOwner, private JobPart {
   // Prints `message`, keeps it for the job's final record, returns `code`.
   int Fail(const std::string& message, int code) {
     Say(message);
-    final_detail_ = redact_(message);
+    final_detail_ = ctx_.redact(message);
     return code;
   }
   // While the head runs: asks ControllerOptions::outside_check every
@@ -136,7 +152,7 @@ class Controller : private JobOwner, private JobPart {
   // Makes the plan (and opens the store when `with_store`); false after
   // printing why not.
   bool Prepare(bool with_store);
-  // A NodeState per node of the plan, in nodes_; the log sink's view of them.
+  // A NodeState per node of the plan, in attempt_.nodes; the log sink's view of them.
   std::vector<LogSink::Node> MakeNodeStates();
   // For the verbs on one node (exec): the rank checked, its host alone
   // connected; nullptr after saying why not.
@@ -167,28 +183,28 @@ class Controller : private JobOwner, private JobPart {
   // starts. `on_fatal` runs when one cannot go on.
   void ServeForwards(CommandGroup& group, std::function<void(const Status&)> on_fatal);
 
-  // The parts, each given the parts it calls.
-  Faults faults_{&job_storage_};
-  Connections connections_{&job_storage_, &faults_};
-  RegistryLogin login_{&job_storage_};
-  Holds holds_{&job_storage_};
-  Leases leases_{&job_storage_, &holds_};
-  Transfers transfers_{&job_storage_};
-  GpuGate gpu_gate_{&job_storage_, &holds_};
-  Preflight preflight_{&job_storage_, &holds_, &leases_, &transfers_, &gpu_gate_};
-  Mpi mpi_{&job_storage_, &transfers_};
-  Uploads uploads_{&job_storage_, &transfers_, &mpi_};
-  NodeStreams streams_{&job_storage_, &faults_};
-  Stages stages_{&job_storage_, &faults_, &streams_};
-  Artifacts artifacts_{&job_storage_};
-  Teardown teardown_{&job_storage_, &artifacts_};
+  // The parts, each given what it reads and changes and the parts it calls.
+  Faults faults_{&job_context_, &hosts_, &attempt_, &plan_};
+  Connections connections_{&job_context_, &hosts_, &plan_, &input_, &faults_};
+  RegistryLogin login_{&job_context_, &hosts_, &plan_};
+  Holds holds_{&job_context_, &hosts_, &plan_, &input_};
+  Leases leases_{&job_context_, &hosts_, &plan_, &holds_};
+  Transfers transfers_{&job_context_};
+  GpuGate gpu_gate_{&job_context_, &plan_, &input_, &holds_};
+  Preflight preflight_{&job_context_, &hosts_, &plan_, &input_, &holds_, &leases_, &transfers_, &gpu_gate_};
+  Mpi mpi_{&job_context_, &hosts_, &plan_, &input_, &transfers_};
+  Uploads uploads_{&job_context_, &plan_, &transfers_, &mpi_};
+  NodeStreams streams_{&job_context_, &attempt_, &faults_};
+  Stages stages_{&job_context_, &attempt_, &plan_, &faults_, &streams_};
+  Artifacts artifacts_{&job_context_, &attempt_, &plan_};
+  Teardown teardown_{&job_context_, &hosts_, &attempt_, &plan_, &artifacts_};
 
   std::string final_detail_;
-  const Clock::time_point started_ = loop_.Now();
+  const Clock::time_point started_ = ctx_.loop.Now();
   bool timed_out_ = false;
   // ControllerOptions::outside_check's answer, once it ended the job.
   std::optional<ControllerOptions::OutsideEnd> outside_end_;
-  size_t next_spare_ = 0;  // spec_.spare_hosts taken so far
+  size_t next_spare_ = 0;  // ctx_.spec.spare_hosts taken so far
   // forward: (window.cc). Last: destroyed before the hosts it serves through.
   std::unique_ptr<window::JobForwards> forwards_;
 };

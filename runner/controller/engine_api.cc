@@ -79,7 +79,7 @@ void NodeStreams::FollowWithApi(NodeState& node, bool report_exit) {
     // Nothing could be attempted (the session is known dead): delivered
     // from the loop, as a failed stream's end would be.
     const std::string why = call.status().message();
-    timers_.Add(Now(), [this, n, report_exit, why] { LostWithApi(*n, report_exit, why); });
+    ctx_.timers.Add(Now(), [this, n, report_exit, why] { LostWithApi(*n, report_exit, why); });
     return;
   }
   n->api_call = std::move(*call);
@@ -165,7 +165,7 @@ void NodeStreams::AttachAndStartWithApi(CommandGroup& group, NodeState& node, Co
             n->api_call.reset();
             n->logs_open = false;
             // From the loop, as a failed call's end would be.
-            timers_.Add(Now(), [st, o] { st->Finish(o); });
+            ctx_.timers.Add(Now(), [st, o] { st->Finish(o); });
             return;
           }
           st->start = std::move(*start);
@@ -242,7 +242,7 @@ void NodeStreams::InspectWithApi(NodeState& node, bool waited, bool oom_asked_ag
         if (!r.value->running && r.value->exit_code == 137 && !r.value->oom_killed && !oom_asked_again) {
           // SIGKILL: the engine may mark an OOM kill a moment after the
           // exit (its OOM event comes apart from the exit's): ask once more.
-          timers_.Add(Now() + kOomSettle, [this, n, waited] {
+          ctx_.timers.Add(Now() + kOomSettle, [this, n, waited] {
             // A host lost meanwhile has its nodes ended by the loss.
             if (n->host->lost || !n->host->engine.api) return;
             InspectWithApi(*n, waited, /*oom_asked_again=*/true);
@@ -308,7 +308,7 @@ void NodeStreams::CatchUpWithApi(NodeState& node, std::optional<int64_t> from, s
   };
   Result<DockerApi::CallPtr> call = n->host->engine.api->Logs(n->plan->container.name, options, sink, done);
   if (!call.ok()) {
-    timers_.Add(Now(), [n, then] {
+    ctx_.timers.Add(Now(), [n, then] {
       n->catching_up = false;
       then();
     });
@@ -318,8 +318,8 @@ void NodeStreams::CatchUpWithApi(NodeState& node, std::optional<int64_t> from, s
 }
 
 void NodeStreams::DropApiCalls() {
-  for (auto& n : nodes_) n->api_call.reset();
-  for (auto& n : job_state_.old_nodes) n->api_call.reset();
+  for (auto& n : attempt_.nodes) n->api_call.reset();
+  for (auto& n : attempt_.old_nodes) n->api_call.reset();
 }
 
 }  // namespace barge::runner::internal

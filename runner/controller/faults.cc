@@ -28,15 +28,15 @@ void Faults::NoteFault(Fault fault) {
   const char* kind = CauseName(fault.cause);
   Event(kind, fault.host, fault.detail);
   Say(std::string(kind) + ": " + fault.detail);
-  if (!tearing_down_ && !fault_) fault_ = std::move(fault);
+  if (!attempt_.tearing_down && !attempt_.fault) attempt_.fault = std::move(fault);
 }
 
 bool Faults::Restartable(const Fault& f) const {
-  if (!spec_.restart || restart_count_ >= spec_.restart->max_restarts) return false;
+  if (!ctx_.spec.restart || attempt_.restart_count >= ctx_.spec.restart->max_restarts) return false;
   switch (f.cause) {
-    case Cause::kHostLost: return spec_.restart->on_host_lost;
-    case Cause::kNodeFailed: return spec_.restart->on_node_failed;
-    case Cause::kPreempted: return spec_.restart->on_preempted;
+    case Cause::kHostLost: return ctx_.spec.restart->on_host_lost;
+    case Cause::kNodeFailed: return ctx_.spec.restart->on_node_failed;
+    case Cause::kPreempted: return ctx_.spec.restart->on_preempted;
   }
   return false;
 }
@@ -45,12 +45,12 @@ void Faults::OnHostLost(HostState& host, const std::string& why) {
   if (host.lost) return;
   host.lost = true;
   host.health.replace = true;
-  for (auto& n : nodes_) {
+  for (auto& n : attempt_.nodes) {
     if (n->host == &host && (n->phase == NodePhase::kRunning || n->phase == NodePhase::kStarting)) {
       n->phase = NodePhase::kLost;
     }
   }
-  if (tearing_down_) {
+  if (attempt_.tearing_down) {
     Say(host.name + ": lost during teardown: " + why);
     return;
   }
@@ -58,16 +58,16 @@ void Faults::OnHostLost(HostState& host, const std::string& why) {
 }
 
 void Faults::OnPreempted(HostState& host, const std::string& notice) {
-  if (tearing_down_ || host.lost) return;
+  if (attempt_.tearing_down || host.lost) return;
   host.health.replace = true;
   // SIGTERM first, so the job can checkpoint; the teardown's docker stop
   // then gives it stop_grace before the kill.
   std::vector<std::string> names;
-  for (auto& n : nodes_) {
+  for (auto& n : attempt_.nodes) {
     if (n->host == &host && n->phase == NodePhase::kRunning) names.push_back(n->plan->container.name);
   }
   if (!names.empty()) {
-    attempt_.Run(*host.exec, host.docker->Signal(names, "TERM"), [](const Outcome&) {});
+    attempt_.commands.Run(*host.exec, host.docker->Signal(names, "TERM"), [](const Outcome&) {});
   }
   NoteFault({Cause::kPreempted, host.name,
              host.name + " is being preempted" + (notice.empty() ? "" : ": " + notice) +
@@ -75,7 +75,7 @@ void Faults::OnPreempted(HostState& host, const std::string& notice) {
 }
 
 void Faults::StartMonitors() {
-  const int gen = ++generation_;
+  const int gen = ++attempt_.generation;
   // The engine: a bounded probe catches a dockerd that stopped answering
   // (the docker wait on it would hang silently). A probe is skipped while
   // the host's log streams keep delivering (the engine answers them). A
@@ -87,19 +87,19 @@ void Faults::StartMonitors() {
   // engine_timeout itself (1 to 60 s): a probe is a Docker CLI process on
   // the host, and probing a silent host every few seconds cost more CPU
   // than the rest of barge's work there (bench/launch.sh). Probes and their
-  // timers belong to the attempt (attempt_, timers_); `gen` stops a
+  // timers belong to the attempt (attempt_.commands, ctx_.timers); `gen` stops a
   // previous attempt's chain.
   const auto probe_every = std::clamp<milliseconds>(
-      std::chrono::duration_cast<milliseconds>(spec_.ssh.engine_timeout), milliseconds(1000),
+      std::chrono::duration_cast<milliseconds>(ctx_.spec.ssh.engine_timeout), milliseconds(1000),
       milliseconds(60000));
-  for (auto& [h, host] : hosts_) {
+  for (auto& [h, host] : hosts_.by_index) {
     HostState* hs = host.get();
     hs->health.engine_misses = 0;
     auto tick = std::make_shared<std::function<void()>>();
     *tick = [this, hs, gen, probe_every, weak = std::weak_ptr<std::function<void()>>(tick)] {
-      if (gen != generation_ || hs->lost) return;
+      if (gen != attempt_.generation || hs->lost) return;
       auto again = [this, gen, weak](milliseconds after) {
-        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Now() + after, [t] { (*t)(); });
+        if (auto t = weak.lock(); t && gen == attempt_.generation) ctx_.timers.Add(Now() + after, [t] { (*t)(); });
       };
       if (hs->health.probing) return again(probe_every);
       // Heard lately: the next probe is due once it has been silent for
@@ -111,20 +111,20 @@ void Faults::StartMonitors() {
       }
       hs->health.probing = true;
       const auto started = Now();
-      attempt_.Run(*hs->exec, BoundedCommand(hs->docker->Version(), spec_.ssh.engine_timeout),
+      attempt_.commands.Run(*hs->exec, BoundedCommand(hs->docker->Version(), ctx_.spec.ssh.engine_timeout),
                    [this, hs, gen, started, again, probe_every](const Outcome& o) {
                      hs->health.probing = false;
-                     if (gen != generation_ || hs->lost) return;
+                     if (gen != attempt_.generation || hs->lost) return;
                      if (!o.exit.known()) return;  // the session itself: OnHostLost
                      if (o.ok()) {
                        hs->health.engine_misses = 0;
                        return again(probe_every);
                      }
-                     if (++hs->health.engine_misses < spec_.ssh.engine_misses) {
+                     if (++hs->health.engine_misses < ctx_.spec.ssh.engine_misses) {
                        Say(hs->name + ": the Docker engine " +
-                           (o.timed_out() ? "did not answer within " + std::to_string(spec_.ssh.engine_timeout.count() / 1000) + " s"
+                           (o.timed_out() ? "did not answer within " + std::to_string(ctx_.spec.ssh.engine_timeout.count() / 1000) + " s"
                                           : "failed: " + o.Reason()) +
-                           " (miss " + std::to_string(hs->health.engine_misses) + " of " + std::to_string(spec_.ssh.engine_misses) +
+                           " (miss " + std::to_string(hs->health.engine_misses) + " of " + std::to_string(ctx_.spec.ssh.engine_misses) +
                            "); asking again");
                        return again(milliseconds(0));
                      }
@@ -133,37 +133,37 @@ void Faults::StartMonitors() {
                      std::snprintf(buf, sizeof buf, "%.1f", took);
                      std::string why = o.timed_out()
                                            ? std::string("the Docker engine did not answer (") +
-                                                 std::to_string(spec_.ssh.engine_misses) + " probes in a row, the last for " + buf +
+                                                 std::to_string(ctx_.spec.ssh.engine_misses) + " probes in a row, the last for " + buf +
                                                  " s; ssh.engine_timeout, ssh.engine_misses)"
                                            : "the Docker engine fails: " + o.Reason();
                      OnHostLost(*hs, why);
                    });
     };
-    monitors_.push_back(tick);
-    timers_.Add(Now() + probe_every, [tick] { (*tick)(); });
+    attempt_.monitors.push_back(tick);
+    ctx_.timers.Add(Now() + probe_every, [tick] { (*tick)(); });
   }
-  if (!spec_.preemption) return;
-  const PreemptionSpec& pre = *spec_.preemption;
-  for (auto& [h, host] : hosts_) {
+  if (!ctx_.spec.preemption) return;
+  const PreemptionSpec& pre = *ctx_.spec.preemption;
+  for (auto& [h, host] : hosts_.by_index) {
     HostState* hs = host.get();
     auto tick = std::make_shared<std::function<void()>>();
     *tick = [this, hs, gen, &pre, weak = std::weak_ptr<std::function<void()>>(tick)] {
-      if (gen != generation_ || hs->lost) return;
+      if (gen != attempt_.generation || hs->lost) return;
       auto again = [this, gen, &pre, weak] {
-        if (auto t = weak.lock(); t && gen == generation_) timers_.Add(Now() + pre.every, [t] { (*t)(); });
+        if (auto t = weak.lock(); t && gen == attempt_.generation) ctx_.timers.Add(Now() + pre.every, [t] { (*t)(); });
       };
       if (hs->health.polling) return again();
       hs->health.polling = true;
-      attempt_.Run(*hs->exec, Bounded(pre.command, std::max<milliseconds>(pre.every, seconds(10))),
+      attempt_.commands.Run(*hs->exec, Bounded(pre.command, std::max<milliseconds>(pre.every, seconds(10))),
                    [this, hs, gen, again](const Outcome& o) {
                      hs->health.polling = false;
-                     if (gen != generation_) return;
+                     if (gen != attempt_.generation) return;
                      if (o.ok()) return OnPreempted(*hs, Trim(o.out).substr(0, 200));
                      again();
                    });
     };
-    monitors_.push_back(tick);
-    timers_.Add(Now() + pre.every, [tick] { (*tick)(); });
+    attempt_.monitors.push_back(tick);
+    ctx_.timers.Add(Now() + pre.every, [tick] { (*tick)(); });
   }
 }
 

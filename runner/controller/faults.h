@@ -8,7 +8,9 @@
 #include <chrono>
 #include <string>
 
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/attempt.h"
+#include "runner/controller/host_set.h"
 
 namespace barge::runner::internal {
 
@@ -29,22 +31,28 @@ struct HostHealth {
 
 class Faults : private JobPart {
  public:
-  explicit Faults(Job* job) : JobPart(job) {}
+  Faults(JobContext* ctx, HostSet* hosts, Attempt* attempt, const cluster::Plan* plan)
+      : JobPart(ctx), hosts_(*hosts), attempt_(*attempt), plan_(*plan) {}
 
   // The job store's event name (event::kHostLost, ...) of a cause.
   static const char* CauseName(RestartCause cause);
-  // The first fault of an attempt ends it (Job::fault); later ones are
+  // The first fault of an attempt ends it (Attempt::fault); later ones are
   // only recorded. Nothing is a fault once teardown has begun.
   void NoteFault(Fault fault);
   bool Restartable(const Fault& f) const;
   void OnHostLost(HostState& host, const std::string& why);
   void OnPreempted(HostState& host, const std::string& notice);
   // Periodic checks while an attempt runs: an engine probe per host (a
-  // frozen dockerd), the preemption command per host. Job::generation
+  // frozen dockerd), the preemption command per host. Attempt::generation
   // stops the previous attempt's.
   void StartMonitors();
   // Removes every container labelled with the job on `host` (leftovers).
   std::string RemoveJobContainersLine(HostState& host) const;
+
+ private:
+  HostSet& hosts_;
+  Attempt& attempt_;
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
 };
 
 }  // namespace barge::runner::internal

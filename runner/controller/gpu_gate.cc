@@ -25,11 +25,11 @@ std::string Indices(const std::vector<int>& v) {
 }  // namespace
 
 std::string GpuGate::LinesFor(const HostState& hs) const {
-  if (spec_.health.gpus == GpuHealthLevel::kOff) return "";
+  if (ctx_.spec.health.gpus == GpuHealthLevel::kOff) return "";
   const bool asks = std::any_of(plan_.nodes.begin(), plan_.nodes.end(), [&](const cluster::NodePlan& n) {
     return n.host_index == hs.index && n.container.options.gpus.has_value();
   });
-  return asks ? gpu::GpuHealthLines(spec_.health.nvidia_smi, CallLimit(spec_)) : "";
+  return asks ? gpu::GpuHealthLines(ctx_.spec.health.nvidia_smi, CallLimit(ctx_.spec)) : "";
 }
 
 void GpuGate::Note(HostState& hs, const PreflightReply& reply) {
@@ -42,14 +42,14 @@ void GpuGate::Note(HostState& hs, const PreflightReply& reply) {
   if (!query && !reply.Find("gpuxid")) return;  // not asked, or cut off before
   hs.gpus.report = gpu::ReadGpuReport(query, section("gpurm"), section("gpuxid"));
   hs.gpus.findings = gpu::Judge(*hs.gpus.report, plan_.hosts[hs.index].gpus,
-                                std::chrono::duration_cast<seconds>(spec_.health.xid_window));
+                                std::chrono::duration_cast<seconds>(ctx_.spec.health.xid_window));
 }
 
 void GpuGate::Diagnose(const std::vector<HostState*>& hosts) {
-  if (spec_.health.gpus != GpuHealthLevel::kDcgm) return;
+  if (ctx_.spec.health.gpus != GpuHealthLevel::kDcgm) return;
   // Level 1 lasts seconds; a hung one is the host's finding.
   const seconds limit(120);
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   size_t open = 0;
   for (HostState* hs : hosts) {
     if (!hs->gpus.report || !hs->exec) continue;
@@ -64,7 +64,7 @@ void GpuGate::Diagnose(const std::vector<HostState*>& hosts) {
     if (gpus.empty()) continue;
     ++open;
     Say(hs->name + ": DCGM diagnostic (level 1) on GPU(s) " + Indices(gpus));
-    group.Run(*hs->exec, gpu::DcgmDiagCommand(spec_.health.dcgmi, gpus, limit), [&, hs](const Outcome& o) {
+    group.Run(*hs->exec, gpu::DcgmDiagCommand(ctx_.spec.health.dcgmi, gpus, limit), [&, hs](const Outcome& o) {
       --open;
       if (!o.exit.known()) {
         hs->gpus.findings.push_back(
@@ -180,12 +180,12 @@ Status GpuGate::OutError(const std::vector<HostState*>& out, size_t total) const
   }
   // A wait (--wait, wait:, an array member) is for hosts other jobs hold;
   // an unhealthy host does not become healthy by waiting.
-  const std::string not_busy = options_.wait || spec_.wait
+  const std::string not_busy = ctx_.options.wait || ctx_.spec.wait
                                    ? "  (unavailable, not busy: a job does not wait for an unhealthy host)\n"
                                    : "";
   return Status::Error("GPU health: " + std::to_string(out.size()) + " of " + std::to_string(total) +
                        " host(s) cannot run the job's nodes" +
-                       (spec_.spare_hosts.empty() ? std::string() : " and no spare host is left to take their place") +
+                       (ctx_.spec.spare_hosts.empty() ? std::string() : " and no spare host is left to take their place") +
                        "; nothing was started:\n" + table + not_busy);
 }
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "runner/controller/holds.h"
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
 #include "runner/remote/gpu_health.h"
 #include "runner/remote/preflight_script.h"
 
@@ -34,7 +34,8 @@ struct HostGpus {
 
 class GpuGate : private JobPart {
  public:
-  GpuGate(Job* job, Holds* holds) : JobPart(job), holds_(*holds) {}
+  GpuGate(JobContext* ctx, const cluster::Plan* plan, cluster::PlanInput* input, Holds* holds)
+      : JobPart(ctx), plan_(*plan), input_(*input), holds_(*holds) {}
 
   // Preflight's lines for `hs` (gpu_health.h's sections); "" where the job
   // asks for no GPU there or `health: {gpus: off}`.
@@ -59,6 +60,8 @@ class GpuGate : private JobPart {
   std::vector<std::string> Problems(const HostState& hs) const;
 
  private:
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
+  cluster::PlanInput& input_;  // the facts the plan is made from
   Holds& holds_;
 };
 

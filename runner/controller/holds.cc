@@ -41,10 +41,10 @@ fleet::HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
     nodes.push_back({n.gpu_devices.empty() ? o.gpus : std::optional<std::string>(std::to_string(n.gpu_devices.size())),
                      host_net});
     if (!host_net) continue;
-    if (n.rank == 0) ports.push_back(spec_.rendezvous.port);
-    if (spec_.mpi && n.rank != 0) ports.push_back(spec_.mpi->port + n.slot);
+    if (n.rank == 0) ports.push_back(ctx_.spec.rendezvous.port);
+    if (ctx_.spec.mpi && n.rank != 0) ports.push_back(ctx_.spec.mpi->port + n.slot);
   }
-  if (spec_.slurm && !spec_.slurm->exclusive) {
+  if (ctx_.spec.slurm && !ctx_.spec.slurm->exclusive) {
     // A shared Slurm node: Slurm has placed other jobs beside this one, so
     // it holds only its own GPUs (the allocation's indices) and ports.
     return fleet::SharedRequestFor(nodes, std::move(ports));
@@ -55,7 +55,7 @@ fleet::HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
 }
 
 std::string Holds::TakeHoldsLine(const HostState& hs, std::optional<long long> ticket_since) const {
-  fleet::HoldOwner owner = OwnerOf(plan_, spec_);
+  fleet::HoldOwner owner = OwnerOf(plan_, ctx_.spec);
   owner.job_dir = hs.job_dir;
   if (ticket_since) {
     const std::vector<fleet::Hold> none;
@@ -67,17 +67,17 @@ std::string Holds::TakeHoldsLine(const HostState& hs, std::optional<long long> t
     owner.ticket_since = ticket_since;
   }
   return fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
-                                std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
+                                std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
 }
 
 fleet::ApiHoldJob Holds::ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const {
   fleet::ApiHoldJob job;
   job.api = api;
   job.request = HoldRequestFor(hs);
-  job.owner = OwnerOf(plan_, spec_);
+  job.owner = OwnerOf(plan_, ctx_.spec);
   job.now = now;
-  job.engine_timeout = spec_.ssh.engine_timeout;
-  job.engine_misses = spec_.ssh.engine_misses;
+  job.engine_timeout = ctx_.spec.ssh.engine_timeout;
+  job.engine_misses = ctx_.spec.ssh.engine_misses;
   return job;
 }
 
@@ -101,7 +101,7 @@ std::string Holds::NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed)
 
 std::vector<fleet::BusyHost> Holds::BusyHosts() {
   std::vector<fleet::BusyHost> busy;
-  std::vector<HostState*> hosts = ConnectedHosts();
+  std::vector<HostState*> hosts = hosts_.Connected();
   std::sort(hosts.begin(), hosts.end(), [](HostState* a, HostState* b) { return a->name < b->name; });
   for (HostState* hs : hosts) {
     if (!hs->holds.reply) continue;
@@ -149,7 +149,7 @@ Status Holds::SecureHoldsOn(HostState& hs) {
 Status Holds::SecureHolds() {
   std::vector<fleet::BusyHost> busy = BusyHosts();
   if (busy.empty()) {
-    for (HostState* hs : ConnectedHosts()) {
+    for (HostState* hs : hosts_.Connected()) {
       if (Status s = AdoptHeldGpus(*hs); !s.ok()) {
         ReleaseHolds();
         return s;
@@ -157,10 +157,10 @@ Status Holds::SecureHolds() {
     }
     return Status::Ok();
   }
-  const bool wait = options_.wait || spec_.wait.has_value();
+  const bool wait = ctx_.options.wait || ctx_.spec.wait.has_value();
   // Unbounded: ten years (a steady_clock time point holds about 292).
   const milliseconds limit =
-      spec_.wait.value_or(options_.wait_unbounded ? milliseconds(std::chrono::hours(24 * 3653))
+      ctx_.spec.wait.value_or(ctx_.options.wait_unbounded ? milliseconds(std::chrono::hours(24 * 3653))
                                                   : milliseconds(std::chrono::minutes(30)));
   const Clock::time_point give_up = Now() + limit;
   std::mt19937 random(std::random_device{}());
@@ -169,7 +169,7 @@ Status Holds::SecureHolds() {
   // its hosts' clocks at its first try (never this machine's), after every
   // waiter that try met there (fleet::PlaceInLine).
   std::vector<std::pair<long long, std::vector<fleet::Hold>>> seen;
-  for (HostState* hs : ConnectedHosts()) {
+  for (HostState* hs : hosts_.Connected()) {
     if (hs->holds.reply) seen.emplace_back(hs->holds.reply->now, hs->holds.reply->holds);
   }
   const long long ticket_since = fleet::PlaceInLine(seen, plan_.job_id);
@@ -177,7 +177,7 @@ Status Holds::SecureHolds() {
     // All or nothing: what this job got anywhere goes before it fails or
     // waits, so it never holds one host while waiting for another. A
     // waiting job keeps its lease and ticket (its place in the queue).
-    if (!wait || interrupts_ > 0 || Now() >= give_up) {
+    if (!wait || ctx_.interrupts > 0 || Now() >= give_up) {
       ReleaseHolds();
       break;
     }
@@ -186,23 +186,23 @@ Status Holds::SecureHolds() {
     // The status line says what it waits for; anew only when that changes.
     const std::string what = fleet::WaitingFor(busy);
     if (what != last_said) {
-      if (!last_said.empty()) observer_.StepEnded(Phase::kPreflight);
+      if (!last_said.empty()) ctx_.observer.StepEnded(Phase::kPreflight);
       // `barge ls` (and an array's `ls ARRAY`) shows the job waiting.
       SetStatus(JobStatus::kWaiting, "for " + what);
       Say("waiting for " + what);
-      observer_.StepBegan(Phase::kPreflight, "waiting for " + what, 0);
+      ctx_.observer.StepBegan(Phase::kPreflight, "waiting for " + what, 0);
       last_said = what;
     }
     // A random pause (1-3 s): two jobs that backed off from each other do
     // not come back in step.
     const auto pause = milliseconds(1000 + std::uniform_int_distribution<int>(0, 2000)(random));
-    RunUntil([&] { return interrupts_ > 0; }, std::min(give_up, Now() + pause));
-    if (interrupts_ > 0) break;
+    RunUntil([&] { return ctx_.interrupts > 0; }, std::min(give_up, Now() + pause));
+    if (ctx_.interrupts > 0) break;
     // Every host again, in one round trip each, in parallel.
     std::map<HostState*, std::string> problems =
-        RunTakes(ConnectedHosts(), [&](HostState& hs) { return TakeHoldsLine(hs, ticket_since); });
+        RunTakes(hosts_.Connected(), [&](HostState& hs) { return TakeHoldsLine(hs, ticket_since); });
     if (!problems.empty()) {
-      observer_.StepEnded(Phase::kPreflight);
+      ctx_.observer.StepEnded(Phase::kPreflight);
       ReleaseHolds();
       std::string msg = "cannot reserve the hosts:";
       for (const auto& [hs, p] : problems) msg += "\n  " + hs->name + ": " + p;
@@ -210,7 +210,7 @@ Status Holds::SecureHolds() {
     }
     busy = BusyHosts();
     if (busy.empty()) {
-      observer_.StepEnded(Phase::kPreflight);
+      ctx_.observer.StepEnded(Phase::kPreflight);
       SetStatus(JobStatus::kPreflight, "every host is free");
       Say("every host is free: starting");
       Status secured = SecureHolds();
@@ -220,8 +220,8 @@ Status Holds::SecureHolds() {
       return secured;
     }
   }
-  if (!last_said.empty()) observer_.StepEnded(Phase::kPreflight);
-  if (interrupts_ > 0) return Status::Error("interrupted while waiting for hosts");
+  if (!last_said.empty()) ctx_.observer.StepEnded(Phase::kPreflight);
+  if (ctx_.interrupts > 0) return Status::Error("interrupted while waiting for hosts");
   std::string head = wait ? "gave up waiting after " + fleet::ShortDuration(
                                                            std::chrono::duration_cast<seconds>(limit).count()) +
                                 ": "
@@ -247,13 +247,13 @@ fleet::HoldRequest Holds::PutBackRequest(const HostState& hs) const {
 }
 
 std::string Holds::PutBackLine(const HostState& hs) const {
-  fleet::HoldOwner owner = OwnerOf(plan_, spec_);
+  fleet::HoldOwner owner = OwnerOf(plan_, ctx_.spec);
   owner.job_dir = hs.job_dir;
   // A new lease (has_lease false); a waiting job's try as any other (its
   // ticket made again at its place), a running job's holds by name.
   if (hs.holds.in_line) owner.ticket_since = hs.holds.ticket_since;
   return fleet::TakeHoldsScript(*hs.docker, PutBackRequest(hs), owner,
-                                std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
+                                std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
 }
 
 std::vector<fleet::Hold> Holds::NotePutBack(HostState& hs, const std::string& text) {
@@ -278,14 +278,14 @@ void Holds::ReleaseHolds() {
   // release at the replacement did not get through): a lost one is left to
   // its watchdog, which removes the job's holds with its containers when
   // the lease lapses.
-  std::vector<HostState*> hosts = AllHosts();
-  for (auto& old : retired_) hosts.push_back(old.get());
+  std::vector<HostState*> hosts = hosts_.All();
+  for (auto& old : hosts_.retired) hosts.push_back(old.get());
   ReleaseHoldsOn(hosts);
 }
 
 std::map<HostState*, std::string> Holds::RunTakes(const std::vector<HostState*>& hosts,
                                                   const std::function<std::string(HostState&)>& script) {
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::map<HostState*, std::string> problems;
   for (HostState* hs : hosts) {
     const std::string text = SectionMarkers() + "echo " + std::string(kPosixShellAnswer) + "\nbs hold; (\n" + script(*hs) +
@@ -301,19 +301,19 @@ std::map<HostState*, std::string> Holds::RunTakes(const std::vector<HostState*>&
       if (!p.empty()) problems[hs] = p;
     });
   }
-  RunWhileProgressing(group, spec_.ssh.engine_timeout * 3 + seconds(30), [&] { return interrupts_ > 0; });
+  RunWhileProgressing(group, ctx_.spec.ssh.engine_timeout * 3 + seconds(30), [&] { return ctx_.interrupts > 0; });
   group.Cancel();
   return problems;
 }
 
 Status Holds::TakeAgain(const std::vector<HostState*>& hosts) {
   std::map<HostState*, std::string> problems = RunTakes(hosts, [&](HostState& hs) {
-    fleet::HoldOwner owner = OwnerOf(plan_, spec_);
+    fleet::HoldOwner owner = OwnerOf(plan_, ctx_.spec);
     owner.job_dir = hs.job_dir;
     owner.has_lease = hs.holds.reply && !fleet::LeaseIdOf(hs.holds.reply->holds, plan_.job_id).empty();
     return fleet::ReleaseHoldsKeepingPlaceCommand(*hs.docker, plan_.job_id) + "\n" +
            fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
-                                  std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
+                                  std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
   });
   if (problems.empty()) return Status::Ok();
   ReleaseHolds();
@@ -323,15 +323,15 @@ Status Holds::TakeAgain(const std::vector<HostState*>& hosts) {
 }
 
 void Holds::JoinQueue(long long ticket_since) {
-  CommandGroup group(&loop_, &redact_);
-  for (HostState* hs : ConnectedHosts()) {
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
+  for (HostState* hs : hosts_.Connected()) {
     if (hs->lost || !hs->exec) continue;
     std::string line;
     if (hs->holds.in_line) {
       if (!hs->holds.holding) continue;
       line = fleet::ReleaseHoldsKeepingPlaceCommand(*hs->docker, plan_.job_id);
     } else {
-      fleet::HoldOwner owner = OwnerOf(plan_, spec_);
+      fleet::HoldOwner owner = OwnerOf(plan_, ctx_.spec);
       owner.job_dir = hs->job_dir;
       owner.ticket_since = ticket_since;
       if (hs->holds.reply) {
@@ -341,7 +341,7 @@ void Holds::JoinQueue(long long ticket_since) {
           return h.job_id == plan_.job_id && fleet::IsTicket(h);
         });
       }
-      line = fleet::JoinQueueScript(*hs->docker, owner, std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
+      line = fleet::JoinQueueScript(*hs->docker, owner, std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
     }
     group.Run(*hs->exec, line, [this, hs, ticket_since](const Outcome& o) {
       if (o.ok()) {
@@ -352,12 +352,12 @@ void Holds::JoinQueue(long long ticket_since) {
       }
     });
   }
-  RunWhileProgressing(group, spec_.ssh.engine_timeout * 3 + seconds(30));
+  RunWhileProgressing(group, ctx_.spec.ssh.engine_timeout * 3 + seconds(30));
 }
 
 void Holds::RemoveTickets() {
-  CommandGroup group(&loop_, &redact_);
-  for (HostState* hs : ConnectedHosts()) {
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
+  for (HostState* hs : hosts_.Connected()) {
     if (hs->lost || !hs->exec) continue;
     group.Run(*hs->exec, fleet::RemoveTicketCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome&) {
       // Gone (or never there): the listing the teardown removes by ID
@@ -372,11 +372,11 @@ void Holds::RemoveTickets() {
                    listed.end());
     });
   }
-  RunWhileProgressing(group, spec_.ssh.engine_timeout + seconds(30));
+  RunWhileProgressing(group, ctx_.spec.ssh.engine_timeout + seconds(30));
 }
 
 void Holds::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   for (HostState* hs : hosts) {
     if (!hs->holds.holding || hs->lost || !hs->exec) continue;
     group.Run(*hs->exec, fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome& o) {
@@ -388,7 +388,7 @@ void Holds::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {
       }
     });
   }
-  RunWhileProgressing(group, spec_.ssh.engine_timeout + seconds(30));
+  RunWhileProgressing(group, ctx_.spec.ssh.engine_timeout + seconds(30));
 }
 
 }  // namespace barge::runner::internal

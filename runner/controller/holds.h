@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "container/docker_api.h"
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/host_set.h"
 #include "runner/remote/holds_api.h"
 #include "runner/remote/reservation.h"
 
@@ -34,7 +35,8 @@ struct HostHolds {
 
 class Holds : private JobPart {
  public:
-  explicit Holds(Job* job) : JobPart(job) {}
+  Holds(JobContext* ctx, HostSet* hosts, const cluster::Plan* plan, cluster::PlanInput* input)
+      : JobPart(ctx), hosts_(*hosts), plan_(*plan), input_(*input) {}
 
   // The shell that takes the job's holds on `hs` (preflight runs it in its
   // script). `ticket_since`: the job is waiting since then (its lease is
@@ -81,6 +83,9 @@ class Holds : private JobPart {
   std::vector<fleet::Hold> NotePutBack(HostState& hs, const std::string& text);
 
  private:
+  HostSet& hosts_;
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
+  cluster::PlanInput& input_;  // the facts the plan is made from
   // What the job holds on `hs` (fleet::RequestFor its nodes there), never
   // on a GPU the health gate took out.
   fleet::HoldRequest HoldRequestFor(const HostState& hs) const;

@@ -16,38 +16,38 @@ int Controller::ListHosts(const std::string& label, std::vector<fleet::HostView>
   plan_.used_hosts.clear();
   for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
   (void)connections_.Connect();  // a host that cannot be reached gets its row
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::vector<fleet::HostView> views;
   std::map<size_t, size_t> row;  // host index → views
-  for (auto& [h, host] : hosts_) {
+  for (auto& [h, host] : hosts_.by_index) {
     row[h] = views.size();
     views.push_back(fleet::HostView{host->name + (label.empty() ? "" : " (" + label + ")"), 0, {}, {}, ""});
     if (!host->exec) {
-      auto why = connect_errors_.find(h);
-      views.back().error = why == connect_errors_.end() ? "not connected" : why->second;
+      auto why = hosts_.connect_errors.find(h);
+      views.back().error = why == hosts_.connect_errors.end() ? "not connected" : why->second;
       continue;
     }
     HostState* hs = host.get();
     std::string script = fleet::ListHoldsScript(*hs->docker, /*containers=*/true,
-                                                std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout));
-    if (options_.hosts_gpus) {
+                                                std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
+    if (ctx_.options.hosts_gpus) {
       // After the listing (which exits at once when it fails): the GPUs'
       // problems are their sections', not the command's.
-      script += "(\n" + fleet::HostGpuLines(spec_.health.nvidia_smi, std::chrono::duration_cast<seconds>(
-                                                                     std::clamp<milliseconds>(spec_.ssh.engine_timeout, seconds(5), seconds(30)))) +
+      script += "(\n" + fleet::HostGpuLines(ctx_.spec.health.nvidia_smi, std::chrono::duration_cast<seconds>(
+                                                                     std::clamp<milliseconds>(ctx_.spec.ssh.engine_timeout, seconds(5), seconds(30)))) +
                 "\n)\n:\n";
     }
     group.Run(*hs->exec, script, [&, h = h, hs](const Outcome& o) {
       fleet::HostView v = fleet::ParseHostView(hs->name, o.out);
       v.host = views[row[h]].host;
       if (!o.ok() && v.error.empty()) v.error = o.Reason();
-      if (options_.hosts_gpus) {
-        fleet::ReadHostGpus(o.out, plan_.hosts[h].gpus, std::chrono::duration_cast<seconds>(spec_.health.xid_window), &v);
+      if (ctx_.options.hosts_gpus) {
+        fleet::ReadHostGpus(o.out, plan_.hosts[h].gpus, std::chrono::duration_cast<seconds>(ctx_.spec.health.xid_window), &v);
       }
       views[row[h]] = std::move(v);
     });
   }
-  RunWhileProgressing(group, spec_.ssh.engine_timeout * 2 + seconds(30), [&] { return interrupts_ > 0; });
+  RunWhileProgressing(group, ctx_.spec.ssh.engine_timeout * 2 + seconds(30), [&] { return ctx_.interrupts > 0; });
   const bool all = std::all_of(views.begin(), views.end(), [](const fleet::HostView& v) { return v.error.empty(); });
   out->insert(out->end(), std::make_move_iterator(views.begin()), std::make_move_iterator(views.end()));
   return all ? 0 : kExitBargeFailure;

@@ -1,6 +1,6 @@
 // The controller's state of one job's hosts and nodes: what
-// runner/controller/'s parts read and change. Owned by the Controller's Job
-// (job.h); the loop's thread only.
+// runner/controller/'s parts read and change. Held in the Controller's host
+// set (host_set.h) and attempt (attempt.h); the loop's thread only.
 #pragma once
 
 #include <array>

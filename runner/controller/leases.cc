@@ -19,22 +19,22 @@ WatchdogParams Leases::WatchdogFor(const HostState& host) const {
   WatchdogParams p;
   p.job_id = plan_.job_id;
   p.dir = host.job_dir;
-  p.docker = DockerCommandOf(spec_, plan_.hosts[host.index], host.job_dir);
+  p.docker = DockerCommandOf(ctx_.spec, plan_.hosts[host.index], host.job_dir);
   if (plan_.nodes[0].host_index == host.index) p.head_container = plan_.nodes[0].container.name;
-  p.lease = std::chrono::duration_cast<seconds>(spec_.lease);
+  p.lease = std::chrono::duration_cast<seconds>(ctx_.spec.lease);
   p.grace = std::max<seconds>(RenewEvery() * 3, seconds(5));
-  if (spec_.timeout) {
+  if (ctx_.spec.timeout) {
     // What is left of the job's timeout (its controller's deadline, see
     // job_started_), plus the grace: a duration, measured on the loop's
     // steady clock, which the host adds to its own clock. A host armed
     // again (a lost one reconnected, a spare) gets what is left then, not
     // the whole timeout again; at least 1 s.
-    const auto left = job_started_ + *spec_.timeout + p.grace - Now();
+    const auto left = job_started_ + *ctx_.spec.timeout + p.grace - Now();
     p.deadline_after = std::max(seconds(1), std::chrono::ceil<seconds>(left));
   }
-  if (spec_.teardown.host_command) {
+  if (ctx_.spec.teardown.host_command) {
     Result<std::string> hook =
-        SubstituteHook(*spec_.teardown.host_command, plan_.hosts[host.index], plan_.job_id, host.job_dir);
+        SubstituteHook(*ctx_.spec.teardown.host_command, plan_.hosts[host.index], plan_.job_id, host.job_dir);
     if (hook.ok()) p.host_hook = *hook;
   }
   return p;
@@ -43,18 +43,18 @@ WatchdogParams Leases::WatchdogFor(const HostState& host) const {
 void Leases::RenewLeases() {
   if (renewing_) return;
   renewing_ = true;
-  // Renewals belong to the job (job_, timers_): they run until
+  // Renewals belong to the job (ctx_.job_commands, ctx_.timers): they run until
   // DisarmWatchdogs, across attempts.
   auto tick = std::make_shared<std::function<void()>>();
   *tick = [this, weak = std::weak_ptr<std::function<void()>>(tick)] {
     if (!renewing_) return;
-    for (auto& [h, host] : hosts_) {
+    for (auto& [h, host] : hosts_.by_index) {
       if (host->lease.armed && !host->lost && host->exec) RenewLeaseOn(*host);
     }
-    if (auto t = weak.lock()) timers_.Add(Now() + RenewEvery(), [t] { (*t)(); });
+    if (auto t = weak.lock()) ctx_.timers.Add(Now() + RenewEvery(), [t] { (*t)(); });
   };
   tick_ = tick;
-  timers_.Add(Now() + RenewEvery(), [tick] { (*tick)(); });
+  ctx_.timers.Add(Now() + RenewEvery(), [tick] { (*tick)(); });
 }
 
 void Leases::RenewLeaseOn(HostState& host) {
@@ -66,12 +66,12 @@ void Leases::RenewLeaseOn(HostState& host) {
   // holds): no other engine call is made while it is there.
   if (host.lease.putting_back) return;
   const std::string lease_id = host.holds.reply ? fleet::LeaseIdOf(host.holds.reply->holds, plan_.job_id) : std::string();
-  const seconds engine_timeout = std::chrono::duration_cast<seconds>(spec_.ssh.engine_timeout);
+  const seconds engine_timeout = std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout);
   HostState* hs = &host;
   if (lease_id.empty()) {
-    job_.Run(*host.exec, RenewLeaseCommand(host.job_dir), [](const Outcome&) {});
+    ctx_.job_commands.Run(*host.exec, RenewLeaseCommand(host.job_dir), [](const Outcome&) {});
   } else if (!host.engine.api) {
-    job_.Run(*host.exec,
+    ctx_.job_commands.Run(*host.exec,
              RenewLeaseCommand(host.job_dir) + " && " +
                  fleet::RenewEngineLeaseCommand(*host.docker, plan_.job_id, lease_id, engine_timeout),
              [this, hs](const Outcome& o) {
@@ -80,7 +80,7 @@ void Leases::RenewLeaseOn(HostState& host) {
   } else {
     // Through the Engine API: no Docker CLI process on the host; its clock
     // comes with the file's renewal.
-    job_.Run(*host.exec, RenewLeaseCommand(host.job_dir) + " && date +%s", [this, hs, lease_id](const Outcome& o) {
+    ctx_.job_commands.Run(*host.exec, RenewLeaseCommand(host.job_dir) + " && date +%s", [this, hs, lease_id](const Outcome& o) {
       const long long now = fleet::NumberOr(std::string(o.out.substr(0, o.out.find('\n'))), -1);
       if (!o.ok() || now < 0 || !hs->engine.api || hs->lost) return;
       container::HttpRequest req;
@@ -88,7 +88,7 @@ void Leases::RenewLeaseOn(HostState& host) {
       req.target = "/containers/" + container::UrlEncode(lease_id) +
                    "/rename?name=" + container::UrlEncode(fleet::LeaseName(plan_.job_id, now));
       auto gone = std::make_shared<bool>(false);
-      job_.Api(
+      ctx_.job_commands.Api(
           [hs, req, gone](CommandGroup::Finish finish) {
             return hs->engine.api->Request(req, nullptr, [finish, gone](container::Reply<container::DockerApi::Response> r) {
               *gone = r.not_found() || (r.ok() && (*r.value).status == 404);
@@ -100,7 +100,7 @@ void Leases::RenewLeaseOn(HostState& host) {
           [this, hs, gone](const Outcome&) {
             if (*gone) PutBack(*hs);
           },
-          spec_.ssh.engine_timeout);
+          ctx_.spec.ssh.engine_timeout);
     });
   }
 }
@@ -111,7 +111,7 @@ void Leases::PutBack(HostState& host) {
   HostState* hs = &host;
   // Through the host's shell (as the waiting job's line is kept): a rare
   // repair, not worth an Engine API path of its own.
-  job_.Run(*host.exec, holds_.PutBackLine(host), [this, hs](const Outcome& o) {
+  ctx_.job_commands.Run(*host.exec, holds_.PutBackLine(host), [this, hs](const Outcome& o) {
     hs->lease.putting_back = false;
     if (hs->lost) return;
     const std::vector<fleet::Hold> taken = holds_.NotePutBack(*hs, o.out);
@@ -145,8 +145,8 @@ void Leases::PutBack(HostState& host) {
 
 void Leases::DisarmWatchdogs() {
   renewing_ = false;
-  CommandGroup group(&loop_, &redact_);
-  for (auto& [h, host] : hosts_) {
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
+  for (auto& [h, host] : hosts_.by_index) {
     if (!host->lease.armed || host->lost || !host->exec) continue;
     HostState* hs = host.get();
     group.Run(*hs->exec, hs->job_dir.empty() ? DisarmJobWatchdogsCommand(plan_.job_id) : DisarmWatchdogCommand(plan_.job_id, hs->job_dir), [this, hs](const Outcome& o) {

@@ -8,7 +8,8 @@
 #include <functional>
 #include <memory>
 
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/host_set.h"
 #include "runner/remote/watchdog.h"
 
 namespace barge::runner::internal {
@@ -28,7 +29,8 @@ struct HostLease {
 class Leases : private JobPart {
  public:
   // `holds` puts back a lease (and holds) the engine lost.
-  Leases(Job* job, Holds* holds) : JobPart(job), holds_(*holds) {}
+  Leases(JobContext* ctx, HostSet* hosts, const cluster::Plan* plan, Holds* holds)
+      : JobPart(ctx), hosts_(*hosts), plan_(*plan), holds_(*holds) {}
 
   // The watchdog of `host` (armed by Preflight): its `timeout:` deadline
   // as the time left from now (WatchdogParams::deadline_after), so that
@@ -36,14 +38,16 @@ class Leases : private JobPart {
   // clock.
   WatchdogParams WatchdogFor(const HostState& host) const;
   // Renews every armed host's leases every RenewEvery() until
-  // DisarmWatchdogs, across attempts (Job::job's commands and timers).
+  // DisarmWatchdogs, across attempts (the context's job_commands and timers).
   void RenewLeases();
   void DisarmWatchdogs();
 
  private:
+  HostSet& hosts_;
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
   // Renewal period (watchdog.h): a quarter of the lease, 1 to 30 s.
   seconds RenewEvery() const {
-    auto lease = std::chrono::duration_cast<seconds>(spec_.lease);
+    auto lease = std::chrono::duration_cast<seconds>(ctx_.spec.lease);
     return std::clamp<seconds>(lease / 4, seconds(1), seconds(30));
   }
   // One renewal of `host`'s leases: the watchdog's file, and the job's

@@ -10,22 +10,22 @@
 namespace barge::runner::internal {
 
 Status RegistryLogin::Login(const std::vector<HostState*>& targets) {
-  if (!spec_.registry) return Status::Ok();
-  const RegistrySpec& registry = *spec_.registry;
+  if (!ctx_.spec.registry) return Status::Ok();
+  const RegistrySpec& registry = *ctx_.spec.registry;
   const auto limit = seconds(120);
   std::vector<HostState*> connected;
   for (HostState* hs : targets) {
     if (hs->exec) connected.push_back(hs);  // the others are reported by preflight
   }
   if (connected.empty()) return Status::Ok();
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::vector<std::string> errors;
-  observer_.StepBegan(Phase::kLogin, "logging in to " + registry.server, static_cast<int>(connected.size()));
+  ctx_.observer.StepBegan(Phase::kLogin, "logging in to " + registry.server, static_cast<int>(connected.size()));
   for (HostState* hs : connected) {
     // From now on every docker command of the job on this host uses the
     // job's own client config.
     hs->docker = std::make_unique<DockerCommands>(
-        DockerCommandOf(spec_, plan_.hosts[hs->index], hs->job_dir));
+        DockerCommandOf(ctx_.spec, plan_.hosts[hs->index], hs->job_dir));
     hs->login.tried = true;
     Began(hs->PhaseOf(Phase::kLogin));
     ssh::Command* cmd = group.Run(
@@ -45,10 +45,10 @@ Status RegistryLogin::Login(const std::vector<HostState*>& targets) {
       cmd->CloseStdin();
     }
   }
-  const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
+  const bool done = RunUntil([&] { return group.idle() || ctx_.interrupts > 0; },
                              Now() + limit + seconds(10));
-  observer_.StepEnded(Phase::kLogin);
-  if (interrupts_ > 0) return Status::Error("interrupted while logging in to " + registry.server);
+  ctx_.observer.StepEnded(Phase::kLogin);
+  if (ctx_.interrupts > 0) return Status::Error("interrupted while logging in to " + registry.server);
   if (!done) errors.push_back("docker login did not finish in time");
   if (errors.empty()) {
     Say("logged in to " + registry.server + " as " + registry.username + " on " +
@@ -62,13 +62,13 @@ Status RegistryLogin::Login(const std::vector<HostState*>& targets) {
 }
 
 void RegistryLogin::Logout() {
-  if (!spec_.registry) return;
-  CommandGroup group(&loop_, &redact_);
-  for (auto& [h, host] : hosts_) {
+  if (!ctx_.spec.registry) return;
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
+  for (auto& [h, host] : hosts_.by_index) {
     if (!host->login.tried || host->lost || !host->exec) continue;
     HostState* hs = host.get();
     group.Run(*hs->exec,
-              Bounded(hs->docker->Logout(DockerConfigDir(hs->job_dir), spec_.registry->server), seconds(30)),
+              Bounded(hs->docker->Logout(DockerConfigDir(hs->job_dir), ctx_.spec.registry->server), seconds(30)),
               [this, hs](const Outcome& o) {
                 hs->login.tried = false;
                 if (!o.ok()) Say(hs->name + ": docker logout failed: " + o.Reason());

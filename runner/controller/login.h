@@ -5,7 +5,8 @@
 
 #include <vector>
 
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/host_set.h"
 
 namespace barge::runner::internal {
 
@@ -17,7 +18,8 @@ struct HostLogin {
 
 class RegistryLogin : private JobPart {
  public:
-  explicit RegistryLogin(Job* job) : JobPart(job) {}
+  RegistryLogin(JobContext* ctx, HostSet* hosts, const cluster::Plan* plan)
+      : JobPart(ctx), hosts_(*hosts), plan_(*plan) {}
 
   // registry: `docker login --password-stdin` on every connected target (the
   // password written to the command's stdin), into the job's own client
@@ -30,6 +32,10 @@ class RegistryLogin : private JobPart {
   // client config removed. A lost host's watchdog removes it with the job's
   // directory.
   void Logout();
+
+ private:
+  HostSet& hosts_;
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
 };
 
 }  // namespace barge::runner::internal

@@ -59,7 +59,7 @@ constexpr int kFirstUnprivilegedPort = 1024;
 
 Status Mpi::MpiPreflight(const std::vector<HostState*>& targets) {
   if (plan_.mpi_nodes.empty() || targets.empty()) return Status::Ok();
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::map<size_t, std::vector<std::string>> errors;  // by host index
   for (HostState* hs : targets) {
     // Each image of a node on this host: whether a worker runs it (then it
@@ -127,18 +127,18 @@ Status Mpi::MpiPreflight(const std::vector<HostState*>& targets) {
       }
     });
   }
-  const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
-                             Now() + spec_.ssh.connect_timeout + seconds(90));
-  if (interrupts_ > 0) return Status::Error("interrupted during preflight");
+  const bool done = RunUntil([&] { return group.idle() || ctx_.interrupts > 0; },
+                             Now() + ctx_.spec.ssh.connect_timeout + seconds(90));
+  if (ctx_.interrupts > 0) return Status::Error("interrupted during preflight");
   if (!done) return Status::Error("preflight (MPI checks) did not finish in time");
   if (errors.empty()) return Status::Ok();
   std::vector<std::pair<std::string, std::vector<std::string>>> table;
-  for (const auto& [h, list] : errors) table.emplace_back(hosts_[h]->name, list);
-  return Status::Error(ProblemTable(table, hosts_.size()));
+  for (const auto& [h, list] : errors) table.emplace_back(hosts_.by_index[h]->name, list);
+  return Status::Error(ProblemTable(table, hosts_.by_index.size()));
 }
 
 Status Mpi::ShipMpiFiles(const std::vector<HostState*>& targets) {
-  if (!spec_.mpi || targets.empty()) return Status::Ok();
+  if (!ctx_.spec.mpi || targets.empty()) return Status::Ok();
   // The plan as it will launch: live hosts may have told their GPU counts
   // (slots).
   Result<cluster::Plan> planned = cluster::MakePlan(input_);
@@ -211,7 +211,7 @@ Status Mpi::ShipMpiFiles(const std::vector<HostState*>& targets) {
 
 Status Mpi::ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& dirs) {
   if (dirs.empty()) return Status::Ok();
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::map<HostState*, std::string> errors;
   for (const auto& [host, list] : dirs) {
     HostState* hs = host;
@@ -224,9 +224,9 @@ Status Mpi::ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& 
       if (!o.ok()) errors[hs] = Trim(o.Reason());
     });
   }
-  const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
-                             Now() + spec_.ssh.connect_timeout + seconds(60));
-  if (interrupts_ > 0) return Status::Error("interrupted while making the MPI files readable");
+  const bool done = RunUntil([&] { return group.idle() || ctx_.interrupts > 0; },
+                             Now() + ctx_.spec.ssh.connect_timeout + seconds(60));
+  if (ctx_.interrupts > 0) return Status::Error("interrupted while making the MPI files readable");
   if (!done) return Status::Error("making the MPI files readable did not finish in time");
   if (!errors.empty()) {
     std::string msg = "making the MPI files readable by the image's user failed:";

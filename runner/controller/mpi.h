@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/host_set.h"
 #include "runner/controller/transfers.h"
 #include "ssh/keygen.h"
 
@@ -22,7 +23,9 @@ struct MpiKeys {
 
 class Mpi : private JobPart {
  public:
-  Mpi(Job* job, Transfers* transfers) : JobPart(job), transfers_(*transfers) {}
+  Mpi(JobContext* ctx, HostSet* hosts, const cluster::Plan* plan, const cluster::PlanInput* input,
+      Transfers* transfers)
+      : JobPart(ctx), hosts_(*hosts), plan_(*plan), input_(*input), transfers_(*transfers) {}
 
   // mpi: on `targets`, every worker's image has /usr/sbin/sshd and every
   // worker's sshd port is free; the problems in preflight's table. Records
@@ -35,6 +38,9 @@ class Mpi : private JobPart {
   Status ShipMpiFiles(const std::vector<HostState*>& targets);
 
  private:
+  HostSet& hosts_;
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
+  const cluster::PlanInput& input_;  // the facts the plan is made from
   // mpi: each directory in `dirs` (a node whose image runs as a non-root
   // uid) made 0755 and its files 0644; their parent stays 0700.
   Status ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& dirs);

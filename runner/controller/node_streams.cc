@@ -96,7 +96,7 @@ void NodeStreams::StreamLogs(NodeState& node, bool report_exit) {
 void NodeStreams::OpenLogLines(NodeState& node, bool report_exit) {
   const int rank = node.plan->rank;
   NodeState* self = &node;
-  LogSink* sink = sink_.get();  // this attempt's (kept alive after it)
+  LogSink* sink = attempt_.sink.get();  // this attempt's (kept alive after it)
   node.exit_marker = report_exit ? NewExitMarker() : "";
   node.exit_report.reset();
   auto on_line = [this, rank, self, sink](Stream stream) {
@@ -216,7 +216,7 @@ void NodeStreams::StreamLogsWithCli(NodeState& node, bool report_exit) {
                                ? node.host->docker->FollowUntilExit(name, since, node.exit_marker)
                            : since ? node.host->docker->LogsSince(name, *since)
                                    : node.host->docker->Logs(name);
-  if (attempt_.Stream(*node.host->exec, line, std::move(cb)) == nullptr) {
+  if (attempt_.commands.Stream(*node.host->exec, line, std::move(cb)) == nullptr) {
     // (Its on_exit still comes, from the loop, with the reason: NodeEnded
     // then marks the node lost.)
     Say(node.host->name + ": cannot stream logs of node " + std::to_string(rank));
@@ -233,7 +233,7 @@ void NodeStreams::LogsEnded(NodeState& node, bool report_exit, const ssh::ExitSt
   // The report: " CODE\n" then inspect's output (its error when CODE != 0).
   Outcome o;
   o.exit = st;
-  o.redact = &redact_;
+  o.redact = &ctx_.redact;
   if (st.known() && n->exit_report) {
     const std::string& r = *n->exit_report;
     const size_t eol = r.find('\n');
@@ -274,7 +274,7 @@ void NodeStreams::CatchUp(NodeState& node, std::function<void()> then) {
     n->catching_up = false;
     then();
   };
-  attempt_.Stream(*n->host->exec, n->host->docker->LogsRest(n->plan->container.name, since), std::move(cb));
+  attempt_.commands.Stream(*n->host->exec, n->host->docker->LogsRest(n->plan->container.name, since), std::move(cb));
 }
 
 void NodeStreams::NodeEnded(NodeState& node, const Outcome& o) {
@@ -314,7 +314,7 @@ void NodeStreams::NodeExited(NodeState& node, const Result<container::ContainerS
     const bool failed = !n->exit_code || *n->exit_code != 0;
     Ended(n->PhaseOf(Phase::kRunning), !failed, n->end_reason);
     const std::string rank = std::to_string(n->plan->rank);
-    RecordNode(*n);
+    RecordNode(*n, attempt_.sink.get());
     Event(event::kNodeExited, n->host->name,
           "rank " + rank + " (" + n->plan->role + ") ended: " + n->end_reason);
     if (n->plan->rank == 0) {
@@ -324,11 +324,11 @@ void NodeStreams::NodeExited(NodeState& node, const Result<container::ContainerS
       Fault fault{Cause::kNodeFailed, n->host->name,
                   "node 0 (head) on " + n->host->name + " ended: " + n->end_reason,
                   n->exit_code.value_or(kExitBargeFailure), 0};
-      if (failed && !tearing_down_ && !fault_ && faults_.Restartable(fault)) faults_.NoteFault(std::move(fault));
+      if (failed && !attempt_.tearing_down && !attempt_.fault && faults_.Restartable(fault)) faults_.NoteFault(std::move(fault));
       return;
     }
-    if (tearing_down_) return;
-    if (failed && spec_.on_worker_exit == OnWorkerExit::kFail) {
+    if (attempt_.tearing_down) return;
+    if (failed && ctx_.spec.on_worker_exit == OnWorkerExit::kFail) {
       faults_.NoteFault({Cause::kNodeFailed, n->host->name,
                  "node " + rank + " (" + n->plan->role + ") on " + n->host->name + " ended: " + n->end_reason,
                  n->exit_code.value_or(kExitBargeFailure), n->plan->rank});

@@ -12,7 +12,8 @@
 
 #include "container/docker_api.h"
 #include "runner/controller/faults.h"
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/attempt.h"
 
 namespace barge::runner::internal {
 
@@ -23,7 +24,7 @@ inline constexpr std::chrono::milliseconds kOomSettle{300};
 class NodeStreams : private JobPart {
  public:
   // A node that fails is a fault (`faults`, not owned).
-  NodeStreams(Job* job, Faults* faults) : JobPart(job), faults_(*faults) {}
+  NodeStreams(JobContext* ctx, Attempt* attempt, Faults* faults) : JobPart(ctx), attempt_(*attempt), faults_(*faults) {}
 
   // Streams the node's logs into the sink; with `report_exit`, the same
   // command then reports how the container ended, and NodeEnded runs.
@@ -36,6 +37,7 @@ class NodeStreams : private JobPart {
   void DropApiCalls();
 
  private:
+  Attempt& attempt_;
   // StreamLogs' halves: the node's line splitters, into the sink; the
   // CLI's log stream (where the host has no Engine API).
   void OpenLogLines(NodeState& node, bool report_exit);

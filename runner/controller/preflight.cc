@@ -114,7 +114,7 @@ class Preflight::Round : private JobPart {
  public:
   // `preflight` (its holds, leases, GPU gate and Push) and `targets` must
   // outlive the round.
-  Round(Job* job, Preflight* preflight, const std::vector<HostState*>& targets);
+  Round(JobContext* ctx, Preflight* preflight, const std::vector<HostState*>& targets);
 
   // The step and each target's phase begin; each target's first script
   // goes out (the host's part, or everything where no Engine API may take
@@ -188,6 +188,9 @@ class Preflight::Round : private JobPart {
   void CompareImageIds();
   void HandOverApis();
 
+  HostSet& hosts_;
+  const cluster::Plan& plan_;
+  cluster::PlanInput& input_;
   Preflight& preflight_;
   Holds& holds_;
   Leases& leases_;
@@ -210,11 +213,11 @@ class Preflight::Round : private JobPart {
   std::map<std::string, std::vector<HostState*>> to_push_;  // image → hosts lacking it
   std::map<HostState*, int> open_;  // commands and calls in flight, by host
   std::map<HostState*, std::string> disks_;  // `df -Pk` output, judged at the host's end
-  CommandGroup group_{&loop_, &redact_};  // last: see the class comment
+  CommandGroup group_{&ctx_.loop, &ctx_.redact};  // last: see the class comment
 };
 
 Status Preflight::Run(const std::vector<HostState*>& targets) {
-  Round round(&job_state_, this, targets);
+  Round round(&ctx_, this, targets);
   round.Start();
   // The leases are renewed from now on: a host whose preflight is slow (a
   // stalling engine) must not keep the others' renewals from starting, or
@@ -225,16 +228,19 @@ Status Preflight::Run(const std::vector<HostState*>& targets) {
   return round.Finish();
 }
 
-Preflight::Round::Round(Job* job, Preflight* preflight, const std::vector<HostState*>& targets)
-    : JobPart(job),
+Preflight::Round::Round(JobContext* ctx, Preflight* preflight, const std::vector<HostState*>& targets)
+    : JobPart(ctx),
+      hosts_(preflight->hosts_),
+      plan_(preflight->plan_),
+      input_(preflight->input_),
       preflight_(*preflight),
       holds_(preflight->holds_),
       leases_(preflight->leases_),
       gpu_gate_(preflight->gpu_gate_),
       targets_(targets),
       engine_bound_("the Docker engine did not answer within " +
-                    std::to_string(spec_.ssh.engine_timeout.count() / 1000) + " s, " +
-                    std::to_string(spec_.ssh.engine_misses) +
+                    std::to_string(ctx_.spec.ssh.engine_timeout.count() / 1000) + " s, " +
+                    std::to_string(ctx_.spec.ssh.engine_misses) +
                     " time(s) in a row (ssh.engine_timeout, ssh.engine_misses)"),
       head_host_(plan_.nodes[0].host_index),
       head_on_host_network_(plan_.nodes[0].container.options.network &&
@@ -243,7 +249,7 @@ Preflight::Round::Round(Job* job, Preflight* preflight, const std::vector<HostSt
 void Preflight::Round::Start() {
   // A run whose hosts all failed to connect has no preflight to show.
   if (!targets_.empty()) {
-    observer_.StepBegan(Phase::kPreflight, "preflight", static_cast<int>(targets_.size()));
+    ctx_.observer.StepBegan(Phase::kPreflight, "preflight", static_cast<int>(targets_.size()));
   }
   for (HostState* hs : targets_) Began(hs->PhaseOf(Phase::kPreflight));
   for (HostState* hs : targets_) {
@@ -274,7 +280,7 @@ void Preflight::Round::Call(HostState* hs, const ApiStart& start, Callback cb) {
         cb(o);
         End(hs);
       },
-      spec_.ssh.engine_timeout);
+      ctx_.spec.ssh.engine_timeout);
 }
 
 void Preflight::Round::End(HostState* hs) {
@@ -301,18 +307,18 @@ PreflightChecks Preflight::Round::ChecksFor(HostState* hs) const {
     if (n.container.options.gpus && !gpu_spec) gpu_spec = &n.container;
   }
   checks.images.assign(images.begin(), images.end());
-  checks.pull_always = spec_.image_pull == ImagePull::kAlways;
+  checks.pull_always = ctx_.spec.image_pull == ImagePull::kAlways;
   if (gpu_spec) checks.gpu_probe = hs->docker->GpuProbe(*gpu_spec);
   checks.gpu_health = gpu_gate_.LinesFor(*hs);
   checks.interfaces = std::any_of(plan_.nodes.begin(), plan_.nodes.end(), [&](const cluster::NodePlan& n) {
     return n.host_index == h && n.container.options.network && *n.container.options.network == "host";
   });
-  checks.rdma = spec_.network.rdma != RdmaUse::kOff;
+  checks.rdma = ctx_.spec.network.rdma != RdmaUse::kOff;
   checks.tcp_tables = head_on_host_network_ && h == head_host_;
   checks.arm_watchdog = ArmWatchdogCommand(leases_.WatchdogFor(*hs));
   checks.hold = holds_.TakeHoldsLine(*hs);
-  checks.engine_timeout = spec_.ssh.engine_timeout;
-  checks.engine_misses = spec_.ssh.engine_misses;
+  checks.engine_timeout = ctx_.spec.ssh.engine_timeout;
+  checks.engine_misses = ctx_.spec.ssh.engine_misses;
   checks.engine_socket = hs->docker->plain() && EngineApiWanted();
   // The host's part first where the API may take the engine's.
   checks.part = checks.engine_socket ? PreflightPart::kHost : PreflightPart::kAll;
@@ -381,8 +387,8 @@ const PreflightSection* Preflight::Round::Section(HostState* hs, const Preflight
 // On the head's host (checks.tcp_tables): the rendezvous port is free.
 void Preflight::Round::NotePort(HostState* hs, const PreflightReply& reply, const Outcome& o) {
   if (const PreflightSection* p = Section(hs, reply, "ports", o);
-      p && container::ParseListeningPorts(p->text).count(spec_.rendezvous.port)) {
-    errors_[hs->index].push_back("rendezvous port " + std::to_string(spec_.rendezvous.port) +
+      p && container::ParseListeningPorts(p->text).count(ctx_.spec.rendezvous.port)) {
+    errors_[hs->index].push_back("rendezvous port " + std::to_string(ctx_.spec.rendezvous.port) +
                                  " is already in use on the head's host (rendezvous.port)");
   }
 }
@@ -430,7 +436,7 @@ void Preflight::Round::NoteRdma(HostState* hs, const PreflightReply& reply, cons
   const rdma::RdmaInfo info = rdma::ParseRdma(ib->text);
   if (info.usable()) {
     input_.host_rdma[hs->index] = info.active_hcas;
-  } else if (spec_.network.rdma == RdmaUse::kRequired) {
+  } else if (ctx_.spec.network.rdma == RdmaUse::kRequired) {
     errors_[hs->index].push_back("RDMA is required (network.rdma: required) but the host has " + info.why_not());
   } else {
     input_.host_rdma[hs->index] = {};
@@ -532,7 +538,7 @@ void Preflight::Round::EngineApi(HostState* hs, container::DockerApi* api, const
   }
   if (checks.images.empty()) StorageDisk(hs, "");
   for (size_t i = 0; i < checks.images.size(); ++i) {
-    InspectImage(hs, api, checks.images[i], i, spec_.ssh.engine_misses);
+    InspectImage(hs, api, checks.images[i], i, ctx_.spec.ssh.engine_misses);
   }
 }
 
@@ -587,9 +593,9 @@ void Preflight::Round::StorageDisk(HostState* hs, const std::string& dir) {
 
 // Pushed, pulled, or a problem, as image_pull says.
 void Preflight::Round::MissingImage(HostState* hs, const std::string& image, const std::string& why) {
-  if (spec_.image_pull == ImagePull::kPush) {
+  if (ctx_.spec.image_pull == ImagePull::kPush) {
     to_push_[image].push_back(hs);
-  } else if (spec_.image_pull == ImagePull::kNever) {
+  } else if (ctx_.spec.image_pull == ImagePull::kNever) {
     errors_[hs->index].push_back("image " + image + " is not present (image_pull: never): " + Said(why));
   } else {
     Say(hs->name + ": pulling " + image);
@@ -628,7 +634,7 @@ void Preflight::Round::PullAlways(HostState* hs, const std::vector<std::string>&
 // names it.
 std::string Preflight::Round::CannotPullHint(const std::string& image) const {
   std::string hint = "\n    check the image's name";
-  if (auto at = spec_.image_written_at.find(image); at != spec_.image_written_at.end()) {
+  if (auto at = ctx_.spec.image_written_at.find(image); at != ctx_.spec.image_written_at.end()) {
     hint += " (" + at->second + ")";
   }
   return hint + "; if the host cannot reach its registry, load it there (docker load) or set"
@@ -636,7 +642,7 @@ std::string Preflight::Round::CannotPullHint(const std::string& image) const {
 }
 
 std::string Preflight::Round::Said(const std::string& text) const {
-  std::string t = redact_(text);
+  std::string t = ctx_.redact(text);
   if (t.size() > 300) t = t.substr(0, 300) + "...";
   return t.empty() ? std::string("no output") : t;
 }
@@ -649,17 +655,17 @@ Status Preflight::Round::Wait() {
   // It gives up once no command at all has finished for longer than one
   // host's script can take (every engine call timing out on every try,
   // plus a minute).
-  const auto quiet_limit = spec_.ssh.connect_timeout + seconds(60) +
-                           spec_.ssh.engine_timeout * spec_.ssh.engine_misses * 3;
-  RunWhileProgressing(group_, quiet_limit, [this] { return interrupts_ > 0; });
+  const auto quiet_limit = ctx_.spec.ssh.connect_timeout + seconds(60) +
+                           ctx_.spec.ssh.engine_timeout * ctx_.spec.ssh.engine_misses * 3;
+  RunWhileProgressing(group_, quiet_limit, [this] { return ctx_.interrupts > 0; });
   const bool done = group_.idle();
   for (auto& [hs, count] : open_) {
     if (count > 0) {
-      Ended(hs->PhaseOf(Phase::kPreflight), false, interrupts_ > 0 ? "interrupted" : "did not finish in time");
+      Ended(hs->PhaseOf(Phase::kPreflight), false, ctx_.interrupts > 0 ? "interrupted" : "did not finish in time");
     }
   }
-  observer_.StepEnded(Phase::kPreflight);
-  if (interrupts_ > 0) return Status::Error("interrupted during preflight");
+  ctx_.observer.StepEnded(Phase::kPreflight);
+  if (ctx_.interrupts > 0) return Status::Error("interrupted during preflight");
   if (!done) {
     std::string stuck;
     int n = 0;
@@ -688,13 +694,13 @@ Status Preflight::Round::Finish() {
     for (std::string& p : gpu_gate_.Problems(*hs)) errors_[hs->index].push_back(std::move(p));
   }
   std::vector<std::pair<std::string, std::vector<std::string>>> table;
-  for (const auto& [h, list] : errors_) table.emplace_back(hosts_[h]->name, list);
-  return Status::Error(ProblemTable(table, hosts_.size()));
+  for (const auto& [h, list] : errors_) table.emplace_back(hosts_.by_index[h]->name, list);
+  return Status::Error(ProblemTable(table, hosts_.by_index.size()));
 }
 
 void Preflight::Round::CollectProblems() {
   std::erase_if(errors_, [](const auto& e) { return e.second.empty(); });
-  for (const auto& [h, why] : connect_errors_) {
+  for (const auto& [h, why] : hosts_.connect_errors) {
     errors_[h].insert(errors_[h].begin(), why);
   }
   // On a host whose login shell is not POSIX every other check failed
@@ -707,7 +713,7 @@ void Preflight::Round::CollectProblems() {
 // (on the first host's row).
 void Preflight::Round::CompareImageIds() {
   std::map<std::string, std::map<std::string, std::vector<std::string>>> ids;  // image → id → hosts
-  for (auto& [h, host] : hosts_) {
+  for (auto& [h, host] : hosts_.by_index) {
     for (const auto& [image, id] : host->images.ids) ids[image][id].push_back(host->name);
   }
   for (const auto& [image, by_id] : ids) {
@@ -719,7 +725,7 @@ void Preflight::Round::CompareImageIds() {
         msg += ";";
       }
       msg.pop_back();
-      errors_[hosts_.begin()->first].push_back(msg);
+      errors_[hosts_.by_index.begin()->first].push_back(msg);
     } else if (!by_id.empty()) {
       Say("image " + image + " is " + by_id.begin()->first.substr(0, 19) + " on " +
           std::to_string(by_id.begin()->second.size()) + " host(s)");

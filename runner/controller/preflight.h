@@ -14,7 +14,8 @@
 
 #include "runner/controller/gpu_gate.h"
 #include "runner/controller/holds.h"
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/host_set.h"
 #include "runner/controller/leases.h"
 #include "runner/controller/transfers.h"
 
@@ -48,8 +49,16 @@ struct HostImages {
 
 class Preflight : private JobPart {
  public:
-  Preflight(Job* job, Holds* holds, Leases* leases, Transfers* transfers, GpuGate* gpu_gate)
-      : JobPart(job), holds_(*holds), leases_(*leases), transfers_(*transfers), gpu_gate_(*gpu_gate) {}
+  Preflight(JobContext* ctx, HostSet* hosts, const cluster::Plan* plan, cluster::PlanInput* input, Holds* holds,
+            Leases* leases, Transfers* transfers, GpuGate* gpu_gate)
+      : JobPart(ctx),
+        hosts_(*hosts),
+        plan_(*plan),
+        input_(*input),
+        holds_(*holds),
+        leases_(*leases),
+        transfers_(*transfers),
+        gpu_gate_(*gpu_gate) {}
 
   // Engine, images, GPUs, rendezvous port, disk, shell, the holds and the
   // watchdog on `targets`, in one round of commands per host; then the
@@ -58,6 +67,9 @@ class Preflight : private JobPart {
   Status Run(const std::vector<HostState*>& targets);
 
  private:
+  HostSet& hosts_;
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
+  cluster::PlanInput& input_;  // the facts the plan is made from
   // preflight.cc: one Run's commands in flight, what they found by host,
   // and its steps (a host's script, its engine's part by the API or a
   // second script, missing images, the verdict).

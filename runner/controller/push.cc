@@ -18,7 +18,7 @@ void Preflight::Push(const std::string& image, const std::vector<HostState*>& ta
                       std::map<size_t, std::vector<std::string>>* errors) {
   // Save once to a file, then stream it to each host at the pace its channel
   // takes it, so memory stays bounded however big the image is.
-  const std::string dir = options_.state_dir + "/tmp";
+  const std::string dir = ctx_.options.state_dir + "/tmp";
   if (Status s = MakeDirs(dir); !s.ok()) {
     for (HostState* t : targets) (*errors)[t->index].push_back(s.message());
     return;
@@ -27,11 +27,11 @@ void Preflight::Push(const std::string& image, const std::vector<HostState*>& ta
   Say("pushing " + image + " to " + std::to_string(targets.size()) + " host(s) (docker save | docker load)");
   SetStatus(JobStatus::kPushing, image + " to " + std::to_string(targets.size()) + " host(s)");
   const auto started = Now();
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   const DockerCommands local_docker({"docker"});
   std::optional<Outcome> saved;
   group.Run(Local(), local_docker.Line({"save", "-o", file, image}), [&](const Outcome& o) { saved = o; });
-  RunUntil([&] { return saved.has_value() || interrupts_ > 0; }, Now() + seconds(1800));
+  RunUntil([&] { return saved.has_value() || ctx_.interrupts > 0; }, Now() + seconds(1800));
   if (!saved || !saved->ok()) {
     std::string why = saved ? saved->Reason() : "interrupted or timed out";
     for (HostState* t : targets) {

@@ -17,20 +17,20 @@ void Controller::LeaveHost(HostState* old, bool disarm, bool release) {
   // Still reachable: its watchdog is not needed any more, and the job's
   // holds there go now (a lost one's go with its watchdog; ReleaseHolds
   // tries again at the end).
-  if (disarm) job_.Run(*old->exec, DisarmWatchdogCommand(plan_.job_id, old->job_dir), [](const Outcome&) {});
+  if (disarm) ctx_.job_commands.Run(*old->exec, DisarmWatchdogCommand(plan_.job_id, old->job_dir), [](const Outcome&) {});
   if (release && old->holds.holding) {
-    job_.Run(*old->exec, fleet::ReleaseHoldsCommand(*old->docker, plan_.job_id), [old](const Outcome& o) {
+    ctx_.job_commands.Run(*old->exec, fleet::ReleaseHoldsCommand(*old->docker, plan_.job_id), [old](const Outcome& o) {
       if (o.ok()) old->holds.holding = false;
     });
   }
 }
 
 bool Controller::PlaceSpare(size_t h, const std::string& why, const std::function<Status(HostState&)>& after) {
-  HostState* old_state = hosts_[h].get();
+  HostState* old_state = hosts_.by_index[h].get();
   const std::string old_name = old_state->name;
   const cluster::Host old_inventory = input_.hosts[h];
-  while (next_spare_ < spec_.spare_hosts.size() && interrupts_ == 0) {
-    cluster::Host spare = spec_.spare_hosts[next_spare_++];
+  while (next_spare_ < ctx_.spec.spare_hosts.size() && ctx_.interrupts == 0) {
+    cluster::Host spare = ctx_.spec.spare_hosts[next_spare_++];
     spare.nodes = old_inventory.nodes;
     spare.role = old_inventory.role;
     spare.line = old_inventory.line;
@@ -39,12 +39,12 @@ bool Controller::PlaceSpare(size_t h, const std::string& why, const std::functio
     input_.held_gpus.erase(h);
     Say("replacing " + old_name + " with spare host " + spare.address + (why.empty() ? "" : ": " + why));
     Status s = connections_.Connect({h});
-    if (s.ok()) s = login_.Login({hosts_[h].get()});
-    if (s.ok()) s = preflight_.Run({hosts_[h].get()});
-    if (s.ok()) s = after(*hosts_[h]);
+    if (s.ok()) s = login_.Login({hosts_.by_index[h].get()});
+    if (s.ok()) s = preflight_.Run({hosts_.by_index[h].get()});
+    if (s.ok()) s = after(*hosts_.by_index[h]);
     if (s.ok()) {
       old_state->health.superseded = true;
-      RecordHost(*hosts_[h], old_state->id);
+      RecordHost(*hosts_.by_index[h], old_state->id);
       return true;
     }
     Say("spare host " + spare.address + " cannot be used: " + s.message());
@@ -55,7 +55,7 @@ bool Controller::PlaceSpare(size_t h, const std::string& why, const std::functio
 }
 
 Status Controller::GateGpus() {
-  std::vector<HostState*> check = ConnectedHosts();
+  std::vector<HostState*> check = hosts_.Connected();
   std::vector<HostState*> out;  // out, with no spare to take their place
   while (!check.empty()) {
     std::vector<HostState*> unhealthy;
@@ -63,15 +63,15 @@ Status Controller::GateGpus() {
     if (Status s = gpu_gate_.Apply(check, &unhealthy); !s.ok()) return s;
     check.clear();
     for (HostState* hs : unhealthy) {
-      if (next_spare_ >= spec_.spare_hosts.size()) {
+      if (next_spare_ >= ctx_.spec.spare_hosts.size()) {
         out.push_back(hs);
         continue;
       }
       LeaveHost(hs, /*disarm=*/true, /*release=*/true);
       const size_t h = hs->index;
       if (PlaceSpare(h, gpu_gate_.OutReason(*hs), [](HostState&) { return Status::Ok(); })) {
-        Event(event::kGpuUnhealthy, hs->name, "spare host " + hosts_[h]->name + " takes its place");
-        check.push_back(hosts_[h].get());
+        Event(event::kGpuUnhealthy, hs->name, "spare host " + hosts_.by_index[h]->name + " takes its place");
+        check.push_back(hosts_.by_index[h].get());
       } else {
         out.push_back(hs);
       }
@@ -82,7 +82,7 @@ Status Controller::GateGpus() {
 }
 
 Status Controller::ReplaceHosts() {
-  for (auto& [h_key, host_ptr] : hosts_) {
+  for (auto& [h_key, host_ptr] : hosts_.by_index) {
     const size_t h = h_key;
     if (!host_ptr->health.replace) continue;
     const std::string old_name = host_ptr->name;
@@ -117,31 +117,31 @@ Status Controller::ReplaceHosts() {
       // otherwise remove the new attempt's containers when its lease lapses).
       if (s.ok()) {
         std::optional<Outcome> disarmed;
-        CommandGroup group(&loop_, &redact_);
-        group.Run(*hosts_[h]->exec, DisarmWatchdogCommand(plan_.job_id, old_state->job_dir),
+        CommandGroup group(&ctx_.loop, &ctx_.redact);
+        group.Run(*hosts_.by_index[h]->exec, DisarmWatchdogCommand(plan_.job_id, old_state->job_dir),
                   [&](const Outcome& o) { disarmed = o; });
-        RunUntil([&] { return disarmed.has_value(); }, Now() + spec_.ssh.dead_after + seconds(60));
+        RunUntil([&] { return disarmed.has_value(); }, Now() + ctx_.spec.ssh.dead_after + seconds(60));
         if (!disarmed || !disarmed->ok()) {
           s = Status::Error("its old watchdog could not be stopped: " + (disarmed ? disarmed->Reason() : "no answer"));
         }
       }
-      if (s.ok()) s = login_.Login({hosts_[h].get()});
-      if (s.ok()) s = preflight_.Run({hosts_[h].get()});
-      if (s.ok()) s = holds_.SecureHoldsOn(*hosts_[h]);
+      if (s.ok()) s = login_.Login({hosts_.by_index[h].get()});
+      if (s.ok()) s = preflight_.Run({hosts_.by_index[h].get()});
+      if (s.ok()) s = holds_.SecureHoldsOn(*hosts_.by_index[h]);
       // Its watchdog may have removed the job's directory meanwhile.
-      if (s.ok()) s = uploads_.Upload({hosts_[h].get()});
+      if (s.ok()) s = uploads_.Upload({hosts_.by_index[h].get()});
     }
-    HostState& hs = *hosts_[h];
+    HostState& hs = *hosts_.by_index[h];
     std::optional<Outcome> checked;
     if (s.ok()) {
       std::string line = faults_.RemoveJobContainersLine(hs);
-      if (spec_.preemption && !was_lost) {
-        line = "if " + Bounded(spec_.preemption->command, seconds(10)) +
+      if (ctx_.spec.preemption && !was_lost) {
+        line = "if " + Bounded(ctx_.spec.preemption->command, seconds(10)) +
                " >/dev/null 2>&1; then echo 'a preemption notice is still up' >&2; exit 3; fi; " + line;
       }
-      CommandGroup group(&loop_, &redact_);
+      CommandGroup group(&ctx_.loop, &ctx_.redact);
       group.Run(*hs.exec, line, [&](const Outcome& o) { checked = o; });
-      RunUntil([&] { return checked.has_value(); }, Now() + spec_.ssh.dead_after + seconds(60));
+      RunUntil([&] { return checked.has_value(); }, Now() + ctx_.spec.ssh.dead_after + seconds(60));
       if (!checked || !checked->ok()) {
         s = Status::Error(checked ? checked->Reason() : "no answer");
       }

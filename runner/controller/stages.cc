@@ -38,12 +38,12 @@ Status Stages::RunStages() {
     // A later stage starts only while every node started so far still runs
     // (the head may also have finished the job already), and nothing ended
     // the attempt.
-    if (interrupts_ > 0 || fault_) return Status::Ok();
+    if (ctx_.interrupts > 0 || attempt_.fault) return Status::Ok();
     for (NodeState* n : started) {
       if (n->phase != NodePhase::kRunning) return Status::Ok();
     }
     std::vector<NodeState*> nodes;
-    for (int rank : stage.ranks) nodes.push_back(nodes_[rank].get());
+    for (int rank : stage.ranks) nodes.push_back(attempt_.nodes[rank].get());
     if (stage.gate.kind == cluster::ReadinessProbe::Kind::kLog) {
       // Validated by Execute before the first attempt.
       gate_regexes_.emplace_back(stage.gate.log_regex, std::regex::ECMAScript);
@@ -60,9 +60,9 @@ Status Stages::RunStages() {
 }
 
 Status Stages::StartNodes(const std::vector<NodeState*>& nodes, const std::string& step) {
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::vector<std::string> errors;
-  observer_.StepBegan(Phase::kStart, step, static_cast<int>(nodes.size()));
+  ctx_.observer.StepBegan(Phase::kStart, step, static_cast<int>(nodes.size()));
   for (NodeState* n : nodes) {
     n->phase = NodePhase::kStarting;
     n->run_attempted = true;
@@ -78,7 +78,7 @@ Status Stages::StartNodes(const std::vector<NodeState*>& nodes, const std::strin
       n->host->health.engine_heard = Now();  // its engine answered: no probe due yet
       n->phase = NodePhase::kRunning;
       Began(n->PhaseOf(Phase::kRunning));
-      RecordNode(*n);
+      RecordNode(*n, attempt_.sink.get());
     };
     // An Engine API host: the container made through the API (or with
     // `docker create` where only the CLI can say what the job file asks:
@@ -133,7 +133,7 @@ Status Stages::StartNodes(const std::vector<NodeState*>& nodes, const std::strin
   for (NodeState* n : nodes) {
     if (n->phase == NodePhase::kStarting) Ended(n->PhaseOf(Phase::kStart), false, "did not finish in time");
   }
-  observer_.StepEnded(Phase::kStart);
+  ctx_.observer.StepEnded(Phase::kStart);
   if (!done) errors.push_back("starting containers did not finish: no `docker run` ended for 300 s");
   if (errors.empty()) return Status::Ok();
   std::string msg;
@@ -155,8 +155,8 @@ Status Stages::AwaitGate(NodeState& node, const cluster::ReadinessProbe& gate) {
   // returns (the group and the timers are destroyed first).
   bool ready = false;
   std::function<void()> probe_once;
-  Timers timers(&loop_);
-  CommandGroup group(&loop_, &redact_);
+  Timers timers(&ctx_.loop);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   probe_once = [&] {
     if (ready || node.phase != NodePhase::kRunning) return;
     const std::string line = gate.kind == Kind::kTcpPort
@@ -175,10 +175,10 @@ Status Stages::AwaitGate(NodeState& node, const cluster::ReadinessProbe& gate) {
   RunUntil(
       [&] {
         return ready || node.logged_ready || node.phase != NodePhase::kRunning ||
-               interrupts_ > 0 || fault_.has_value();
+               ctx_.interrupts > 0 || attempt_.fault.has_value();
       },
       Now() + gate.timeout);
-  if (interrupts_ > 0) {
+  if (ctx_.interrupts > 0) {
     Ended(node.PhaseOf(Phase::kReady), false, "interrupted");
     return Status::Error("interrupted while waiting for " + NodeNoun(node));
   }
@@ -189,7 +189,7 @@ Status Stages::AwaitGate(NodeState& node, const cluster::ReadinessProbe& gate) {
     return Status::Ok();
   }
   // It finished (the job completes), or a fault ends the attempt.
-  if (node.phase != NodePhase::kRunning || fault_) {
+  if (node.phase != NodePhase::kRunning || attempt_.fault) {
     Ended(node.PhaseOf(Phase::kReady), false, node.phase != NodePhase::kRunning ? "it ended" : "a fault");
     return Status::Ok();
   }
@@ -197,7 +197,7 @@ Status Stages::AwaitGate(NodeState& node, const cluster::ReadinessProbe& gate) {
                     std::to_string(std::chrono::duration_cast<milliseconds>(gate.timeout).count() / 1000.0).substr(0, 5) +
                     " s (waiting for " + what + ")";
   Ended(node.PhaseOf(Phase::kReady), false, msg);
-  std::vector<std::string> tail = sink_->Tail(node.plan->rank, 10);
+  std::vector<std::string> tail = attempt_.sink->Tail(node.plan->rank, 10);
   msg += tail.empty() ? "; it printed nothing" : "; its last lines:";
   for (const auto& l : tail) msg += "\n  | " + l;
   return Status::Error(msg);

@@ -10,15 +10,16 @@
 #include <vector>
 
 #include "runner/controller/faults.h"
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/attempt.h"
 #include "runner/controller/node_streams.h"
 
 namespace barge::runner::internal {
 
 class Stages : private JobPart {
  public:
-  Stages(Job* job, Faults* faults, NodeStreams* streams)
-      : JobPart(job), faults_(*faults), streams_(*streams) {}
+  Stages(JobContext* ctx, Attempt* attempt, const cluster::Plan* plan, Faults* faults, NodeStreams* streams)
+      : JobPart(ctx), attempt_(*attempt), plan_(*plan), faults_(*faults), streams_(*streams) {}
 
   // Runs plan_.stages in order: each stage's nodes started in parallel, then
   // its gate awaited on each of them. Stops early (Ok) when an interrupt or
@@ -26,6 +27,8 @@ class Stages : private JobPart {
   Status RunStages();
 
  private:
+  Attempt& attempt_;
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
   Status StartNodes(const std::vector<NodeState*>& nodes, const std::string& step);
   // Waits until `gate` holds for `node` (bounded by the gate's timeout).
   Status AwaitGate(NodeState& node, const cluster::ReadinessProbe& gate);

@@ -34,20 +34,20 @@ struct Teardown::Execution {
 void Teardown::Run(bool graceful, bool final) {
   // A lost host is left alone: its watchdog removes what it holds once the
   // lease lapses (or `barge reap` does when it comes back).
-  tearing_down_ = true;
-  ++generation_;  // the monitors stop
+  attempt_.tearing_down = true;
+  ++attempt_.generation;  // the monitors stop
   SetStatus(JobStatus::kCompleting);
   std::vector<HostState*> hosts = HostsOfTheAttempt();
   const TeardownPlan plan = PlanTeardown(NodeFacts(hosts), HostFacts(hosts), Rules(graceful, final));
-  Execution ex(&loop_, &redact_, plan, std::move(hosts));
+  Execution ex(&ctx_.loop, &ctx_.redact, plan, std::move(hosts));
   StartStops(ex);
   WaitForStops(ex);
-  if (!ex.remove_step) observer_.StepEnded(Phase::kStop);
+  if (!ex.remove_step) ctx_.observer.StepEnded(Phase::kStop);
   ex.stops.Cancel();
   // Last copy of the artifacts: the containers have stopped but exist.
   artifacts_.FinalArtifacts();
   RemoveTheRest(ex);
-  observer_.StepEnded(Phase::kRemove);
+  ctx_.observer.StepEnded(Phase::kRemove);
   if (plan.run_hooks) RunTeardownHooks();
   Event(event::kTornDown, std::nullopt, final ? "" : "before a restart");
 }
@@ -56,7 +56,7 @@ void Teardown::Run(bool graceful, bool final) {
 
 std::vector<HostState*> Teardown::HostsOfTheAttempt() const {
   std::vector<HostState*> hosts;
-  for (const auto& n : nodes_) {
+  for (const auto& n : attempt_.nodes) {
     if (n->host && std::find(hosts.begin(), hosts.end(), n->host) == hosts.end()) hosts.push_back(n->host);
   }
   std::sort(hosts.begin(), hosts.end(), [](const HostState* a, const HostState* b) { return a->id < b->id; });
@@ -65,7 +65,7 @@ std::vector<HostState*> Teardown::HostsOfTheAttempt() const {
 
 std::vector<TeardownNode> Teardown::NodeFacts(const std::vector<HostState*>& hosts) const {
   std::vector<TeardownNode> facts;
-  for (const auto& n : nodes_) {
+  for (const auto& n : attempt_.nodes) {
     if (!n->host) continue;
     const size_t host = std::find(hosts.begin(), hosts.end(), n->host) - hosts.begin();
     facts.push_back({host, n->plan->container.name, n->run_attempted, n->phase == NodePhase::kRunning});
@@ -94,10 +94,10 @@ TeardownRules Teardown::Rules(bool graceful, bool final) const {
   TeardownRules rules;
   rules.graceful = graceful;
   rules.final = final;
-  rules.grace_seconds = static_cast<int>(std::chrono::duration_cast<seconds>(spec_.stop_grace).count());
-  rules.artifacts = !spec_.artifacts.empty();
-  rules.registry = spec_.registry.has_value();
-  rules.host_hook = spec_.teardown.host_command.has_value();
+  rules.grace_seconds = static_cast<int>(std::chrono::duration_cast<seconds>(ctx_.spec.stop_grace).count());
+  rules.artifacts = !ctx_.spec.artifacts.empty();
+  rules.registry = ctx_.spec.registry.has_value();
+  rules.host_hook = ctx_.spec.teardown.host_command.has_value();
   return rules;
 }
 
@@ -109,7 +109,7 @@ void Teardown::StartStops(Execution& ex) {
   size_t count = 0;
   for (const TeardownStop& stop : plan.stops) count += stop.names.size();
   Say(std::string(plan.graceful ? "stopping " : "killing ") + std::to_string(count) + " container(s)");
-  observer_.StepBegan(Phase::kStop, plan.graceful ? "stopping" : "killing", static_cast<int>(plan.stops.size()));
+  ctx_.observer.StepBegan(Phase::kStop, plan.graceful ? "stopping" : "killing", static_cast<int>(plan.stops.size()));
   for (const TeardownStop& stop : plan.stops) {
     HostState* hs = ex.hosts[stop.host];
     Began(hs->PhaseOf(Phase::kStop));
@@ -132,14 +132,14 @@ void Teardown::StartStops(Execution& ex) {
 // with no host or node moving on. A graceful teardown also ends at the
 // next interrupt.
 void Teardown::WaitForStops(Execution& ex) {
-  const int interrupts_before = interrupts_;
+  const int interrupts_before = ctx_.interrupts;
   auto finished = [&] {
     StartReadyRemovals(ex);
-    return (Drained(nullptr) && ex.stops.idle()) || (ex.plan.graceful && interrupts_ > interrupts_before);
+    return (Drained(nullptr) && ex.stops.idle()) || (ex.plan.graceful && ctx_.interrupts > interrupts_before);
   };
   for (;;) {
     const size_t before = Moved(ex);
-    if (RunUntil(finished, Now() + spec_.stop_grace + seconds(15))) break;
+    if (RunUntil(finished, Now() + ctx_.spec.stop_grace + seconds(15))) break;
     if (Moved(ex) == before) break;
   }
 }
@@ -164,8 +164,8 @@ void Teardown::StartRemoval(Execution& ex, const TeardownRemoval& removal) {
     // The progress line shows one step: removal takes over from the stops
     // as soon as the first host's containers go.
     ex.remove_step = true;
-    observer_.StepEnded(Phase::kStop);
-    observer_.StepBegan(Phase::kRemove, "removing containers", static_cast<int>(ex.plan.removals.size()));
+    ctx_.observer.StepEnded(Phase::kStop);
+    ctx_.observer.StepBegan(Phase::kRemove, "removing containers", static_cast<int>(ex.plan.removals.size()));
   }
   HostState* hs = ex.hosts[removal.host];
   ex.removing.insert(removal.host);
@@ -191,7 +191,7 @@ void Teardown::RemoveTheRest(Execution& ex) {
     if (!ex.removing.count(r.host)) StartRemoval(ex, r);
   }
   if (!ex.remove_step) {
-    observer_.StepBegan(Phase::kRemove, "removing containers", 0);
+    ctx_.observer.StepBegan(Phase::kRemove, "removing containers", 0);
   }
   if (!RunWhileProgressing(ex.removals, seconds(60))) {
     Say("removing containers did not finish in time; run `docker ps -a --filter label=barge.job=" +
@@ -200,7 +200,7 @@ void Teardown::RemoveTheRest(Execution& ex) {
 }
 
 bool Teardown::Drained(const HostState* host) const {
-  return std::all_of(nodes_.begin(), nodes_.end(), [host](const auto& n) {
+  return std::all_of(attempt_.nodes.begin(), attempt_.nodes.end(), [host](const auto& n) {
     return (host && n->host != host) || !n->run_attempted || n->host->lost ||
            (n->phase != NodePhase::kRunning && !n->logs_open);
   });
@@ -208,22 +208,22 @@ bool Teardown::Drained(const HostState* host) const {
 
 size_t Teardown::Moved(const Execution& ex) const {
   size_t n = ex.stopped.size() + ex.removing.size();
-  for (const auto& node : nodes_) n += node->phase != NodePhase::kRunning && !node->logs_open;
+  for (const auto& node : attempt_.nodes) n += node->phase != NodePhase::kRunning && !node->logs_open;
   return n;
 }
 
 // --- Hooks.
 
 void Teardown::RunTeardownHooks() {
-  if (!spec_.teardown.host_command && !spec_.teardown.local_command) return;
+  if (!ctx_.spec.teardown.host_command && !ctx_.spec.teardown.local_command) return;
   // Every host the job used: the current ones and those spares replaced (a
   // lost VM is still worth its terminate call).
-  std::vector<HostState*> used = AllHosts();
-  for (auto& old : retired_) {
+  std::vector<HostState*> used = hosts_.All();
+  for (auto& old : hosts_.retired) {
     if (old->health.superseded) used.push_back(old.get());
   }
-  CommandGroup group(&loop_, &redact_);
-  for (const TeardownHook& hook : PlanTeardownHooks(spec_.teardown, HostFacts(used))) {
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
+  for (const TeardownHook& hook : PlanTeardownHooks(ctx_.spec.teardown, HostFacts(used))) {
     const HostState& host = *used[hook.host];
     if (hook.skipped) {
       Say("teardown host_command for " + host.name + " not run: the host is lost (its watchdog runs it)");

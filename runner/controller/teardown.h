@@ -11,14 +11,17 @@
 #include <vector>
 
 #include "runner/controller/artifacts.h"
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
+#include "runner/controller/attempt.h"
+#include "runner/controller/host_set.h"
 #include "runner/controller/teardown_plan.h"
 
 namespace barge::runner::internal {
 
 class Teardown : private JobPart {
  public:
-  Teardown(Job* job, Artifacts* artifacts) : JobPart(job), artifacts_(*artifacts) {}
+  Teardown(JobContext* ctx, HostSet* hosts, Attempt* attempt, const cluster::Plan* plan, Artifacts* artifacts)
+      : JobPart(ctx), hosts_(*hosts), attempt_(*attempt), plan_(*plan), artifacts_(*artifacts) {}
 
   // Stops and removes the attempt's containers on every reachable host,
   // with a last copy of the artifacts. `final`: the job is over, so the
@@ -27,6 +30,9 @@ class Teardown : private JobPart {
   void RunTeardownHooks();
 
  private:
+  HostSet& hosts_;
+  Attempt& attempt_;
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
   // teardown.cc: one Run's plan, its hosts, which have stopped and which
   // are being removed, and its command groups.
   struct Execution;

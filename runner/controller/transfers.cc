@@ -31,9 +31,9 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
     bool sent_all = false;
     std::optional<Outcome> result;
   };
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::vector<Target> streams(targets.size());
-  observer_.StepBegan(phase, label, static_cast<int>(targets.size()));
+  ctx_.observer.StepBegan(phase, label, static_cast<int>(targets.size()));
   for (size_t i = 0; i < targets.size(); ++i) {
     Target& t = streams[i];
     t.host = targets[i];
@@ -68,16 +68,16 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
     }
   };
   auto deadline = Now() + seconds(3600);
-  while (Now() < deadline && interrupts_ == 0 &&
+  while (Now() < deadline && ctx_.interrupts == 0 &&
          !std::all_of(streams.begin(), streams.end(),
                       [](const Target& t) { return t.result.has_value(); })) {
     pump();
-    loop_.Poll(milliseconds(5));
+    ctx_.loop.Poll(milliseconds(5));
   }
   for (Target& t : streams) {
-    if (!t.result) Ended(t.host->PhaseOf(phase), false, interrupts_ ? "interrupted" : "timed out");
+    if (!t.result) Ended(t.host->PhaseOf(phase), false, ctx_.interrupts ? "interrupted" : "timed out");
   }
-  observer_.StepEnded(phase);
+  ctx_.observer.StepEnded(phase);
   std::map<HostState*, Outcome> out;
   for (Target& t : streams) {
     if (t.in) std::fclose(t.in);
@@ -89,10 +89,10 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
 Status Transfers::WriteFiles(
     const std::map<HostState*, std::vector<std::pair<std::string, const std::string*>>>& writes,
     const std::string& what) {
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::map<HostState*, int> open;
   std::map<HostState*, std::string> errors;
-  observer_.StepBegan(Phase::kUpload, "writing " + what, static_cast<int>(writes.size()));
+  ctx_.observer.StepBegan(Phase::kUpload, "writing " + what, static_cast<int>(writes.size()));
   for (const auto& [host, files] : writes) {
     HostState* hs = host;
     Began(hs->PhaseOf(Phase::kUpload));
@@ -111,10 +111,10 @@ Status Transfers::WriteFiles(
       }
     }
   }
-  const bool done = RunUntil([&] { return group.idle() || interrupts_ > 0; },
-                             Now() + spec_.ssh.connect_timeout + seconds(60));
-  observer_.StepEnded(Phase::kUpload);
-  if (interrupts_ > 0) return Status::Error("interrupted while writing " + what);
+  const bool done = RunUntil([&] { return group.idle() || ctx_.interrupts > 0; },
+                             Now() + ctx_.spec.ssh.connect_timeout + seconds(60));
+  ctx_.observer.StepEnded(Phase::kUpload);
+  if (ctx_.interrupts > 0) return Status::Error("interrupted while writing " + what);
   if (!done) return Status::Error("writing " + what + " to the hosts did not finish in time");
   if (!errors.empty()) {
     std::string msg = "writing " + what + " failed:";

@@ -10,13 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
 
 namespace barge::runner::internal {
 
 class Transfers : private JobPart {
  public:
-  explicit Transfers(Job* job) : JobPart(job) {}
+  explicit Transfers(JobContext* ctx) : JobPart(ctx) {}
 
   // Streams a local file into `command(host)`'s stdin on every target, in
   // parallel with bounded memory; the outcome per host (missing when

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "runner/controller/job.h"
+#include "runner/controller/job_context.h"
 #include "runner/controller/mpi.h"
 #include "runner/controller/transfers.h"
 
@@ -13,11 +13,13 @@ namespace barge::runner::internal {
 
 class Uploads : private JobPart {
  public:
-  Uploads(Job* job, Transfers* transfers, Mpi* mpi) : JobPart(job), transfers_(*transfers), mpi_(*mpi) {}
+  Uploads(JobContext* ctx, const cluster::Plan* plan, Transfers* transfers, Mpi* mpi)
+      : JobPart(ctx), plan_(*plan), transfers_(*transfers), mpi_(*mpi) {}
 
   Status Upload(const std::vector<HostState*>& targets);
 
  private:
+  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
   // secrets: each value written from memory to the command's stdin, into
   // DIR/secrets/NAME (mode 0600), plus the env file of those given as
   // environment; in parallel on every target.

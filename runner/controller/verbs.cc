@@ -32,9 +32,9 @@ int Controller::TearDownOrphan() {
     Say(s.message());
     return kExitBargeFailure;
   }
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   bool failed = false;
-  for (auto& [h, host] : hosts_) {
+  for (auto& [h, host] : hosts_.by_index) {
     HostState* hs = host.get();
     group.Run(*hs->exec, faults_.RemoveJobContainersLine(*hs), [&, hs](const Outcome& o) {
       if (!o.ok()) {
@@ -52,11 +52,11 @@ int Controller::TearDownOrphan() {
   // The job's directories there were named by the controller that is gone:
   // the hooks are not told one, and every directory of the job that is the
   // SSH user's is disarmed (DisarmJobWatchdogsCommand).
-  for (auto& [h, host] : hosts_) host->job_dir.clear();
+  for (auto& [h, host] : hosts_.by_index) host->job_dir.clear();
   teardown_.RunTeardownHooks();
-  for (auto& [h, host] : hosts_) host->lease.armed = true;  // whatever is left of it
+  for (auto& [h, host] : hosts_.by_index) host->lease.armed = true;  // whatever is left of it
   leases_.DisarmWatchdogs();
-  Record(store_->SetStatus(plan_.job_id, JobStatus::kCancelled, kExitBargeFailure,
+  Record(ctx_.store->SetStatus(plan_.job_id, JobStatus::kCancelled, kExitBargeFailure,
                            "torn down by barge down (its controller was gone)"));
   return failed || !done ? kExitBargeFailure : 0;
 }
@@ -70,10 +70,10 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
     Say(s.message());
     return kExitBargeFailure;
   }
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   bool failed = false;
   size_t removed = 0, kept = 0;
-  for (auto& [h, host] : hosts_) {
+  for (auto& [h, host] : hosts_.by_index) {
     HostState* hs = host.get();
     group.Run(*hs->exec, fleet::ReapListingLine(*hs->docker), [&, hs](const Outcome& o) {
       Result<fleet::ReapListing> listing = fleet::ParseReapListing(o.out);
@@ -114,7 +114,7 @@ int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
   if (connected == nullptr) return kExitBargeFailure;
   const cluster::NodePlan& node = plan_.nodes[rank];
   HostState& host = *connected;
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::optional<ssh::ExitStatus> result;
   ssh::CommandCallbacks cb;
   cb.on_stdout = [](std::string_view d) {
@@ -127,7 +127,7 @@ int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
   };
   cb.on_exit = [&](const ssh::ExitStatus& st) { result = st; };
   group.Stream(*host.exec, host.docker->Exec(node.container.name, argv), std::move(cb));
-  RunUntil([&] { return result.has_value() || interrupts_ > 0; }, Clock::time_point::max());
+  RunUntil([&] { return result.has_value() || ctx_.interrupts > 0; }, Clock::time_point::max());
   if (!result) return kExitInterrupted;
   if (!result->known()) {
     Say(result->error);
@@ -144,23 +144,23 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
     return kExitBargeFailure;
   }
   std::vector<LogSink::Node> sink_nodes = MakeNodeStates();
-  for (auto& state : nodes_) {
+  for (auto& state : attempt_.nodes) {
     auto kept = kept_through_ns.find(state->plan->rank);
     if (kept != kept_through_ns.end()) state->skip_through_ns = kept->second;
   }
 
   Result<std::unique_ptr<LogSink>> sink =
-      LogSink::Open(RunDir(options_.state_dir, plan_.job_id), sink_nodes, options_.echo, options_.stdio);
+      LogSink::Open(RunDir(ctx_.options.state_dir, plan_.job_id), sink_nodes, ctx_.options.echo, ctx_.options.stdio);
   if (!sink.ok()) {
     Say(sink.status().message());
     return kExitBargeFailure;
   }
-  sink_ = std::move(sink).value();
-  for (auto& n : nodes_) {
+  attempt_.sink = std::move(sink).value();
+  for (auto& n : attempt_.nodes) {
     // What the file kept of this container, by count: the engine's log is
     // read from its start and that many lines per stream dropped; the rest
     // are stamped on receipt (engine_api.cc's gap design).
-    const KeptLines kept = CountKeptLines(sink_->path(n->plan->rank), restarted_at_ns);
+    const KeptLines kept = CountKeptLines(attempt_.sink->path(n->plan->rank), restarted_at_ns);
     if (!kept.found) continue;
     n->skip_through_ns.reset();
     n->live.on = true;
@@ -168,14 +168,14 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
     n->live.lines = n->live.skip = kept.lines;
     n->live.last_hash = kept.last_hash;
   }
-  for (auto& n : nodes_) streams_.StreamLogs(*n, /*report_exit=*/false);
+  for (auto& n : attempt_.nodes) streams_.StreamLogs(*n, /*report_exit=*/false);
   RunUntil(
       [&] {
-        return interrupts_ > 0 || std::none_of(nodes_.begin(), nodes_.end(),
+        return ctx_.interrupts > 0 || std::none_of(attempt_.nodes.begin(), attempt_.nodes.end(),
                                                [](const auto& n) { return n->logs_open; });
       },
       Clock::time_point::max());
-  return interrupts_ > 0 ? kExitInterrupted : 0;
+  return ctx_.interrupts > 0 ? kExitInterrupted : 0;
 }
 
 }  // namespace barge::runner::internal

@@ -40,7 +40,7 @@ Status Controller::BindForwards(const std::vector<ForwardSpec>& forwards, const 
     }
   }
   Result<std::unique_ptr<window::JobForwards>> bound = window::JobForwards::Bind(
-      &loop_, forwards, [&](size_t i) { return what + "[" + std::to_string(i) + "]"; });
+      &ctx_.loop, forwards, [&](size_t i) { return what + "[" + std::to_string(i) + "]"; });
   if (!bound.ok()) return bound.status();
   forwards_ = std::move(bound).value();
   return Status::Ok();
@@ -51,8 +51,8 @@ void Controller::ServeForwards(CommandGroup& group, std::function<void(const Sta
   for (size_t i = 0; i < forwards_->specs().size(); ++i) {
     const ForwardSpec f = forwards_->specs()[i];
     const cluster::NodePlan& node = plan_.nodes[f.rank];
-    auto host_it = hosts_.find(node.host_index);
-    if (host_it == hosts_.end() || !host_it->second->exec) continue;
+    auto host_it = hosts_.by_index.find(node.host_index);
+    if (host_it == hosts_.by_index.end() || !host_it->second->exec) continue;
     HostState* host = host_it->second.get();
     const std::optional<std::string> network = node.container.options.network;
     auto serve = [this, i, f, host, on_fatal](const std::string& target) {
@@ -93,13 +93,13 @@ int Controller::Forward(const std::vector<ForwardSpec>& forwards) {
     Say(s.message());
     return kExitBargeFailure;
   }
-  CommandGroup group(&loop_, &redact_);
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
   bool failed = false;
   ServeForwards(group, [&](const Status& why) {
     failed = true;
     Say(why.message());
   });
-  RunUntil([&] { return failed || interrupts_ > 0; }, Clock::time_point::max());
+  RunUntil([&] { return failed || ctx_.interrupts > 0; }, Clock::time_point::max());
   forwards_.reset();
   return failed ? kExitBargeFailure : 0;
 }
@@ -156,7 +156,7 @@ int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, 
     pty = size;
   }
   Result<std::unique_ptr<ssh::InteractiveChannel>> channel = ssh::InteractiveChannel::Start(
-      &loop_, host.exec.get(), line, pty, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO);
+      &ctx_.loop, host.exec.get(), line, pty, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO);
   if (!channel.ok()) {
     Say(channel.status().message());
     return kExitBargeFailure;
@@ -164,7 +164,7 @@ int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, 
   ssh::InteractiveChannel& ch = **channel;
   struct sigaction winch {}, old_winch {};
   if (tty) {
-    g_winch_loop = &loop_;
+    g_winch_loop = &ctx_.loop;
     winch.sa_handler = OnWinch;
     sigaction(SIGWINCH, &winch, &old_winch);
   }
@@ -179,7 +179,7 @@ int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, 
             ch.Resize(ts.cols, ts.rows);
           }
           // Without a pty, ^C reaches barge: the command's channel is closed.
-          return ch.done() || interrupts_ > 0;
+          return ch.done() || ctx_.interrupts > 0;
         },
         Clock::time_point::max());
   }
@@ -211,8 +211,8 @@ int Controller::Top(const TopOptions& top) {
       Outcome gpus;
     };
     std::map<size_t, HostSample> by_host;
-    CommandGroup group(&loop_, &redact_);
-    for (auto& [h, host] : hosts_) {
+    CommandGroup group(&ctx_.loop, &ctx_.redact);
+    for (auto& [h, host] : hosts_.by_index) {
       if (!host->exec) continue;
       std::vector<std::string> names;
       for (const auto& n : plan_.nodes) {
@@ -225,8 +225,8 @@ int Controller::Top(const TopOptions& top) {
       group.Run(*host->exec, Bounded(GpuStatsLine(), seconds(20)),
                 [sample](const Outcome& o) { sample->gpus = o; });
     }
-    RunUntil([&] { return group.idle() || interrupts_ > 0; }, Now() + seconds(30));
-    if (interrupts_ > 0) return 0;
+    RunUntil([&] { return group.idle() || ctx_.interrupts > 0; }, Now() + seconds(30));
+    if (ctx_.interrupts > 0) return 0;
     group.Cancel();
 
     std::vector<window::NodeSample> samples;
@@ -272,8 +272,8 @@ int Controller::Top(const TopOptions& top) {
     }
     std::fflush(stdout);
     if (top.once) return 0;
-    RunUntil([&] { return interrupts_ > 0; }, began + top.every);
-    if (interrupts_ > 0) return 0;
+    RunUntil([&] { return ctx_.interrupts > 0; }, began + top.every);
+    if (ctx_.interrupts > 0) return 0;
   }
 }
 

@@ -1,25 +1,23 @@
-// The state of one job that every part of the controller shares (Job), and
-// the base of every part (JobPart): the job's spec, plan, hosts, nodes, log
-// sink, store, loop and observers, under the names the parts use, and the
-// plumbing they all need (messages, the store's records, the loop's waits).
+// What every part of the controller shares for the whole job (JobContext:
+// the spec, its redaction, the options, the loop, the host connector, the
+// observers, the store, the job's timers and job-long commands, the count
+// of interrupts), and the base of every part (JobPart): the plumbing they
+// all use on it (messages, the store's records, the loop's waits).
 //
-// A part (a phase, like Holds or Teardown, or the Controller that runs them
-// in order) keeps its own state in its own members and gets the other parts
-// it calls in its constructor: what a phase reads and changes is the job's
-// state here and its own, never another phase's.
+// A part gets in its constructor the context and exactly the other state it
+// reads or changes: the job's hosts (host_set.h), the attempt (attempt.h),
+// the plan and the facts it is made from (cluster/plan.h), and the parts
+// it calls. What a part keeps for itself is in its own members.
 //
 // Threading: the loop's thread only.
 #pragma once
 
 #include <chrono>
 #include <functional>
-#include <list>
-#include <map>
 #include <memory>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
-#include <vector>
 
 #include "base/status.h"
 #include "cluster/plan.h"
@@ -61,7 +59,6 @@ class Timers {
   std::set<ssh::EventLoop::TimerId> pending_;
 };
 
-
 // What messages and log prefixes call a host: its address.
 std::string HostName(const cluster::Host& h);
 
@@ -69,55 +66,31 @@ std::string HostName(const cluster::Host& h);
 // leading spaces.
 std::string Trim(std::string s);
 
-// A fault: what ends an attempt (the first of it) or is only recorded.
-struct Fault {
-  RestartCause cause;  // named in kRestartCauseNames (job_spec.h)
-  std::string host;
-  std::string detail;
-  int exit_code = 0;  // kNodeFailed: the node's code
-  int rank = -1;      // kNodeFailed: which node
-};
-
-// The job's shared state. Owned by the Controller; the parts hold
-// references to it (JobPart).
-struct Job {
-  Job(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
-      ssh::EventLoop* loop, HostConnector* connector);
-  ~Job();
+// The job's context: set when the controller is made (the store once, when
+// the job is recorded), the same for every attempt. Owned by the Controller;
+// the parts hold a reference.
+struct JobContext {
+  // `loop` and `connector` are not owned and must outlive the context.
+  JobContext(const JobSpec& spec, std::string job_id, const ControllerOptions& options, ssh::EventLoop* loop,
+             HostConnector* connector);
+  ~JobContext();
+  JobContext(const JobContext&) = delete;
+  JobContext& operator=(const JobContext&) = delete;
 
   const JobSpec& spec;
+  const std::string job_id;
   const Redactor redact{spec};  // what messages and the store never show
-  cluster::PlanInput input;
-  ControllerOptions options;
+  const ControllerOptions options;
   ssh::EventLoop& loop;
   HostConnector& connector;
   ObserverList observer;  // options' observer, then the store's
   std::unique_ptr<StoreObserver> store_observer;
-  std::unique_ptr<JobStore> store;
+  std::unique_ptr<JobStore> store;  // none for the verbs that keep no record
   Timers timers{&loop};
-  CommandGroup job{&loop, &redact};      // lease renewals, disarming
-  CommandGroup attempt{&loop, &redact};  // streams, exit watches, monitors, artifacts
-  cluster::Plan plan;
-  std::map<size_t, std::unique_ptr<HostState>> hosts;  // by host index
-  std::vector<std::unique_ptr<NodeState>> nodes;       // by rank
-  std::unique_ptr<LogSink> sink;
-  // Why Connect could not reach a host, by host index (for preflight's table).
-  std::map<size_t, std::string> connect_errors;
-  // Replaced hosts, earlier attempts' plans, nodes and sinks: what a
-  // retired attempt's state pointed at stays valid for the job's life.
-  std::vector<std::unique_ptr<HostState>> retired;
-  std::list<cluster::Plan> old_plans;
-  std::vector<std::unique_ptr<NodeState>> old_nodes;
-  std::vector<std::unique_ptr<LogSink>> old_sinks;
+  CommandGroup job_commands{&loop, &redact};  // lease renewals, disarming
+  // Interrupts so far (SIGINT, SIGTERM, SIGHUP): the first stops the job
+  // gracefully, the second kills it; every wait gives up on one.
   int interrupts = 0;
-  bool tearing_down = false;  // exits from now on are barge's doing
-  // The attempt: what ended it (the first fault), how many restarts came
-  // before it, and its periodic checks (generation stops a previous
-  // attempt's; monitors keep their ticks).
-  std::optional<Fault> fault;
-  int restart_count = 0;
-  int generation = 0;
-  std::vector<std::shared_ptr<std::function<void()>>> monitors;
   std::unique_ptr<ssh::Executor> local;  // see JobPart::Local()
 };
 
@@ -125,13 +98,13 @@ class JobPart {
  protected:
   using Cause = RestartCause;
 
-  explicit JobPart(Job* job);
+  explicit JobPart(JobContext* ctx) : ctx_(*ctx) {}
   JobPart(const JobPart&) = delete;
   JobPart& operator=(const JobPart&) = delete;
 
   // barge's own messages, on stderr, around the status line; secret values
   // are masked.
-  void Say(const std::string& message) { observer_.Message("barge: " + redact_(message)); }
+  void Say(const std::string& message) { ctx_.observer.Message("barge: " + ctx_.redact(message)); }
   // Store writes never fail the job: a failed write is a warning.
   void Record(const Status& s) {
     if (!s.ok()) Say("warning: job store: " + s.message());
@@ -140,7 +113,8 @@ class JobPart {
   void Event(const char* kind, const std::optional<std::string>& host, const std::string& detail);
   // A job status change (the store writes its event): to the observer too.
   void SetStatus(JobStatus status, const std::string& detail = "");
-  void RecordNode(const NodeState& node);
+  // A node's record; its log file is `sink`'s (none: no log file yet).
+  void RecordNode(const NodeState& node, const LogSink* sink);
   void RecordHost(const HostState& host, std::optional<int> replaces = std::nullopt);
   // A host's part in a phase began / ended: to the observer.
   void Began(const HostPhase& p);
@@ -151,7 +125,7 @@ class JobPart {
   // The loop's clock (ssh/event_loop.h): every deadline, timer and
   // duration of the controller is on it, so that a test's virtual loop
   // runs the controller's timeouts and backoffs without waiting for them.
-  Clock::time_point Now() const { return loop_.Now(); }
+  Clock::time_point Now() const { return ctx_.loop.Now(); }
   // Polls the loop until `finished()` or `deadline`. Returns false on deadline.
   bool RunUntil(const std::function<bool()>& finished, Clock::time_point deadline);
   // Runs the loop until `group` is idle or `stop()` is true: true then. A
@@ -164,34 +138,8 @@ class JobPart {
   // `line` on a host, killed after `limit` (closing a channel does not end a
   // remote command; a frozen dockerd would hang it forever).
   static std::string Bounded(const std::string& line, std::chrono::milliseconds limit);
-  std::vector<HostState*> AllHosts();
-  // Hosts whose session is open.
-  std::vector<HostState*> ConnectedHosts();
 
-  // The job's state (Job), under the names the parts use.
-  Job& job_state_;
-  const JobSpec& spec_;
-  const Redactor& redact_;
-  cluster::PlanInput& input_;
-  const ControllerOptions& options_;
-  ssh::EventLoop& loop_;
-  ObserverList& observer_;
-  Timers& timers_;
-  CommandGroup& job_;
-  CommandGroup& attempt_;
-  cluster::Plan& plan_;
-  std::map<size_t, std::unique_ptr<HostState>>& hosts_;
-  std::vector<std::unique_ptr<NodeState>>& nodes_;
-  std::unique_ptr<LogSink>& sink_;
-  std::unique_ptr<JobStore>& store_;
-  std::map<size_t, std::string>& connect_errors_;
-  std::vector<std::unique_ptr<HostState>>& retired_;
-  int& interrupts_;
-  bool& tearing_down_;
-  std::optional<Fault>& fault_;
-  int& restart_count_;
-  int& generation_;
-  std::vector<std::shared_ptr<std::function<void()>>>& monitors_;
+  JobContext& ctx_;
 };
 
 }  // namespace barge::runner::internal
