@@ -252,7 +252,7 @@ void WriteContainerStart(std::ostream& out, const DockerCommands& docker, const 
     out << docker.Wait(n.container.name) << "\n";
     return;
   }
-  // engine_api.cc: create, then attach and start through the Engine API.
+  // node_streams_api.cc: create, then attach and start through the Engine API.
   const std::string path = "/v" + std::string(container::kDefaultApiVersion) + "/containers/" +
                            container::UrlEncode(n.container.name);
   if (Result<std::string> body = container::CreateBody(n.container); body.ok()) {

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "runner/controller/job_context.h"
 #include "runner/controller/attempt.h"
+#include "runner/controller/job_context.h"
 
 namespace barge::runner::internal {
 

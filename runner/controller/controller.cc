@@ -17,8 +17,8 @@
 
 #include <unistd.h>
 
-#include "runner/store/job_store.h"
 #include "runner/logs/log_sink.h"
+#include "runner/store/job_store.h"
 #include "runner/store/state_dir.h"
 
 namespace barge::runner::internal {

@@ -3,20 +3,21 @@
 // that gets in its constructor the job's context and exactly the rest it
 // reads or changes (the host set, the attempt, the plan, the facts the plan
 // is made from) and the parts it calls:
-//   controller.cc  the flow of one job (Run, Execute, an attempt: Launch)
-//   connect.h      Connections: connect, internal addresses (addresses.cc)
-//   login.h        RegistryLogin: registry login and logout
-//   preflight.h    Preflight: one round of checks per host, image push
-//   holds.h        Holds: reservations on the hosts (taken by preflight)
-//   leases.h       Leases: the watchdog's lease renewals and disarming
-//   transfers.h    Transfers: files streamed or written to many hosts
-//   upload.h       Uploads: secrets, workdir, files (mpi.h: MPI's files)
-//   stages.h       Stages: the launch stages and their readiness gates
-//   node_streams.h NodeStreams: log streams and exit reports (CLI, API)
-//   faults.h       Faults: faults, restart policy, monitors
-//   spares.cc      at a restart, spare hosts in replaced hosts' places
-//   artifacts.h    Artifacts: artifact copies
-//   teardown.h     Teardown: stop, remove, teardown hooks
+//   controller.cc    the flow of one job (Run, Execute, an attempt: Launch)
+//   connections.h    Connections: connect, internal addresses (addresses.cc)
+//   registry_login.h RegistryLogin: registry login and logout
+//   preflight.h      Preflight: one round of checks per host, image push
+//   holds.h          Holds: reservations on the hosts (taken by preflight)
+//   leases.h         Leases: the watchdog's lease renewals and disarming
+//   transfers.h      Transfers: files streamed or written to many hosts
+//   uploads.h        Uploads: secrets, workdir, files (mpi.h: MPI's files)
+//   stages.h         Stages: the launch stages and their readiness gates
+//   node_streams.h   NodeStreams: log streams and exit reports (CLI, API:
+//                    node_streams_api.cc)
+//   faults.h         Faults: faults, restart policy, monitors
+//   spares.cc        at a restart, spare hosts in replaced hosts' places
+//   artifacts.h      Artifacts: artifact copies
+//   teardown.h       Teardown: stop, remove, teardown hooks
 //   verbs.cc, window.cc, hosts_verb.cc: the verbs on a job's hosts
 // (down, reap, exec, attach, forward, top, hosts).
 //
@@ -44,28 +45,28 @@
 
 #include "cluster/plan.h"
 #include "runner/controller/artifacts.h"
-#include "runner/controller/connect.h"
+#include "runner/controller/attempt.h"
+#include "runner/controller/connections.h"
 #include "runner/controller/entry_points.h"
 #include "runner/controller/faults.h"
 #include "runner/controller/forwards.h"
 #include "runner/controller/holds.h"
 #include "runner/controller/host_connector.h"
-#include "runner/controller/attempt.h"
 #include "runner/controller/host_set.h"
 #include "runner/controller/job_context.h"
-#include "runner/controller/job_state.h"
 #include "runner/controller/job_observer.h"
+#include "runner/controller/job_state.h"
 #include "runner/controller/leases.h"
-#include "runner/controller/login.h"
 #include "runner/controller/mpi.h"
 #include "runner/controller/node_streams.h"
 #include "runner/controller/preflight.h"
+#include "runner/controller/registry_login.h"
 #include "runner/controller/stages.h"
 #include "runner/controller/teardown.h"
 #include "runner/controller/transfers.h"
-#include "runner/controller/upload.h"
-#include "runner/remote/hosts_view.h"
+#include "runner/controller/uploads.h"
 #include "runner/jobfile/job_spec.h"
+#include "runner/remote/hosts_view.h"
 #include "ssh/event_loop.h"
 
 namespace barge::runner::internal {
@@ -117,7 +118,7 @@ class Controller : private JobOwner, private JobPart {
   // repeated: Docker's timestamps at or before the kept one are dropped.
   // The kept files' lines since `restarted_at_ns` (the job's last restart,
   // from its store; all when nullopt) are counted and exactly that many
-  // skipped per stream of the engine's whole log (engine_api.cc's gap
+  // skipped per stream of the engine's whole log (node_streams_api.cc's gap
   // design); `kept_through_ns` (lines stamped after it) only where a
   // node's file cannot be read.
   int AttachOrphan(const std::map<int, int64_t>& kept_through_ns,

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/fake_hosts.h"
 #include "runner/jobfile/job_file.h"
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/reservation.h"
 #include "runner/store/job_store.h"
+#include "tests/support/fake_hosts.h"
 
 namespace barge::runner {
 namespace {

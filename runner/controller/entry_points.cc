@@ -15,16 +15,16 @@
 #include <unistd.h>
 
 #include "container/docker_args.h"
+#include "runner/console/progress.h"
+#include "runner/console/signals.h"
+#include "runner/console/stdio_writer.h"
 #include "runner/controller/controller.h"
 #include "runner/controller/host_connector.h"
 #include "runner/controller/job_observer.h"
 #include "runner/controller/slurm_run.h"
+#include "runner/jobfile/job_values.h"
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/watchdog.h"
-#include "runner/jobfile/job_values.h"
-#include "runner/console/progress.h"
-#include "runner/console/stdio_writer.h"
-#include "runner/console/signals.h"
 #include "runner/store/state_dir.h"
 #include "ssh/event_loop.h"
 

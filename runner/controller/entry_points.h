@@ -20,10 +20,10 @@
 #include <vector>
 #include <string>
 
-#include "runner/remote/hosts_view.h"
-#include "runner/console/failure.h"
 #include "cluster/plan.h"
+#include "runner/console/failure.h"
 #include "runner/jobfile/job_spec.h"
+#include "runner/remote/hosts_view.h"
 
 namespace barge::ssh {
 class EventLoop;

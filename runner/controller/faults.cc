@@ -13,8 +13,8 @@
 #include "runner/controller/faults.h"
 #include "runner/controller/job_state.h"
 #include "runner/remote/reservation.h"
-#include "runner/store/job_store.h"
 #include "runner/remote/watchdog.h"
+#include "runner/store/job_store.h"
 
 namespace barge::runner::internal {
 

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <string>
 
-#include "runner/controller/job_context.h"
 #include "runner/controller/attempt.h"
 #include "runner/controller/host_set.h"
+#include "runner/controller/job_context.h"
 
 namespace barge::runner::internal {
 

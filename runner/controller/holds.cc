@@ -8,8 +8,8 @@
 #include "cluster/plan.h"
 #include "runner/controller/holds.h"
 #include "runner/controller/job_state.h"
-#include "runner/remote/reservation.h"
 #include "runner/remote/preflight_script.h"
+#include "runner/remote/reservation.h"
 
 namespace barge::runner::internal {
 

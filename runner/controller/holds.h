@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "container/docker_api.h"
-#include "runner/controller/job_context.h"
 #include "runner/controller/host_set.h"
+#include "runner/controller/job_context.h"
 #include "runner/remote/holds_api.h"
 #include "runner/remote/reservation.h"
 

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/store/job_store.h"
 #include "runner/console/progress.h"
+#include "runner/store/job_store.h"
 
 namespace barge::runner {
 

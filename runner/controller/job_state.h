@@ -17,16 +17,16 @@
 #include "cluster/plan.h"
 #include "container/docker_api.h"
 #include "container/log_line.h"
-#include "runner/controller/engine_api.h"
 #include "runner/controller/faults.h"
 #include "runner/controller/gpu_gate.h"
 #include "runner/controller/holds.h"
+#include "runner/controller/host_engine.h"
 #include "runner/controller/job_observer.h"
 #include "runner/controller/leases.h"
-#include "runner/controller/login.h"
 #include "runner/controller/preflight.h"
-#include "runner/remote/engine_stream.h"
+#include "runner/controller/registry_login.h"
 #include "runner/remote/docker_commands.h"
+#include "runner/remote/engine_stream.h"
 
 namespace barge::runner::internal {
 
@@ -48,9 +48,9 @@ struct HostState {
   // sent there, and teardown does not wait on it.
   bool lost = false;
 
-  HostEngine engine;  // engine_api.h: its Engine API client, when it has one
+  HostEngine engine;  // host_engine.h: its Engine API client, when it has one
   HostImages images;  // preflight.h: the job's images there
-  HostLogin login;    // login.h: the registry login
+  HostLogin login;    // registry_login.h: the registry login
   HostHolds holds;    // holds.h: the job's reservation there
   HostLease lease;    // leases.h: its watchdog
   HostHealth health;  // faults.h: its monitors and whether it is replaced
@@ -104,10 +104,10 @@ struct NodeState {
   bool caught_up = false;  // the catch-up ran (once per stream)
   std::unique_ptr<container::LineSplitter> out_lines;
   std::unique_ptr<container::LineSplitter> err_lines;
-  // engine_api.cc: the node's Engine API call in flight (its log follow,
+  // node_streams_api.cc: the node's Engine API call in flight (its log follow,
   // then the inspect, wait and catch-up that end it; one at a time).
   container::DockerApi::CallPtr api_call;
-  // engine_api.cc, on an Engine API host: the node's live log is its attach
+  // node_streams_api.cc, on an Engine API host: the node's live log is its attach
   // stream (AttachAndStartWithApi), each line stamped on receipt with the
   // controller's clock, strictly increasing per node (its sequence), and
   // counted per stream so that a gap is filled from `docker logs` by

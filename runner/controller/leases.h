@@ -8,8 +8,8 @@
 #include <functional>
 #include <memory>
 
-#include "runner/controller/job_context.h"
 #include "runner/controller/host_set.h"
+#include "runner/controller/job_context.h"
 #include "runner/remote/watchdog.h"
 
 namespace barge::runner::internal {

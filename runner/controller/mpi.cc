@@ -28,8 +28,8 @@
 
 #include "cluster/mpi.h"
 #include "container/proc_net.h"
-#include "runner/controller/mpi.h"
 #include "runner/controller/job_state.h"
+#include "runner/controller/mpi.h"
 #include "runner/controller/preflight.h"
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/watchdog.h"

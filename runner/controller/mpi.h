@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/job_context.h"
 #include "runner/controller/host_set.h"
+#include "runner/controller/job_context.h"
 #include "runner/controller/transfers.h"
 #include "ssh/keygen.h"
 

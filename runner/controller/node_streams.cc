@@ -17,8 +17,8 @@
 #include "container/log_line.h"
 #include "container/proc_net.h"
 #include "container/timestamp.h"
-#include "runner/controller/node_streams.h"
 #include "runner/controller/job_state.h"
+#include "runner/controller/node_streams.h"
 
 namespace barge::runner::internal {
 
@@ -154,7 +154,7 @@ void NodeStreams::OpenLogLines(NodeState& node, bool report_exit) {
       }
       std::string_view text = parsed.ok() ? parsed->text : line;
       if (live.on) {
-        // A gap fill from the engine's log (engine_api.cc): its first
+        // A gap fill from the engine's log (node_streams_api.cc): its first
         // lines, as many per stream as were kept, are dropped; the rest
         // are stamped on receipt like the attach's.
         if (live.skip[s] > 0) {

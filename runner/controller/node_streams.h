@@ -2,7 +2,7 @@
 // its log stream into the log sink and the report of how its container
 // ended: through the Docker CLI (node_streams.cc: DockerCommands'
 // FollowUntilExit, then a catch-up read) or, on a host whose Engine API
-// answered, through the API (engine_api.cc: attach, start, then inspect,
+// answered, through the API (node_streams_api.cc: attach, start, then inspect,
 // wait and the catch-up read, with the gap design described there).
 #pragma once
 
@@ -11,9 +11,9 @@
 #include <string>
 
 #include "container/docker_api.h"
+#include "runner/controller/attempt.h"
 #include "runner/controller/faults.h"
 #include "runner/controller/job_context.h"
-#include "runner/controller/attempt.h"
 
 namespace barge::runner::internal {
 
@@ -56,7 +56,7 @@ class NodeStreams : private JobPart {
   // the engine says the container ended, or why that is not known.
   void NodeExited(NodeState& node, const Result<container::ContainerState>& state);
 
-  // engine_api.cc: the per-node log follow and exit report through the
+  // node_streams_api.cc: the per-node log follow and exit report through the
   // Engine API (HostState::api), with the CLI's semantics: follow, then
   // inspect (wait and inspect again while it still runs), then the
   // catch-up read, then NodeExited.

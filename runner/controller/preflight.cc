@@ -5,8 +5,8 @@
 // problems are reported together, in one table. One Run is a Round: its
 // commands and what they found, by host, and one member function per step.
 #include "runner/controller/preflight.h"
-#include "runner/remote/host_address.h"
 #include "runner/controller/job_state.h"
+#include "runner/remote/host_address.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -14,8 +14,8 @@
 
 #include "runner/controller/gpu_gate.h"
 #include "runner/controller/holds.h"
-#include "runner/controller/job_context.h"
 #include "runner/controller/host_set.h"
+#include "runner/controller/job_context.h"
 #include "runner/controller/leases.h"
 #include "runner/controller/transfers.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/preflight.h"
 #include "runner/controller/job_state.h"
+#include "runner/controller/preflight.h"
 #include "runner/remote/docker_commands.h"
 #include "runner/store/state_dir.h"
 

@@ -16,8 +16,8 @@
 #include "container/log_line.h"
 #include "container/proc_net.h"
 #include "container/timestamp.h"
-#include "runner/controller/stages.h"
 #include "runner/controller/job_state.h"
+#include "runner/controller/stages.h"
 
 namespace barge::runner::internal {
 
@@ -83,7 +83,7 @@ Status Stages::StartNodes(const std::vector<NodeState*>& nodes, const std::strin
     // An Engine API host: the container made through the API (or with
     // `docker create` where only the CLI can say what the job file asks:
     // run_options), then attached and started through the API (the attach
-    // is the node's live log: engine_api.cc). Else `docker run -d`, then the
+    // is the node's live log: node_streams_api.cc). Else `docker run -d`, then the
     // log stream.
     const bool via_api = n->host->engine.api != nullptr;
     auto made = [&, n, via_api, failed, running](const Outcome& o) {

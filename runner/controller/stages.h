@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "runner/controller/attempt.h"
 #include "runner/controller/faults.h"
 #include "runner/controller/job_context.h"
-#include "runner/controller/attempt.h"
 #include "runner/controller/node_streams.h"
 
 namespace barge::runner::internal {

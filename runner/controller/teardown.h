@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "runner/controller/artifacts.h"
-#include "runner/controller/job_context.h"
 #include "runner/controller/attempt.h"
 #include "runner/controller/host_set.h"
+#include "runner/controller/job_context.h"
 #include "runner/controller/teardown_plan.h"
 
 namespace barge::runner::internal {

@@ -14,8 +14,8 @@
 #include "runner/controller/transfers.h"
 #include "runner/controller/job_state.h"
 #include "runner/remote/docker_commands.h"
-#include "runner/store/state_dir.h"
 #include "runner/remote/watchdog.h"
+#include "runner/store/state_dir.h"
 #include "ssh/quote.h"
 
 

@@ -16,13 +16,13 @@
 #include "cluster/plan.h"
 #include "container/docker_args.h"
 #include "container/inspect.h"
+#include "runner/console/signals.h"
 #include "runner/controller/controller.h"
-#include "runner/remote/reap.h"
 #include "runner/logs/kept_lines.h"
+#include "runner/logs/log_sink.h"
+#include "runner/remote/reap.h"
 #include "runner/store/job_store.h"
 #include "runner/store/state_dir.h"
-#include "runner/logs/log_sink.h"
-#include "runner/console/signals.h"
 
 namespace barge::runner::internal {
 
@@ -159,7 +159,7 @@ int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
   for (auto& n : attempt_.nodes) {
     // What the file kept of this container, by count: the engine's log is
     // read from its start and that many lines per stream dropped; the rest
-    // are stamped on receipt (engine_api.cc's gap design).
+    // are stamped on receipt (node_streams_api.cc's gap design).
     const KeptLines kept = CountKeptLines(attempt_.sink->path(n->plan->rank), restarted_at_ns);
     if (!kept.found) continue;
     n->skip_through_ns.reset();

@@ -10,10 +10,10 @@
 #include <cstdio>
 #include <set>
 
-#include "runner/controller/controller.h"
-#include "runner/console/time_format.h"
-#include "runner/remote/stats.h"
 #include "runner/console/terminal.h"
+#include "runner/console/time_format.h"
+#include "runner/controller/controller.h"
+#include "runner/remote/stats.h"
 #include "ssh/interactive_channel.h"
 #include "ssh/local_executor.h"
 #include "ssh/quote.h"

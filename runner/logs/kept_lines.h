@@ -2,7 +2,7 @@
 // <text>" lines) already holds of its current container, counted per
 // stream, so that `barge attach` of a later controller can fill the gap
 // from the engine's whole log by skipping exactly that many lines per
-// stream (engine_api.cc explains why counts and not stamps).
+// stream (node_streams_api.cc explains why counts and not stamps).
 #pragma once
 
 #include <array>

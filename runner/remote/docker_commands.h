@@ -30,7 +30,7 @@ class DockerCommands {
   std::string Run(const container::ContainerSpec& spec) const;
   // `docker create` with Run's arguments but -d: the container made, not
   // started (its ID on stdout). On an Engine API host the controller then
-  // attaches to it and starts it through the API (engine_api.cc), so that
+  // attaches to it and starts it through the API (node_streams_api.cc), so that
   // its output is streamed live from its first byte, not read back from
   // the log driver.
   std::string Create(const container::ContainerSpec& spec) const;

@@ -1,5 +1,5 @@
 // The live log on an Engine API host is the container's attach stream
-// (runner/controller/engine_api.cc), through the real CLI on the test bed:
+// (runner/controller/node_streams_api.cc), through the real CLI on the test bed:
 // a node whose Docker log rotates (--log-opt max-size=100k, max-file=2,
 // through the job file's run_options) writes 200,000 numbered lines as fast
 // as it can, and its kept log file holds every one exactly once, in order,

@@ -1,7 +1,7 @@
 // A host's Docker engine through the Engine API over the host's session (no
 // process on the host per call): found by preflight (its unix socket, and
 // a ping through it that answered) and used by NodeStreams (the nodes' live
-// logs and exit reports: engine_api.cc), Holds, Leases and Teardown. Where
+// logs and exit reports: node_streams_api.cc), Holds, Leases and Teardown. Where
 // a host has none, every Docker call there is a CLI command line.
 #pragma once
 

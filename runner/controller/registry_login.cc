@@ -1,9 +1,9 @@
-// RegistryLogin (login.h): docker login and logout on every host.
+// RegistryLogin (registry_login.h): docker login and logout on every host.
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runner/controller/login.h"
+#include "runner/controller/registry_login.h"
 #include "runner/controller/job_state.h"
 #include "runner/remote/docker_commands.h"
 

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "runner/controller/job_context.h"
 #include "runner/controller/host_set.h"
+#include "runner/controller/job_context.h"
 
 namespace barge::runner::internal {
 

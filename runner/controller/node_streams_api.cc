@@ -50,8 +50,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/node_streams.h"
 #include "runner/controller/job_state.h"
+#include "runner/controller/node_streams.h"
 
 namespace barge::runner::internal {
 

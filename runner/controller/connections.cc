@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/controller/connect.h"
+#include "runner/controller/connections.h"
 #include "runner/controller/job_state.h"
 #include "runner/remote/watchdog.h"
 

@@ -1,4 +1,4 @@
-// Uploads (upload.h): secrets:, workdir: and files: into every host's job
+// Uploads (uploads.h): secrets:, workdir: and files: into every host's job
 // directory before anything starts.
 #include <algorithm>
 #include <chrono>
@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "runner/controller/upload.h"
+#include "runner/controller/uploads.h"
 #include "runner/controller/job_state.h"
 #include "runner/remote/docker_commands.h"
-#include "runner/store/state_dir.h"
 #include "runner/remote/watchdog.h"
+#include "runner/store/state_dir.h"
 #include "ssh/quote.h"
 
 
