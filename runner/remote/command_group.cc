@@ -127,6 +127,18 @@ void CommandGroup::Api(const std::function<Result<ApiCall>(Finish)>& start, Done
   }
 }
 
+void CommandGroup::After(std::chrono::milliseconds delay, std::function<void()> fn) {
+  ++pending_;
+  std::weak_ptr<bool> alive = alive_;
+  timers_.push_back(loop_->AddTimer(loop_->Now() + delay, [this, alive, fn = std::move(fn)] {
+    auto a = alive.lock();
+    if (!a || !*a) return;
+    --pending_;
+    ++finished_;
+    fn();
+  }));
+}
+
 void CommandGroup::Reap() {
   for (uint64_t id : ended_) {
     commands_.erase(id);

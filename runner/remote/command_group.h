@@ -110,6 +110,11 @@ class CommandGroup {
   void Api(const std::function<Result<ApiCall>(Finish)>& start, Done done,
            std::chrono::milliseconds limit = std::chrono::milliseconds(0));
 
+  // Runs `fn` from the loop once `delay` has passed, counted like a command
+  // (the group is not idle meanwhile, and it counts as finished after);
+  // dropped by Cancel and with the group.
+  void After(std::chrono::milliseconds delay, std::function<void()> fn);
+
   // Commands started and not yet ended.
   int pending() const { return pending_; }
   bool idle() const { return pending_ == 0; }
@@ -135,7 +140,7 @@ class CommandGroup {
   std::map<uint64_t, std::unique_ptr<ssh::Command>> commands_;
   std::map<uint64_t, ApiCall> calls_;
   std::vector<uint64_t> ended_;  // ids whose on_exit ran: destroyed by Reap
-  std::vector<ssh::EventLoop::TimerId> timers_;  // failures still to deliver
+  std::vector<ssh::EventLoop::TimerId> timers_;  // failures still to deliver, After's
   int pending_ = 0;
   uint64_t finished_ = 0;
 };

@@ -79,6 +79,29 @@ TEST_F(CommandGroupApi, ACallThatEndsBeforeItsLimitIsNotTimedOutAfterwards) {
   EXPECT_FALSE(got.timed_out());
 }
 
+TEST(CommandGroupAfter, RunsOnceItsDelayHasPassedKeepingTheGroupBusyUntilThenAndCancelDropsIt) {
+  ssh::EventLoop loop{ssh::EventLoop::TimeSource::kVirtual};
+  const auto began = loop.Now();
+  CommandGroup group{&loop};
+  int ran = 0;
+  ssh::EventLoop::Clock::time_point ran_at{};
+  group.After(milliseconds(300), [&] {
+    ++ran;
+    ran_at = loop.Now();
+  });
+  EXPECT_FALSE(group.idle());
+  for (int i = 0; i < 10; ++i) loop.Poll(milliseconds(100));
+  EXPECT_EQ(ran, 1);
+  EXPECT_GE(ran_at - began, milliseconds(300));
+  EXPECT_TRUE(group.idle());
+  EXPECT_EQ(group.finished(), 1u);
+  group.After(milliseconds(100), [&] { ++ran; });
+  group.Cancel();
+  for (int i = 0; i < 5; ++i) loop.Poll(milliseconds(100));
+  EXPECT_EQ(ran, 1) << "a cancelled delay ran";
+  EXPECT_TRUE(group.idle());
+}
+
 // A host command's output is bounded (issue #40): a real process on this
 // machine writes more than the group keeps, on stdout and then on stderr.
 // Under the bound the whole output arrives; past it, at most the bound is

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <set>
 
@@ -380,9 +381,11 @@ class Taker : public std::enable_shared_from_this<Taker> {
       if (!ok) return self->Finish(true);
       // A name in use that the listing does not show yet: the engine
       // reserves a name before the container it names is listed, so a
-      // racing job's create can be refused here and still missing there.
-      // Created again (refused again, or ours now that it went) and listed
-      // again, a bounded number of times.
+      // racing job's create can be refused here and still missing there
+      // (for as long as that create takes: long on a loaded host or a slow
+      // storage driver). Created again (refused again, or ours now that it
+      // went) and listed again, after a wait that doubles from 10 ms to
+      // 500 ms, a bounded number of times (about 7.6 s in all).
       std::vector<std::string> unlisted;
       for (const std::string& n : self->conflicts_) {
         if (std::none_of(self->reply_.holds.begin(), self->reply_.holds.end(),
@@ -395,7 +398,10 @@ class Taker : public std::enable_shared_from_this<Taker> {
         std::erase_if(self->conflicts_, [&](const std::string& n) {
           return std::find(unlisted.begin(), unlisted.end(), n) != unlisted.end();
         });
-        return self->MakeAll(std::move(unlisted), 0, [self] { self->ListAndSettle(); });
+        const std::chrono::milliseconds wait(std::min(10 << std::min(self->relists_ - 1, 6), 500));
+        return self->group_->After(wait, [self, unlisted = std::move(unlisted)]() mutable {
+          self->MakeAll(std::move(unlisted), 0, [self] { self->ListAndSettle(); });
+        });
       }
       self->RemoveStale([self](bool removed) {
         if (!removed || self->conflicts_.empty()) return self->Settle();
