@@ -42,7 +42,14 @@ Controller::~Controller() {
 }
 
 int Controller::Run() {
-  if (!Prepare(/*with_store=*/true)) return kExitBargeFailure;
+  if (Status s = MakeFirstPlan(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
+  if (Status s = OpenStore(); !s.ok()) {
+    Say(s.message());
+    return kExitBargeFailure;
+  }
   JobRecord job;
   job.id = plan_.job_id;
   job.name = plan_.job_name;
@@ -88,7 +95,7 @@ int Controller::Execute() {
   // forward: ports are bound before anything connects: a busy one stops
   // the job before it starts.
   if (ctx_.options.serve_forwards && !ctx_.spec.forward.empty()) {
-    if (Status s = BindForwards(ctx_.spec.forward, "forward"); !s.ok()) {
+    if (Status s = forwarding_.Bind(ctx_.spec.forward, "forward"); !s.ok()) {
       return Fail(s.message(), kExitBargeFailure);
     }
   }
@@ -208,7 +215,7 @@ int Controller::Execute() {
 Status Controller::Launch() {
   // Plan this attempt (the restart count and replaced hosts change it).
   input_.restart_count = attempt_.restart_count;
-  // Before the first attempt no node points into the plan Prepare made:
+  // Before the first attempt no node points into the first plan (MakeFirstPlan):
   // its envs go now, and the plan itself below, rather than stay for the
   // whole job (every node's env names all N nodes: O(N^2) bytes). The rest
   // of it stays valid until the new plan replaces it.
@@ -254,7 +261,7 @@ Status Controller::Launch() {
   if (attempt_.restart_count == 0) artifacts_.ScheduleArtifacts();
   // forward: (window.cc) while the attempt runs; a forward that cannot go
   // on is reported and stops, the job does not.
-  ServeForwards(attempt_.commands, [this](const Status& why) { Say(why.message()); });
+  forwarding_.Serve(attempt_.commands, [this](const Status& why) { Say(why.message()); });
 
   // Running: until the head's main process exits, a fault, an interrupt or
   // the timeout.
@@ -269,7 +276,7 @@ Status Controller::Launch() {
       },
       deadline);
   if (!ended) timed_out_ = true;
-  if (forwards_) forwards_->StopAll();
+  forwarding_.Stop();
   return Status::Ok();
 }
 
@@ -290,57 +297,10 @@ void Controller::WatchOutside() {
   ctx_.timers.Add(Now() + ctx_.options.outside_every, [tick] { (*tick)(); });
 }
 
-void Controller::Interrupt(int signo, bool announce) {
+void Controller::Interrupt(int signo) {
   ++ctx_.interrupts;
-  if (!announce) return;
   Say(std::string(ctx_.interrupts == 1 ? "interrupted (signal " : "interrupted again (signal ") +
       std::to_string(signo) + (ctx_.interrupts == 1 ? "): stopping the job" : "): killing the job"));
-}
-
-bool Controller::Prepare(bool with_store) {
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) {
-    Say(plan.status().message());
-    return false;
-  }
-  plan_ = std::move(plan).value();
-  if (!with_store) return true;
-  Result<std::unique_ptr<JobStore>> store = JobStore::Open(ctx_.options.state_dir);
-  if (!store.ok()) {
-    Say(store.status().message());
-    return false;
-  }
-  ctx_.store = std::move(store).value();
-  ctx_.store_observer = std::make_unique<StoreObserver>(ctx_.store.get(), &ctx_.loop, plan_.job_id);
-  ctx_.observer.Add(ctx_.store_observer.get());
-  return true;
-}
-
-std::vector<LogSink::Node> Controller::MakeNodeStates() {
-  std::vector<LogSink::Node> sink_nodes;
-  for (const auto& n : plan_.nodes) {
-    sink_nodes.push_back({n.rank, n.role, HostName(plan_.hosts[n.host_index])});
-    auto state = std::make_unique<NodeState>();
-    state->plan = &n;
-    state->host = hosts_.by_index[n.host_index].get();
-    attempt_.nodes.push_back(std::move(state));
-  }
-  return sink_nodes;
-}
-
-HostState* Controller::ConnectToNode(int rank) {
-  if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
-    Say("the job has no node " + std::to_string(rank) + " (ranks 0.." + std::to_string(plan_.nodes.size() - 1) +
-        ")");
-    return nullptr;
-  }
-  const cluster::NodePlan& node = plan_.nodes[rank];
-  plan_.used_hosts = {node.host_index};
-  if (Status s = connections_.Connect(); !s.ok()) {
-    Say(s.message());
-    return nullptr;
-  }
-  return hosts_.by_index[node.host_index].get();
 }
 
 }  // namespace barge::runner::internal

@@ -18,8 +18,9 @@
 //   spares.cc        at a restart, spare hosts in replaced hosts' places
 //   artifacts.h      Artifacts: artifact copies
 //   teardown.h       Teardown: stop, remove, teardown hooks
-//   verbs.cc, window.cc, hosts_verb.cc: the verbs on a job's hosts
-// (down, reap, exec, attach, forward, top, hosts).
+//   forwarding.h     Forwarding: `forward:` served while the job runs
+// The verbs on a recorded job's hosts (down, reap, exec, attach, forward,
+// top, hosts) are host_verbs.h's, apart from the Controller.
 //
 // Shape: every remote command belongs to a CommandGroup. A phase that waits
 // for its commands keeps its group on its stack frame; what lives as long
@@ -46,6 +47,7 @@
 #include "cluster/plan.h"
 #include "runner/controller/artifacts.h"
 #include "runner/controller/attempt.h"
+#include "runner/controller/forwarding.h"
 #include "runner/controller/connections.h"
 #include "runner/controller/entry_points.h"
 #include "runner/controller/faults.h"
@@ -54,6 +56,7 @@
 #include "runner/controller/host_connector.h"
 #include "runner/controller/host_set.h"
 #include "runner/controller/job_context.h"
+#include "runner/controller/job_owner.h"
 #include "runner/controller/job_observer.h"
 #include "runner/controller/job_state.h"
 #include "runner/controller/leases.h"
@@ -66,28 +69,9 @@
 #include "runner/controller/transfers.h"
 #include "runner/controller/uploads.h"
 #include "runner/jobfile/job_spec.h"
-#include "runner/remote/hosts_view.h"
 #include "ssh/event_loop.h"
 
 namespace barge::runner::internal {
-
-// What a Controller owns and gives its parts, made before them: the job's
-// context, the facts its plan is made from and the current plan, its hosts
-// and its attempt.
-struct JobOwner {
-  JobOwner(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
-           ssh::EventLoop* loop, HostConnector* connector)
-      : job_context_(spec, input.job_id, options, loop, connector),
-        input_(input),
-        attempt_(loop, &job_context_.redact) {}
-  JobContext job_context_;
-  cluster::PlanInput input_;
-  cluster::Plan plan_;
-  // Earlier attempts' plans: what their nodes pointed at stays valid.
-  std::list<cluster::Plan> old_plans_;
-  HostSet hosts_;
-  Attempt attempt_;
-};
 
 class Controller : private JobOwner, private JobPart {
  public:
@@ -100,38 +84,7 @@ class Controller : private JobOwner, private JobPart {
   int Run();
   // An interrupt (SIGINT, SIGTERM, SIGHUP, or a test): the first stops the
   // job gracefully, the second kills it. From the loop's thread.
-  void Interrupt(int signo, bool announce = true);
-  // `barge down` of a job whose controller is gone: connects to the job's
-  // hosts, removes every container labelled with the job, runs the teardown
-  // hooks, and records the job as cancelled.
-  int TearDownOrphan();
-  // `barge reap`: on every host of the job, removes each barge-labelled
-  // container whose job `is_live` says is not running; prints each.
-  int Reap(const std::function<bool(const std::string&)>& is_live);
-  // `barge exec`: runs `argv` in the container of node `rank` (docker exec),
-  // streaming its output; returns its exit code.
-  int ExecInNode(int rank, const std::vector<std::string>& argv);
-  // `barge attach` to a job whose controller is gone: streams every node's
-  // output from the hosts again, from the last line its log file kept
-  // (`kept_through_ns` by rank; none = from the start), appending to the
-  // files, until every node's stream ends or an interrupt. No line is
-  // repeated: Docker's timestamps at or before the kept one are dropped.
-  // The kept files' lines since `restarted_at_ns` (the job's last restart,
-  // from its store; all when nullopt) are counted and exactly that many
-  // skipped per stream of the engine's whole log (node_streams_api.cc's gap
-  // design); `kept_through_ns` (lines stamped after it) only where a
-  // node's file cannot be read.
-  int AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
-                   std::optional<int64_t> restarted_at_ns = std::nullopt);
-  // window.cc: `barge exec -i/-it`, `barge forward`, `barge top` (see
-  // runner/controller/entry_points.h's entry points).
-  int ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty);
-  int Forward(const std::vector<ForwardSpec>& forwards);
-  int Top(const TopOptions& top);
-  // runner/controller/hosts_verb.cc: `barge hosts`, every host's holds and
-  // running barge containers, added to `views` (named with `label` after
-  // each host when not empty).
-  int ListHosts(const std::string& label, std::vector<fleet::HostView>* views);
+  void Interrupt(int signo);
 
  private:
   // The job after its record exists: everything from connect to teardown.
@@ -150,14 +103,6 @@ class Controller : private JobOwner, private JobPart {
   // While the head runs: asks ControllerOptions::outside_check every
   // outside_every, until it answers (outside_end_) or the job ends.
   void WatchOutside();
-  // Makes the plan (and opens the store when `with_store`); false after
-  // printing why not.
-  bool Prepare(bool with_store);
-  // A NodeState per node of the plan, in attempt_.nodes; the log sink's view of them.
-  std::vector<LogSink::Node> MakeNodeStates();
-  // For the verbs on one node (exec): the rank checked, its host alone
-  // connected; nullptr after saying why not.
-  HostState* ConnectToNode(int rank);
   // spares.cc: the GPU health gate after preflight (gpu_gate.h); a host it
   // puts out is replaced by the next spare host that passes preflight and
   // the gate (the output says why). Fails with the gate's table when a host
@@ -175,14 +120,6 @@ class Controller : private JobOwner, private JobPart {
   // leftovers of the job removed, no preemption notice). Fails when a
   // host has neither.
   Status ReplaceHosts();
-  // window.cc: binds every local port of `forwards` (forwards_ holds them);
-  // fails on a rank the plan lacks or a busy port, naming the entry.
-  Status BindForwards(const std::vector<ForwardSpec>& forwards, const std::string& what);
-  // Serves every bound forward over its node's host session, in `group`
-  // (the container's address is asked for where the network is not the
-  // host's); prints "forwarding http://127.0.0.1:L -> rank R port P" as each
-  // starts. `on_fatal` runs when one cannot go on.
-  void ServeForwards(CommandGroup& group, std::function<void(const Status&)> on_fatal);
 
   // The parts, each given what it reads and changes and the parts it calls.
   Faults faults_{&job_context_, &hosts_, &attempt_, &plan_};
@@ -206,8 +143,9 @@ class Controller : private JobOwner, private JobPart {
   // ControllerOptions::outside_check's answer, once it ended the job.
   std::optional<ControllerOptions::OutsideEnd> outside_end_;
   size_t next_spare_ = 0;  // ctx_.spec.spare_hosts taken so far
-  // forward: (window.cc). Last: destroyed before the hosts it serves through.
-  std::unique_ptr<window::JobForwards> forwards_;
+  // forward: served while an attempt runs. Last: destroyed before the hosts
+  // it serves through.
+  Forwarding forwarding_{&job_context_, &hosts_, &plan_};
 };
 
 }  // namespace barge::runner::internal

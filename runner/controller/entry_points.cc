@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <type_traits>
 
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "runner/console/stdio_writer.h"
 #include "runner/controller/controller.h"
 #include "runner/controller/host_connector.h"
+#include "runner/controller/host_verbs.h"
 #include "runner/controller/job_observer.h"
 #include "runner/controller/slurm_run.h"
 #include "runner/jobfile/job_values.h"
@@ -107,6 +109,7 @@ std::vector<std::string> DockerCommandOf(const JobSpec& spec, const cluster::Hos
 }
 
 using internal::Controller;
+using internal::HostVerbs;
 
 namespace {
 
@@ -142,20 +145,30 @@ struct Env {
   }
 };
 
-// Runs `fn(controller)` with signals turned into the controller's
-// interrupts; `announce`: the controller says so (a job), or not (a verb).
-template <typename Fn>
-int WithController(const JobSpec& spec, const cluster::PlanInput& input,
-                   const ControllerOptions& options, bool announce, Fn fn) {
+// Runs `fn(runner)` on a `Runner` (the Controller of a job, or the
+// HostVerbs of a verb) made with the entry point's environment, with
+// signals turned into its interrupts.
+template <typename Runner, typename Fn>
+int With(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options, Fn fn) {
   Env env(options);
   ControllerOptions with_progress = options;
   with_progress.progress = &env.progress;
   with_progress.stdio = &env.stdio;
-  Controller controller(spec, input, with_progress, &env.loop, env.connector.get(), &env.observers);
-  SignalWatcher signals(&env.loop, [&controller, announce](int signo) {
-    controller.Interrupt(signo, announce);
+  Runner runner(spec, input, with_progress, &env.loop, env.connector.get(), &env.observers);
+  SignalWatcher signals(&env.loop, [&runner](int signo) {
+    if constexpr (std::is_same_v<Runner, Controller>) {
+      runner.Interrupt(signo);  // the job says so
+    } else {
+      runner.Interrupt();
+    }
   });
-  return fn(controller);
+  return fn(runner);
+}
+
+// A verb on a recorded job's hosts (host_verbs.h).
+template <typename Fn>
+int WithVerbs(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options, Fn fn) {
+  return With<HostVerbs>(spec, input, options, fn);
 }
 
 }  // namespace
@@ -163,53 +176,50 @@ int WithController(const JobSpec& spec, const cluster::PlanInput& input,
 int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,
                    const ControllerOptions& options, const std::map<int, int64_t>& kept_through_ns,
                    std::optional<int64_t> restarted_at_ns) {
-  return WithController(spec, input, options, false,
-                        [&](Controller& c) { return c.AttachOrphan(kept_through_ns, restarted_at_ns); });
+  return WithVerbs(spec, input, options,
+                   [&](HostVerbs& c) { return c.AttachOrphan(kept_through_ns, restarted_at_ns); });
 }
 
 int ReapJobHosts(const JobSpec& spec, const cluster::PlanInput& input,
                  const ControllerOptions& options,
                  const std::function<bool(const std::string&)>& is_live) {
-  return WithController(spec, input, options, false, [&](Controller& c) { return c.Reap(is_live); });
+  return WithVerbs(spec, input, options, [&](HostVerbs& c) { return c.Reap(is_live); });
 }
 
 int ExecInJobNode(const JobSpec& spec, const cluster::PlanInput& input,
                   const ControllerOptions& options, int rank, const std::vector<std::string>& argv) {
-  return WithController(spec, input, options, false,
-                        [&](Controller& c) { return c.ExecInNode(rank, argv); });
+  return WithVerbs(spec, input, options, [&](HostVerbs& c) { return c.ExecInNode(rank, argv); });
 }
 
 int ExecInteractiveInJobNode(const JobSpec& spec, const cluster::PlanInput& input,
                              const ControllerOptions& options, int rank,
                              const std::vector<std::string>& argv, bool tty) {
-  return WithController(spec, input, options, false,
-                        [&](Controller& c) { return c.ExecInteractive(rank, argv, tty); });
+  return WithVerbs(spec, input, options, [&](HostVerbs& c) { return c.ExecInteractive(rank, argv, tty); });
 }
 
 int ForwardJobPorts(const JobSpec& spec, const cluster::PlanInput& input,
                     const ControllerOptions& options, const std::vector<ForwardSpec>& forwards) {
-  return WithController(spec, input, options, false,
-                        [&](Controller& c) { return c.Forward(forwards); });
+  return WithVerbs(spec, input, options, [&](HostVerbs& c) { return c.Forward(forwards); });
 }
 
 int ListJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
                  const std::string& label, std::vector<fleet::HostView>* views) {
-  return WithController(spec, input, options, false, [&](Controller& c) { return c.ListHosts(label, views); });
+  return WithVerbs(spec, input, options, [&](HostVerbs& c) { return c.ListHosts(label, views); });
 }
 
 int TopJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
            const TopOptions& top) {
-  return WithController(spec, input, options, false, [&](Controller& c) { return c.Top(top); });
+  return WithVerbs(spec, input, options, [&](HostVerbs& c) { return c.Top(top); });
 }
 
 int TearDownJob(const JobSpec& spec, const cluster::PlanInput& input,
                 const ControllerOptions& options) {
-  return WithController(spec, input, options, false, [&](Controller& c) { return c.TearDownOrphan(); });
+  return WithVerbs(spec, input, options, [&](HostVerbs& c) { return c.TearDownOrphan(); });
 }
 
 int RunJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options) {
   auto run = [](const JobSpec& s, const cluster::PlanInput& in, const ControllerOptions& o) {
-    return WithController(s, in, o, true, [&](Controller& c) { return c.Run(); });
+    return With<Controller>(s, in, o, [](Controller& c) { return c.Run(); });
   };
   if (spec.slurm) return RunSlurmJob(spec, input, options, run);
   return run(spec, input, options);

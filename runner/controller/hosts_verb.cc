@@ -5,23 +5,22 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "runner/controller/controller.h"
+#include "runner/controller/host_verbs.h"
+#include "runner/controller/job_state.h"
 #include "runner/remote/hosts_view.h"
 
 namespace barge::runner::internal {
 
-int Controller::ListHosts(const std::string& label, std::vector<fleet::HostView>* out) {
+int HostVerbs::ListHosts(const std::string& label, std::vector<fleet::HostView>* out) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
-  // Every listed host, not only those this job's plan would use.
-  plan_.used_hosts.clear();
-  for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
+  UseEveryHost();
   (void)connections_.Connect();  // a host that cannot be reached gets its row
   CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::vector<fleet::HostView> views;
   std::map<size_t, size_t> row;  // host index → views
   for (auto& [h, host] : hosts_.by_index) {
     row[h] = views.size();
-    views.push_back(fleet::HostView{host->name + (label.empty() ? "" : " (" + label + ")"), 0, {}, {}, ""});
+    views.emplace_back().host = host->name + (label.empty() ? "" : " (" + label + ")");
     if (!host->exec) {
       auto why = hosts_.connect_errors.find(h);
       views.back().error = why == hosts_.connect_errors.end() ? "not connected" : why->second;

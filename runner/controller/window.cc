@@ -1,8 +1,7 @@
-// window: looking into a running job: `forward:` served by an attached
-// controller, and the verbs `barge forward`, `barge top` and `barge exec
-// -i/-it`, each of which connects to the job's hosts itself (its own
-// sessions, its own loop), so nothing here can block a running job's
-// controller.
+// window: looking into a running job, HostVerbs' `barge forward`, `barge
+// top` and `barge exec -i/-it` (host_verbs.h), each of which connects to the
+// job's hosts itself (its own sessions, its own loop), so nothing here can
+// block a running job's controller.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +11,8 @@
 
 #include "runner/console/terminal.h"
 #include "runner/console/time_format.h"
-#include "runner/controller/controller.h"
+#include "runner/controller/host_verbs.h"
+#include "runner/controller/job_state.h"
 #include "runner/remote/stats.h"
 #include "ssh/interactive_channel.h"
 #include "ssh/local_executor.h"
@@ -30,59 +30,10 @@ void OnWinch(int) {
 
 }  // namespace
 
-Status Controller::BindForwards(const std::vector<ForwardSpec>& forwards, const std::string& what) {
-  for (size_t i = 0; i < forwards.size(); ++i) {
-    const int rank = forwards[i].rank;
-    if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
-      return Status::Error(what + "[" + std::to_string(i) + "].node: the job has no node " +
-                           std::to_string(rank) + " (ranks 0.." +
-                           std::to_string(plan_.nodes.size() - 1) + ")");
-    }
-  }
-  Result<std::unique_ptr<window::JobForwards>> bound = window::JobForwards::Bind(
-      &ctx_.loop, forwards, [&](size_t i) { return what + "[" + std::to_string(i) + "]"; });
-  if (!bound.ok()) return bound.status();
-  forwards_ = std::move(bound).value();
-  return Status::Ok();
-}
-
-void Controller::ServeForwards(CommandGroup& group, std::function<void(const Status&)> on_fatal) {
-  if (!forwards_) return;
-  for (size_t i = 0; i < forwards_->specs().size(); ++i) {
-    const ForwardSpec f = forwards_->specs()[i];
-    const cluster::NodePlan& node = plan_.nodes[f.rank];
-    auto host_it = hosts_.by_index.find(node.host_index);
-    if (host_it == hosts_.by_index.end() || !host_it->second->exec) continue;
-    HostState* host = host_it->second.get();
-    const std::optional<std::string> network = node.container.options.network;
-    auto serve = [this, i, f, host, on_fatal](const std::string& target) {
-      if (!forwards_ || !host->exec) return;
-      forwards_->Serve(i, host->exec.get(), target, on_fatal);
-      Say(window::ForwardingLine(f) + " (" + host->name + ")");
-    };
-    if (network && *network == "host") {
-      serve("127.0.0.1");
-      continue;
-    }
-    group.Run(*host->exec, host->docker->ContainerAddress(node.container.name),
-              [serve, network, on_fatal, f](const Outcome& o) {
-                Result<std::string> target =
-                    o.ok() ? window::ForwardTarget(network, o.out) : Result<std::string>(Status::Error(o.Reason()));
-                if (!target.ok()) {
-                  on_fatal(Status::Error("cannot forward to rank " + std::to_string(f.rank) +
-                                         " port " + std::to_string(f.remote_port) + ": " +
-                                         target.status().message()));
-                  return;
-                }
-                serve(*target);
-              });
-  }
-}
-
-int Controller::Forward(const std::vector<ForwardSpec>& forwards) {
+int HostVerbs::Forward(const std::vector<ForwardSpec>& forwards) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   // The ports first: a busy one is reported before anything connects.
-  if (Status s = BindForwards(forwards, "forward"); !s.ok()) {
+  if (Status s = forwarding_.Bind(forwards, "forward"); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
   }
@@ -95,16 +46,16 @@ int Controller::Forward(const std::vector<ForwardSpec>& forwards) {
   }
   CommandGroup group(&ctx_.loop, &ctx_.redact);
   bool failed = false;
-  ServeForwards(group, [&](const Status& why) {
+  forwarding_.Serve(group, [&](const Status& why) {
     failed = true;
     Say(why.message());
   });
   RunUntil([&] { return failed || ctx_.interrupts > 0; }, Clock::time_point::max());
-  forwards_.reset();
+  forwarding_.Close();
   return failed ? kExitBargeFailure : 0;
 }
 
-int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty) {
+int HostVerbs::ExecInteractive(int rank, const std::vector<std::string>& argv, bool tty) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   if (tty && !isatty(STDIN_FILENO)) {
     Say("exec -t needs a terminal on stdin (use -i alone to pass a pipe or a file)");
@@ -195,7 +146,7 @@ int Controller::ExecInteractive(int rank, const std::vector<std::string>& argv, 
   return ch.exit().code;
 }
 
-int Controller::Top(const TopOptions& top) {
+int HostVerbs::Top(const TopOptions& top) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());

@@ -1,8 +1,9 @@
-// verbs: what acts on a recorded job without running it: `barge down` of
-// a job whose controller is gone (TearDownOrphan), `barge reap` (Reap),
-// `barge exec` (ExecInNode) and `barge attach` to an orphan (AttachOrphan).
-// Each connects to the job's hosts itself; controller.cc's entry points call
-// them.
+// HostVerbs (host_verbs.h): `barge down` of a job whose controller is gone
+// (TearDownOrphan), `barge reap` (Reap), `barge exec` (ExecInNode) and
+// `barge attach` to an orphan (AttachOrphan); and what every verb does
+// first (Prepare, ConnectToNode).
+#include "runner/controller/host_verbs.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -17,7 +18,7 @@
 #include "container/docker_args.h"
 #include "container/inspect.h"
 #include "runner/console/signals.h"
-#include "runner/controller/controller.h"
+#include "runner/controller/job_state.h"
 #include "runner/logs/kept_lines.h"
 #include "runner/logs/log_sink.h"
 #include "runner/remote/reap.h"
@@ -26,7 +27,49 @@
 
 namespace barge::runner::internal {
 
-int Controller::TearDownOrphan() {
+HostVerbs::HostVerbs(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+                     ssh::EventLoop* loop, HostConnector* connector, JobObserver* observer)
+    : JobOwner(spec, input, options, loop, connector), JobPart(&job_context_) {
+  if (observer) ctx_.observer.Add(observer);
+}
+
+HostVerbs::~HostVerbs() {
+  // Nothing of the verb may run on the loop after it (see ~Controller).
+  ctx_.timers.CancelAll();
+  streams_.DropApiCalls();
+  attempt_.commands.Cancel();
+  ctx_.job_commands.Cancel();
+  ctx_.observer.Flush();
+}
+
+bool HostVerbs::Prepare(bool with_store) {
+  Status s = MakeFirstPlan();
+  if (s.ok() && with_store) s = OpenStore();
+  if (!s.ok()) Say(s.message());
+  return s.ok();
+}
+
+void HostVerbs::UseEveryHost() {
+  plan_.used_hosts.clear();
+  for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
+}
+
+HostState* HostVerbs::ConnectToNode(int rank) {
+  if (rank < 0 || static_cast<size_t>(rank) >= plan_.nodes.size()) {
+    Say("the job has no node " + std::to_string(rank) + " (ranks 0.." + std::to_string(plan_.nodes.size() - 1) +
+        ")");
+    return nullptr;
+  }
+  const cluster::NodePlan& node = plan_.nodes[rank];
+  plan_.used_hosts = {node.host_index};
+  if (Status s = connections_.Connect(); !s.ok()) {
+    Say(s.message());
+    return nullptr;
+  }
+  return hosts_.by_index[node.host_index].get();
+}
+
+int HostVerbs::TearDownOrphan() {
   if (!Prepare(/*with_store=*/true)) return kExitBargeFailure;
   if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
@@ -61,11 +104,9 @@ int Controller::TearDownOrphan() {
   return failed || !done ? kExitBargeFailure : 0;
 }
 
-int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
+int HostVerbs::Reap(const std::function<bool(const std::string&)>& is_live) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
-  // Every listed host, not only those this job's plan would use.
-  plan_.used_hosts.clear();
-  for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
+  UseEveryHost();
   if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
@@ -108,7 +149,7 @@ int Controller::Reap(const std::function<bool(const std::string&)>& is_live) {
   return failed || !done ? kExitBargeFailure : 0;
 }
 
-int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
+int HostVerbs::ExecInNode(int rank, const std::vector<std::string>& argv) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   HostState* connected = ConnectToNode(rank);
   if (connected == nullptr) return kExitBargeFailure;
@@ -136,7 +177,7 @@ int Controller::ExecInNode(int rank, const std::vector<std::string>& argv) {
   return result->code;
 }
 
-int Controller::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
+int HostVerbs::AttachOrphan(const std::map<int, int64_t>& kept_through_ns,
                              std::optional<int64_t> restarted_at_ns) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   if (Status s = connections_.Connect(); !s.ok()) {

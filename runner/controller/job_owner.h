@@ -1,0 +1,48 @@
+// JobOwner: what the Controller (a job's run) and HostVerbs (the verbs on a
+// job's hosts) own and give their parts, made before the parts: the job's
+// context, the facts its plan is made from and the current plan, its hosts
+// and its attempt; and the steps both take on them.
+//
+// Threading: the loop's thread only.
+#pragma once
+
+#include <list>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/plan.h"
+#include "runner/controller/attempt.h"
+#include "runner/controller/entry_points.h"
+#include "runner/controller/host_connector.h"
+#include "runner/controller/host_set.h"
+#include "runner/controller/job_context.h"
+#include "runner/jobfile/job_spec.h"
+#include "runner/logs/log_sink.h"
+#include "ssh/event_loop.h"
+
+namespace barge::runner::internal {
+
+struct JobOwner {
+  // `loop` and `connector` are not owned and must outlive the owner.
+  JobOwner(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
+           ssh::EventLoop* loop, HostConnector* connector);
+  ~JobOwner();
+
+  // The first plan, from the facts the spec gives.
+  Status MakeFirstPlan();
+  // Opens the job store (options' state_dir) and adds its observer.
+  Status OpenStore();
+  // A NodeState per node of the plan, in the attempt, on its host; the log
+  // sink's view of them.
+  std::vector<LogSink::Node> MakeNodeStates();
+
+  JobContext job_context_;
+  cluster::PlanInput input_;
+  cluster::Plan plan_;
+  // Earlier attempts' plans: what their nodes pointed at stays valid.
+  std::list<cluster::Plan> old_plans_;
+  HostSet hosts_;
+  Attempt attempt_;
+};
+
+}  // namespace barge::runner::internal
