@@ -1,8 +1,10 @@
 // Transfers (transfers.h): files streamed or written into commands' stdin
 // on many hosts at once.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,6 +22,16 @@
 
 
 namespace barge::runner::internal {
+namespace {
+
+// A host's part that failed on this machine: exit unknown, `why` said.
+Outcome LocalFailure(const std::string& why) {
+  Outcome o;
+  o.exit.error = why;
+  return o;
+}
+
+}  // namespace
 
 std::map<HostState*, Outcome> Transfers::StreamFile(
     const std::string& file, const std::vector<HostState*>& targets,
@@ -29,6 +41,7 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
     ssh::Command* cmd = nullptr;
     FILE* in = nullptr;
     bool sent_all = false;
+    bool read_failed = false;  // the host got a part of the file only
     std::optional<Outcome> result;
   };
   CommandGroup group(&ctx_.loop, &ctx_.redact);
@@ -40,6 +53,12 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
     t.in = std::fopen(file.c_str(), "rb");
     Target* tp = &t;
     Began(t.host->PhaseOf(phase));
+    if (!t.in) {
+      // Never an empty file in its place: the host's part fails here.
+      t.result = LocalFailure("cannot read " + file + ": " + std::strerror(errno));
+      Ended(t.host->PhaseOf(phase), false, t.result->exit.error);
+      continue;
+    }
     t.cmd = group.Run(*t.host->exec, command(*t.host),
                       [this, tp, phase](const Outcome& o) {
                         tp->result = o;
@@ -47,7 +66,6 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
                         Ended(tp->host->PhaseOf(phase), o.ok(), o.ok() ? "" : o.Reason());
                       },
                       /*keep_stdin=*/true);
-    if (!t.in && t.cmd) t.cmd->CloseStdin();
   }
   // Each host takes the stream at its own pace; at most kWindow bytes wait
   // in memory per host.
@@ -60,6 +78,7 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
         size_t n = std::fread(buf.data(), 1, buf.size(), t.in);
         if (n > 0) t.cmd->WriteStdin(std::string_view(buf.data(), n));
         if (n < buf.size()) {
+          t.read_failed = std::ferror(t.in) != 0;
           t.sent_all = true;
           t.cmd->CloseStdin();
           break;
@@ -81,6 +100,7 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
   std::map<HostState*, Outcome> out;
   for (Target& t : streams) {
     if (t.in) std::fclose(t.in);
+    if (t.read_failed) t.result = LocalFailure("reading " + file + " failed after a part of it was sent");
     if (t.result) out[t.host] = *t.result;
   }
   return out;
@@ -93,10 +113,13 @@ Status Transfers::WriteFiles(
   std::map<HostState*, int> open;
   std::map<HostState*, std::string> errors;
   ctx_.observer.StepBegan(Phase::kUpload, "writing " + what, static_cast<int>(writes.size()));
-  for (const auto& [host, files] : writes) {
-    HostState* hs = host;
+  // In host index order (the map's is the pointers').
+  std::vector<HostState*> hosts;
+  for (const auto& [host, files] : writes) hosts.push_back(host);
+  std::sort(hosts.begin(), hosts.end(), [](HostState* a, HostState* b) { return a->index < b->index; });
+  for (HostState* hs : hosts) {
     Began(hs->PhaseOf(Phase::kUpload));
-    for (const auto& [path, content] : files) {
+    for (const auto& [path, content] : writes.at(hs)) {
       ++open[hs];
       ssh::Command* cmd = group.Run(*hs->exec, WriteSecretCommand(hs->job_dir, path), [&, hs](const Outcome& o) {
         if (!o.ok() && !errors.count(hs)) errors[hs] = o.Reason();
@@ -118,7 +141,9 @@ Status Transfers::WriteFiles(
   if (!done) return Status::Error("writing " + what + " to the hosts did not finish in time");
   if (!errors.empty()) {
     std::string msg = "writing " + what + " failed:";
-    for (const auto& [hs, why] : errors) msg += "\n  " + hs->name + ": " + why;
+    for (HostState* hs : hosts) {
+      if (auto why = errors.find(hs); why != errors.end()) msg += "\n  " + hs->name + ": " + why->second;
+    }
     return Status::Error(msg);
   }
   return Status::Ok();
