@@ -69,7 +69,11 @@ void Leases::RenewLeaseOn(HostState& host) {
   const seconds engine_timeout = std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout);
   HostState* hs = &host;
   if (lease_id.empty()) {
-    ctx_.job_commands.Run(*host.exec, RenewLeaseCommand(host.job_dir), [](const Outcome&) {});
+    // No lease of the job listed there: none was taken, or a put back
+    // failed (put_back_due), which is tried again now.
+    ctx_.job_commands.Run(*host.exec, RenewLeaseCommand(host.job_dir), [this, hs](const Outcome& o) {
+      if (o.ok() && hs->lease.put_back_due) PutBack(*hs);
+    });
   } else if (!host.engine.api) {
     ctx_.job_commands.Run(*host.exec,
              RenewLeaseCommand(host.job_dir) + " && " +
@@ -116,7 +120,9 @@ void Leases::PutBack(HostState& host) {
     if (hs->lost) return;
     const std::vector<fleet::Hold> taken = holds_.NotePutBack(*hs, o.out);
     if (!o.ok() || fleet::LeaseIdOf(hs->holds.reply->holds, plan_.job_id).empty()) {
-      // Tried again at the next renewal (its rename fails the same way).
+      // Tried again at the next renewal: its rename fails the same way, or,
+      // where this listing shows no lease to rename, put_back_due says so.
+      hs->lease.put_back_due = true;
       if (!hs->lease.loss_said) {
         Say("warning: " + hs->name + ": the job's lease was removed from the engine and putting it back failed: " +
             (hs->holds.reply->errors.empty() ? o.Reason() : hs->holds.reply->errors));
@@ -125,6 +131,7 @@ void Leases::PutBack(HostState& host) {
       return;
     }
     hs->lease.loss_said = false;
+    hs->lease.put_back_due = false;
     const std::string what = "the job's lease and holds were removed from the engine (docker container prune?); put back";
     Say(hs->name + ": " + what);
     Event("lease_put_back", hs->name, what);

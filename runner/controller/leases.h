@@ -24,6 +24,9 @@ struct HostLease {
   // container) and is being put back; the loss was said once.
   bool putting_back = false;
   bool loss_said = false;
+  // A put back failed and its listing showed no lease of the job: tried
+  // again at each renewal until one takes.
+  bool put_back_due = false;
 };
 
 class Leases : private JobPart {
