@@ -36,21 +36,27 @@ void Artifacts::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSp
   // The local tar reads the stream on its stdin as it arrives.
   auto finished = std::make_shared<int>(0);
   auto done_shared = std::make_shared<std::function<void()>>(std::move(done));
+  // The tar's command is valid until its callback has run (the group frees
+  // it at its next start): the copy's stream, which may outlive it (a tar
+  // that failed), checks `untar_running` before touching it.
+  auto untar_running = std::make_shared<bool>(true);
   ssh::Command* untar = group.Run(Local(), ssh::ShellJoin({"tar", "-x", "--no-same-owner", "-C", dest}),
-                                  [this, finished, done_shared, rank = n.plan->rank](const Outcome& o) {
+                                  [this, finished, done_shared, untar_running, rank = n.plan->rank](const Outcome& o) {
+                                    *untar_running = false;
                                     if (!o.ok()) Say("artifacts of node " + std::to_string(rank) + ": tar: " + o.Reason());
                                     if (++*finished == 2) (*done_shared)();
                                   },
                                   /*keep_stdin=*/true);
+  if (untar == nullptr) *untar_running = false;
   ssh::CommandCallbacks cb;
-  cb.on_stdout = [untar](std::string_view d) {
-    if (untar) untar->WriteStdin(d);
+  cb.on_stdout = [untar, untar_running](std::string_view d) {
+    if (*untar_running) untar->WriteStdin(d);
   };
   auto err = std::make_shared<std::string>();
   cb.on_stderr = [err](std::string_view d) { err->append(d); };
-  cb.on_exit = [this, untar, err, finished, done_shared, rank = n.plan->rank,
+  cb.on_exit = [this, untar, untar_running, err, finished, done_shared, rank = n.plan->rank,
                 path = a.path](const ssh::ExitStatus& st) {
-    if (untar) untar->CloseStdin();
+    if (*untar_running) untar->CloseStdin();
     if (!st.known() || st.code != 0) {
       std::string why = st.known() ? *err : st.error;
       while (!why.empty() && why.back() == '\n') why.pop_back();
