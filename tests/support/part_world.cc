@@ -7,7 +7,9 @@
 #include "runner/controller/entry_points.h"
 #include "runner/controller/host_connector.h"
 #include "runner/jobfile/job_file.h"
+#include "runner/logs/log_sink.h"
 #include "runner/remote/watchdog.h"
+#include "runner/store/state_dir.h"
 
 namespace barge::runner {
 
@@ -24,6 +26,12 @@ void PartRecorder::JobEvent(std::string_view kind, const std::optional<std::stri
                             std::string_view detail, TimePoint) {
   events.push_back(std::string(kind) + (host ? " " + *host : "") + ": " + std::string(detail));
 }
+
+void PartRecorder::StepBegan(Phase phase, std::string_view label, int count) {
+  steps.push_back(std::string(ToString(phase)) + " began " + std::string(label) + " (" + std::to_string(count) + ")");
+}
+
+void PartRecorder::StepEnded(Phase phase) { steps.push_back(std::string(ToString(phase)) + " ended"); }
 
 bool PartRecorder::Said(const std::string& part) const {
   return std::any_of(messages.begin(), messages.end(),
@@ -116,6 +124,25 @@ void PartWorld::MakeNodes() {
     node->host = hosts_.by_index.at(n.host_index).get();
     attempt_->nodes.push_back(std::move(node));
   }
+}
+
+bool PartWorld::OpenSink() {
+  std::vector<LogSink::Node> nodes;
+  for (const cluster::NodePlan& n : plan_.nodes) {
+    nodes.push_back({n.rank, n.role, internal::HostName(plan_.hosts[n.host_index])});
+  }
+  const std::string run_dir = RunDir(state_.string(), plan_.job_id);
+  if (Status s = MakeDirs(run_dir); !s.ok()) {
+    ADD_FAILURE() << s.message();
+    return false;
+  }
+  Result<std::unique_ptr<LogSink>> sink = LogSink::Open(run_dir, nodes, false);
+  if (!sink.ok()) {
+    ADD_FAILURE() << sink.status().message();
+    return false;
+  }
+  attempt_->sink = std::move(sink).value();
+  return true;
 }
 
 bool PartWorld::RunUntil(const std::function<bool()>& done, std::chrono::milliseconds limit) {

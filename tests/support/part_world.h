@@ -38,11 +38,15 @@ class PartRecorder : public JobObserver {
   void JobEvent(std::string_view kind, const std::optional<std::string>& host, std::string_view detail,
                 TimePoint) override;
   void Message(std::string_view line) override { messages.push_back(std::string(line)); }
+  // Steps as "PHASE began LABEL (COUNT)" and "PHASE ended".
+  void StepBegan(Phase phase, std::string_view label, int count) override;
+  void StepEnded(Phase phase) override;
   // Whether a message contains `part`.
   bool Said(const std::string& part) const;
   std::string AllMessages() const;
 
   std::vector<std::string> edges, events, messages;
+  std::vector<std::string> steps;
 };
 
 class PartWorld {
@@ -65,6 +69,10 @@ class PartWorld {
   bool Connect();
   // A NodeState per node of the plan in the attempt, on its host.
   void MakeNodes();
+  // The attempt's log sink (attempt().sink): one file per node of the plan
+  // under state_dir()/runs/<job id>/, not echoed. False (and a test
+  // failure) when it cannot be opened.
+  bool OpenSink();
   // Polls the loop until `done()` or `limit` of its (virtual) time passed.
   bool RunUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = std::chrono::minutes(5));
 
