@@ -14,11 +14,8 @@ namespace barge::runner {
 namespace {
 
 struct NodeVerbs {
-  CLI::App* reap = nullptr;
-  CLI::App* exec = nullptr;
-  CLI::App* forward = nullptr;
-  CLI::App* top = nullptr;
-  CLI::App* hosts = nullptr;
+  // The verbs' subcommands.
+  CLI::App *reap = nullptr, *exec = nullptr, *forward = nullptr, *top = nullptr, *hosts = nullptr;
   std::string job;
   std::string reap_file, reap_hosts;
   int exec_rank = 0;

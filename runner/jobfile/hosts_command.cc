@@ -8,7 +8,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <vector>
+
+#include "base/lines.h"
 
 namespace barge::runner {
 namespace {
@@ -38,16 +41,10 @@ std::string Plain(const std::string& text) {
 std::string LastLines(const std::string& raw, size_t n) {
   const std::string text = Plain(raw);
   std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
-      line.pop_back();
-    }
+  for (std::string_view piece : SplitLines(text)) {
+    std::string line(piece);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
     if (!line.empty()) lines.push_back(line.size() > 300 ? line.substr(0, 300) + "..." : line);
-    start = end + 1;
   }
   if (lines.size() > n) lines.erase(lines.begin(), lines.end() - n);
   std::string out;

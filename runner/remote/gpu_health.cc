@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_depth.h"
+#include "base/lines.h"
 #include "runner/console/table.h"
 #include "ssh/quote.h"
 
@@ -49,19 +50,6 @@ const XidRule* RuleOf(int code) {
   return nullptr;
 }
 
-std::vector<std::string_view> Lines(std::string_view text) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(pos, nl - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    out.push_back(line);
-    pos = nl + 1;
-  }
-  return out;
-}
 
 std::vector<std::string> Fields(std::string_view line) {
   std::vector<std::string> out;
@@ -172,7 +160,7 @@ std::string Ago(double seconds) {
 }
 
 std::string FirstLine(std::string_view text) {
-  std::vector<std::string_view> lines = Lines(text);
+  std::vector<std::string_view> lines = SplitLines(text);
   for (std::string_view l : lines) {
     if (!l.empty()) return std::string(l.substr(0, 200));
   }
@@ -229,7 +217,7 @@ std::string GpuHealthLines(std::string_view nvidia_smi, std::chrono::seconds tim
 std::vector<GpuInfo> ParseGpuQuery(std::string_view text, bool basic_fields) {
   std::vector<GpuInfo> out;
   const std::vector<std::string> names = QueryFields(basic_fields ? kBasicQuery : kFullQuery);
-  for (std::string_view line : Lines(text)) {
+  for (std::string_view line : SplitLines(text)) {
     std::vector<std::string> f = Fields(line);
     if (f.size() != names.size()) continue;
     std::optional<long long> index = Number(f[0]);
@@ -258,7 +246,7 @@ std::vector<GpuInfo> ParseGpuQuery(std::string_view text, bool basic_fields) {
 std::vector<RemappedRows> ParseRemappedRows(std::string_view text) {
   std::vector<RemappedRows> out;
   const std::vector<std::string> names = QueryFields(kRemapQuery);
-  for (std::string_view line : Lines(text)) {
+  for (std::string_view line : SplitLines(text)) {
     std::vector<std::string> f = Fields(line);
     if (f.size() != names.size() || (f[0].rfind("GPU-", 0) != 0 && !IsDriverError(f[0]))) continue;
     RemappedRows r;
@@ -276,7 +264,7 @@ std::vector<RemappedRows> ParseRemappedRows(std::string_view text) {
 std::vector<XidEvent> ParseXids(std::string_view log) {
   static const std::regex kLine(std::string(kXidLinePattern), std::regex::extended);
   std::vector<XidEvent> out;
-  for (std::string_view line : Lines(log)) {
+  for (std::string_view line : SplitLines(log)) {
     // The pattern is anchored: tried at the line's start only (a search
     // would set up a match at every byte), on lines that can match.
     if (line.find("NVRM: Xid ") == std::string_view::npos) continue;
@@ -322,7 +310,7 @@ GpuReport ReadGpuReport(const std::optional<SectionText>& query, const std::opti
   }
   if (xid) {
     std::string_view text = xid->text;
-    std::vector<std::string_view> lines = Lines(text);
+    std::vector<std::string_view> lines = SplitLines(text);
     for (std::string_view l : lines) {
       if (l.rfind("uptime ", 0) == 0) {
         std::string v(l.substr(7));
