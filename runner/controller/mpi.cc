@@ -212,7 +212,7 @@ Status Mpi::ShipMpiFiles(const std::vector<HostState*>& targets) {
 Status Mpi::ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& dirs) {
   if (dirs.empty()) return Status::Ok();
   CommandGroup group(&ctx_.loop, &ctx_.redact);
-  std::map<HostState*, std::string> errors;
+  std::map<size_t, std::pair<HostState*, std::string>> errors;  // by host index: said in that order
   for (const auto& [host, list] : dirs) {
     HostState* hs = host;
     std::string line;
@@ -221,7 +221,7 @@ Status Mpi::ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& 
               " && chmod 0644 " + ssh::ShellQuote(d) + "/*";
     }
     group.Run(*hs->exec, line, [&, hs](const Outcome& o) {
-      if (!o.ok()) errors[hs] = Trim(o.Reason());
+      if (!o.ok()) errors[hs->index] = {hs, Trim(o.Reason())};
     });
   }
   const bool done = RunUntil([&] { return group.idle() || ctx_.interrupts > 0; },
@@ -230,7 +230,7 @@ Status Mpi::ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& 
   if (!done) return Status::Error("making the MPI files readable did not finish in time");
   if (!errors.empty()) {
     std::string msg = "making the MPI files readable by the image's user failed:";
-    for (const auto& [hs, why] : errors) msg += "\n  " + hs->name + ": " + why;
+    for (const auto& [h, failed] : errors) msg += "\n  " + failed.first->name + ": " + failed.second;
     return Status::Error(msg);
   }
   return Status::Ok();

@@ -739,9 +739,15 @@ void Preflight::Round::HandOverApis() {
     if (!without_api_.count(hs)) hs->engine.api = std::move(api);
   }
   if (!without_api_.empty()) {
-    const auto& [first, why] = *without_api_.begin();
+    // The first host by index; its name once (a session's errors already
+    // begin with it).
+    const auto first = std::min_element(without_api_.begin(), without_api_.end(), [](const auto& a, const auto& b) {
+      return a.first->index < b.first->index;
+    });
+    std::string why = first->second;
+    if (const std::string named = first->first->name + ": "; why.rfind(named, 0) == 0) why.erase(0, named.size());
     Say("the Docker Engine API cannot be reached over SSH on " + std::to_string(without_api_.size()) +
-        " host(s) (" + first->name + ": " + why + "); the docker CLI is used there");
+        " host(s) (" + first->first->name + ": " + why + "); the docker CLI is used there");
   }
 }
 

@@ -329,6 +329,8 @@ TEST(Preflight, AnEngineSocketWhosePingGetsNoAnswerLeavesTheEngineToTheCliAndSay
   EXPECT_TRUE(w.world.recorder().Said("cannot open a stream to /var/run/docker.sock: this transport has no streams); "
                                       "the docker CLI is used there"))
       << w.world.recorder().AllMessages();
+  // The host's name once, though the session's error begins with it.
+  EXPECT_FALSE(w.world.recorder().Said("(h1: h1: ")) << w.world.recorder().AllMessages();
 }
 
 }  // namespace preflight_test
