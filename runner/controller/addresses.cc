@@ -22,7 +22,7 @@ Status Connections::SettleAddresses(const std::vector<size_t>& which) {
   for (size_t h : which) {
     auto it = hosts_.by_index.find(h);
     if (it == hosts_.by_index.end() || !it->second->exec) continue;
-    if (!AddressSettledAtRunTime(input_.hosts[h])) continue;
+    if (!AddressSettledAtRunTime(planner_.facts().hosts[h])) continue;
     Settling s;
     s.host = it->second.get();
     s.address = s.host->exec->reached_address();
@@ -69,10 +69,10 @@ Status Connections::SettleAddresses(const std::vector<size_t>& which) {
     std::string a;
     if (auto s = settling.find(h); s != settling.end()) {
       a = s->second.address;
-    } else if (auto r = input_.reached_addresses.find(h); r != input_.reached_addresses.end()) {
+    } else if (auto r = planner_.facts().reached_addresses.find(h); r != planner_.facts().reached_addresses.end()) {
       a = r->second;
-    } else if (!input_.hosts[h].is_local()) {
-      a = cluster::InternalAddress(input_.hosts[h]);
+    } else if (!planner_.facts().hosts[h].is_local()) {
+      a = cluster::InternalAddress(planner_.facts().hosts[h]);
     }
     return IsIpAddress(a) && !IsLoopbackAddress(a) ? a : "";
   };
@@ -110,9 +110,8 @@ Status Connections::SettleAddresses(const std::vector<size_t>& which) {
   int shown = 0;
   for (auto& [h, s] : settling) {
     if (failed.count(h)) continue;
-    input_.reached_addresses[h] = s.address;
+    planner_.Reached(h, s.address);
     s.host->inventory.internal_address = s.address;
-    if (h < plan_.hosts.size()) plan_.hosts[h].internal_address = s.address;
     if (shown++ < 8) said += std::string(said.empty() ? "" : "; ") + s.host->name + " is " + s.address + " (" + s.how + ")";
   }
   if (shown > 8) said += "; and " + std::to_string(shown - 8) + " more";

@@ -14,7 +14,7 @@ Status Connections::Connect(const std::vector<size_t>& which) {
   std::vector<HostTarget> targets;
   for (size_t h : which) {
     hosts_.connect_errors.erase(h);
-    input_.reached_addresses.erase(h);
+    planner_.Unreached(h);
   }
   for (size_t h : which) {
     const cluster::Host& host = plan_.hosts[h];
@@ -26,7 +26,7 @@ Status Connections::Connect(const std::vector<size_t>& which) {
     state->inventory = host;
     state->docker = std::make_unique<DockerCommands>(DockerCommandOf(ctx_.spec, host));
     state->job_dir = NewHostJobDir(plan_.job_id);
-    input_.host_paths[h] = state->job_dir;
+    planner_.JobDir(h, state->job_dir);
     HostTarget t;
     t.host = host;
     t.ssh = SessionOptionsFor(ctx_.spec, host);

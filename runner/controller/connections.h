@@ -8,14 +8,17 @@
 #include "runner/controller/faults.h"
 #include "runner/controller/host_set.h"
 #include "runner/controller/job_context.h"
+#include "runner/controller/planner.h"
 
 namespace barge::runner::internal {
 
 class Connections : private JobPart {
  public:
   // A lost connection is a fault (`faults`, not owned).
-  Connections(JobContext* ctx, HostSet* hosts, cluster::Plan* plan, cluster::PlanInput* input, Faults* faults)
-      : JobPart(ctx), hosts_(*hosts), plan_(*plan), input_(*input), faults_(*faults) {}
+  // The hosts' facts it learns (reached addresses, job directories) go to
+  // `planner` (not owned).
+  Connections(JobContext* ctx, HostSet* hosts, Planner* planner, Faults* faults)
+      : JobPart(ctx), hosts_(*hosts), planner_(*planner), faults_(*faults) {}
 
   // Connects to the hosts of `which` (host indices of the plan), each with a
   // new HostState in the host set (a previous one is kept in its retired)
@@ -26,12 +29,12 @@ class Connections : private JobPart {
 
  private:
   HostSet& hosts_;
-  cluster::Plan& plan_;  // the current plan (the Controller makes it)
-  cluster::PlanInput& input_;  // the facts the plan is made from
+  Planner& planner_;
+  const cluster::Plan& plan_ = planner_.plan();  // the current plan
   // addresses.cc: settles the internal address (what other nodes are told)
   // of every connected host of `which` that is named by a name and has no
   // internal_address (runner/remote/host_address.h), into
-  // input_.reached_addresses and the host's inventory entry:
+  // the planner (Planner::Reached) and the host's inventory entry:
   //  1. the address its connection reached (the peer of the session's TCP
   //     socket); through jump hosts or a ProxyCommand, where there is no such
   //     socket, the address the host says it was reached at (the server side

@@ -23,7 +23,7 @@ struct ConnectionsWorld {
   ConnectionsWorld(const std::string& yaml, int)
       : world(yaml),
         faults(&world.ctx(), &world.hosts(), &world.attempt(), &world.plan()),
-        connections(&world.ctx(), &world.hosts(), &world.plan(), &world.input(), &faults) {}
+        connections(&world.ctx(), &world.hosts(), &world.planner(), &faults) {}
   PartWorld world;
   internal::Faults faults;
   internal::Connections connections;
@@ -51,7 +51,7 @@ TEST(Connections, EveryHostGetsANewStateWithItsOwnIdAndAReconnectRetiresThePrevi
   EXPECT_TRUE(h1->exec && h2->exec);
   EXPECT_FALSE(h1->job_dir.empty());
   EXPECT_NE(h1->job_dir, h2->job_dir);
-  EXPECT_EQ(w.world.input().host_paths[0], h1->job_dir);
+  EXPECT_EQ(w.world.input().host_paths.at(0), h1->job_dir);
   EXPECT_EQ(w.world.recorder().edges,
             (std::vector<std::string>{"connect began h1", "connect began h2", "connect ok h1", "connect ok h2"}));
 

@@ -213,18 +213,13 @@ int Controller::Execute() {
 }
 
 Status Controller::Launch() {
-  // Plan this attempt (the restart count and replaced hosts change it).
-  input_.restart_count = attempt_.restart_count;
-  // Before the first attempt no node points into the first plan (MakeFirstPlan):
-  // its envs go now, and the plan itself below, rather than stay for the
-  // whole job (every node's env names all N nodes: O(N^2) bytes). The rest
-  // of it stays valid until the new plan replaces it.
-  const bool first = attempt_.nodes.empty() && attempt_.old_nodes.empty();
-  if (first) {
-    for (cluster::NodePlan& n : plan_.nodes) container::KeyValues().swap(n.container.env);
-  }
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) return plan.status();
+  // The plan of this attempt: made again only when a fact changed since the
+  // last (the restart count, a spare, what preflight found). A plan no
+  // node pointed into is dropped when replaced (every node's env names all
+  // N nodes: O(N^2) bytes); the earlier attempts' stay valid.
+  planner_.Restarted(attempt_.restart_count);
+  if (Status s = planner_.Update(); !s.ok()) return s;
+  planner_.InUse();
   // The previous attempt is over: its streams and watches go, and its state
   // stays valid for anything that still points at it.
   attempt_.commands.Cancel();
@@ -234,8 +229,6 @@ Status Controller::Launch() {
   for (auto& n : attempt_.nodes) attempt_.old_nodes.push_back(std::move(n));
   attempt_.nodes.clear();
   if (attempt_.sink) attempt_.old_sinks.push_back(std::move(attempt_.sink));
-  if (!first) old_plans_.push_back(std::move(plan_));
-  plan_ = std::move(plan).value();
   attempt_.fault.reset();
   attempt_.tearing_down = false;
 

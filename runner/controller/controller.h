@@ -123,14 +123,14 @@ class Controller : private JobOwner, private JobPart {
 
   // The parts, each given what it reads and changes and the parts it calls.
   Faults faults_{&job_context_, &hosts_, &attempt_, &plan_};
-  Connections connections_{&job_context_, &hosts_, &plan_, &input_, &faults_};
+  Connections connections_{&job_context_, &hosts_, &planner_, &faults_};
   RegistryLogin login_{&job_context_, &hosts_, &plan_};
-  Holds holds_{&job_context_, &hosts_, &plan_, &input_};
+  Holds holds_{&job_context_, &hosts_, &planner_};
   Leases leases_{&job_context_, &hosts_, &plan_, &holds_};
   Transfers transfers_{&job_context_};
-  GpuGate gpu_gate_{&job_context_, &plan_, &input_, &holds_};
-  Preflight preflight_{&job_context_, &hosts_, &plan_, &input_, &holds_, &leases_, &transfers_, &gpu_gate_};
-  Mpi mpi_{&job_context_, &hosts_, &plan_, &input_, &transfers_};
+  GpuGate gpu_gate_{&job_context_, &planner_, &holds_};
+  Preflight preflight_{&job_context_, &hosts_, &planner_, &holds_, &leases_, &transfers_, &gpu_gate_};
+  Mpi mpi_{&job_context_, &hosts_, &planner_, &transfers_};
   Uploads uploads_{&job_context_, &plan_, &transfers_, &mpi_};
   NodeStreams streams_{&job_context_, &attempt_, &faults_};
   Stages stages_{&job_context_, &attempt_, &plan_, &faults_, &streams_};

@@ -56,9 +56,9 @@ void GpuGate::Diagnose(const std::vector<HostState*>& hosts) {
     std::vector<int> gpus;
     if (hs->holds.reply) gpus = fleet::HeldGpus(*hs->holds.reply, plan_.job_id);
     if (gpus.empty()) {
-      const auto held = input_.held_gpus.find(hs->index);
+      const auto held = planner_.facts().held_gpus.find(hs->index);
       for (const gpu::GpuInfo& g : hs->gpus.report->gpus) {
-        if (held == input_.held_gpus.end() || !held->second.contains(g.index)) gpus.push_back(g.index);
+        if (held == planner_.facts().held_gpus.end() || !held->second.contains(g.index)) gpus.push_back(g.index);
       }
     }
     if (gpus.empty()) continue;
@@ -119,12 +119,12 @@ Status GpuGate::Apply(const std::vector<HostState*>& hosts, std::vector<HostStat
       host_out(hs);
       continue;
     }
-    std::set<int>& held = input_.held_gpus[hs->index];
-    const std::set<int> held_before = held;
+    std::set<int> held;
+    if (auto known = planner_.facts().held_gpus.find(hs->index); known != planner_.facts().held_gpus.end()) {
+      held = known->second;
+    }
     held.insert(bad.begin(), bad.end());
-    Result<cluster::Plan> replanned = cluster::MakePlan(input_);
-    if (!replanned.ok()) {
-      held = held_before;
+    if (!planner_.HeldGpus(hs->index, std::move(held)).ok()) {
       // (The plan's own message would call the unhealthy GPUs held.)
       int asked = 0;
       for (const cluster::NodePlan& n : plan_.nodes) {

@@ -20,6 +20,7 @@
 
 #include "runner/controller/holds.h"
 #include "runner/controller/job_context.h"
+#include "runner/controller/planner.h"
 #include "runner/remote/gpu_health.h"
 #include "runner/remote/preflight_script.h"
 
@@ -34,8 +35,8 @@ struct HostGpus {
 
 class GpuGate : private JobPart {
  public:
-  GpuGate(JobContext* ctx, const cluster::Plan* plan, cluster::PlanInput* input, Holds* holds)
-      : JobPart(ctx), plan_(*plan), input_(*input), holds_(*holds) {}
+  // A GPU the gate takes out is a fact for `planner` (not owned).
+  GpuGate(JobContext* ctx, Planner* planner, Holds* holds) : JobPart(ctx), planner_(*planner), holds_(*holds) {}
 
   // Preflight's lines for `hs` (gpu_health.h's sections); "" where the job
   // asks for no GPU there or `health: {gpus: off}`.
@@ -60,8 +61,8 @@ class GpuGate : private JobPart {
   std::vector<std::string> Problems(const HostState& hs) const;
 
  private:
-  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
-  cluster::PlanInput& input_;  // the facts the plan is made from
+  Planner& planner_;  // the facts and the current plan
+  const cluster::Plan& plan_ = planner_.plan();
   Holds& holds_;
 };
 

@@ -27,8 +27,8 @@ using std::chrono::seconds;
 struct GateWorld {
   explicit GateWorld(const std::string& extra, const std::string& hosts = "[{address: h1, gpus: 4}]")
       : world(PartWorld::Yaml(extra, hosts)),
-        holds(&world.ctx(), &world.hosts(), &world.plan(), &world.input()),
-        gate(&world.ctx(), &world.plan(), &world.input(), &holds) {}
+        holds(&world.ctx(), &world.hosts(), &world.planner()),
+        gate(&world.ctx(), &world.planner(), &holds) {}
   PartWorld world;
   internal::Holds holds;
   internal::GpuGate gate;
@@ -112,7 +112,7 @@ TEST(GpuGate, AnUnhealthyGpuIsTakenOutOfWhatItsHostOffersAndTheNodeGetsOthers) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(h1.gpus.out, std::vector<int>{0});
-  EXPECT_EQ(w.world.input().held_gpus[0], std::set<int>{0});
+  EXPECT_EQ(w.world.input().held_gpus.at(0), std::set<int>{0});
   Result<cluster::Plan> plan = cluster::MakePlan(w.world.input());
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->nodes[0].gpu_devices, (std::vector<int>{1, 2}));
@@ -178,7 +178,7 @@ TEST(GpuGate, AJobThatAsksForAllGpusPutsTheHostOutWhenOneIsUnhealthy) {
   ASSERT_TRUE(w.gate.Apply({&h1}, &out).ok());
   EXPECT_EQ(out, std::vector<internal::HostState*>{&h1});
   EXPECT_TRUE(h1.gpus.out.empty());
-  EXPECT_TRUE(w.world.input().held_gpus[0].empty());
+  EXPECT_EQ(w.world.input().held_gpus.count(0), 0u);
   EXPECT_EQ(w.world.recorder().events, std::vector<std::string>{"gpu_unhealthy h1: the host is out"});
   EXPECT_EQ(w.gate.OutReason(h1), std::string("GPU health: GPU 0: ") + kEccOnGpu0 +
                                       "; the job's nodes there ask for GPUs all: no other GPU can be given");
@@ -192,7 +192,7 @@ TEST(GpuGate, TooFewHealthyGpusPutTheHostOutAndLeaveThePlansFactsAsTheyWere) {
   std::vector<internal::HostState*> out;
   ASSERT_TRUE(w.gate.Apply({&h1}, &out).ok());
   EXPECT_EQ(out, std::vector<internal::HostState*>{&h1});
-  EXPECT_TRUE(w.world.input().held_gpus[0].empty()) << "the unhealthy GPU stayed in the plan's facts";
+  EXPECT_EQ(w.world.input().held_gpus.count(0), 0u) << "the unhealthy GPU stayed in the plan's facts";
   EXPECT_TRUE(h1.gpus.out.empty());
   const std::vector<std::string> problems = w.gate.Problems(h1);
   ASSERT_EQ(problems.size(), 2u);

@@ -119,16 +119,12 @@ Status Holds::AdoptHeldGpus(HostState& hs) {
   for (int g : gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
   Say(hs.name + ": holding GPU(s) " + list);
   // The job's nodes there get devices of those it holds: every other
-  // index counts as another job's, so the plan (made again for each
-  // attempt from input_) gives them consecutive held devices in rank
-  // order.
+  // index counts as another job's, so the plan gives them consecutive held
+  // devices in rank order.
   const std::optional<int> total = plan_.hosts[hs.index].gpus;
   if (!total) return Status::Ok();
-  input_.held_gpus[hs.index] = fleet::GpusNotHeld(*total, gpus);
-  Result<cluster::Plan> replanned = cluster::MakePlan(input_);
-  if (!replanned.ok()) {
-    return Status::Error(hs.name + ": the GPUs held there do not fit the job's nodes: " +
-                         replanned.status().message());
+  if (Status s = planner_.HeldGpus(hs.index, fleet::GpusNotHeld(*total, gpus)); !s.ok()) {
+    return Status::Error(hs.name + ": the GPUs held there do not fit the job's nodes: " + s.message());
   }
   return Status::Ok();
 }

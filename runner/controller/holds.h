@@ -14,6 +14,7 @@
 #include "container/docker_api.h"
 #include "runner/controller/host_set.h"
 #include "runner/controller/job_context.h"
+#include "runner/controller/planner.h"
 #include "runner/remote/holds_api.h"
 #include "runner/remote/reservation.h"
 
@@ -35,8 +36,8 @@ struct HostHolds {
 
 class Holds : private JobPart {
  public:
-  Holds(JobContext* ctx, HostSet* hosts, const cluster::Plan* plan, cluster::PlanInput* input)
-      : JobPart(ctx), hosts_(*hosts), plan_(*plan), input_(*input) {}
+  // GPUs other jobs hold are facts for `planner` (not owned).
+  Holds(JobContext* ctx, HostSet* hosts, Planner* planner) : JobPart(ctx), hosts_(*hosts), planner_(*planner) {}
 
   // The shell that takes the job's holds on `hs` (preflight runs it in its
   // script). `ticket_since`: the job is waiting since then (its lease is
@@ -84,8 +85,8 @@ class Holds : private JobPart {
 
  private:
   HostSet& hosts_;
-  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
-  cluster::PlanInput& input_;  // the facts the plan is made from
+  Planner& planner_;  // the facts and the current plan
+  const cluster::Plan& plan_ = planner_.plan();
   // What the job holds on `hs` (fleet::RequestFor its nodes there), never
   // on a GPU the health gate took out.
   fleet::HoldRequest HoldRequestFor(const HostState& hs) const;

@@ -25,7 +25,7 @@ using std::chrono::seconds;
 struct HoldsWorld {
   explicit HoldsWorld(const std::string& extra = "", const std::string& hosts = "[h1, h2]")
       : world(PartWorld::Yaml(extra, hosts)),
-        holds(&world.ctx(), &world.hosts(), &world.plan(), &world.input()) {}
+        holds(&world.ctx(), &world.hosts(), &world.planner()) {}
   PartWorld world;
   internal::Holds holds;
 };

@@ -50,8 +50,9 @@ bool HostVerbs::Prepare(bool with_store) {
 }
 
 void HostVerbs::UseEveryHost() {
-  plan_.used_hosts.clear();
-  for (size_t h = 0; h < plan_.hosts.size(); ++h) plan_.used_hosts.push_back(h);
+  std::vector<size_t> every;
+  for (size_t h = 0; h < plan_.hosts.size(); ++h) every.push_back(h);
+  planner_.UseHosts(std::move(every));
 }
 
 HostState* HostVerbs::ConnectToNode(int rank) {
@@ -61,7 +62,7 @@ HostState* HostVerbs::ConnectToNode(int rank) {
     return nullptr;
   }
   const cluster::NodePlan& node = plan_.nodes[rank];
-  plan_.used_hosts = {node.host_index};
+  planner_.UseHosts({node.host_index});
   if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
     return nullptr;

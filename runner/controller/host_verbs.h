@@ -93,8 +93,8 @@ class HostVerbs : private JobOwner, private JobPart {
 
   // The parts the verbs call, each given what it reads and changes.
   Faults faults_{&job_context_, &hosts_, &attempt_, &plan_};
-  Connections connections_{&job_context_, &hosts_, &plan_, &input_, &faults_};
-  Holds holds_{&job_context_, &hosts_, &plan_, &input_};
+  Connections connections_{&job_context_, &hosts_, &planner_, &faults_};
+  Holds holds_{&job_context_, &hosts_, &planner_};
   Leases leases_{&job_context_, &hosts_, &plan_, &holds_};
   NodeStreams streams_{&job_context_, &attempt_, &faults_};
   Artifacts artifacts_{&job_context_, &attempt_, &plan_};

@@ -13,17 +13,10 @@ namespace barge::runner::internal {
 JobOwner::JobOwner(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
                    ssh::EventLoop* loop, HostConnector* connector)
     : job_context_(spec, input.job_id, options, loop, connector),
-      input_(input),
+      planner_(input),
       attempt_(loop, &job_context_.redact) {}
 
 JobOwner::~JobOwner() = default;
-
-Status JobOwner::MakeFirstPlan() {
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) return plan.status();
-  plan_ = std::move(plan).value();
-  return Status::Ok();
-}
 
 Status JobOwner::OpenStore() {
   JobContext& ctx = job_context_;

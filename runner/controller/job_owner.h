@@ -1,12 +1,11 @@
 // JobOwner: what the Controller (a job's run) and HostVerbs (the verbs on a
 // job's hosts) own and give their parts, made before the parts: the job's
-// context, the facts its plan is made from and the current plan, its hosts
+// context, the planner (the facts and the current plan), its hosts
 // and its attempt; and the steps both take on them.
 //
 // Threading: the loop's thread only.
 #pragma once
 
-#include <list>
 #include <vector>
 
 #include "base/status.h"
@@ -16,6 +15,7 @@
 #include "runner/controller/host_connector.h"
 #include "runner/controller/host_set.h"
 #include "runner/controller/job_context.h"
+#include "runner/controller/planner.h"
 #include "runner/jobfile/job_spec.h"
 #include "runner/logs/log_sink.h"
 #include "ssh/event_loop.h"
@@ -29,7 +29,7 @@ struct JobOwner {
   ~JobOwner();
 
   // The first plan, from the facts the spec gives.
-  Status MakeFirstPlan();
+  Status MakeFirstPlan() { return planner_.Start(); }
   // Opens the job store (options' state_dir) and adds its observer.
   Status OpenStore();
   // A NodeState per node of the plan, in the attempt, on its host; the log
@@ -37,10 +37,9 @@ struct JobOwner {
   std::vector<LogSink::Node> MakeNodeStates();
 
   JobContext job_context_;
-  cluster::PlanInput input_;
-  cluster::Plan plan_;
-  // Earlier attempts' plans: what their nodes pointed at stays valid.
-  std::list<cluster::Plan> old_plans_;
+  // The facts and the plan (the one owner of both); plan_ is its plan.
+  Planner planner_;
+  const cluster::Plan& plan_ = planner_.plan();
   HostSet hosts_;
   Attempt attempt_;
 };

@@ -26,7 +26,7 @@ using std::chrono::seconds;
 struct LeasesWorld {
   explicit LeasesWorld(const std::string& extra = "", const std::string& hosts = "[h1, h2]")
       : world(PartWorld::Yaml(extra, hosts)),
-        holds(&world.ctx(), &world.hosts(), &world.plan(), &world.input()),
+        holds(&world.ctx(), &world.hosts(), &world.planner()),
         leases(&world.ctx(), &world.hosts(), &world.plan(), &holds) {}
   // Lets `d` of the loop's virtual time pass.
   void Pass(milliseconds d) { world.RunUntil([] { return false; }, d); }

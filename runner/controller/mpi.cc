@@ -141,9 +141,8 @@ Status Mpi::ShipMpiFiles(const std::vector<HostState*>& targets) {
   if (!ctx_.spec.mpi || targets.empty()) return Status::Ok();
   // The plan as it will launch: live hosts may have told their GPU counts
   // (slots).
-  Result<cluster::Plan> planned = cluster::MakePlan(input_);
-  if (!planned.ok()) return planned.status();
-  const std::vector<cluster::MpiNode>& nodes = planned->mpi_nodes;
+  if (Status s = planner_.Update(); !s.ok()) return s;
+  const std::vector<cluster::MpiNode>& nodes = plan_.mpi_nodes;
   // Once per job: a host checked again at a restart gets the same keys,
   // which the head's known_hosts names.
   if (!mpi_keys_) {
@@ -175,7 +174,7 @@ Status Mpi::ShipMpiFiles(const std::vector<HostState*>& targets) {
   int files = 0;
   for (HostState* hs : targets) {
     std::vector<std::pair<std::string, const std::string*>>& writes = per_host[hs];  // path, content
-    for (const cluster::NodePlan& n : planned->nodes) {
+    for (const cluster::NodePlan& n : plan_.nodes) {
       if (n.host_index != hs->index) continue;
       const std::string node_dir = MpiFilesDir(hs->job_dir) + "/" + std::to_string(n.rank);
       auto uid = mpi_image_uids_.find(n.container.image);

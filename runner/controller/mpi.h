@@ -9,6 +9,7 @@
 
 #include "runner/controller/host_set.h"
 #include "runner/controller/job_context.h"
+#include "runner/controller/planner.h"
 #include "runner/controller/transfers.h"
 #include "ssh/keygen.h"
 
@@ -23,9 +24,9 @@ struct MpiKeys {
 
 class Mpi : private JobPart {
  public:
-  Mpi(JobContext* ctx, HostSet* hosts, const cluster::Plan* plan, const cluster::PlanInput* input,
-      Transfers* transfers)
-      : JobPart(ctx), hosts_(*hosts), plan_(*plan), input_(*input), transfers_(*transfers) {}
+  // The plan as it will launch comes from `planner` (not owned).
+  Mpi(JobContext* ctx, HostSet* hosts, Planner* planner, Transfers* transfers)
+      : JobPart(ctx), hosts_(*hosts), planner_(*planner), transfers_(*transfers) {}
 
   // mpi: on `targets`, every worker's image has /usr/sbin/sshd and every
   // worker's sshd port is free; the problems in preflight's table. Records
@@ -39,8 +40,8 @@ class Mpi : private JobPart {
 
  private:
   HostSet& hosts_;
-  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
-  const cluster::PlanInput& input_;  // the facts the plan is made from
+  Planner& planner_;  // the facts and the current plan
+  const cluster::Plan& plan_ = planner_.plan();
   // mpi: each directory in `dirs` (a node whose image runs as a non-root
   // uid) made 0755 and its files 0644; their parent stays 0700.
   Status ShareMpiFiles(const std::map<HostState*, std::vector<std::string>>& dirs);

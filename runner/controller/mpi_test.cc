@@ -28,7 +28,7 @@ struct MpiWorld {
                     const std::string& hosts = "[h1, h2]")
       : world(PartWorld::Yaml(extra, hosts)),
         transfers(&world.ctx()),
-        mpi(&world.ctx(), &world.hosts(), &world.plan(), &world.input(), &transfers) {}
+        mpi(&world.ctx(), &world.hosts(), &world.planner(), &transfers) {}
   int Count(const std::string& host, const std::string& part) {
     const std::vector<std::string>& lines = world.host(host).lines();
     return static_cast<int>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {

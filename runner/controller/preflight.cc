@@ -189,8 +189,8 @@ class Preflight::Round : private JobPart {
   void HandOverApis();
 
   HostSet& hosts_;
-  const cluster::Plan& plan_;
-  cluster::PlanInput& input_;
+  Planner& planner_;
+  const cluster::Plan& plan_ = planner_.plan();
   Preflight& preflight_;
   Holds& holds_;
   Leases& leases_;
@@ -231,8 +231,7 @@ Status Preflight::Run(const std::vector<HostState*>& targets) {
 Preflight::Round::Round(JobContext* ctx, Preflight* preflight, const std::vector<HostState*>& targets)
     : JobPart(ctx),
       hosts_(preflight->hosts_),
-      plan_(preflight->plan_),
-      input_(preflight->input_),
+      planner_(preflight->planner_),
       preflight_(*preflight),
       holds_(preflight->holds_),
       leases_(preflight->leases_),
@@ -407,7 +406,7 @@ void Preflight::Round::NoteGpus(HostState* hs, const PreflightChecks& checks, co
         std::istringstream lines(g->text);
         std::string line;
         while (std::getline(lines, line)) count += line.rfind("GPU ", 0) == 0;
-        input_.detected_gpus[hs->index] = count;
+        planner_.DetectedGpus(hs->index, count);
       }
     }
   }
@@ -421,7 +420,7 @@ void Preflight::Round::NoteInterface(HostState* hs, const PreflightReply& reply)
   if (!ifs) return;
   const std::string address = cluster::InternalAddress(plan_.hosts[hs->index]);
   const std::string iface = InterfaceOf(ifs->text, address);
-  input_.host_ifaces[hs->index] = iface;
+  planner_.Interface(hs->index, iface);
   if (iface.empty()) {
     Say(hs->name + ": cannot tell which interface carries " + address +
         ": NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are not set there (NCCL and Gloo choose)");
@@ -435,11 +434,11 @@ void Preflight::Round::NoteRdma(HostState* hs, const PreflightReply& reply, cons
   if (!ib) return;
   const rdma::RdmaInfo info = rdma::ParseRdma(ib->text);
   if (info.usable()) {
-    input_.host_rdma[hs->index] = info.active_hcas;
+    planner_.Rdma(hs->index, info.active_hcas);
   } else if (ctx_.spec.network.rdma == RdmaUse::kRequired) {
     errors_[hs->index].push_back("RDMA is required (network.rdma: required) but the host has " + info.why_not());
   } else {
-    input_.host_rdma[hs->index] = {};
+    planner_.Rdma(hs->index, {});
     Say(hs->name + ": no RDMA (" + info.why_not() + "): its nodes use sockets");
   }
 }

@@ -17,6 +17,7 @@
 #include "runner/controller/host_set.h"
 #include "runner/controller/job_context.h"
 #include "runner/controller/leases.h"
+#include "runner/controller/planner.h"
 #include "runner/controller/transfers.h"
 
 namespace barge::runner {
@@ -49,12 +50,11 @@ struct HostImages {
 
 class Preflight : private JobPart {
  public:
-  Preflight(JobContext* ctx, HostSet* hosts, const cluster::Plan* plan, cluster::PlanInput* input, Holds* holds,
+  Preflight(JobContext* ctx, HostSet* hosts, Planner* planner, Holds* holds,
             Leases* leases, Transfers* transfers, GpuGate* gpu_gate)
       : JobPart(ctx),
         hosts_(*hosts),
-        plan_(*plan),
-        input_(*input),
+        planner_(*planner),
         holds_(*holds),
         leases_(*leases),
         transfers_(*transfers),
@@ -68,8 +68,8 @@ class Preflight : private JobPart {
 
  private:
   HostSet& hosts_;
-  const cluster::Plan& plan_;  // the current plan (the Controller makes it)
-  cluster::PlanInput& input_;  // the facts the plan is made from
+  Planner& planner_;  // what preflight finds of a host goes there
+  const cluster::Plan& plan_ = planner_.plan();  // the current plan
   // preflight.cc: one Run's commands in flight, what they found by host,
   // and its steps (a host's script, its engine's part by the API or a
   // second script, missing images, the verdict).

@@ -63,11 +63,11 @@ namespace preflight_test {
 struct PreflightWorld {
   explicit PreflightWorld(const std::string& extra = "", const std::string& hosts = "[h1, h2]")
       : world(PartWorld::Yaml(extra, hosts)),
-        holds(&world.ctx(), &world.hosts(), &world.plan(), &world.input()),
+        holds(&world.ctx(), &world.hosts(), &world.planner()),
         leases(&world.ctx(), &world.hosts(), &world.plan(), &holds),
         transfers(&world.ctx()),
-        gate(&world.ctx(), &world.plan(), &world.input(), &holds),
-        preflight(&world.ctx(), &world.hosts(), &world.plan(), &world.input(), &holds, &leases, &transfers,
+        gate(&world.ctx(), &world.planner(), &holds),
+        preflight(&world.ctx(), &world.hosts(), &world.planner(), &holds, &leases, &transfers,
                   &gate) {}
   // Connects every host and runs preflight on all of them.
   Status Run() {

@@ -28,15 +28,13 @@ void Controller::LeaveHost(HostState* old, bool disarm, bool release) {
 bool Controller::PlaceSpare(size_t h, const std::string& why, const std::function<Status(HostState&)>& after) {
   HostState* old_state = hosts_.by_index[h].get();
   const std::string old_name = old_state->name;
-  const cluster::Host old_inventory = input_.hosts[h];
+  const cluster::Host old_inventory = planner_.facts().hosts[h];
   while (next_spare_ < ctx_.spec.spare_hosts.size() && ctx_.interrupts == 0) {
     cluster::Host spare = ctx_.spec.spare_hosts[next_spare_++];
     spare.nodes = old_inventory.nodes;
     spare.role = old_inventory.role;
     spare.line = old_inventory.line;
-    input_.hosts[h] = spare;
-    plan_.hosts[h] = spare;
-    input_.held_gpus.erase(h);
+    planner_.ReplaceHost(h, spare);
     Say("replacing " + old_name + " with spare host " + spare.address + (why.empty() ? "" : ": " + why));
     Status s = connections_.Connect({h});
     if (s.ok()) s = login_.Login({hosts_.by_index[h].get()});
@@ -49,8 +47,7 @@ bool Controller::PlaceSpare(size_t h, const std::string& why, const std::functio
     }
     Say("spare host " + spare.address + " cannot be used: " + s.message());
   }
-  input_.hosts[h] = old_inventory;
-  plan_.hosts[h] = old_inventory;
+  planner_.ReplaceHost(h, old_inventory);
   return false;
 }
 
@@ -86,7 +83,7 @@ Status Controller::ReplaceHosts() {
     const size_t h = h_key;
     if (!host_ptr->health.replace) continue;
     const std::string old_name = host_ptr->name;
-    const cluster::Host old_inventory = input_.hosts[h];
+    const cluster::Host old_inventory = planner_.facts().hosts[h];
     HostState* old_state = host_ptr.get();
     LeaveHost(old_state, /*disarm=*/true, /*release=*/false);
     // A spare in its place: connected, preflighted, its holds secured (a
@@ -105,8 +102,7 @@ Status Controller::ReplaceHosts() {
       continue;
     }
     // No spare left: the same host, checked again.
-    input_.hosts[h] = old_inventory;
-    plan_.hosts[h] = old_inventory;
+    planner_.ReplaceHost(h, old_inventory);
     const bool was_lost = old_state->lost;
     Say("no spare host left; checking " + old_name + " again");
     Status s = Status::Ok();

@@ -51,7 +51,7 @@ struct UploadsWorld {
         key("BARGE_PART_TEST_KEY", std::string("key-secret-value")),
         world(PartWorld::Yaml(extra)),
         transfers(&world.ctx()),
-        mpi(&world.ctx(), &world.hosts(), &world.plan(), &world.input(), &transfers),
+        mpi(&world.ctx(), &world.hosts(), &world.planner(), &transfers),
         uploads(&world.ctx(), &world.plan(), &transfers, &mpi) {}
   barge::testing::ScopedEnv token, key;  // read when the job file is parsed
   PartWorld world;

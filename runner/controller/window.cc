@@ -39,7 +39,7 @@ int HostVerbs::Forward(const std::vector<ForwardSpec>& forwards) {
   }
   std::set<size_t> used;
   for (const ForwardSpec& f : forwards) used.insert(plan_.nodes[f.rank].host_index);
-  plan_.used_hosts.assign(used.begin(), used.end());
+  planner_.UseHosts({used.begin(), used.end()});
   if (Status s = connections_.Connect(); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;

@@ -56,16 +56,14 @@ PartWorld::PartWorld(const std::string& yaml) {
     return;
   }
   spec_ = std::move(loaded.spec);
-  input_ = MakePlanInput(*spec_, "abcd1234");
-  Result<cluster::Plan> plan = cluster::MakePlan(input_);
-  if (!plan.ok()) {
-    ADD_FAILURE() << plan.status().message();
+  planner_ = std::make_unique<internal::Planner>(MakePlanInput(*spec_, "abcd1234"));
+  if (Status s = planner_->Start(); !s.ok()) {
+    ADD_FAILURE() << s.message();
     return;
   }
-  plan_ = std::move(plan).value();
   options_.state_dir = state_.string();
   options_.echo = false;
-  ctx_ = std::make_unique<internal::JobContext>(*spec_, input_.job_id, options_, &loop_, &fake_);
+  ctx_ = std::make_unique<internal::JobContext>(*spec_, planner_->facts().job_id, options_, &loop_, &fake_);
   ctx_->observer.Add(&recorder_);
   attempt_ = std::make_unique<internal::Attempt>(&loop_, &ctx_->redact);
 }
@@ -90,15 +88,15 @@ std::string PartWorld::Yaml(const std::string& extra, const std::string& hosts) 
 
 bool PartWorld::Connect() {
   std::vector<HostTarget> targets;
-  for (size_t h = 0; h < plan_.hosts.size(); ++h) {
-    const cluster::Host& host = plan_.hosts[h];
+  for (size_t h = 0; h < plan().hosts.size(); ++h) {
+    const cluster::Host& host = plan().hosts[h];
     auto state = std::make_unique<internal::HostState>();
     state->index = h;
     state->id = static_cast<int>(h) + 1;
     state->name = internal::HostName(host);
     state->inventory = host;
     state->docker = std::make_unique<DockerCommands>(DockerCommandOf(*spec_, host));
-    state->job_dir = NewHostJobDir(plan_.job_id);
+    state->job_dir = NewHostJobDir(plan().job_id);
     HostTarget t;
     t.host = host;
     t.ssh = SessionOptionsFor(*spec_, host);
@@ -118,7 +116,7 @@ bool PartWorld::Connect() {
 }
 
 void PartWorld::MakeNodes() {
-  for (const cluster::NodePlan& n : plan_.nodes) {
+  for (const cluster::NodePlan& n : plan().nodes) {
     auto node = std::make_unique<internal::NodeState>();
     node->plan = &n;
     node->host = hosts_.by_index.at(n.host_index).get();
@@ -128,10 +126,10 @@ void PartWorld::MakeNodes() {
 
 bool PartWorld::OpenSink() {
   std::vector<LogSink::Node> nodes;
-  for (const cluster::NodePlan& n : plan_.nodes) {
-    nodes.push_back({n.rank, n.role, internal::HostName(plan_.hosts[n.host_index])});
+  for (const cluster::NodePlan& n : plan().nodes) {
+    nodes.push_back({n.rank, n.role, internal::HostName(plan().hosts[n.host_index])});
   }
-  const std::string run_dir = RunDir(state_.string(), plan_.job_id);
+  const std::string run_dir = RunDir(state_.string(), plan().job_id);
   if (Status s = MakeDirs(run_dir); !s.ok()) {
     ADD_FAILURE() << s.message();
     return false;

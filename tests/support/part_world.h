@@ -1,6 +1,6 @@
 // PartWorld: what a unit test of one controller part (runner/controller/)
-// builds the part from: a job spec from YAML text, the facts its plan is
-// made from and the plan, the job's context on a virtual loop with scripted
+// builds the part from: a job spec from YAML text, the planner (the facts
+// the plan is made from and the plan), the job's context on a virtual loop with scripted
 // fake hosts (fake_hosts.h) and a recording observer, the host set and the
 // attempt. A test gives the part only what its constructor takes, and fills
 // the host set itself (Connect) without the Connections part.
@@ -24,6 +24,7 @@
 #include "runner/controller/job_context.h"
 #include "runner/controller/job_observer.h"
 #include "runner/controller/job_state.h"
+#include "runner/controller/planner.h"
 #include "runner/jobfile/job_spec.h"
 #include "ssh/event_loop.h"
 #include "tests/support/fake_hosts.h"
@@ -82,8 +83,11 @@ class PartWorld {
   ssh::EventLoop& loop() { return loop_; }
   PartRecorder& recorder() { return recorder_; }
   internal::JobContext& ctx() { return *ctx_; }
-  cluster::PlanInput& input() { return input_; }
-  cluster::Plan& plan() { return plan_; }
+  // The job's planner (its facts and the current plan), as the
+  // controller's parts are given it.
+  internal::Planner& planner() { return *planner_; }
+  const cluster::PlanInput& input() const { return planner_->facts(); }
+  const cluster::Plan& plan() const { return planner_->plan(); }
   internal::HostSet& hosts() { return hosts_; }
   internal::Attempt& attempt() { return *attempt_; }
   internal::HostState& host_state(size_t index) { return *hosts_.by_index.at(index); }
@@ -96,8 +100,7 @@ class PartWorld {
   PartRecorder recorder_;
   std::optional<JobSpec> spec_;
   ControllerOptions options_;
-  cluster::PlanInput input_;
-  cluster::Plan plan_;
+  std::unique_ptr<internal::Planner> planner_;
   std::unique_ptr<internal::JobContext> ctx_;
   internal::HostSet hosts_;
   std::unique_ptr<internal::Attempt> attempt_;
