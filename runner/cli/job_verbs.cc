@@ -92,9 +92,11 @@ int Down(const std::string& job_text, std::chrono::steady_clock::time_point dead
   if (!spec) return kExitBargeFailure;
   ControllerOptions options;
   options.state_dir = state_dir;
+  std::optional<cluster::PlanInput> input = RecordedPlanInput(*spec, *id);
+  if (!input) return kExitBargeFailure;
   if (!spec->slurm) {
     std::printf("job %s: its controller is gone; removing its containers\n", id->c_str());
-    return TearDownJob(*spec, MakePlanInput(*spec, *id), options);
+    return TearDownJob(*spec, *input, options);
   }
   // A slurm: job: its containers (once it had nodes), then its allocation.
   Result<RecordedAllocation> allocation = ReadRecordedAllocation(*store, *id);
@@ -111,7 +113,7 @@ int Down(const std::string& job_text, std::chrono::steady_clock::time_point dead
         return std::make_unique<SrunHostConnector>(loop, *spec, allocation->slurm_id);
       };
     }
-    code = TearDownJob(*spec, MakePlanInput(*spec, *id), options);
+    code = TearDownJob(*spec, *input, options);
   }
   if (!allocation->slurm_id.empty()) {
     Status cancelled = CancelSlurmAllocation(*spec, allocation->slurm_id);
@@ -172,7 +174,10 @@ int Attach(const std::string& job_text) {
     // The job file's forward: entries, served by a child of this process
     // over its own sessions while the stream is followed.
     pid_t forwarder = -1;
-    if (std::optional<JobSpec> spec = RecordedSpec(*job); spec && !spec->forward.empty()) {
+    std::optional<JobSpec> spec = RecordedSpec(*job);
+    std::optional<cluster::PlanInput> input;
+    if (spec && !spec->forward.empty()) input = RecordedPlanInput(*spec, *id);
+    if (input) {
       // No SQLite connection may cross a fork (its locks and WAL index are
       // per process: see runner/array/array_runner.cc); this branch needs the
       // store no more.
@@ -182,7 +187,7 @@ int Attach(const std::string& job_text) {
       if (forwarder == 0) {
         ControllerOptions options;
         options.state_dir = state_dir;
-        std::_Exit(ForwardJobPorts(*spec, MakePlanInput(*spec, *id), options, spec->forward));
+        std::_Exit(ForwardJobPorts(*spec, *input, options, spec->forward));
       }
     }
     int code = LogsCommand(state_dir, *id, follow, stdout);
@@ -194,6 +199,8 @@ int Attach(const std::string& job_text) {
   }
   std::optional<JobSpec> spec = RecordedSpec(*job);
   if (!spec) return kExitBargeFailure;
+  std::optional<cluster::PlanInput> input = RecordedPlanInput(*spec, *id);
+  if (!input) return kExitBargeFailure;
   std::map<int, int64_t> kept;
   Result<std::vector<NodeRecord>> nodes = store->GetNodes(*id);
   if (nodes.ok()) {
@@ -216,7 +223,7 @@ int Attach(const std::string& job_text) {
   if (LogsCommand(state_dir, *id, LogsOptions{}, stdout) != 0) return kExitBargeFailure;
   ControllerOptions options;
   options.state_dir = state_dir;
-  return AttachToOrphan(*spec, MakePlanInput(*spec, *id), options, kept, restarted_at_ns);
+  return AttachToOrphan(*spec, *input, options, kept, restarted_at_ns);
 }
 
 }  // namespace barge::runner

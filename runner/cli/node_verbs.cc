@@ -132,9 +132,11 @@ int Exec(const std::string& job_text, int rank, const std::vector<std::string>& 
   const std::string* id = &job->id;
   std::optional<JobSpec> spec = RecordedSpec(*job);
   if (!spec) return kExitBargeFailure;
+  std::optional<cluster::PlanInput> input = RecordedPlanInput(*spec, *id);
+  if (!input) return kExitBargeFailure;
   ControllerOptions options;
   options.state_dir = state_dir;
-  return ExecInJobNode(*spec, MakePlanInput(*spec, *id), options, rank, argv);
+  return ExecInJobNode(*spec, *input, options, rank, argv);
 }
 
 // A running job and its recorded spec, for the verbs that look into one
@@ -144,6 +146,7 @@ namespace {
 struct LiveJob {
   std::string id;
   JobSpec spec;
+  cluster::PlanInput input;  // RecordedPlanInput
 };
 std::optional<LiveJob> FindLiveJob(const std::string& job_text, const char* verb) {
   std::optional<FoundJob> found = FindJobOrSay(StateDir(), job_text);
@@ -156,7 +159,9 @@ std::optional<LiveJob> FindLiveJob(const std::string& job_text, const char* verb
   }
   std::optional<JobSpec> spec = RecordedSpec(job);
   if (!spec) return std::nullopt;
-  return LiveJob{job.id, std::move(*spec)};
+  std::optional<cluster::PlanInput> input = RecordedPlanInput(*spec, job.id);
+  if (!input) return std::nullopt;
+  return LiveJob{job.id, std::move(*spec), std::move(*input)};
 }
 
 }  // namespace
@@ -168,7 +173,7 @@ int ExecInteractive(const std::string& job_text, int rank, const std::vector<std
   if (!live) return kExitBargeFailure;
   ControllerOptions options;
   options.state_dir = StateDir();
-  return ExecInteractiveInJobNode(live->spec, MakePlanInput(live->spec, live->id), options, rank,
+  return ExecInteractiveInJobNode(live->spec, live->input, options, rank,
                                   argv, tty);
 }
 
@@ -193,7 +198,7 @@ int Forward(const std::string& job_text, const std::vector<std::string>& ports, 
   if (!live) return kExitBargeFailure;
   ControllerOptions options;
   options.state_dir = StateDir();
-  return ForwardJobPorts(live->spec, MakePlanInput(live->spec, live->id), options, forwards);
+  return ForwardJobPorts(live->spec, live->input, options, forwards);
 }
 
 // `barge top JOB [--once] [--json]`.
@@ -206,7 +211,7 @@ int Top(const std::string& job_text, TopOptions top) {
     std::fprintf(stderr, "barge: top: --json prints one sample: add --once\n");
     return kExitBargeFailure;
   }
-  return TopJob(live->spec, MakePlanInput(live->spec, live->id), options, top);
+  return TopJob(live->spec, live->input, options, top);
 }
 
 // `barge __complete-jobs`: the store's job ids, then their names, one a

@@ -388,16 +388,6 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
   std::optional<LoadedJob> loaded =
       Load(*request, request->file, SecretValues::kSkip, /*run_hosts_command=*/false);
   if (!loaded) return std::nullopt;
-  if (loaded->spec->slurm) {
-    // The allocation's nodes, as the store recorded them (none while queued).
-    Result<RecordedAllocation> allocation = ReadRecordedAllocation(**store, job.id);
-    Status placed = allocation.ok() ? Status::Ok() : allocation.status();
-    if (placed.ok() && !allocation->nodes.empty()) placed = PlaceOnSlurmNodes(*loaded->spec, allocation->nodes);
-    if (!placed.ok()) {
-      std::fprintf(stderr, "barge: job %s: %s\n", job.id.c_str(), placed.message().c_str());
-      return std::nullopt;
-    }
-  }
   if (!request->member) return std::move(loaded->spec);
   // A job array's member: its own hosts, with its host group's ssh
   // settings, as the array controller gave them (runner/array/member_record.h).
@@ -407,6 +397,23 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
     return std::nullopt;
   }
   return std::move(member).value();
+}
+
+std::optional<cluster::PlanInput> RecordedPlanInput(const JobSpec& spec, const std::string& job_id) {
+  cluster::PlanInput input = MakePlanInput(spec, job_id);
+  if (!spec.slurm) return input;
+  // The allocation's nodes, as the store recorded them (none while queued:
+  // the placeholder hosts stay).
+  Result<std::unique_ptr<JobStore>> store = JobStore::Open(StateDir());
+  Result<RecordedAllocation> allocation =
+      store.ok() ? ReadRecordedAllocation(**store, job_id) : Result<RecordedAllocation>(store.status());
+  Status placed = allocation.ok() ? Status::Ok() : allocation.status();
+  if (placed.ok() && !allocation->nodes.empty()) placed = PlaceOnSlurmNodes(*spec.slurm, allocation->nodes, &input);
+  if (!placed.ok()) {
+    std::fprintf(stderr, "barge: job %s: %s\n", job_id.c_str(), placed.message().c_str());
+    return std::nullopt;
+  }
+  return input;
 }
 
 }  // namespace barge::runner

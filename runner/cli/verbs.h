@@ -72,6 +72,11 @@ std::optional<fleet::RecordedArrayJob> RecordedArrayJob(const std::string& json)
 // host group's ssh settings (runner/array/member_record.h); nullopt after
 // printing why not.
 std::optional<JobSpec> RecordedSpec(const JobRecord& job);
+// The facts the plan of job `job_id` (its spec: RecordedSpec) is made from,
+// as it ran: MakePlanInput, and for a slurm: job its allocation's nodes as
+// the store recorded them (PlaceOnSlurmNodes; none while it was queued);
+// nullopt after printing why not.
+std::optional<cluster::PlanInput> RecordedPlanInput(const JobSpec& spec, const std::string& job_id);
 
 // --- job_verbs.cc
 

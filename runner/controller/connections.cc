@@ -47,7 +47,7 @@ Status Connections::Connect(const std::vector<size_t>& which) {
       std::all_of(targets.begin(), targets.end(), [](const HostTarget& t) { return t.host.is_local(); });
   ctx_.observer.StepBegan(Phase::kConnect, all_local ? "" : "connecting", static_cast<int>(targets.size()));
   for (size_t i = 0; i < which.size(); ++i) Began(hosts_.by_index[which[i]]->PhaseOf(Phase::kConnect));
-  auto executors = ctx_.connector.Connect(targets, ctx_.spec.ssh.parallel_connects);
+  auto executors = ctx_.connector->Connect(targets, ctx_.spec.ssh.parallel_connects);
   std::vector<std::string> errors;
   for (size_t i = 0; i < executors.size(); ++i) {
     HostState& state = *hosts_.by_index[which[i]];

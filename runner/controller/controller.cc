@@ -56,19 +56,21 @@ int Controller::Run() {
   // The job file never holds a secret's value (they come from files and
   // the environment); masked all the same.
   job.spec = ctx_.redact(ctx_.options.spec_text);
-  job.status = JobStatus::kPreflight;
+  // A slurm: job waits for its allocation first (AllocateSlurm).
+  job.status = ctx_.spec.slurm ? JobStatus::kWaiting : JobStatus::kPreflight;
   job.created = WallNow();
   job.controller_pid = static_cast<int>(getpid());
   job.nodes = static_cast<int>(plan_.nodes.size());
   job.run_dir = RunDir(ctx_.options.state_dir, plan_.job_id);
-  if (Status s = ctx_.options.job_created ? ctx_.store->SetStatus(job.id, JobStatus::kPreflight) : ctx_.store->CreateJob(job);
-      !s.ok()) {
+  if (Status s = ctx_.store->CreateJob(job); !s.ok()) {
     Say(s.message());
     return kExitBargeFailure;
   }
-  ctx_.observer.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", job.created);
-
-  const int code = Execute();
+  int code = ctx_.spec.slurm ? AllocateSlurm() : 0;
+  if (code == 0) {
+    ctx_.observer.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", slurm_ ? WallNow() : job.created);
+    code = Execute();
+  }
   login_.Logout();
   holds_.ReleaseHolds();
   leases_.DisarmWatchdogs();
@@ -88,7 +90,26 @@ int Controller::Run() {
   ctx_.observer.Flush();
   Record(ctx_.store->SetStatus(plan_.job_id, final_status, code, ctx_.redact(detail)));
   ctx_.observer.JobEvent(ToString(final_status), std::nullopt, ctx_.redact(detail), WallNow());
+  // However the job ended, its Slurm allocation goes, after its containers.
+  if (slurm_) {
+    if (code != 0) slurm_->SayDrainCommands();
+    (void)slurm_->Release();
+  }
   return code;
+}
+
+int Controller::AllocateSlurm() {
+  SetStatus(JobStatus::kWaiting, "for a Slurm allocation");
+  slurm_ = std::make_unique<SlurmAllocation>(&job_context_, ctx_.options.connect_slurm_submit);
+  if (Status s = slurm_->Allocate(); !s.ok()) {
+    return Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
+  }
+  // The grant is a fact of the plan: the nodes are the hosts (the
+  // validated spec is not edited).
+  if (Status s = slurm_->Place(&planner_); !s.ok()) return Fail(s.message(), kExitBargeFailure);
+  if ((slurm_steps_ = slurm_->StepConnector())) ctx_.connector = slurm_steps_.get();
+  Record(ctx_.store->SetStatus(ctx_.job_id, JobStatus::kPreflight));
+  return 0;
 }
 
 int Controller::Execute() {
@@ -261,34 +282,23 @@ Status Controller::Launch() {
   NodeState& head = *attempt_.nodes[0];
   const Clock::time_point deadline =
       ctx_.spec.timeout ? started_ + *ctx_.spec.timeout : Clock::time_point::max();
-  WatchOutside();
+  // A slurm: job's allocation can end under it (its time limit,
+  // preemption, an admin's scancel): the job is then torn down (its
+  // containers run outside Slurm's reach).
+  if (slurm_) slurm_->Watch(kSlurmWatchEvery, [this](OutsideEnd end) { outside_end_ = std::move(end); });
   bool ended = RunUntil(
       [&] {
         return head.phase == NodePhase::kExited || head.phase == NodePhase::kLost ||
                attempt_.fault.has_value() || ctx_.interrupts > 0 || outside_end_.has_value();
       },
       deadline);
+  if (slurm_) slurm_->StopWatching();
   if (!ended) timed_out_ = true;
   forwarding_.Stop();
   return Status::Ok();
 }
 
 // --- The Controller's own plumbing.
-
-void Controller::WatchOutside() {
-  if (!ctx_.options.outside_check || outside_end_) return;
-  auto tick = std::make_shared<std::function<void()>>();
-  std::weak_ptr<std::function<void()>> weak = tick;
-  *tick = [this, weak] {
-    if (attempt_.tearing_down || outside_end_ || ctx_.interrupts > 0) return;
-    if (std::optional<ControllerOptions::OutsideEnd> end = ctx_.options.outside_check()) {
-      outside_end_ = std::move(end);
-      return;
-    }
-    if (auto t = weak.lock()) ctx_.timers.Add(Now() + ctx_.options.outside_every, [t] { (*t)(); });
-  };
-  ctx_.timers.Add(Now() + ctx_.options.outside_every, [tick] { (*tick)(); });
-}
 
 void Controller::Interrupt(int signo) {
   ++ctx_.interrupts;

@@ -19,6 +19,9 @@
 //   artifacts.h      Artifacts: artifact copies
 //   teardown.h       Teardown: stop, remove, teardown hooks
 //   forwarding.h     Forwarding: `forward:` served while the job runs
+//   slurm_allocation.h SlurmAllocation: a slurm: job's allocation, first,
+//                    its nodes the hosts; watched while the job runs,
+//                    released at the end
 // The verbs on a recorded job's hosts (down, reap, exec, attach, forward,
 // top, hosts) are host_verbs.h's, apart from the Controller.
 //
@@ -64,6 +67,7 @@
 #include "runner/controller/node_streams.h"
 #include "runner/controller/preflight.h"
 #include "runner/controller/registry_login.h"
+#include "runner/controller/slurm_allocation.h"
 #include "runner/controller/stages.h"
 #include "runner/controller/teardown.h"
 #include "runner/controller/transfers.h"
@@ -100,9 +104,11 @@ class Controller : private JobOwner, private JobPart {
     final_detail_ = ctx_.redact(message);
     return code;
   }
-  // While the head runs: asks ControllerOptions::outside_check every
-  // outside_every, until it answers (outside_end_) or the job ends.
-  void WatchOutside();
+  // A slurm: job, before anything connects: the job waits for its
+  // allocation (SlurmAllocation::Allocate); its nodes become the hosts in
+  // the plan's facts and the plan is made again. 0 once granted, else the
+  // job's exit code (after Fail).
+  int AllocateSlurm();
   // spares.cc: the GPU health gate after preflight (gpu_gate.h); a host it
   // puts out is replaced by the next spare host that passes preflight and
   // the gate (the output says why). Fails with the gate's table when a host
@@ -140,8 +146,13 @@ class Controller : private JobOwner, private JobPart {
   std::string final_detail_;
   const Clock::time_point started_ = ctx_.loop.Now();
   bool timed_out_ = false;
-  // ControllerOptions::outside_check's answer, once it ended the job.
-  std::optional<ControllerOptions::OutsideEnd> outside_end_;
+  // A slurm: job's allocation (null for others), and with transport srun
+  // the connector to its nodes (ctx_.connector once granted).
+  std::unique_ptr<SlurmAllocation> slurm_;
+  std::unique_ptr<HostConnector> slurm_steps_;
+  // Why the job was ended from outside its hosts (its Slurm allocation
+  // ended under it: SlurmAllocation::Watch).
+  std::optional<OutsideEnd> outside_end_;
   size_t next_spare_ = 0;  // ctx_.spec.spare_hosts taken so far
   // forward: served while an attempt runs. Last: destroyed before the hosts
   // it serves through.

@@ -23,7 +23,6 @@
 #include "runner/controller/host_connector.h"
 #include "runner/controller/host_verbs.h"
 #include "runner/controller/job_observer.h"
-#include "runner/controller/slurm_run.h"
 #include "runner/jobfile/job_values.h"
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/watchdog.h"
@@ -218,11 +217,8 @@ int TearDownJob(const JobSpec& spec, const cluster::PlanInput& input,
 }
 
 int RunJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options) {
-  auto run = [](const JobSpec& s, const cluster::PlanInput& in, const ControllerOptions& o) {
-    return With<Controller>(s, in, o, [](Controller& c) { return c.Run(); });
-  };
-  if (spec.slurm) return RunSlurmJob(spec, input, options, run);
-  return run(spec, input, options);
+  // A slurm: job's allocation is the Controller's too (slurm_allocation.h).
+  return With<Controller>(spec, input, options, [](Controller& c) { return c.Run(); });
 }
 
 }  // namespace barge::runner

@@ -20,6 +20,7 @@
 #include <vector>
 #include <string>
 
+#include "base/status.h"
 #include "cluster/plan.h"
 #include "runner/console/failure.h"
 #include "runner/jobfile/job_spec.h"
@@ -27,6 +28,7 @@
 
 namespace barge::ssh {
 class EventLoop;
+class Executor;
 }  // namespace barge::ssh
 
 namespace barge::runner {
@@ -64,22 +66,15 @@ struct ControllerOptions {
   bool wait_unbounded = false;
   // `barge hosts --gpus`: each host's GPUs too (gpu_health.h).
   bool hosts_gpus = false;
-  // The job's store record exists already (a slurm: job's, made while it
-  // was queued: runner/controller/slurm_run.h); the controller takes it over.
-  bool job_created = false;
-  // Something besides the hosts that can end the job while it runs (a
-  // slurm: job's allocation ending under it: runner/controller/slurm_run.h):
-  // called from the loop every `outside_every` while the head runs (it may
-  // block briefly); an answer ends the job (its teardown, graceful) for that
-  // reason, as timed out when `timed_out`, else as failed.
-  struct OutsideEnd {
-    std::string reason;
-    bool timed_out = false;
-  };
-  std::function<std::optional<OutsideEnd>()> outside_check;
-  std::chrono::milliseconds outside_every{std::chrono::seconds(10)};
-  // How the hosts are reached; unset: SSH (SshHostConnector). A slurm: job
-  // with transport srun reaches them as job steps (srun_connector.h).
+  // Where a slurm: job's Slurm commands run (runner/controller/
+  // slurm_allocation.h), made on the job's loop; unset: ConnectSubmitHost
+  // (this machine, or slurm.login over SSH). A unit test gives scripted
+  // commands.
+  std::function<Result<std::unique_ptr<ssh::Executor>>(ssh::EventLoop*)> connect_slurm_submit;
+  // How the hosts are reached; unset: SSH (SshHostConnector). The verbs on
+  // a slurm: job with transport srun reach them as job steps
+  // (srun_connector.h); its Controller makes that connector itself, once
+  // Slurm granted the allocation.
   std::function<std::unique_ptr<HostConnector>(ssh::EventLoop*)> make_connector;
 };
 

@@ -26,7 +26,7 @@ std::string Trim(std::string s) {
 
 JobContext::JobContext(const JobSpec& spec, std::string job_id, const ControllerOptions& options,
                        ssh::EventLoop* loop, HostConnector* connector)
-    : spec(spec), job_id(std::move(job_id)), options(options), loop(*loop), connector(*connector) {}
+    : spec(spec), job_id(std::move(job_id)), options(options), loop(*loop), connector(connector) {}
 
 JobContext::~JobContext() = default;
 
@@ -93,7 +93,7 @@ void JobPart::RecordHost(const HostState& host, std::optional<int> replaces) {
 }
 
 ssh::Executor& JobPart::Local() {
-  if (!ctx_.local) ctx_.local = ctx_.connector.Local();
+  if (!ctx_.local) ctx_.local = ctx_.connector->Local();
   return *ctx_.local;
 }
 

@@ -82,7 +82,10 @@ struct JobContext {
   const Redactor redact{spec};  // what messages and the store never show
   const ControllerOptions options;
   ssh::EventLoop& loop;
-  HostConnector& connector;
+  // How the hosts are reached. Replaced once, before anything connects, by
+  // the Controller of a slurm: job whose nodes are reached as job steps
+  // (transport srun: the connector needs the granted allocation).
+  HostConnector* connector;
   ObserverList observer;  // options' observer, then the store's
   std::unique_ptr<StoreObserver> store_observer;
   std::unique_ptr<JobStore> store;  // none for the verbs that keep no record

@@ -4,6 +4,9 @@
 #include <optional>
 #include <utility>
 
+#include "runner/controller/slurm_run.h"
+#include "runner/jobfile/job_spec.h"
+
 namespace barge::runner::internal {
 
 Status Planner::Start() { return Replan(); }
@@ -76,6 +79,18 @@ void Planner::ReplaceHost(size_t h, const cluster::Host& host) {
   facts_.held_gpus.erase(h);
   if (h < plan_.hosts.size()) plan_.hosts[h] = host;
   changed_ = true;
+}
+
+Status Planner::Allocated(const SlurmSpec& slurm, const std::vector<SlurmNode>& nodes,
+                          const std::string& slurm_id) {
+  cluster::PlanInput before = facts_;
+  Status s = PlaceOnSlurmNodes(slurm, nodes, &facts_);
+  // A node's Slurm epilog finds the allocation's containers by this label
+  // (samples/slurm/epilog.sh): a defence that outlives the controller.
+  if (s.ok()) facts_.extra_labels.emplace_back(cluster::kSlurmJobLabel, slurm_id);
+  if (s.ok()) s = Replan();
+  if (!s.ok()) facts_ = std::move(before);
+  return s;
 }
 
 void Planner::Restarted(int count) {

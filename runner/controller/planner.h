@@ -1,8 +1,8 @@
 // Planner: the one owner of a job's plan. The job's phases report what they
 // learned of a host (facts: the address it was reached at, its job
 // directory, its GPU count, the interface of its internal address, its RDMA
-// HCAs, the GPUs it must not give the job, a spare in its place) and the
-// attempt's restart count; the planner turns the facts into a plan
+// HCAs, the GPUs it must not give the job, a spare in its place; a slurm:
+// job's granted nodes) and the attempt's restart count; the planner turns the facts into a plan
 // (cluster::MakePlan), once per change of facts. The validated spec is
 // never edited: the facts start as what it says (entry_points.h's
 // MakePlanInput) and change only here.
@@ -21,6 +21,11 @@
 
 #include "base/status.h"
 #include "cluster/plan.h"
+
+namespace barge::runner {
+struct SlurmNode;  // runner/controller/slurm_run.h
+struct SlurmSpec;  // runner/jobfile/job_spec.h
+}  // namespace barge::runner
 
 namespace barge::runner::internal {
 
@@ -65,6 +70,11 @@ class Planner {
   void ReplaceHost(size_t h, const cluster::Host& host);
   // The attempt's restart count (in every node's env).
   void Restarted(int count);
+  // A slurm: job's grant: its nodes are the hosts (PlaceOnSlurmNodes, with
+  // `slurm`'s limits on shared nodes) and every container is labelled with
+  // the allocation (cluster::kSlurmJobLabel). Planned at once; on an error
+  // the facts and the plan stay.
+  Status Allocated(const SlurmSpec& slurm, const std::vector<SlurmNode>& nodes, const std::string& slurm_id);
   // The hosts a verb on the job works on (HostVerbs): the current plan's
   // used_hosts, until the next plan.
   void UseHosts(std::vector<size_t> hosts) { plan_.used_hosts = std::move(hosts); }

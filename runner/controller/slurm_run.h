@@ -6,25 +6,26 @@
 // the job on the allocated nodes exactly as on listed hosts (the same
 // Controller, plan, env, logs, teardown and store), and ends the allocation
 // (scancel) however the job ends: success, failure, Ctrl-C, `barge down`.
-// A controller that dies leaves it to Slurm's time limit and the hosts'
-// watchdogs; `barge down` of the orphaned job cancels it.
+// The Controller does all of it on the job's loop, through its part
+// SlurmAllocation (slurm_allocation.h). A controller that dies leaves it to
+// Slurm's time limit and the hosts' watchdogs; `barge down` of the orphaned
+// job cancels it (CancelSlurmAllocation).
 //
-// The store keeps what the allocation was (events of the job): "slurm_job"
-// (the Slurm job id, written as soon as Slurm names it, so that `down` of a
-// queued job can cancel it), "slurm_nodes" (the nodes and their addresses,
-// so that down, exec and attach reach the same hosts) and "slurm_released".
+// This header is what the verbs share with the run: the store keeps what
+// the allocation was (events of the job): "slurm_job" (the Slurm job id,
+// written as soon as Slurm names it, so that `down` of a queued job can
+// cancel it), "slurm_nodes" (the nodes and their addresses, so that down,
+// exec and attach reach the same hosts) and "slurm_released"; and the
+// nodes are placed into a plan's facts (PlaceOnSlurmNodes) the same way for
+// the run and for the verbs.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "cluster/plan.h"
-#include "runner/controller/entry_points.h"
 #include "runner/jobfile/job_spec.h"
-#include "ssh/event_loop.h"
-#include "ssh/executor.h"
 
 namespace barge::runner {
 
@@ -48,13 +49,22 @@ struct SlurmNode {
 std::string FormatSlurmNodes(const std::vector<SlurmNode>& nodes);
 Result<std::vector<SlurmNode>> ParseSlurmNodes(const std::string& detail);
 
-// `spec` (a slurm: job, with its placeholder hosts) on `nodes`: host N is
-// node N, its address the node's NodeAddr. Fails when the counts differ.
-// With slurm.exclusive false, every container on node N gets the
-// allocation's share of it as Docker limits, whatever the job's container
-// blocks say: --gpus "device=<its GPU indices>" (no GPUs where it got none),
-// --cpus <its CPU count>, --memory <its Mem, else slurm.mem_per_node>.
-Status PlaceOnSlurmNodes(JobSpec& spec, const std::vector<SlurmNode>& nodes);
+// The facts of a slurm: job's plan (`input`, made by MakePlanInput from the
+// job's spec, with its placeholder hosts) on `nodes`: host N is node N, its
+// address and internal address the node's NodeAddr, its var SLURM_NODE the
+// node's name. Fails, changing nothing, when the counts differ. With
+// `slurm.exclusive` false, every container on node N gets the allocation's
+// share of it as Docker limits, whatever the job's container blocks say:
+// --gpus "device=<its GPU indices>" (no GPUs where it got none), --cpus
+// <its CPU count>, --memory <its Mem, else slurm.mem_per_node>; the
+// job-wide and per-role gpus are cleared in `input`'s own copies. The spec
+// itself is never edited.
+[[nodiscard]] Status PlaceOnSlurmNodes(const SlurmSpec& slurm, const std::vector<SlurmNode>& nodes,
+                                       cluster::PlanInput* input);
+
+// `text`'s last non-blank lines (at most `n`), joined by "; ": what a
+// failed Slurm command's message quotes of its stderr.
+std::string SlurmErrorTail(const std::string& text, size_t n = 3);
 
 // What the store says of a job's allocation (its events).
 struct RecordedAllocation {
@@ -65,31 +75,10 @@ struct RecordedAllocation {
 class JobStore;
 Result<RecordedAllocation> ReadRecordedAllocation(JobStore& store, const std::string& job_id);
 
-// Where a slurm: job's Slurm commands run (salloc, squeue, scontrol,
-// scancel). Each use (the allocation, the watch while the job runs, the
-// release) opens it on a loop of its own, made with `time`. The default:
-// this machine or slurm.login (ConnectSubmitHost) on a real loop; a unit
-// test gives scripted commands on virtual loops.
-struct SlurmSubmitSeam {
-  ssh::EventLoop::TimeSource time = ssh::EventLoop::TimeSource::kReal;
-  // Unset: ConnectSubmitHost(spec, loop).
-  std::function<Result<std::unique_ptr<ssh::Executor>>(ssh::EventLoop*)> connect;
-};
-
-// `barge run` of a slurm: job (RunJob calls it): allocate, run, release.
-// `run` runs the job on the concrete spec (a Controller, with the job's
-// store record already made). While queued, squeue is asked every 3 s;
-// past the job's `wait:` the allocation is cancelled and the job fails
-// (kExitBargeFailure). While the job runs, the controller asks squeue every
-// ControllerOptions::outside_every (10 s). However the job ends, the
-// allocation is cancelled after the controller returned (its containers gone).
-int RunSlurmJob(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
-                const std::function<int(const JobSpec&, const cluster::PlanInput&, const ControllerOptions&)>& run,
-                const SlurmSubmitSeam& seam = {});
-
 // `scancel ID` where the job's Slurm commands run (this machine or
-// slurm.login); Ok when Slurm took it (an allocation that already ended
-// included). Blocks up to 60 s.
-Status CancelSlurmAllocation(const JobSpec& spec, const std::string& slurm_id);
+// slurm.login), for `barge down` of a job whose controller is gone; Ok
+// when Slurm took it (an allocation that already ended included). Runs on
+// a loop of its own (there is no job's loop); blocks up to 60 s.
+[[nodiscard]] Status CancelSlurmAllocation(const JobSpec& spec, const std::string& slurm_id);
 
 }  // namespace barge::runner

@@ -1,9 +1,10 @@
 // A slurm: job placed on the nodes Slurm granted (runner/controller/slurm_run.h):
 // whole nodes as the job file says, shared nodes with exactly the
 // allocation's share as each container's Docker limits. And the job's life
-// around the allocation on a scripted Slurm and fake hosts, on virtual
-// clocks: the wait: bound in Slurm's queue, the squeue watch every 10 s
-// while the head runs, scancel however the job ends.
+// around the allocation (the Controller with its SlurmAllocation part) on a
+// scripted Slurm and fake hosts, on the job's one virtual loop: the wait:
+// bound in Slurm's queue, the squeue watch every 10 s while the head runs,
+// scancel however the job ends.
 #include "runner/controller/slurm_run.h"
 
 #include <gtest/gtest.h>
@@ -19,9 +20,11 @@
 #include "container/docker_args.h"
 #include "runner/controller/controller.h"
 #include "runner/controller/entry_points.h"
+#include "runner/controller/slurm_allocation.h"
 #include "runner/jobfile/job_file.h"
 #include "runner/remote/command_group.h"
 #include "tests/support/fake_hosts.h"
+#include "tests/support/fake_slurm.h"
 
 namespace barge::runner {
 namespace {
@@ -43,10 +46,11 @@ SlurmNode Node(std::string name, std::string address, std::vector<int> gpus, int
 }
 
 // The docker run arguments of every node of `spec` placed on `nodes`.
-std::vector<container::Argv> RunLines(JobSpec spec, const std::vector<SlurmNode>& nodes) {
-  Status placed = PlaceOnSlurmNodes(spec, nodes);
+std::vector<container::Argv> RunLines(const JobSpec& spec, const std::vector<SlurmNode>& nodes) {
+  cluster::PlanInput input = MakePlanInput(spec, "a1b2c3d4");
+  Status placed = PlaceOnSlurmNodes(*spec.slurm, nodes, &input);
   EXPECT_TRUE(placed.ok()) << placed.message();
-  Result<cluster::Plan> plan = cluster::MakePlan(MakePlanInput(spec, "a1b2c3d4"));
+  Result<cluster::Plan> plan = cluster::MakePlan(input);
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   std::vector<container::Argv> out;
   if (plan.ok()) {
@@ -62,15 +66,20 @@ std::string After(const container::Argv& argv, const std::string& flag) {
 }
 
 TEST(SlurmPlacement, HostNIsNodeNAtItsNodeAddrAndTheCountsMustAgree) {
-  JobSpec spec = Spec("name: t\nimage: busybox\nslurm: {nodes: 2, time: 1h}\n");
+  const JobSpec spec = Spec("name: t\nimage: busybox\nslurm: {nodes: 2, time: 1h}\n");
   ASSERT_EQ(spec.hosts.size(), 2u);
-  ASSERT_TRUE(PlaceOnSlurmNodes(spec, {Node("h1", "10.0.0.1", {}, 2, 0), Node("h2", "10.0.0.2", {}, 2, 0)}).ok());
-  EXPECT_EQ(spec.hosts[1].address, "10.0.0.2");
-  EXPECT_EQ(spec.hosts[1].internal_address, "10.0.0.2");
-  EXPECT_EQ(spec.hosts[1].vars.at("SLURM_NODE"), "h2");
-  JobSpec again = Spec("name: t\nimage: busybox\nslurm: {nodes: 2, time: 1h}\n");
-  EXPECT_EQ(PlaceOnSlurmNodes(again, {Node("h1", "10.0.0.1", {}, 2, 0)}).message(),
+  cluster::PlanInput input = MakePlanInput(spec, "a1b2c3d4");
+  ASSERT_TRUE(
+      PlaceOnSlurmNodes(*spec.slurm, {Node("h1", "10.0.0.1", {}, 2, 0), Node("h2", "10.0.0.2", {}, 2, 0)}, &input)
+          .ok());
+  EXPECT_EQ(input.hosts[1].address, "10.0.0.2");
+  EXPECT_EQ(input.hosts[1].internal_address, "10.0.0.2");
+  EXPECT_EQ(input.hosts[1].vars.at("SLURM_NODE"), "h2");
+  EXPECT_NE(spec.hosts[1].address, "10.0.0.2") << "the validated spec is never edited";
+  cluster::PlanInput again = MakePlanInput(spec, "a1b2c3d4");
+  EXPECT_EQ(PlaceOnSlurmNodes(*spec.slurm, {Node("h1", "10.0.0.1", {}, 2, 0)}, &again).message(),
             "Slurm gave 1 node(s), the job asked for 2");
+  EXPECT_EQ(again.hosts[0].address, spec.hosts[0].address) << "a failed placement changes nothing";
 }
 
 TEST(SlurmPlacement, WholeNodesKeepTheJobsOwnContainerOptions) {
@@ -115,115 +124,6 @@ TEST(SlurmPlacement, TheNodesEventKeepsNamesAndAddressesInOrder) {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using TimePoint = ssh::EventLoop::Clock::time_point;
-
-// Slurm where salloc, squeue, scontrol and scancel run, scripted: one
-// allocation, job 7, of nodes n1 and n2 (NodeAddr 10.0.0.1, 10.0.0.2).
-// Every answer comes from the loop of the executor it ran on, at once.
-class FakeSlurm {
- public:
-  // How long salloc waits in the queue before Slurm grants the allocation.
-  milliseconds grant_after{0};
-  int running_squeues = 1000;  // squeue says RUNNING this many times, then
-  std::string end_state = "CANCELLED";  // the job is gone, ended so
-  // Whose Now() stamps each squeue (unset: the loop it ran on).
-  ssh::EventLoop* clock = nullptr;
-  std::function<void()> on_scancel;
-  // Bytes of padding after `scontrol -o show job`'s record (a broken or
-  // hostile login host).
-  size_t show_job_padding = 0;
-  // Bytes salloc writes to stderr a second after its "Pending" line.
-  size_t salloc_padding = 0;
-
-  std::vector<std::string> lines;         // every command line, in order
-  std::vector<TimePoint> squeue_at;       // when each squeue ran
-  TimePoint salloc_at{}, scancel_at{};    // on the loop each ran on
-
-  std::unique_ptr<ssh::Executor> On(ssh::EventLoop* loop) { return std::make_unique<Exec>(this, loop); }
-
- private:
-  struct Cmd : ssh::Command {
-    std::shared_ptr<bool> done_ = std::make_shared<bool>(false);
-    std::shared_ptr<bool> alive = std::make_shared<bool>(true);
-    ~Cmd() override { *alive = false; }
-    void WriteStdin(std::string_view) override {}
-    void CloseStdin() override {}
-    bool done() const override { return *done_; }
-    size_t stdin_pending() const override { return 0; }
-  };
-  class Exec : public ssh::Executor {
-   public:
-    Exec(FakeSlurm* slurm, ssh::EventLoop* loop) : slurm_(slurm), loop_(loop) {}
-    Result<std::unique_ptr<ssh::Command>> Start(const std::string& line, ssh::CommandCallbacks cb) override {
-      auto cmd = std::make_unique<Cmd>();
-      std::optional<int> code = 0;
-      std::string out, err;
-      slurm_->Answer(line, loop_, &code, &out, &err);
-      auto say = [alive = cmd->alive, done = cmd->done_, cb](std::string out, std::string err,
-                                                            std::optional<int> code) {
-        if (!*alive) return;
-        if (!out.empty() && cb.on_stdout) cb.on_stdout(out);
-        if (!err.empty() && cb.on_stderr) cb.on_stderr(err);
-        if (!code) return;  // still running
-        *done = true;
-        if (cb.on_exit) cb.on_exit(ssh::ExitStatus{*code, "", ""});
-      };
-      if (line.starts_with("salloc ") && slurm_->grant_after > milliseconds(0)) {
-        // Pending now, granted (if still asked for) later.
-        loop_->AddTimer(loop_->Now(), [say, err] { say("", err, std::nullopt); });
-        if (slurm_->salloc_padding > 0) {
-          loop_->AddTimer(loop_->Now() + seconds(1), [say, n = slurm_->salloc_padding] {
-            say("", std::string(n, 'x'), std::nullopt);
-          });
-        }
-        loop_->AddTimer(loop_->Now() + slurm_->grant_after, [say, slurm = slurm_] {
-          if (slurm->cancelled_) return;
-          slurm->granted_ = true;
-          say("", "salloc: Granted job allocation 7\n", 0);
-        });
-      } else {
-        loop_->AddTimer(loop_->Now(), [say, out, err, code] { say(out, err, code); });
-      }
-      return std::unique_ptr<ssh::Command>(std::move(cmd));
-    }
-    std::string label() const override { return "slurm"; }
-
-   private:
-    FakeSlurm* slurm_;
-    ssh::EventLoop* loop_;
-  };
-
-  bool Ended() const { return squeues_ > running_squeues || cancelled_; }
-  void Answer(const std::string& line, ssh::EventLoop* loop, std::optional<int>* code, std::string* out,
-              std::string* err) {
-    lines.push_back(line);
-    if (line.starts_with("salloc ")) {
-      salloc_at = loop->Now();
-      *err = "salloc: Pending job allocation 7\n";
-      granted_ = grant_after == milliseconds(0);
-      if (granted_) *err += "salloc: Granted job allocation 7\n";
-    } else if (line.starts_with("squeue ")) {
-      squeue_at.push_back((clock ? clock : loop)->Now());
-      if (granted_) ++squeues_;
-      *out = !granted_ ? "PENDING|Priority\n" : Ended() ? "" : "RUNNING|None\n";
-    } else if (line.starts_with("scontrol -o show job")) {
-      *out = "JobId=7 JobName=barge-x JobState=" + std::string(Ended() ? end_state : "RUNNING") +
-             " Reason=None Partition=gpu NodeList=n[1-2] Nodes=n[1-2] CPU_IDs=0-1 Mem=0 GRES=\n";
-      out->append(show_job_padding, 'x');
-    } else if (line.starts_with("scontrol -o show node")) {
-      *out = "NodeName=n1 NodeAddr=10.0.0.1 State=ALLOCATED\nNodeName=n2 NodeAddr=10.0.0.2 State=ALLOCATED\n";
-    } else if (line.starts_with("scancel ")) {
-      scancel_at = loop->Now();
-      cancelled_ = true;
-      if (on_scancel) on_scancel();
-    } else {
-      *code = 127;
-    }
-  }
-  int squeues_ = 0;
-  bool granted_ = false;
-  bool cancelled_ = false;
-};
 
 // What the controller said, one line each.
 class Said : public JobObserver {
@@ -232,8 +132,7 @@ class Said : public JobObserver {
   std::string text;
 };
 
-// RunSlurmJob on `slurm`, the job itself a Controller on fake hosts (their
-// clock virtual too).
+// A slurm: job's Controller on `slurm_` and fake hosts, on one virtual loop.
 class SlurmJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -245,8 +144,8 @@ class SlurmJobTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(state_); }
 
-  // Runs a 2-node slurm: job with `extra` keys; what barge said (on stderr,
-  // and the controller to its observer) goes to said_.
+  // Runs a 2-node slurm: job with `extra` keys; what barge said (the
+  // controller to its observer) goes to said_.
   int Run(const std::string& extra) {
     JobSpec spec = Spec("name: fake\nimage: img\ncommand: [train]\nslurm: {nodes: 2, time: 1h}\n"
                         "ssh: {dead_after: 1s, engine_timeout: 1s, engine_misses: 2}\nstop_grace: 1s\n" +
@@ -255,20 +154,15 @@ class SlurmJobTest : public ::testing::Test {
     ControllerOptions options;
     options.state_dir = state_.string();
     options.echo = false;
-    SlurmSubmitSeam seam;
-    seam.time = ssh::EventLoop::TimeSource::kVirtual;
-    seam.connect = [this](ssh::EventLoop* loop) -> Result<std::unique_ptr<ssh::Executor>> {
+    options.connect_slurm_submit = [this](ssh::EventLoop* loop) -> Result<std::unique_ptr<ssh::Executor>> {
+      EXPECT_EQ(loop, &loop_) << "Slurm's commands run on the job's own loop";
       return slurm_.On(loop);
     };
-    auto run = [this](const JobSpec& placed, const cluster::PlanInput& in, const ControllerOptions& o) {
-      ran_ = true;
-      every_ = o.outside_every;
-      internal::Controller controller(placed, in, o, &loop_, &fake_, &observer_);
-      return controller.Run();
-    };
-    ::testing::internal::CaptureStderr();
-    const int code = RunSlurmJob(spec, input, options, run, seam);
-    said_ = ::testing::internal::GetCapturedStderr() + observer_.text;
+    internal::Controller controller(spec, input, options, &loop_, &fake_, &observer_);
+    const int code = controller.Run();
+    // The job ran on hosts: a command reached one of them.
+    ran_ = !fake_.all_lines().empty();
+    said_ = observer_.text;
     return code;
   }
   bool NothingLeft() {
@@ -281,7 +175,6 @@ class SlurmJobTest : public ::testing::Test {
   Said observer_;
   FakeSlurm slurm_;
   bool ran_ = false;
-  milliseconds every_{0};
   std::string said_;
 };
 
@@ -293,7 +186,7 @@ TEST_F(SlurmJobTest, AJobStillQueuedInSlurmAfterItsWaitIsCancelledAndFailsWithou
   EXPECT_FALSE(ran_);
   ASSERT_EQ(std::count(slurm_.lines.begin(), slurm_.lines.end(), "scancel 7"), 1) << said_;
   // Cancelled once past wait: (the queue is looked at every 3 s and the
-  // bound every 0.2 s of the allocation's own clock), not before.
+  // bound every 0.2 s of the job's loop), not before.
   EXPECT_GE(slurm_.scancel_at - slurm_.salloc_at, seconds(30));
   EXPECT_LE(slurm_.scancel_at - slurm_.salloc_at, seconds(31));
 }
@@ -303,7 +196,7 @@ TEST_F(SlurmJobTest, WhileTheHeadRunsSqueueIsAskedEvery10SecondsAndAnAllocationS
   slurm_.running_squeues = 2;
   slurm_.on_scancel = [this] { EXPECT_TRUE(NothingLeft()) << "scancel before the containers were removed"; };
   EXPECT_EQ(Run(""), kExitBargeFailure) << said_;
-  EXPECT_EQ(every_, seconds(10));
+  EXPECT_EQ(internal::kSlurmWatchEvery, seconds(10));
   ASSERT_EQ(slurm_.squeue_at.size(), 3u) << said_;
   EXPECT_EQ(slurm_.squeue_at[1] - slurm_.squeue_at[0], seconds(10));
   EXPECT_EQ(slurm_.squeue_at[2] - slurm_.squeue_at[1], seconds(10));

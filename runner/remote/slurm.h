@@ -1,6 +1,6 @@
 // Slurm's client commands as barge runs them on a submit host (this
 // machine, or slurm.login over SSH), and the parsers of their answers.
-// Pure: runner/controller/slurm_run.h runs them.
+// Pure: runner/controller/slurm_allocation.h runs them.
 //
 // The allocation is `salloc --no-shell` (it waits in Slurm's queue, prints
 // "salloc: Pending job allocation J" / "salloc: Granted job allocation J" on
