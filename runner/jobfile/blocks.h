@@ -10,7 +10,8 @@
 // config.yaml, the public API).
 #pragma once
 
-#include "runner/jobfile/reader.h"
+#include "runner/jobfile/key_table.h"
+#include "runner/jobfile/value_readers.h"
 
 namespace barge::runner::jobfile {
 

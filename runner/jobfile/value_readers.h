@@ -1,8 +1,7 @@
-// The key-table engine of the job file's reader (internal to
-// runner/jobfile/): the source and entry a value is read from, the readers
-// of single values, and the table of known keys per block (KeyRule,
-// Describe, ReadMapping). Each block family's table lives in its own file
-// (blocks.h lists them).
+// The readers of single values of a job file (internal to
+// runner/jobfile/): scalars, numbers, sizes, durations, enums, paths,
+// commands, lists and NAME: value mappings. Each reports its own errors at
+// its Entry and returns nullopt (or false) after one.
 #pragma once
 
 #include <fcntl.h>
@@ -29,6 +28,7 @@
 #include <utility>
 
 #include "base/user_home.h"
+#include "runner/jobfile/entry.h"
 #include "runner/jobfile/job_file.h"
 #include "runner/jobfile/hosts_command.h"
 #include "runner/jobfile/proxy_jump.h"
@@ -45,80 +45,6 @@ namespace barge::runner::jobfile {
 namespace fs = std::filesystem;
 using container::ContainerOptions;
 using container::KeyValues;
-
-// More nodes than this is refused: first as written (before yaml-cpp builds
-// a tree of them), then with aliases expanded (an alias bomb). 1000 hosts of
-// 30 values each fit.
-constexpr long long kMaxNodes = 100000;
-
-// One file being read: the name its errors carry and the directory its
-// relative paths resolve against. Owned by ParseJobText (the job file) or
-// by JobDraft (a hosts_file); outlives every Entry that points at it.
-struct Source {
-  std::string name;
-  std::string base_dir;
-  std::vector<JobFileError>* errors;
-  bool read_secrets = true;  // SecretValues::kRead
-
-  void Error(int line, int column, std::string key, std::string message) const {
-    errors->push_back(JobFileError{name, line, column, std::move(key), std::move(message)});
-  }
-  void Error(const YAML::Mark& at, std::string key, std::string message) const {
-    Error(at.line + 1, at.column + 1, std::move(key), std::move(message));
-  }
-};
-
-// A value being read, with everything an error about it needs.
-struct Entry {
-  const Source* src;
-  YAML::Node key;  // the key node; for a list element, the element itself
-  YAML::Node value;
-  std::string path;  // "hosts[1].port"
-
-  // An error about the value: placed at the value, or at the key when the
-  // value is empty (yaml-cpp places an empty value at the next token, often
-  // on the next line).
-  void Error(std::string message) const {
-    const YAML::Node& at = value.IsNull() ? key : value;
-    src->Error(at.Mark(), path, std::move(message));
-  }
-  // An error about the key itself: unknown, misplaced, missing parts.
-  void KeyError(std::string message) const { src->Error(key.Mark(), path, std::move(message)); }
-
-  Entry Element(const YAML::Node& element, size_t index) const {
-    return Entry{src, element, element, path + "[" + std::to_string(index) + "]"};
-  }
-  Entry Child(const YAML::Node& child_key, const YAML::Node& child_value) const {
-    std::string name = child_key.Scalar();
-    return Entry{src, child_key, child_value, path.empty() ? name : path + "." + name};
-  }
-};
-
-inline std::string TypeName(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Scalar:
-      return "a string (" + QuoteValue(n.Scalar()) + ")";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    default:
-      return "nothing";
-  }
-}
-
-inline std::string JoinWords(std::span<const std::string_view> words, std::string_view last_sep) {
-  std::string out;
-  for (size_t i = 0; i < words.size(); ++i) {
-    if (i > 0) out += i + 1 == words.size() ? last_sep : std::string_view(", ");
-    out += words[i];
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------
-// Reading single values. Each reports its own errors and returns nullopt
-// (or false) after one.
 
 inline std::optional<std::string> ReadScalar(const Entry& e, std::string_view expected = "a string") {
   if (e.value.IsNull()) {
@@ -365,87 +291,6 @@ inline std::optional<std::vector<std::string>> ReadCommand(const Entry& e) {
     return std::nullopt;
   }
   return argv;
-}
-
-// ---------------------------------------------------------------------------
-// Reading mappings through a table of known keys per block. Adding a key to
-// a block is one line in its table.
-
-template <typename Out>
-struct KeyRule {
-  std::string_view key;
-  KeyDoc doc;  // what the key takes, for `barge schema`; empty when misplaced
-  void (*read)(const Entry& e, Out& out);
-  // With read == nullptr the key is known but belongs elsewhere; this says
-  // where, as the error's message.
-  std::string_view misplaced = {};
-};
-
-// The documented keys of a table (a misplaced key is not one of its keys).
-template <typename Out, size_t N>
-std::vector<KeyInfo> Describe(const KeyRule<Out> (&rules)[N]) {
-  std::vector<KeyInfo> keys;
-  for (const KeyRule<Out>& rule : rules) {
-    if (rule.read != nullptr) keys.push_back({rule.key, rule.doc});
-  }
-  return keys;
-}
-
-// The first entry of each key present in a mapping.
-using SeenKeys = std::map<std::string, Entry>;
-
-inline std::string UnknownMessage(const std::string& name, std::span<const std::string_view> known,
-                           std::string_view noun) {
-  std::string message = "unknown " + std::string(noun);
-  if (auto close = ClosestMatch(name, known)) return message + "; did you mean '" + *close + "'?";
-  return message + " (expected " + JoinWords(known, " or ") + ")";
-}
-
-// Reads the mapping `block.value` through `rules`. An empty value (`key:`
-// with nothing after it) is an empty block. Unknown keys are errors, with a
-// suggestion when one is close; `noun` names what the keys are ("key",
-// "role").
-template <typename Out, size_t N>
-SeenKeys ReadMapping(const Entry& block, const KeyRule<Out> (&rules)[N], Out& out,
-                     std::string_view noun = "key") {
-  SeenKeys seen;
-  if (block.value.IsNull()) return seen;
-  if (!block.value.IsMap()) {
-    block.Error("expected a mapping, got " + TypeName(block.value));
-    return seen;
-  }
-  std::vector<std::string_view> known;
-  for (const KeyRule<Out>& rule : rules) {
-    if (rule.read != nullptr) known.push_back(rule.key);
-  }
-  for (auto it = block.value.begin(); it != block.value.end(); ++it) {
-    if (!it->first.IsScalar()) {
-      block.src->Error(it->first.Mark(), block.path,
-                       "a key must be a plain word, not " + TypeName(it->first));
-      continue;
-    }
-    Entry e = block.Child(it->first, it->second);
-    const std::string& name = it->first.Scalar();
-    if (name == "<<") {
-      e.KeyError("merge keys ('<<') are not supported; repeat the keys, or alias the whole block");
-      continue;
-    }
-    const KeyRule<Out>* rule = nullptr;
-    for (const KeyRule<Out>& r : rules) {
-      if (r.key == name) rule = &r;
-    }
-    if (rule == nullptr) {
-      e.KeyError(UnknownMessage(name, known, noun));
-      continue;
-    }
-    if (rule->read == nullptr) {
-      e.KeyError(std::string(rule->misplaced));
-      continue;
-    }
-    seen.emplace(name, e);
-    rule->read(e, out);
-  }
-  return seen;
 }
 
 // A mapping NAME -> scalar whose names `check_name` accepts; values are
