@@ -1,13 +1,16 @@
 // The blocks of a job file as they are read (internal to
 // runner/jobfile/): the drafts that collect a block's values, and the
 // readers and key tables of each block family, one file each:
-// container_blocks.cc (container, hosts' entries, readiness, roles, ssh,
-// rendezvous, teardown), host_blocks.cc (hosts, spares, hosts_file,
-// hosts_command, host groups), job_blocks.cc (restart, array, preemption,
-// roles, workdir, files, artifacts, forward), secret_blocks.cc (secrets,
-// registry), job_rules.cc (mpi, the top-level keys, cross-block checks,
-// ReadJob), yaml_document.cc (the guarded YAML parse), job_file.cc (layers,
-// config.yaml, the public API).
+// container_block.cc (container), host_entry_block.cc (one entry of hosts
+// or spare_hosts), role_blocks.cc (roles: head with its readiness probe,
+// worker), ssh_block.cc, rendezvous_block.cc, teardown_block.cc,
+// host_blocks.cc (hosts, spares, hosts_file, hosts_command, host groups),
+// job_blocks.cc (restart, array, preemption, workdir, files, artifacts,
+// forward), secret_blocks.cc (secrets, registry), slurm_block.cc (slurm),
+// job_rules.cc (mpi, the top-level keys, cross-block checks, ReadJob),
+// yaml_document.cc (the guarded YAML parse), job_file.cc (layers,
+// config.yaml, the public API). The key table itself is key_table.h, the
+// readers of single values value_readers.h.
 #pragma once
 
 #include "runner/jobfile/key_table.h"
@@ -153,13 +156,19 @@ struct Expansion {
   bool exceeded() const { return too_deep || count > kMaxNodes; }
 };
 
-// container_blocks.cc
+// container_block.cc
 void ReadContainer(const Entry& e, ContainerOptions& out);
+// host_entry_block.cc
 SeenKeys ReadHostEntry(const Entry& e, HostDraft& h);
+// role_blocks.cc
+SeenKeys ReadRoles(const Entry& e, JobDraft& d);
 SeenKeys ReadHead(const Entry& e, RoleDraft& r);
 SeenKeys ReadWorker(const Entry& e, RoleDraft& r);
+// ssh_block.cc
 SeenKeys ReadSsh(const Entry& e, SshSettings& s);
+// rendezvous_block.cc
 SeenKeys ReadRendezvous(const Entry& e, cluster::RendezvousOptions& r);
+// teardown_block.cc
 SeenKeys ReadTeardown(const Entry& e, TeardownDraft& t);
 // host_blocks.cc
 void ReadHostList(const Entry& e, JobDraft& d);
@@ -171,7 +180,6 @@ void ReadHostGroups(const Entry& e, JobDraft& d);
 SeenKeys ReadArrayBlock(const Entry& e, ArraySpec& a);
 SeenKeys ReadRestart(const Entry& e, RestartPolicy& r);
 SeenKeys ReadPreemption(const Entry& e, PreemptionSpec& p);
-SeenKeys ReadRoles(const Entry& e, JobDraft& d);
 void ReadWorkdir(const Entry& e, JobDraft& d);
 void ReadFiles(const Entry& e, JobDraft& d);
 void ReadArtifacts(const Entry& e, JobDraft& d);

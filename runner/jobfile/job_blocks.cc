@@ -1,4 +1,4 @@
-// The job-level blocks: restart, array, preemption, roles, workdir, files, artifacts, forward.
+// The job-level blocks: restart, array, preemption, workdir, files, artifacts, forward.
 #include "runner/jobfile/blocks.h"
 
 namespace barge::runner::jobfile {
@@ -85,24 +85,6 @@ constexpr KeyRule<PreemptionSpec> kPreemptionRules[] = {
      }},
 };
 std::vector<KeyInfo> PreemptionKeys() { return Describe(kPreemptionRules); }
-
-
-
-constexpr KeyRule<JobDraft> kRoleRules[] = {
-    {"head",
-     {.type = KeyType::kBlock, .description = "The head (rank 0)", .keys = HeadKeys},
-     [](const Entry& e, JobDraft& d) {
-       d.head.present = true;
-       ReadHead(e, d.head);
-     }},
-    {"worker",
-     {.type = KeyType::kBlock, .description = "The workers (every other node)", .keys = WorkerKeys},
-     [](const Entry& e, JobDraft& d) {
-       d.worker.present = true;
-       ReadWorker(e, d.worker);
-     }},
-};
-std::vector<KeyInfo> RoleKeys() { return Describe(kRoleRules); }
 
 std::optional<std::string> ReadLocalPath(const Entry& e, bool directory) {
   std::optional<std::string> written = ReadNonEmpty(e, directory ? "a local directory" : "a local file");
@@ -315,6 +297,5 @@ SeenKeys ReadArrayBlock(const Entry& e, ArraySpec& a) { return ReadMapping(e, kA
 
 SeenKeys ReadRestart(const Entry& e, RestartPolicy& r) { return ReadMapping(e, kRestartRules, r); }
 SeenKeys ReadPreemption(const Entry& e, PreemptionSpec& p) { return ReadMapping(e, kPreemptionRules, p); }
-SeenKeys ReadRoles(const Entry& e, JobDraft& d) { return ReadMapping(e, kRoleRules, d, "role"); }
 
 }  // namespace barge::runner::jobfile
