@@ -15,6 +15,7 @@
 #include "barge_version.h"
 #include "runner/cli/verb_tree.h"
 #include "runner/console/color.h"
+#include "runner/console/exit_codes.h"
 #include "runner/console/failure.h"
 #include "runner/console/fd_limit.h"
 

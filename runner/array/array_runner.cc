@@ -19,6 +19,7 @@
 #include <memory>
 #include <set>
 
+#include "runner/console/exit_codes.h"
 #include "runner/controller/entry_points.h"
 #include "runner/array/array_events.h"
 #include "runner/array/array_member.h"

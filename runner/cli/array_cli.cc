@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/console/detach.h"
+#include "runner/console/exit_codes.h"
 #include "runner/console/failure.h"
 #include "runner/controller/entry_points.h"
 #include "runner/array/array_member.h"

@@ -7,6 +7,7 @@
 #include "runner/cli/array_cli.h"
 #include "runner/cli/verb_tree.h"
 #include "runner/cli/verbs.h"
+#include "runner/console/exit_codes.h"
 #include "runner/console/failure.h"
 #include "runner/store/state_dir.h"
 

@@ -15,6 +15,7 @@
 #include <ctime>
 #include <set>
 #include "cluster/plan.h"
+#include "runner/console/exit_codes.h"
 #include "runner/controller/entry_points.h"
 #include "runner/controller/slurm_run.h"
 #include "runner/controller/srun_connector.h"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/shell_word.h"
+#include "runner/console/exit_codes.h"
 #include "runner/console/failure.h"
 #include "runner/console/table.h"
 #include "runner/console/time_format.h"

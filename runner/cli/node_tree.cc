@@ -8,6 +8,7 @@
 
 #include "runner/cli/verb_tree.h"
 #include "runner/cli/verbs.h"
+#include "runner/console/exit_codes.h"
 #include "runner/console/failure.h"
 
 namespace barge::runner {

@@ -16,6 +16,7 @@
 #include <ctime>
 #include <set>
 #include "cluster/plan.h"
+#include "runner/console/exit_codes.h"
 #include "runner/controller/entry_points.h"
 #include "runner/jobfile/overrides.h"
 #include "runner/jobfile/job_file.h"

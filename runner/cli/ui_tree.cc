@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runner/cli/verb_tree.h"
+#include "runner/console/exit_codes.h"
 #include "runner/console/failure.h"
 #include "runner/store/state_dir.h"
 #include "runner/ui/ui_cli.h"

@@ -17,6 +17,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runner/console/exit_codes.h"
+
 namespace barge::runner {
 
 // After the parse: when one of the family's verbs was chosen, runs it and

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/console/exit_codes.h"
 #include "runner/controller/entry_points.h"
 #include "runner/jobfile/job_file.h"
 #include "runner/jobfile/overrides.h"

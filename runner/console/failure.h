@@ -1,14 +1,13 @@
 // How barge's own failures end a command: "barge: MESSAGE" on stderr and
-// exit code 125 (a job's own code is passed through otherwise).
+// exit code kExitBargeFailure (exit_codes.h).
 #pragma once
 
 #include <cstdio>
 #include <string>
 
-namespace barge::runner {
+#include "runner/console/exit_codes.h"
 
-// barge's exit code for its own failures (bad input, a host refused, ...).
-inline constexpr int kExitBargeFailure = 125;
+namespace barge::runner {
 
 // Prints "barge: MESSAGE" on `err` and returns kExitBargeFailure.
 inline int SayFailure(std::FILE* err, const std::string& message) {

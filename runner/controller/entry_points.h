@@ -1,7 +1,7 @@
 // The Controller runs one job to its end: connect → preflight → start head →
 // ready → start workers → running → completing → torn down, and returns
-// barge's exit code (the head's own code; 125 for barge's failures; 130
-// after an interrupt).
+// barge's exit code (the head's own code, else one of
+// runner/console/exit_codes.h).
 //
 // It is driven by one ssh::EventLoop: every remote command is a channel on
 // its host's one session (or a local child process), and Poll is the only
@@ -22,6 +22,7 @@
 
 #include "base/status.h"
 #include "cluster/plan.h"
+#include "runner/console/exit_codes.h"
 #include "runner/console/failure.h"
 #include "runner/jobfile/job_spec.h"
 #include "runner/remote/hosts_view.h"
@@ -32,11 +33,6 @@ class Executor;
 }  // namespace barge::ssh
 
 namespace barge::runner {
-
-// barge's exit codes besides the head's own (kExitBargeFailure, 125, is
-// console/failure.h's).
-inline constexpr int kExitInterrupted = 130;
-inline constexpr int kExitTimedOut = 124;  // as timeout(1)
 
 class HostConnector;
 class Progress;
