@@ -98,7 +98,7 @@ int RunVerbs::Rerun() {
   if (!FindArrayOrSay(state_dir, job, &array_id)) return kExitBargeFailure;
   if (array_id) {
     return fleet::RerunArray(state_dir, *array_id, rerun_failed, detach,
-                             [](const std::string& json) { return RecordedArrayJob(json); });
+                             [](const std::string& json) { return LoadRecordedArrayJob(json); });
   }
   if (rerun_failed) {
     std::fprintf(stderr, "barge: --failed is for a job array; '%s' is not one\n", job.c_str());

@@ -361,7 +361,7 @@ int Rerun(const std::string& job_text, bool detach) {
 
 // A job array's recorded run request parsed again, for `barge rerun ARRAY
 // --failed`; nullopt after printing why not.
-std::optional<fleet::RecordedArrayJob> RecordedArrayJob(const std::string& json) {
+std::optional<fleet::RecordedArrayJob> LoadRecordedArrayJob(const std::string& json) {
   Result<RunRequest> request = RunRequestFromJson(json);
   if (!request.ok()) {
     std::fprintf(stderr, "barge: %s\n", request.status().message().c_str());

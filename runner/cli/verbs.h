@@ -67,7 +67,7 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
 int Rerun(const std::string& job_text, bool detach);
 // A job array's recorded run request parsed again, for `barge rerun ARRAY
 // --failed`; nullopt after printing why not.
-std::optional<fleet::RecordedArrayJob> RecordedArrayJob(const std::string& json);
+std::optional<fleet::RecordedArrayJob> LoadRecordedArrayJob(const std::string& json);
 // Parses the job as job `job` ran it (its recorded request), to act on its
 // hosts: a job array's member job as that member, on its own hosts with its
 // host group's ssh settings (runner/array/member_record.h); nullopt after
