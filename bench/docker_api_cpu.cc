@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "container/docker_api.h"
-#include "runner/remote/engine_stream.h"
+#include "runner/remote/engine_streams.h"
 #include "ssh/event_loop.h"
 #include "ssh/local_executor.h"
 #include "ssh/session.h"

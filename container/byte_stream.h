@@ -1,6 +1,6 @@
 // The transport the Engine API client (docker_api.h) needs: a byte stream
 // to a unix socket on the engine's host. container/ defines it and knows no
-// transport; runner/remote/engine_stream.h adapts an ssh::Executor (an SSH
+// transport; runner/remote/engine_streams.h adapts an ssh::Executor (an SSH
 // direct-streamlocal channel, or a local socket) to it.
 //
 // Threading: the event loop's thread only; callbacks run from its Poll.

@@ -25,7 +25,7 @@
 #include "container/timestamp.h"
 #include "ssh/event_loop.h"
 #include "ssh/local_executor.h"
-#include "runner/remote/engine_stream.h"
+#include "runner/remote/engine_streams.h"
 #include "ssh/quote.h"
 #include "tests/support/ssh_test_util.h"
 

@@ -18,7 +18,7 @@
 
 #include "ssh/event_loop.h"
 #include "ssh/local_executor.h"
-#include "runner/remote/engine_stream.h"
+#include "runner/remote/engine_streams.h"
 #include "tests/support/ssh_test_util.h"
 
 namespace barge::container {

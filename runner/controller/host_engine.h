@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "container/docker_api.h"
-#include "runner/remote/engine_stream.h"
+#include "runner/remote/engine_streams.h"
 
 namespace barge::runner::internal {
 

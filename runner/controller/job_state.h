@@ -26,7 +26,7 @@
 #include "runner/controller/preflight.h"
 #include "runner/controller/registry_login.h"
 #include "runner/remote/docker_commands.h"
-#include "runner/remote/engine_stream.h"
+#include "runner/remote/engine_streams.h"
 
 namespace barge::runner::internal {
 

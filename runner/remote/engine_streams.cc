@@ -1,4 +1,4 @@
-#include "runner/remote/engine_stream.h"
+#include "runner/remote/engine_streams.h"
 
 #include <utility>
 
