@@ -3,6 +3,7 @@
 // (Launch: plan, launch stages, run until the head ends) until the job
 // succeeds, fails, is interrupted, times out, or a fault is not restartable.
 // Also the plumbing every phase uses.
+#include "runner/console/exit_codes.h"
 #include "runner/controller/controller.h"
 
 #include <spdlog/spdlog.h>

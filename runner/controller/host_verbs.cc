@@ -2,6 +2,7 @@
 // (TearDownOrphan), `barge reap` (Reap), `barge exec` (ExecInNode) and
 // `barge attach` to an orphan (AttachOrphan); and what every verb does
 // first (Prepare, ConnectToNode).
+#include "runner/console/exit_codes.h"
 #include "runner/controller/host_verbs.h"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // HostVerbs on scripted fake hosts (tests/support/part_world.h): the verbs
 // on a recorded job's hosts, apart from the Controller. The bed tests
 // (tests/e2e/) drive the same verbs through the binary on real hosts.
+#include "runner/console/exit_codes.h"
 #include "runner/controller/host_verbs.h"
 
 #include <gtest/gtest.h>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "runner/console/exit_codes.h"
 #include "runner/controller/host_verbs.h"
 #include "runner/controller/job_state.h"
 #include "runner/remote/hosts_view.h"

@@ -17,6 +17,7 @@
 #include "container/log_line.h"
 #include "container/proc_net.h"
 #include "container/timestamp.h"
+#include "runner/console/exit_codes.h"
 #include "runner/controller/job_state.h"
 #include "runner/controller/node_streams.h"
 

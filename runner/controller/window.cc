@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <set>
 
+#include "runner/console/exit_codes.h"
 #include "runner/console/terminal.h"
 #include "runner/console/time_format.h"
 #include "runner/controller/host_verbs.h"
