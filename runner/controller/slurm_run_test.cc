@@ -5,6 +5,7 @@
 // scripted Slurm and fake hosts, on the job's one virtual loop: the wait:
 // bound in Slurm's queue, the squeue watch every 10 s while the head runs,
 // scancel however the job ends.
+#include "runner/console/exit_codes.h"
 #include "runner/controller/slurm_run.h"
 
 #include <gtest/gtest.h>
