@@ -5,7 +5,7 @@
 
 #include "runner/console/time_format.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -78,4 +78,4 @@ void ArrayEventStream::ArrayEnded(const std::string& status, int exit_code, cons
   WriteLine(out_, j);
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -20,7 +20,7 @@
 
 #include "runner/store/job_store.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 class ArrayEventStream {
  public:
@@ -39,4 +39,4 @@ class ArrayEventStream {
   std::string array_id_;
 };
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 std::vector<nlohmann::json> Lines(std::FILE* f) {
@@ -55,4 +55,4 @@ TEST(ArrayEventStream, EachCallIsOneJsonLineInTheJobEventEnvelopeWithTheMembersF
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

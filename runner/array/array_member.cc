@@ -7,7 +7,7 @@
 #include "base/shell_word.h"
 #include "runner/jobfile/job_values.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 bool ReadByShell(const std::vector<std::string>& command) {
@@ -237,4 +237,4 @@ Status CheckArray(const JobSpec& base, const ArrayParams& params) {
   return Status::Ok();
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -21,7 +21,7 @@
 #include "runner/array/array_params.h"
 #include "runner/jobfile/job_spec.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 // `text` with every {array.COLUMN} replaced by row `row`'s value (quoted
 // for a POSIX shell when `for_shell`); other braces are left alone. An
@@ -68,4 +68,4 @@ size_t MembersAtOnce(const JobSpec& spec, const ArrayParams& params);
 // one member's hosts.
 [[nodiscard]] Status CheckArray(const JobSpec& base, const ArrayParams& params);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

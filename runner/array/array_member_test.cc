@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 ArrayParams Params() {
@@ -270,4 +270,4 @@ TEST(ArrayMember, RowValuesArriveAsDataThroughEveryAllowedCommandForm) {
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -12,7 +12,7 @@
 #include "runner/jobfile/job_text.h"
 #include "runner/jobfile/job_values.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 // `header` names where the column names were read ("params.csv:1").
@@ -229,4 +229,4 @@ std::string ParamsText(const ArrayParams& params, size_t row) {
   return out;
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 struct ArrayParams {
   std::vector<std::string> columns;            // in file / matrix order
@@ -54,4 +54,4 @@ std::string ParamsToJson(const ArrayParams& params);
 // "lr=0.1 seed=1": a row as the summary table shows it.
 std::string ParamsText(const ArrayParams& params, size_t row);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

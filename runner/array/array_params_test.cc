@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 TEST(ArrayParams, CsvRowsFollowTheHeaderWithQuotesCommasAndCrlf) {
@@ -96,4 +96,4 @@ TEST(ArrayParams, RowsSurviveTheStoresJsonAndPrintAsNameValuePairs) {
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

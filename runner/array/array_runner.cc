@@ -33,7 +33,7 @@
 #include "runner/console/signals.h"
 #include "ssh/event_loop.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 // Closes every file descriptor from `first` on (a forked member's
@@ -780,4 +780,4 @@ int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& 
   return run.Run();
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

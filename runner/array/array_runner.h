@@ -31,7 +31,7 @@
 #include "runner/array/array_params.h"
 #include "runner/jobfile/job_spec.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 struct ArrayRunOptions {
   std::string state_dir;
@@ -55,4 +55,4 @@ struct ArrayRunOptions {
 int RunArray(const JobSpec& spec, const ArrayParams& params, const std::string& array_id,
              const ArrayRunOptions& options);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -6,7 +6,7 @@
 #include "runner/console/table.h"
 #include "runner/console/time_format.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 std::string PipeTable(const std::vector<std::vector<std::string>>& rows) { return FormatTable(rows, " | "); }
 
@@ -24,4 +24,4 @@ std::string SummaryTable(const std::vector<MemberRecord>& members, TimePoint now
   return PipeTable(rows);
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -12,7 +12,7 @@
 
 #include "runner/store/array_store.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 std::string SummaryTable(const std::vector<MemberRecord>& members, TimePoint now);
 
@@ -20,4 +20,4 @@ std::string SummaryTable(const std::vector<MemberRecord>& members, TimePoint now
 // to the widest cell; each line ends in '\n', trailing spaces dropped.
 std::string PipeTable(const std::vector<std::vector<std::string>>& rows);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

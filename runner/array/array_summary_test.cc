@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 TEST(ArraySummary, TheTableHasOneRowPerMemberWithAttemptsExitHostsAndDuration) {
@@ -35,4 +35,4 @@ TEST(ArraySummary, CountsNameOnlyStatusesThatHaveMembers) {
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

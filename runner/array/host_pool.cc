@@ -5,7 +5,7 @@
 #include <iterator>
 #include <string_view>
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 std::optional<std::vector<size_t>> HostPool::TakeFreeHosts(size_t n, const std::set<size_t>& avoid) {
   std::vector<size_t> taken;
@@ -61,4 +61,4 @@ size_t HostPool::free_count() const {
   return n;
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -22,7 +22,7 @@
 #include "runner/store/host_faults.h"
 #include "runner/store/job_store.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 class HostPool {
  public:
@@ -64,4 +64,4 @@ class HostPool {
   std::vector<bool> aside_;
 };
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -4,7 +4,7 @@
 
 #include <set>
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 TEST(HostPool, MembersHoldDisjointHostsUntilTheyGiveThemBack) {
@@ -108,4 +108,4 @@ TEST(HostPool, AWaitingMemberMovesOnlyToHostsItNeverWaitedForSoNeverBack) {
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -1,7 +1,7 @@
 // Prefixing a job array member's lines with its index.
 #include "runner/array/member_output.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 std::string MemberOutput::Prefixed(std::string_view line) const {
   const std::string index = std::to_string(index_);
@@ -30,4 +30,4 @@ std::string MemberOutput::Flush() {
   return out;
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

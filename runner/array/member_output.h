@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 class MemberOutput {
  public:
@@ -28,4 +28,4 @@ class MemberOutput {
   std::string partial_;
 };
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 TEST(MemberOutput, ContainerLinesGetTheIndexInTheirBracketAndOthersABracketOfTheirOwn) {
@@ -16,4 +16,4 @@ TEST(MemberOutput, ContainerLinesGetTheIndexInTheirBracketAndOthersABracketOfThe
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

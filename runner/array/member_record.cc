@@ -8,7 +8,7 @@
 #include "runner/store/array_store.h"
 #include "runner/store/job_store.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 Status RecordMemberRun(const std::string& state_dir, const std::string& array_id, int index,
                        const std::vector<size_t>& hosts, const std::string& job_id) {
@@ -57,4 +57,4 @@ Result<JobSpec> RecordedMemberSpec(const std::string& state_dir, const JobSpec& 
   return MemberSpecFromRecord(base, *params, member);
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

@@ -20,7 +20,7 @@
 #include "runner/jobfile/job_spec.h"
 #include "runner/jobfile/overrides.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 
 // Records, as job `job_id`'s run request, that it is member `index` of
 // array `array_id` on hosts `hosts` of its pool (indices; one past the
@@ -40,4 +40,4 @@ namespace barge::runner::fleet {
 [[nodiscard]] Result<JobSpec> RecordedMemberSpec(const std::string& state_dir, const JobSpec& base,
                                                  const RunRequest::Member& member);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

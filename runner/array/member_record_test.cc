@@ -15,7 +15,7 @@
 #include "runner/store/array_store.h"
 #include "runner/store/job_store.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner::array {
 namespace {
 
 namespace fs = std::filesystem;
@@ -176,4 +176,4 @@ TEST_F(MemberRecordTest, ARecordedHostOutsideThePoolOrARowThatIsGoneIsAnError) {
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner::array

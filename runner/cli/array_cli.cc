@@ -27,7 +27,7 @@
 #include "runner/store/job_store.h"
 #include "runner/store/state_dir.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 namespace {
 
 
@@ -38,7 +38,7 @@ Json OptInt(const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); 
 
 // The array as one JSON object (`ls --json`, `show ARRAY --json`).
 Json ArrayJson(const ArrayRecord& a, const std::vector<MemberRecord>& members, TimePoint now) {
-  Result<ArrayParams> params = ParamsFromJson(a.params_json);
+  Result<array::ArrayParams> params = array::ParamsFromJson(a.params_json);
   Json counts = Json::object();
   for (MemberStatus st : {MemberStatus::kRunning, MemberStatus::kSucceeded, MemberStatus::kFailed,
                           MemberStatus::kWaiting, MemberStatus::kCancelled}) {
@@ -129,19 +129,19 @@ int RemoveArrayRecords(ArrayStore& store, const std::string& state_dir, const Ar
 }
 
 // Runs `array_id` here or, detached, in a process of its own.
-int Launch(const JobSpec& spec, const ArrayParams& params, const std::string& array_id,
+int Launch(const JobSpec& spec, const array::ArrayParams& params, const std::string& array_id,
            const std::string& spec_text, bool detach, std::FILE* events) {
-  ArrayRunOptions options;
+  array::ArrayRunOptions options;
   options.state_dir = StateDir();
   options.spec_text = spec_text;
   options.events = events;
-  if (!detach) return RunArray(spec, params, array_id, options);
+  if (!detach) return array::RunArray(spec, params, array_id, options);
   const std::string run_dir = RunDir(options.state_dir, array_id);
   if (Status s = MakeDirs(run_dir); !s.ok()) return SayFailure(stderr, s.message());
   Result<pid_t> spawned = SpawnDetached(run_dir + "/controller.log", [&] {
     // Events on stdout go to the controller's log like everything else.
     if (options.events == stdout) options.events = nullptr;
-    return RunArray(spec, params, array_id, options);
+    return array::RunArray(spec, params, array_id, options);
   });
   if (!spawned.ok()) return SayFailure(stderr, spawned.status().message());
   const pid_t pid = *spawned;
@@ -162,23 +162,23 @@ int Launch(const JobSpec& spec, const ArrayParams& params, const std::string& ar
 
 }  // namespace
 
-Result<std::optional<ArrayParams>> ArrayParamsOf(const JobSpec& spec, const std::string& array_file) {
-  Result<ArrayParams> params = Status::Error("unset");
+Result<std::optional<array::ArrayParams>> ArrayParamsOf(const JobSpec& spec, const std::string& array_file) {
+  Result<array::ArrayParams> params = Status::Error("unset");
   if (!array_file.empty()) {
-    params = ReadArrayParams(array_file);
+    params = array::ReadArrayParams(array_file);
   } else if (spec.array && !spec.array->file.empty()) {
-    params = ReadArrayParams(spec.array->file);
+    params = array::ReadArrayParams(spec.array->file);
   } else if (spec.array) {
-    params = ExpandMatrix(spec.array->matrix);
+    params = array::ExpandMatrix(spec.array->matrix);
   } else {
-    return std::optional<ArrayParams>();
+    return std::optional<array::ArrayParams>();
   }
   if (!params.ok()) return params.status();
-  if (Status s = CheckArray(spec, *params); !s.ok()) return s;
-  return std::optional<ArrayParams>(std::move(params).value());
+  if (Status s = array::CheckArray(spec, *params); !s.ok()) return s;
+  return std::optional<array::ArrayParams>(std::move(params).value());
 }
 
-int RunArrayCommand(const JobSpec& spec, const ArrayParams& params, const std::string& request_json,
+int RunArrayCommand(const JobSpec& spec, const array::ArrayParams& params, const std::string& request_json,
                     const std::string& spec_text, bool detach, std::FILE* events) {
   const std::string state_dir = StateDir();
   const std::string array_id = NewJobId();
@@ -187,14 +187,14 @@ int RunArrayCommand(const JobSpec& spec, const ArrayParams& params, const std::s
     Status s = jobs.ok() ? (*jobs)->SetRunRequest(array_id, request_json) : jobs.status();
     if (!s.ok()) return SayFailure(stderr, s.message());
   }
-  if (Status s = CreateArrayRecord(state_dir, spec, params, array_id); !s.ok()) return SayFailure(stderr, s.message());
+  if (Status s = array::CreateArrayRecord(state_dir, spec, params, array_id); !s.ok()) return SayFailure(stderr, s.message());
   return Launch(spec, params, array_id, spec_text, detach, events);
 }
 
-int PlanArray(const JobSpec& spec, const ArrayParams& params,
+int PlanArray(const JobSpec& spec, const array::ArrayParams& params,
               const std::function<int(const JobSpec&)>& print_plan, size_t shown) {
-  const size_t need = HostsPerMember(spec);
-  const size_t at_once = MembersAtOnce(spec, params);
+  const size_t need = array::HostsPerMember(spec);
+  const size_t at_once = array::MembersAtOnce(spec, params);
   std::printf("# job array: %zu member(s) from %s (columns: ", params.rows.size(), params.source.c_str());
   for (size_t c = 0; c < params.columns.size(); ++c) std::printf("%s%s", c ? ", " : "", params.columns[c].c_str());
   std::printf("); at most %zu at once, %zu host(s) each, %d retr%s\n", at_once, need, spec.array_retries,
@@ -203,24 +203,24 @@ int PlanArray(const JobSpec& spec, const ArrayParams& params,
     std::string hosts;
     for (const cluster::Host& h : g.hosts) hosts += (hosts.empty() ? "" : ", ") + h.address;
     std::printf("# host group %s: %s; %zu host(s) per member\n", g.name.c_str(), hosts.c_str(),
-                HostsPerMember(spec, g.hosts));
+                array::HostsPerMember(spec, g.hosts));
   }
   std::map<std::optional<size_t>, size_t> seen;  // members so far, by pool
   for (size_t i = 0; i < params.rows.size() && i < shown; ++i) {
     // The hosts the pool (its row's host group, or the job's hosts) gives
     // the first wave: the k-th member of a pool takes its (k mod
     // fits)-th block of `n` hosts.
-    Result<std::optional<size_t>> group = MemberGroup(spec, params, i);
+    Result<std::optional<size_t>> group = array::MemberGroup(spec, params, i);
     if (!group.ok()) return SayFailure(stderr, group.status().message());
     const std::vector<cluster::Host>& pool = *group ? spec.host_groups[**group].hosts : spec.hosts;
-    const size_t n = HostsPerMember(spec, pool);
+    const size_t n = array::HostsPerMember(spec, pool);
     const size_t fits = std::max<size_t>(pool.size() / std::max<size_t>(n, 1), 1);
     const size_t first = (seen[*group]++ % fits) * n;
     std::vector<cluster::Host> hosts;
     for (size_t h = first; h < first + n && h < pool.size(); ++h) hosts.push_back(pool[h]);
-    Result<JobSpec> member = MemberSpec(spec, params, i, "<array id>", hosts);
+    Result<JobSpec> member = array::MemberSpec(spec, params, i, "<array id>", hosts);
     if (!member.ok()) return SayFailure(stderr, member.status().message());
-    std::printf("\n# member %zu: %s; %s\n", i, ParamsText(params, i).c_str(),
+    std::printf("\n# member %zu: %s; %s\n", i, array::ParamsText(params, i).c_str(),
                 *group ? ("host group " + spec.host_groups[**group].name).c_str() : "the job's hosts");
     std::fflush(stdout);
     if (int code = print_plan(*member); code != 0) return code;
@@ -277,7 +277,7 @@ int ListArrayMembers(const std::string& state_dir, const std::string& array_id, 
                     ToString(m.status), std::to_string(m.attempts),
                     m.exit_code ? std::to_string(*m.exit_code) : "-", m.hosts.empty() ? "-" : m.hosts});
   }
-  std::fputs(PipeTable(rows).c_str(), out);
+  std::fputs(array::PipeTable(rows).c_str(), out);
   return 0;
 }
 
@@ -299,7 +299,7 @@ int ShowArray(const std::string& state_dir, const std::string& array_id, std::FI
   std::fprintf(out, "started %s%s\n", LocalTime(a->created, false).c_str(),
                a->exit_code ? (", exit code " + std::to_string(*a->exit_code)).c_str() : "");
   std::fprintf(out, "members: %s\n\n", CountsText(*members).c_str());
-  std::fputs(SummaryTable(*members, WallNow()).c_str(), out);
+  std::fputs(array::SummaryTable(*members, WallNow()).c_str(), out);
   return 0;
 }
 
@@ -388,7 +388,7 @@ int RerunArray(const std::string& state_dir, const std::string& array_id, bool f
   Result<ArrayRecord> a = LiveArray(**store, state_dir, array_id);
   if (!a.ok()) return SayFailure(stderr, a.status().message());
   if (a->status == "running") return SayFailure(stderr, "array " + array_id + " is still running (barge down it first)");
-  Result<ArrayParams> params = ParamsFromJson(a->params_json);
+  Result<array::ArrayParams> params = array::ParamsFromJson(a->params_json);
   if (!params.ok()) return SayFailure(stderr, params.status().message());
   std::string request_json;
   {
@@ -415,7 +415,7 @@ int RerunArray(const std::string& state_dir, const std::string& array_id, bool f
       Status s = jobs.ok() ? (*jobs)->SetRunRequest(again, request_json) : jobs.status();
       if (!s.ok()) return SayFailure(stderr, s.message());
     }
-    if (Status s = CreateArrayRecord(state_dir, job->spec, *params, again); !s.ok()) return SayFailure(stderr, s.message());
+    if (Status s = array::CreateArrayRecord(state_dir, job->spec, *params, again); !s.ok()) return SayFailure(stderr, s.message());
     std::fprintf(stderr, "barge: running every member (%zu) of array %s again as array %s\n", params->rows.size(),
                  array_id.c_str(), again.c_str());
     return Launch(job->spec, *params, again, job->spec_text, detach, nullptr);
@@ -478,4 +478,4 @@ int PruneArrays(const std::string& state_dir, std::chrono::milliseconds older_th
   return code;
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

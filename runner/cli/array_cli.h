@@ -19,25 +19,25 @@
 #include "runner/cli/jobs_cli.h"
 #include "runner/jobfile/job_spec.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 // The rows of the job's array: from `array_file` (--array) when given, else
 // from the job file's `array:`; nullopt when the job is not an array. The
 // rows are checked against the job (substitutions, images, the pool).
-[[nodiscard]] Result<std::optional<ArrayParams>> ArrayParamsOf(const JobSpec& spec,
+[[nodiscard]] Result<std::optional<array::ArrayParams>> ArrayParamsOf(const JobSpec& spec,
                                                                const std::string& array_file);
 
 // `barge run` of an array: records it (`request_json`: how it was run, as
 // for a job) and runs it, in this process or (`detach`) in a process of
 // its own that outlives this one, printing the array id. `events`: the
 // array's --events json lines (array_events.h; not owned; null: none).
-int RunArrayCommand(const JobSpec& spec, const ArrayParams& params, const std::string& request_json,
+int RunArrayCommand(const JobSpec& spec, const array::ArrayParams& params, const std::string& request_json,
                     const std::string& spec_text, bool detach, std::FILE* events = nullptr);
 
 // `barge plan --array`: the first `shown` members' plans, each with its row
 // and the hosts the pool would give it, then how many more. `print_plan`
 // prints one member spec's plan (main.cc's plan printer); touches nothing.
-int PlanArray(const JobSpec& spec, const ArrayParams& params,
+int PlanArray(const JobSpec& spec, const array::ArrayParams& params,
               const std::function<int(const JobSpec&)>& print_plan, size_t shown = 3);
 
 // The id of the array `text` names, if one does.
@@ -104,4 +104,4 @@ int RemoveArrayCommand(const std::string& state_dir, const std::string& array_id
 int PruneArrays(const std::string& state_dir, std::chrono::milliseconds older_than, std::FILE* out,
                 std::FILE* err, std::set<std::string>* kept_jobs);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -16,7 +16,7 @@
 #include "runner/store/array_store.h"
 #include "runner/store/job_store.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 namespace {
 
 namespace fs = std::filesystem;
@@ -94,7 +94,7 @@ class ArrayCliTest : public ::testing::Test {
                 MemberStatus s0, MemberStatus s1) {
     Result<std::unique_ptr<ArrayStore>> store = ArrayStore::Open(state_);
     ASSERT_TRUE(store.ok());
-    ArrayParams params;
+    array::ArrayParams params;
     params.columns = {"lr"};
     params.rows = {{"0.1"}, {"0.2"}};
     params.source = "params.csv";
@@ -104,7 +104,7 @@ class ArrayCliTest : public ::testing::Test {
     a.status = status;
     a.size = 2;
     a.parallel = 1;
-    a.params_json = ParamsToJson(params);
+    a.params_json = array::ParamsToJson(params);
     a.created = created;
     a.ended = ended;
     a.controller_pid = live_controller ? getpid() : DeadPid();
@@ -311,4 +311,4 @@ TEST_F(ArrayCliTest, PruneRemovesArraysEndedBeforeTheCutoffAndKeepsNewerOnesAndT
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

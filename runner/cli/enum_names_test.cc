@@ -39,7 +39,7 @@ TEST(EnumNames, EveryTableRoundTripsEveryValue) {
   ExpectRoundTrip(ssh::kHostKeyCheckingNames);
   ExpectRoundTrip(kJobStatusNames);
   ExpectRoundTrip(kPhaseNames);
-  ExpectRoundTrip(fleet::kMemberStatusNames);
+  ExpectRoundTrip(kMemberStatusNames);
   ExpectRoundTrip(kColorModeNames);
   ExpectRoundTrip(kStreamNames);
   ExpectRoundTrip(kOverrideFlags);
@@ -61,11 +61,11 @@ TEST(EnumNames, JobStatusesParseBackFromTheirNamesAndOtherTextListsThemAll) {
 
 TEST(EnumNames, PhasesAndMemberStatusesSpellTheirTableNames) {
   for (const auto& [phase, name] : kPhaseNames) EXPECT_EQ(std::string(ToString(phase)), name);
-  for (const auto& [status, name] : fleet::kMemberStatusNames) {
-    EXPECT_EQ(std::string(fleet::ToString(status)), name);
-    EXPECT_EQ(fleet::ParseMemberStatus(std::string(name)), status);
+  for (const auto& [status, name] : kMemberStatusNames) {
+    EXPECT_EQ(std::string(ToString(status)), name);
+    EXPECT_EQ(ParseMemberStatus(std::string(name)), status);
   }
-  EXPECT_EQ(fleet::ParseMemberStatus("exploded"), fleet::MemberStatus::kFailed);
+  EXPECT_EQ(ParseMemberStatus("exploded"), MemberStatus::kFailed);
 }
 
 TEST(EnumNames, EveryOverrideKindSurvivesARecordedRunRequest) {

@@ -20,7 +20,7 @@ int DownJobOrArray(const std::string& job) {
   std::optional<std::string> array_id;
   if (!FindArrayOrSay(state_dir, job, &array_id)) return kExitBargeFailure;
   if (array_id) {
-    return fleet::DownArray(state_dir, *array_id,
+    return DownArray(state_dir, *array_id,
                             [](const std::string& id, std::chrono::steady_clock::time_point deadline) {
                               return Down(id, deadline);
                             });

@@ -50,11 +50,11 @@ int ListVerbs::Ls() {
       std::fprintf(stderr, "barge: no job array matches '%s'\n", ls_array.c_str());
       return kExitBargeFailure;
     }
-    return fleet::ListArrayMembers(state_dir, *array_id, stdout);
+    return ListArrayMembers(state_dir, *array_id, stdout);
   }
   if (!status_filter.empty()) list.status = status_filter;
   if (!name_filter.empty()) list.name = name_filter;
-  if (Status s = fleet::AddArraysToList(state_dir, &list); !s.ok()) {
+  if (Status s = AddArraysToList(state_dir, &list); !s.ok()) {
     std::fprintf(stderr, "barge: %s\n", s.message().c_str());
     return kExitBargeFailure;
   }
@@ -66,7 +66,7 @@ int ListVerbs::Show() const {
   const std::string state_dir = StateDir();
   std::optional<std::string> array_id;
   if (!FindArrayOrSay(state_dir, job, &array_id)) return kExitBargeFailure;
-  if (array_id) return fleet::ShowArray(state_dir, *array_id, stdout, show_json);
+  if (array_id) return ShowArray(state_dir, *array_id, stdout, show_json);
   if (show_timeline) return ui::TimelineCommand(state_dir, job, stdout);
   return ShowJobCommand(state_dir, job, show_json, stdout);
 }
@@ -76,7 +76,7 @@ int RemoveJobOrArray(const std::string& job) {
   const std::string state_dir = StateDir();
   std::optional<std::string> array_id;
   if (!FindArrayOrSay(state_dir, job, &array_id)) return kExitBargeFailure;
-  if (array_id) return fleet::RemoveArrayCommand(state_dir, *array_id, stdout);
+  if (array_id) return RemoveArrayCommand(state_dir, *array_id, stdout);
   return RemoveJobCommand(state_dir, job, stdout);
 }
 
@@ -90,7 +90,7 @@ int PruneJobsAndArrays(const std::string& older_than) {
     return kExitBargeFailure;
   }
   std::set<std::string> array_members;
-  const int arrays_code = fleet::PruneArrays(state_dir, *age, stdout, stderr, &array_members);
+  const int arrays_code = PruneArrays(state_dir, *age, stdout, stderr, &array_members);
   const int jobs_code = PruneCommand(state_dir, *age, stdout, stderr, array_members);
   return arrays_code != 0 ? arrays_code : jobs_code;
 }

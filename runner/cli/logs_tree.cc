@@ -35,7 +35,7 @@ int LogsVerb::Run() const {
                                                    : "--index is for a job array");
     return kExitBargeFailure;
   }
-  auto member = fleet::MemberJobId(state_dir, *array_id, *index);
+  auto member = MemberJobId(state_dir, *array_id, *index);
   if (!member.ok()) {
     std::fprintf(stderr, "barge: %s\n", member.status().message().c_str());
     return kExitBargeFailure;

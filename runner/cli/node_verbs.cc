@@ -84,15 +84,15 @@ int Hosts(const std::string& file, const std::string& hosts, bool json, bool gpu
   ControllerOptions options;
   options.state_dir = StateDir();
   options.hosts_gpus = gpus;
-  std::vector<fleet::HostView> views;
+  std::vector<HostView> views;
   int code = 0;
   for (const auto& [label, s] : HostsSpecs(*spec)) {
     if (ListJobHosts(s, MakePlanInput(s, "hosts"), options, label, &views) != 0) code = kExitBargeFailure;
   }
   if (json) {
-    std::printf("%s\n", fleet::HostsJson(views).dump(2).c_str());
+    std::printf("%s\n", HostsJson(views).dump(2).c_str());
   } else {
-    std::fputs((gpus ? fleet::HostsGpuTable(views) : fleet::HostsTable(views)).c_str(), stdout);
+    std::fputs((gpus ? HostsGpuTable(views) : HostsTable(views)).c_str(), stdout);
   }
   std::fflush(stdout);
   return code;
@@ -188,7 +188,7 @@ int Forward(const std::string& job_text, const std::vector<std::string>& ports, 
   }
   std::vector<ForwardSpec> forwards;
   for (const std::string& p : ports) {
-    Result<window::ForwardPorts> parsed = window::ParseForwardPorts(p);
+    Result<ForwardPorts> parsed = ParseForwardPorts(p);
     if (!parsed.ok()) {
       std::fprintf(stderr, "barge: forward: %s\n", parsed.status().message().c_str());
       return kExitBargeFailure;

@@ -97,7 +97,7 @@ int RunVerbs::Rerun() {
   std::optional<std::string> array_id;
   if (!FindArrayOrSay(state_dir, job, &array_id)) return kExitBargeFailure;
   if (array_id) {
-    return fleet::RerunArray(state_dir, *array_id, rerun_failed, detach,
+    return RerunArray(state_dir, *array_id, rerun_failed, detach,
                              [](const std::string& json) { return LoadRecordedArrayJob(json); });
   }
   if (rerun_failed) {

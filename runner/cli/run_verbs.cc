@@ -136,14 +136,14 @@ int Plan(const std::string& path, std::vector<Override> overrides, const std::st
   std::optional<LoadedJob> loaded = Load(*request, path);
   if (!loaded) return kExitBargeFailure;
   // A job array (runner/array/): each member's plan.
-  Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*loaded->spec, array_file);
+  Result<std::optional<array::ArrayParams>> array = ArrayParamsOf(*loaded->spec, array_file);
   if (!array.ok()) {
     std::fprintf(stderr, "barge: %s\n", array.status().message().c_str());
     return kExitBargeFailure;
   }
   std::fputs(OverridesBanner(*request).c_str(), stdout);
   if (*array) {
-    return fleet::PlanArray(*loaded->spec, **array, [&](const JobSpec& member) { return PlanOne(path, member); });
+    return PlanArray(*loaded->spec, **array, [&](const JobSpec& member) { return PlanOne(path, member); });
   }
   return PlanOne(path, *loaded->spec);
 }
@@ -179,11 +179,11 @@ std::string RecordedSpecText(const RunRequest& request) {
 // A job array (runner/array/): one member job per row, run by the array
 // controller; `--events` are the array controller's own events
 // (runner/array/array_events.h). Returns the array's exit code.
-int RunArray(const JobSpec& spec, const fleet::ArrayParams& array, const RunRequest& request, bool detach,
+int RunArray(const JobSpec& spec, const array::ArrayParams& array, const RunRequest& request, bool detach,
              const EventsOption& events) {
   std::optional<std::FILE*> array_events = OpenEvents(events);
   if (!array_events) return kExitBargeFailure;
-  const int code = fleet::RunArrayCommand(spec, array, Redactor(spec)(RunRequestToJson(request)),
+  const int code = RunArrayCommand(spec, array, Redactor(spec)(RunRequestToJson(request)),
                                           RecordedSpecText(request), detach, *array_events);
   if (*array_events && *array_events != stdout) std::fclose(*array_events);
   return code;
@@ -278,7 +278,7 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
     std::fprintf(stderr, "barge: %s\n", s.message().c_str());
     return kExitBargeFailure;
   }
-  Result<std::optional<fleet::ArrayParams>> array = fleet::ArrayParamsOf(*spec, array_file);
+  Result<std::optional<array::ArrayParams>> array = ArrayParamsOf(*spec, array_file);
   if (!array.ok()) {
     std::fprintf(stderr, "barge: %s; nothing was started\n", array.status().message().c_str());
     return kExitBargeFailure;
@@ -361,7 +361,7 @@ int Rerun(const std::string& job_text, bool detach) {
 
 // A job array's recorded run request parsed again, for `barge rerun ARRAY
 // --failed`; nullopt after printing why not.
-std::optional<fleet::RecordedArrayJob> LoadRecordedArrayJob(const std::string& json) {
+std::optional<RecordedArrayJob> LoadRecordedArrayJob(const std::string& json) {
   Result<RunRequest> request = RunRequestFromJson(json);
   if (!request.ok()) {
     std::fprintf(stderr, "barge: %s\n", request.status().message().c_str());
@@ -369,7 +369,7 @@ std::optional<fleet::RecordedArrayJob> LoadRecordedArrayJob(const std::string& j
   }
   std::optional<LoadedJob> loaded = Load(*request, request->file);
   if (!loaded) return std::nullopt;
-  return fleet::RecordedArrayJob{std::move(*loaded->spec), RecordedSpecText(*request)};
+  return RecordedArrayJob{std::move(*loaded->spec), RecordedSpecText(*request)};
 }
 
 // Parses the job as job `job` ran it (its recorded request: the job file,
@@ -392,7 +392,7 @@ std::optional<JobSpec> RecordedSpec(const JobRecord& job) {
   if (!request->member) return std::move(loaded->spec);
   // A job array's member: its own hosts, with its host group's ssh
   // settings, as the array controller gave them (runner/array/member_record.h).
-  Result<JobSpec> member = fleet::RecordedMemberSpec(StateDir(), *loaded->spec, *request->member);
+  Result<JobSpec> member = array::RecordedMemberSpec(StateDir(), *loaded->spec, *request->member);
   if (!member.ok()) {
     std::fprintf(stderr, "barge: job %s: %s\n", job.id.c_str(), member.status().message().c_str());
     return std::nullopt;

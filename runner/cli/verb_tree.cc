@@ -7,7 +7,7 @@
 namespace barge::runner {
 
 bool FindArrayOrSay(const std::string& state_dir, const std::string& text, std::optional<std::string>* array_id) {
-  auto found = fleet::FindArray(state_dir, text);
+  auto found = FindArray(state_dir, text);
   if (!found.ok()) {
     std::fprintf(stderr, "barge: %s\n", found.status().message().c_str());
     return false;

@@ -23,9 +23,7 @@
 
 namespace barge::runner {
 
-namespace fleet {
 struct RecordedArrayJob;
-}
 
 // The first line of a recorded spec names the job file, so that `barge
 // down` can parse it again with relative paths resolved as at run time.
@@ -67,7 +65,7 @@ int Run(RunRequest request, const std::string& shown, bool detach, const EventsO
 int Rerun(const std::string& job_text, bool detach);
 // A job array's recorded run request parsed again, for `barge rerun ARRAY
 // --failed`; nullopt after printing why not.
-std::optional<fleet::RecordedArrayJob> LoadRecordedArrayJob(const std::string& json);
+std::optional<RecordedArrayJob> LoadRecordedArrayJob(const std::string& json);
 // Parses the job as job `job` ran it (its recorded request), to act on its
 // hosts: a job array's member job as that member, on its own hosts with its
 // host group's ssh settings (runner/array/member_record.h); nullopt after

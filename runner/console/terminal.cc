@@ -4,7 +4,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-namespace barge::runner::window {
+namespace barge::runner {
 
 RawTerminal::RawTerminal(int fd) : fd_(fd) {
   termios t;
@@ -28,4 +28,4 @@ TerminalSize SizeOf(int fd) {
   return s;
 }
 
-}  // namespace barge::runner::window
+}  // namespace barge::runner

@@ -6,7 +6,7 @@
 
 #include <optional>
 
-namespace barge::runner::window {
+namespace barge::runner {
 
 // Puts terminal `fd` in raw mode (no echo, no line editing, no signals from
 // ^C/^Z: those bytes go to the remote pty) and restores the previous mode
@@ -30,4 +30,4 @@ struct TerminalSize {
 // The size of terminal `fd` (80x24 when it cannot say).
 TerminalSize SizeOf(int fd);
 
-}  // namespace barge::runner::window
+}  // namespace barge::runner

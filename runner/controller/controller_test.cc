@@ -708,7 +708,7 @@ TEST_F(ControllerTest, ASpareTakesAnUnhealthyHostsPlaceAtTheStartAndTheOutputSay
   };
   // The release's own line: the preflight lists holds too, with the same
   // `docker ps` filter.
-  const std::string release = "h2: " + fleet::ReleaseHoldsCommand(DockerCommands({"docker"}), "abcd1234");
+  const std::string release = "h2: " + ReleaseHoldsCommand(DockerCommands({"docker"}), "abcd1234");
   const size_t released = static_cast<size_t>(std::find(lines.begin(), lines.end(), release) - lines.begin());
   const size_t disarmed = first("h2: ", ".gone.XXXXXX");  // DisarmWatchdogCommand
   const size_t started = first("", "docker run -d");

@@ -202,7 +202,7 @@ int ForwardJobPorts(const JobSpec& spec, const cluster::PlanInput& input,
 }
 
 int ListJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
-                 const std::string& label, std::vector<fleet::HostView>* views) {
+                 const std::string& label, std::vector<HostView>* views) {
   return WithVerbs(spec, input, options, [&](HostVerbs& c) { return c.ListHosts(label, views); });
 }
 

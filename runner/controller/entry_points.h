@@ -122,7 +122,7 @@ int TopJob(const JobSpec& spec, const cluster::PlanInput& input, const Controlle
 // (each host named with `label` after it when not empty); 125 when a host
 // could not be asked.
 int ListJobHosts(const JobSpec& spec, const cluster::PlanInput& input, const ControllerOptions& options,
-                 const std::string& label, std::vector<fleet::HostView>* views);
+                 const std::string& label, std::vector<HostView>* views);
 
 // `barge attach` to a job whose controller is gone (see Controller).
 int AttachToOrphan(const JobSpec& spec, const cluster::PlanInput& input,

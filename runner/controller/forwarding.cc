@@ -19,7 +19,7 @@ Status Forwarding::Bind(const std::vector<ForwardSpec>& forwards, const std::str
                            std::to_string(plan_.nodes.size() - 1) + ")");
     }
   }
-  Result<std::unique_ptr<window::JobForwards>> bound = window::JobForwards::Bind(
+  Result<std::unique_ptr<JobForwards>> bound = JobForwards::Bind(
       &ctx_.loop, forwards, [&](size_t i) { return what + "[" + std::to_string(i) + "]"; });
   if (!bound.ok()) return bound.status();
   forwards_ = std::move(bound).value();
@@ -38,7 +38,7 @@ void Forwarding::Serve(CommandGroup& group, std::function<void(const Status&)> o
     auto serve = [this, i, f, host, on_fatal](const std::string& target) {
       if (!forwards_ || !host->exec) return;
       forwards_->Serve(i, host->exec.get(), target, on_fatal);
-      Say(window::ForwardingLine(f) + " (" + host->name + ")");
+      Say(ForwardingLine(f) + " (" + host->name + ")");
     };
     if (network && *network == "host") {
       serve("127.0.0.1");
@@ -47,7 +47,7 @@ void Forwarding::Serve(CommandGroup& group, std::function<void(const Status&)> o
     group.Run(*host->exec, host->docker->ContainerAddress(node.container.name),
               [serve, network, on_fatal, f](const Outcome& o) {
                 Result<std::string> target =
-                    o.ok() ? window::ForwardTarget(network, o.out) : Result<std::string>(Status::Error(o.Reason()));
+                    o.ok() ? ForwardTarget(network, o.out) : Result<std::string>(Status::Error(o.Reason()));
                 if (!target.ok()) {
                   on_fatal(Status::Error("cannot forward to rank " + std::to_string(f.rank) +
                                          " port " + std::to_string(f.remote_port) + ": " +

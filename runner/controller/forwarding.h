@@ -39,7 +39,7 @@ class Forwarding : private JobPart {
  private:
   HostSet& hosts_;
   const cluster::Plan& plan_;
-  std::unique_ptr<window::JobForwards> forwards_;
+  std::unique_ptr<JobForwards> forwards_;
 };
 
 }  // namespace barge::runner::internal

@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-namespace barge::runner::window {
+namespace barge::runner {
 
 Result<std::string> ForwardTarget(const std::optional<std::string>& network,
                                   const std::string& inspect_output) {
@@ -50,4 +50,4 @@ void JobForwards::StopAll() {
   for (auto& f : forwards_) f->Stop();
 }
 
-}  // namespace barge::runner::window
+}  // namespace barge::runner

@@ -14,7 +14,7 @@
 #include "ssh/executor.h"
 #include "ssh/port_forward.h"
 
-namespace barge::runner::window {
+namespace barge::runner {
 
 // Where a node's port is reached from its host: 127.0.0.1 for a
 // host-network container (the host's loopback is the container's), else the
@@ -55,4 +55,4 @@ class JobForwards {
   std::vector<std::unique_ptr<ssh::PortForward>> forwards_;
 };
 
-}  // namespace barge::runner::window
+}  // namespace barge::runner

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace barge::runner::window {
+namespace barge::runner {
 namespace {
 
 TEST(ForwardTarget, HostNetworkIsTheHostsLoopbackOtherwiseTheContainersAddress) {
@@ -22,4 +22,4 @@ TEST(ForwardingLine, NamesTheLocalUrlTheRankAndThePort) {
 }
 
 }  // namespace
-}  // namespace barge::runner::window
+}  // namespace barge::runner

@@ -54,7 +54,7 @@ void GpuGate::Diagnose(const std::vector<HostState*>& hosts) {
   for (HostState* hs : hosts) {
     if (!hs->gpus.report || !hs->exec) continue;
     std::vector<int> gpus;
-    if (hs->holds.reply) gpus = fleet::HeldGpus(*hs->holds.reply, plan_.job_id);
+    if (hs->holds.reply) gpus = HeldGpus(*hs->holds.reply, plan_.job_id);
     if (gpus.empty()) {
       const auto held = planner_.facts().held_gpus.find(hs->index);
       for (const gpu::GpuInfo& g : hs->gpus.report->gpus) {
@@ -148,7 +148,7 @@ Status GpuGate::Apply(const std::vector<HostState*>& hosts, std::vector<HostStat
     Event(event::kGpuUnhealthy, hs->name, "GPU(s) " + Indices(bad) + " taken out: " + why);
     // GPU holds taken on an unhealthy GPU are taken again without it.
     if (hs->holds.reply) {
-      const std::vector<int> ours = fleet::HeldGpus(*hs->holds.reply, plan_.job_id);
+      const std::vector<int> ours = HeldGpus(*hs->holds.reply, plan_.job_id);
       if (std::any_of(ours.begin(), ours.end(),
                       [&](int g) { return std::find(bad.begin(), bad.end(), g) != bad.end(); })) {
         retake.push_back(hs);

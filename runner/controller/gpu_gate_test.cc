@@ -141,10 +141,10 @@ TEST(GpuGate, AnUnhealthyGpuTheJobAlreadyHeldIsLetGoAndTheHoldsAreTakenAgainWith
   const std::vector<std::string>& lines = w.world.host("h1").lines();
   ASSERT_EQ(lines.size(), 1u);
   // Its GPU holds go (its lease stays), then it chooses among 1, 2 and 3.
-  EXPECT_NE(lines[0].find(fleet::ReleaseHoldsKeepingPlaceCommand(*h1.docker, "abcd1234")), std::string::npos)
+  EXPECT_NE(lines[0].find(ReleaseHoldsKeepingPlaceCommand(*h1.docker, "abcd1234")), std::string::npos)
       << lines[0];
   EXPECT_NE(lines[0].find("for h_i in 1 2 3;"), std::string::npos) << lines[0];
-  EXPECT_EQ(fleet::HeldGpus(*h1.holds.reply, "abcd1234"), (std::vector<int>{1, 2}));
+  EXPECT_EQ(HeldGpus(*h1.holds.reply, "abcd1234"), (std::vector<int>{1, 2}));
 }
 
 TEST(GpuGate, GpuHoldsThatCannotBeTakenAgainFailTheGateAndTheHoldsOnOtherHostsGo) {
@@ -165,7 +165,7 @@ TEST(GpuGate, GpuHoldsThatCannotBeTakenAgainFailTheGateAndTheHoldsOnOtherHostsGo
             "container on its engine): error: Cannot connect to the Docker daemon");
   EXPECT_EQ(Count(w.world.host("h1").lines(), "bs hold;"), 1);
   // h2's GPUs were healthy: not taken again, but released with the rest.
-  EXPECT_EQ(w.world.host("h2").lines(), std::vector<std::string>{fleet::ReleaseHoldsCommand(*h2.docker, "abcd1234")});
+  EXPECT_EQ(w.world.host("h2").lines(), std::vector<std::string>{ReleaseHoldsCommand(*h2.docker, "abcd1234")});
   EXPECT_FALSE(h2.holds.holding);
 }
 

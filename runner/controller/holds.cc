@@ -15,8 +15,8 @@ namespace barge::runner::internal {
 
 namespace {
 
-fleet::HoldOwner OwnerOf(const cluster::Plan& plan, const JobSpec& spec) {
-  fleet::HoldOwner o;
+HoldOwner OwnerOf(const cluster::Plan& plan, const JobSpec& spec) {
+  HoldOwner o;
   o.job_id = plan.job_id;
   o.job_name = plan.job_name;
   if (const passwd* pw = getpwuid(geteuid())) o.user = pw->pw_name;
@@ -29,8 +29,8 @@ fleet::HoldOwner OwnerOf(const cluster::Plan& plan, const JobSpec& spec) {
 
 }  // namespace
 
-fleet::HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
-  std::vector<fleet::HoldNode> nodes;
+HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
+  std::vector<HoldNode> nodes;
   std::vector<int> ports;
   for (const cluster::NodePlan& n : plan_.nodes) {
     if (n.host_index != hs.index) continue;
@@ -47,31 +47,31 @@ fleet::HoldRequest Holds::HoldRequestFor(const HostState& hs) const {
   if (ctx_.spec.slurm && !ctx_.spec.slurm->exclusive) {
     // A shared Slurm node: Slurm has placed other jobs beside this one, so
     // it holds only its own GPUs (the allocation's indices) and ports.
-    return fleet::SharedRequestFor(nodes, std::move(ports));
+    return SharedRequestFor(nodes, std::move(ports));
   }
-  fleet::HoldRequest r = fleet::RequestFor(nodes, plan_.hosts[hs.index].gpus, std::move(ports));
+  HoldRequest r = RequestFor(nodes, plan_.hosts[hs.index].gpus, std::move(ports));
   r.excluded_gpus = hs.gpus.out;
   return r;
 }
 
 std::string Holds::TakeHoldsLine(const HostState& hs, std::optional<long long> ticket_since) const {
-  fleet::HoldOwner owner = OwnerOf(plan_, ctx_.spec);
+  HoldOwner owner = OwnerOf(plan_, ctx_.spec);
   owner.job_dir = hs.job_dir;
   if (ticket_since) {
-    const std::vector<fleet::Hold> none;
-    const std::vector<fleet::Hold>& listed = hs.holds.reply ? hs.holds.reply->holds : none;
-    owner.has_lease = !fleet::LeaseIdOf(listed, plan_.job_id).empty();
-    owner.has_ticket = hs.holds.in_line || std::any_of(listed.begin(), listed.end(), [&](const fleet::Hold& h) {
-                         return h.job_id == plan_.job_id && fleet::IsTicket(h);
+    const std::vector<Hold> none;
+    const std::vector<Hold>& listed = hs.holds.reply ? hs.holds.reply->holds : none;
+    owner.has_lease = !LeaseIdOf(listed, plan_.job_id).empty();
+    owner.has_ticket = hs.holds.in_line || std::any_of(listed.begin(), listed.end(), [&](const Hold& h) {
+                         return h.job_id == plan_.job_id && IsTicket(h);
                        });
     owner.ticket_since = ticket_since;
   }
-  return fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
+  return TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
                                 std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
 }
 
-fleet::ApiHoldJob Holds::ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const {
-  fleet::ApiHoldJob job;
+ApiHoldJob Holds::ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const {
+  ApiHoldJob job;
   job.api = api;
   job.request = HoldRequestFor(hs);
   job.owner = OwnerOf(plan_, ctx_.spec);
@@ -82,30 +82,30 @@ fleet::ApiHoldJob Holds::ApiHoldJobFor(HostState& hs, container::DockerApi* api,
 }
 
 std::string Holds::NoteHolds(HostState& hs, const std::string& text, int exit) {
-  return NoteHolds(hs, fleet::ParseHoldReply(text), exit != 0);
+  return NoteHolds(hs, ParseHoldReply(text), exit != 0);
 }
 
-std::string Holds::NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed) {
+std::string Holds::NoteHolds(HostState& hs, HoldReply reply, bool failed) {
   hs.holds.reply = std::move(reply);
-  hs.holds.holding = !hs.holds.reply->taken.empty() || fleet::HoldsAny(*hs.holds.reply, plan_.job_id);
+  hs.holds.holding = !hs.holds.reply->taken.empty() || HoldsAny(*hs.holds.reply, plan_.job_id);
   for (const std::string& s : hs.holds.reply->removed_stale) Say(hs.name + ": removed a stale hold: " + s);
-  const fleet::HoldRequest request = HoldRequestFor(hs);
-  if (!fleet::Conflicts(request, *hs.holds.reply, plan_.job_id).empty()) return "";
+  const HoldRequest request = HoldRequestFor(hs);
+  if (!Conflicts(request, *hs.holds.reply, plan_.job_id).empty()) return "";
   // (A shared Slurm node's CPU share holds nothing there: its lease only.)
-  if (failed || (hs.holds.reply->taken.empty() && fleet::AsksAnything(request))) {
+  if (failed || (hs.holds.reply->taken.empty() && AsksAnything(request))) {
     return "cannot reserve the host (a hold container on its engine): " +
            (hs.holds.reply->errors.empty() ? std::string(failed ? "it failed" : "nothing was taken") : hs.holds.reply->errors);
   }
   return "";
 }
 
-std::vector<fleet::BusyHost> Holds::BusyHosts() {
-  std::vector<fleet::BusyHost> busy;
+std::vector<BusyHost> Holds::BusyHosts() {
+  std::vector<BusyHost> busy;
   std::vector<HostState*> hosts = hosts_.Connected();
   std::sort(hosts.begin(), hosts.end(), [](HostState* a, HostState* b) { return a->name < b->name; });
   for (HostState* hs : hosts) {
     if (!hs->holds.reply) continue;
-    std::vector<fleet::Hold> c = fleet::Conflicts(HoldRequestFor(*hs), *hs->holds.reply, plan_.job_id);
+    std::vector<Hold> c = Conflicts(HoldRequestFor(*hs), *hs->holds.reply, plan_.job_id);
     if (!c.empty()) busy.push_back({hs->name, hs->holds.reply->now, std::move(c)});
   }
   return busy;
@@ -113,7 +113,7 @@ std::vector<fleet::BusyHost> Holds::BusyHosts() {
 
 Status Holds::AdoptHeldGpus(HostState& hs) {
   if (!hs.holds.reply) return Status::Ok();
-  std::vector<int> gpus = fleet::HeldGpus(*hs.holds.reply, plan_.job_id);
+  std::vector<int> gpus = HeldGpus(*hs.holds.reply, plan_.job_id);
   if (gpus.empty()) return Status::Ok();
   std::string list;
   for (int g : gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
@@ -123,18 +123,18 @@ Status Holds::AdoptHeldGpus(HostState& hs) {
   // devices in rank order.
   const std::optional<int> total = plan_.hosts[hs.index].gpus;
   if (!total) return Status::Ok();
-  if (Status s = planner_.HeldGpus(hs.index, fleet::GpusNotHeld(*total, gpus)); !s.ok()) {
+  if (Status s = planner_.HeldGpus(hs.index, GpusNotHeld(*total, gpus)); !s.ok()) {
     return Status::Error(hs.name + ": the GPUs held there do not fit the job's nodes: " + s.message());
   }
   return Status::Ok();
 }
 
 Status Holds::SecureHoldsOn(HostState& hs) {
-  std::vector<fleet::Hold> c;
-  if (hs.holds.reply) c = fleet::Conflicts(HoldRequestFor(hs), *hs.holds.reply, plan_.job_id);
+  std::vector<Hold> c;
+  if (hs.holds.reply) c = Conflicts(HoldRequestFor(hs), *hs.holds.reply, plan_.job_id);
   Status s = Status::Ok();
   if (!c.empty()) {
-    s = Status::Error("it is held by another job:\n" + fleet::BusyTable({{hs.name, hs.holds.reply->now, std::move(c)}}));
+    s = Status::Error("it is held by another job:\n" + BusyTable({{hs.name, hs.holds.reply->now, std::move(c)}}));
   } else {
     s = AdoptHeldGpus(hs);
   }
@@ -143,7 +143,7 @@ Status Holds::SecureHoldsOn(HostState& hs) {
 }
 
 Status Holds::SecureHolds() {
-  std::vector<fleet::BusyHost> busy = BusyHosts();
+  std::vector<BusyHost> busy = BusyHosts();
   if (busy.empty()) {
     for (HostState* hs : hosts_.Connected()) {
       if (Status s = AdoptHeldGpus(*hs); !s.ok()) {
@@ -163,12 +163,12 @@ Status Holds::SecureHolds() {
   std::string last_said;
   // The job's place in every host's queue: the second it began to wait by
   // its hosts' clocks at its first try (never this machine's), after every
-  // waiter that try met there (fleet::PlaceInLine).
-  std::vector<std::pair<long long, std::vector<fleet::Hold>>> seen;
+  // waiter that try met there (PlaceInLine).
+  std::vector<std::pair<long long, std::vector<Hold>>> seen;
   for (HostState* hs : hosts_.Connected()) {
     if (hs->holds.reply) seen.emplace_back(hs->holds.reply->now, hs->holds.reply->holds);
   }
-  const long long ticket_since = fleet::PlaceInLine(seen, plan_.job_id);
+  const long long ticket_since = PlaceInLine(seen, plan_.job_id);
   for (;;) {
     // All or nothing: what this job got anywhere goes before it fails or
     // waits, so it never holds one host while waiting for another. A
@@ -180,7 +180,7 @@ Status Holds::SecureHolds() {
     // Its place in line first, on every host; only then does it say so.
     JoinQueue(ticket_since);
     // The status line says what it waits for; anew only when that changes.
-    const std::string what = fleet::WaitingFor(busy);
+    const std::string what = WaitingFor(busy);
     if (what != last_said) {
       if (!last_said.empty()) ctx_.observer.StepEnded(Phase::kPreflight);
       // `barge ls` (and an array's `ls ARRAY`) shows the job waiting.
@@ -218,24 +218,24 @@ Status Holds::SecureHolds() {
   }
   if (!last_said.empty()) ctx_.observer.StepEnded(Phase::kPreflight);
   if (ctx_.interrupts > 0) return Status::Error("interrupted while waiting for hosts");
-  std::string head = wait ? "gave up waiting after " + fleet::ShortDuration(
+  std::string head = wait ? "gave up waiting after " + ShortDuration(
                                                            std::chrono::duration_cast<seconds>(limit).count()) +
                                 ": "
                           : "";
   bool queued = false;
-  for (const fleet::BusyHost& b : busy) {
-    queued = queued || std::any_of(b.holds.begin(), b.holds.end(), [](const fleet::Hold& h) { return fleet::IsTicket(h); });
+  for (const BusyHost& b : busy) {
+    queued = queued || std::any_of(b.holds.begin(), b.holds.end(), [](const Hold& h) { return IsTicket(h); });
   }
   return Status::Error(head + std::to_string(busy.size()) + " host(s) are held by other jobs" +
                        (queued ? " or wanted first by jobs waiting in line (GPUS: queued)" : "") +
                        "; nothing was started" +
-                       (wait ? "" : " (--wait or `wait: 30m` waits for them)") + ":\n" + fleet::BusyTable(busy));
+                       (wait ? "" : " (--wait or `wait: 30m` waits for them)") + ":\n" + BusyTable(busy));
 }
 
-fleet::HoldRequest Holds::PutBackRequest(const HostState& hs) const {
-  fleet::HoldRequest r = HoldRequestFor(hs);
+HoldRequest Holds::PutBackRequest(const HostState& hs) const {
+  HoldRequest r = HoldRequestFor(hs);
   if (r.exclusive || r.gpu_count == 0 || !hs.holds.reply) return r;
-  std::vector<int> held = fleet::HeldGpus(*hs.holds.reply, plan_.job_id);
+  std::vector<int> held = HeldGpus(*hs.holds.reply, plan_.job_id);
   if (held.empty()) return r;
   r.gpu_count = 0;
   r.gpu_devices = std::move(held);
@@ -243,24 +243,24 @@ fleet::HoldRequest Holds::PutBackRequest(const HostState& hs) const {
 }
 
 std::string Holds::PutBackLine(const HostState& hs) const {
-  fleet::HoldOwner owner = OwnerOf(plan_, ctx_.spec);
+  HoldOwner owner = OwnerOf(plan_, ctx_.spec);
   owner.job_dir = hs.job_dir;
   // A new lease (has_lease false); a waiting job's try as any other (its
   // ticket made again at its place), a running job's holds by name.
   if (hs.holds.in_line) owner.ticket_since = hs.holds.ticket_since;
-  return fleet::TakeHoldsScript(*hs.docker, PutBackRequest(hs), owner,
+  return TakeHoldsScript(*hs.docker, PutBackRequest(hs), owner,
                                 std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
 }
 
-std::vector<fleet::Hold> Holds::NotePutBack(HostState& hs, const std::string& text) {
-  const fleet::HoldRequest request = PutBackRequest(hs);
-  fleet::HoldReply reply = fleet::ParseHoldReply(text);
-  std::vector<fleet::Hold> taken;
+std::vector<Hold> Holds::NotePutBack(HostState& hs, const std::string& text) {
+  const HoldRequest request = PutBackRequest(hs);
+  HoldReply reply = ParseHoldReply(text);
+  std::vector<Hold> taken;
   if (!hs.holds.in_line) {
     // A running job: another job's hold on what it held was taken while
     // its lease was gone (a waiter's ticket is no taking).
-    for (fleet::Hold& h : fleet::Conflicts(request, reply, plan_.job_id)) {
-      if (!fleet::IsTicket(h)) taken.push_back(std::move(h));
+    for (Hold& h : Conflicts(request, reply, plan_.job_id)) {
+      if (!IsTicket(h)) taken.push_back(std::move(h));
     }
   }
   for (const std::string& s : reply.removed_stale) Say(hs.name + ": removed a stale hold: " + s);
@@ -304,11 +304,11 @@ std::map<HostState*, std::string> Holds::RunTakes(const std::vector<HostState*>&
 
 Status Holds::TakeAgain(const std::vector<HostState*>& hosts) {
   std::map<HostState*, std::string> problems = RunTakes(hosts, [&](HostState& hs) {
-    fleet::HoldOwner owner = OwnerOf(plan_, ctx_.spec);
+    HoldOwner owner = OwnerOf(plan_, ctx_.spec);
     owner.job_dir = hs.job_dir;
-    owner.has_lease = hs.holds.reply && !fleet::LeaseIdOf(hs.holds.reply->holds, plan_.job_id).empty();
-    return fleet::ReleaseHoldsKeepingPlaceCommand(*hs.docker, plan_.job_id) + "\n" +
-           fleet::TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
+    owner.has_lease = hs.holds.reply && !LeaseIdOf(hs.holds.reply->holds, plan_.job_id).empty();
+    return ReleaseHoldsKeepingPlaceCommand(*hs.docker, plan_.job_id) + "\n" +
+           TakeHoldsScript(*hs.docker, HoldRequestFor(hs), owner,
                                   std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
   });
   if (problems.empty()) return Status::Ok();
@@ -325,19 +325,19 @@ void Holds::JoinQueue(long long ticket_since) {
     std::string line;
     if (hs->holds.in_line) {
       if (!hs->holds.holding) continue;
-      line = fleet::ReleaseHoldsKeepingPlaceCommand(*hs->docker, plan_.job_id);
+      line = ReleaseHoldsKeepingPlaceCommand(*hs->docker, plan_.job_id);
     } else {
-      fleet::HoldOwner owner = OwnerOf(plan_, ctx_.spec);
+      HoldOwner owner = OwnerOf(plan_, ctx_.spec);
       owner.job_dir = hs->job_dir;
       owner.ticket_since = ticket_since;
       if (hs->holds.reply) {
-        const std::vector<fleet::Hold>& listed = hs->holds.reply->holds;
-        owner.has_lease = !fleet::LeaseIdOf(listed, plan_.job_id).empty();
-        owner.has_ticket = std::any_of(listed.begin(), listed.end(), [&](const fleet::Hold& h) {
-          return h.job_id == plan_.job_id && fleet::IsTicket(h);
+        const std::vector<Hold>& listed = hs->holds.reply->holds;
+        owner.has_lease = !LeaseIdOf(listed, plan_.job_id).empty();
+        owner.has_ticket = std::any_of(listed.begin(), listed.end(), [&](const Hold& h) {
+          return h.job_id == plan_.job_id && IsTicket(h);
         });
       }
-      line = fleet::JoinQueueScript(*hs->docker, owner, std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
+      line = JoinQueueScript(*hs->docker, owner, std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
     }
     group.Run(*hs->exec, line, [this, hs, ticket_since](const Outcome& o) {
       if (o.ok()) {
@@ -355,15 +355,15 @@ void Holds::RemoveTickets() {
   CommandGroup group(&ctx_.loop, &ctx_.redact);
   for (HostState* hs : hosts_.Connected()) {
     if (hs->lost || !hs->exec) continue;
-    group.Run(*hs->exec, fleet::RemoveTicketCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome&) {
+    group.Run(*hs->exec, RemoveTicketCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome&) {
       // Gone (or never there): the listing the teardown removes by ID
       // must not name it.
       hs->holds.in_line = false;
       if (!hs->holds.reply) return;
       auto& listed = hs->holds.reply->holds;
       listed.erase(std::remove_if(listed.begin(), listed.end(),
-                                  [&](const fleet::Hold& h) {
-                                    return h.job_id == plan_.job_id && fleet::IsTicket(h);
+                                  [&](const Hold& h) {
+                                    return h.job_id == plan_.job_id && IsTicket(h);
                                   }),
                    listed.end());
     });
@@ -375,7 +375,7 @@ void Holds::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {
   CommandGroup group(&ctx_.loop, &ctx_.redact);
   for (HostState* hs : hosts) {
     if (!hs->holds.holding || hs->lost || !hs->exec) continue;
-    group.Run(*hs->exec, fleet::ReleaseHoldsCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome& o) {
+    group.Run(*hs->exec, ReleaseHoldsCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome& o) {
       if (o.ok()) {
         hs->holds.holding = false;
         hs->holds.in_line = false;

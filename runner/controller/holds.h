@@ -23,13 +23,13 @@ namespace barge::runner::internal {
 // A host's part in the reservations: what it answered to the job's last
 // try at its holds, and whether the job may hold something there now.
 struct HostHolds {
-  std::optional<fleet::HoldReply> reply;
+  std::optional<HoldReply> reply;
   bool holding = false;
   // Its ticket (its place in the host's line) is on the host's engine:
   // placed by JoinQueue, gone with RemoveTickets or ReleaseHolds.
   bool in_line = false;
   // Its place in line (the second it began to wait, by its hosts' clocks:
-  // fleet::PlaceInLine), once JoinQueue put its ticket on the host: a
+  // PlaceInLine), once JoinQueue put its ticket on the host: a
   // ticket put back keeps it.
   std::optional<long long> ticket_since;
 };
@@ -53,10 +53,10 @@ class Holds : private JobPart {
   // Reads the host's answer into hs.hold; a problem for preflight's table
   // when the engine failed (a busy host is not a problem: SecureHolds).
   std::string NoteHolds(HostState& hs, const std::string& text, int exit);
-  std::string NoteHolds(HostState& hs, fleet::HoldReply reply, bool failed);
+  std::string NoteHolds(HostState& hs, HoldReply reply, bool failed);
   // The same holds taken through the host's Engine API `api`
   // (runner/remote/holds_api.h), `now` being the host's clock.
-  fleet::ApiHoldJob ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const;
+  ApiHoldJob ApiHoldJobFor(HostState& hs, container::DockerApi* api, long long now) const;
   // After preflight: Ok when every host is the job's; otherwise releases
   // every hold the job got and fails with the busy table, or waits (--wait,
   // `wait:`), trying every host again after a random 1-3 s, until all are
@@ -81,24 +81,24 @@ class Holds : private JobPart {
   // ID for the next renewal); the other jobs' holds that now stand on what
   // the job held there (taken while its lease was gone), none when it has
   // it all back.
-  std::vector<fleet::Hold> NotePutBack(HostState& hs, const std::string& text);
+  std::vector<Hold> NotePutBack(HostState& hs, const std::string& text);
 
  private:
   HostSet& hosts_;
   Planner& planner_;  // the facts and the current plan
   const cluster::Plan& plan_ = planner_.plan();
-  // What the job holds on `hs` (fleet::RequestFor its nodes there), never
+  // What the job holds on `hs` (RequestFor its nodes there), never
   // on a GPU the health gate took out.
-  fleet::HoldRequest HoldRequestFor(const HostState& hs) const;
+  HoldRequest HoldRequestFor(const HostState& hs) const;
   // What a put back asks on `hs`: HoldRequestFor, but a GPU count asks for
   // the very GPUs the job held there (its last listing), not a new choice.
-  fleet::HoldRequest PutBackRequest(const HostState& hs) const;
+  HoldRequest PutBackRequest(const HostState& hs) const;
   // Runs `script(hs)` (a hold taking) on every host of `hosts` at once and
   // notes each answer (NoteHolds); the problems by host.
   std::map<HostState*, std::string> RunTakes(const std::vector<HostState*>& hosts,
                                              const std::function<std::string(HostState&)>& script);
   // The hosts whose holds conflict with the job's, by name.
-  std::vector<fleet::BusyHost> BusyHosts();
+  std::vector<BusyHost> BusyHosts();
   // The job's nodes on `hs` get the GPU devices the job holds there.
   Status AdoptHeldGpus(HostState& hs);
   void ReleaseHoldsOn(const std::vector<HostState*>& hosts);

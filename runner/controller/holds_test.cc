@@ -98,7 +98,7 @@ TEST(Holds, ABusyHostFailsTheJobWithTheBusyTableAndTheHoldsItGotElsewhereAreRele
       << s.message();
   EXPECT_NE(s.message().find("other123"), std::string::npos) << s.message();
   // What the job got on h2 goes; h1, where it holds nothing, is not asked.
-  const std::string release = fleet::ReleaseHoldsCommand(*w.world.host_state(1).docker, "abcd1234");
+  const std::string release = ReleaseHoldsCommand(*w.world.host_state(1).docker, "abcd1234");
   EXPECT_EQ(w.world.host("h2").lines(), std::vector<std::string>{release});
   EXPECT_TRUE(w.world.host("h1").lines().empty());
   EXPECT_FALSE(w.world.host_state(1).holds.holding);
@@ -118,7 +118,7 @@ TEST(Holds, AWaitingJobTakesItsPlaceInLineOnEveryHostThenStartsOnceEveryHostIsFr
   const std::string ticket = "h_mk barge-ticket-abcd1234";
   for (const char* h : {"h1", "h2"}) {
     const std::vector<std::string>& lines = w.world.host(h).lines();
-    const std::string remove = fleet::RemoveTicketCommand(DockerCommands({"docker"}), "abcd1234");
+    const std::string remove = RemoveTicketCommand(DockerCommands({"docker"}), "abcd1234");
     // Its ticket (placed at the latest of its hosts' clocks), then a try,
     // then, holding every host, the ticket goes.
     EXPECT_EQ(Count(lines, ticket), 1) << h;
@@ -157,7 +157,7 @@ TEST(Holds, AWaitingJobGivesUpAtItsLimitAndReleasesWhatItHeld) {
   const std::vector<std::string>& h2 = w.world.host("h2").lines();
   EXPECT_GE(Count(h2, "bs hold;"), 1) << "not tried again while it waited";
   ASSERT_FALSE(h2.empty());
-  EXPECT_EQ(h2.back(), fleet::ReleaseHoldsCommand(*w.world.host_state(1).docker, "abcd1234"));
+  EXPECT_EQ(h2.back(), ReleaseHoldsCommand(*w.world.host_state(1).docker, "abcd1234"));
   EXPECT_FALSE(w.world.host_state(1).holds.holding);
   EXPECT_FALSE(w.world.host_state(1).holds.in_line);
 }
@@ -201,7 +201,7 @@ TEST(Holds, AHostCheckedAgainWhileTheJobRunsIsReleasedWhenAnotherJobHoldsIt) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message().rfind("it is held by another job:\n", 0), 0u) << s.message();
   EXPECT_NE(s.message().find("other123"), std::string::npos) << s.message();
-  EXPECT_EQ(w.world.host("h2").lines(), std::vector<std::string>{fleet::ReleaseHoldsCommand(*h2.docker, "abcd1234")});
+  EXPECT_EQ(w.world.host("h2").lines(), std::vector<std::string>{ReleaseHoldsCommand(*h2.docker, "abcd1234")});
   EXPECT_TRUE(w.world.host("h1").lines().empty());
   EXPECT_FALSE(h2.holds.holding);
   // A host of the job's alone is its own.
@@ -223,7 +223,7 @@ TEST(Holds, ReleasingReachesAHostASpareReplacedButLeavesALostHostToItsWatchdog) 
   hosts.by_index.erase(1);
   w.holds.ReleaseHolds();
   EXPECT_EQ(w.world.host("h2").lines(),
-            std::vector<std::string>{fleet::ReleaseHoldsCommand(*hosts.retired[0]->docker, "abcd1234")});
+            std::vector<std::string>{ReleaseHoldsCommand(*hosts.retired[0]->docker, "abcd1234")});
   EXPECT_FALSE(hosts.retired[0]->holds.holding);
   EXPECT_TRUE(w.world.host("h1").lines().empty()) << "a lost host was asked";
   EXPECT_TRUE(w.world.host("h3").lines().empty()) << "a host holding nothing was asked";
@@ -244,11 +244,11 @@ TEST(Holds, APutBackNamesAnotherJobsHoldTakenMeanwhileButNotAWaitersTicket) {
   // The put back asks again for what the job held: its lease is made anew.
   const std::string line = w.holds.PutBackLine(h1);
   EXPECT_NE(line.find("h_mk \"barge-lease-$H_J.$H_now\""), std::string::npos) << line;
-  std::vector<fleet::Hold> taken = w.holds.NotePutBack(h1, answer);
+  std::vector<Hold> taken = w.holds.NotePutBack(h1, answer);
   ASSERT_EQ(taken.size(), 1u);
   EXPECT_EQ(taken[0].name, "barge-hold-host");
   EXPECT_EQ(taken[0].job_id, "other123");
-  EXPECT_EQ(fleet::LeaseIdOf(h1.holds.reply->holds, "abcd1234"), "id9");
+  EXPECT_EQ(LeaseIdOf(h1.holds.reply->holds, "abcd1234"), "id9");
   // A waiting job's put back takes nothing from anyone.
   h1.holds.in_line = true;
   EXPECT_TRUE(w.holds.NotePutBack(h1, answer).empty());

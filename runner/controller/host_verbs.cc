@@ -118,15 +118,15 @@ int HostVerbs::Reap(const std::function<bool(const std::string&)>& is_live) {
   size_t removed = 0, kept = 0;
   for (auto& [h, host] : hosts_.by_index) {
     HostState* hs = host.get();
-    group.Run(*hs->exec, fleet::ReapListingLine(*hs->docker), [&, hs](const Outcome& o) {
-      Result<fleet::ReapListing> listing = fleet::ParseReapListing(o.out);
+    group.Run(*hs->exec, ReapListingLine(*hs->docker), [&, hs](const Outcome& o) {
+      Result<ReapListing> listing = ParseReapListing(o.out);
       if (!o.ok() || !listing.ok()) {
         failed = true;
         Say(hs->name + ": cannot list containers: " + (o.ok() ? listing.status().message() : o.Reason()));
         return;
       }
       std::vector<std::string> orphans;
-      for (const fleet::ReapChoice& c : fleet::ChooseReaped(listing->entries, listing->now, is_live)) {
+      for (const ReapChoice& c : ChooseReaped(listing->entries, listing->now, is_live)) {
         if (c.keep) {
           ++kept;
           std::printf("%s: kept %s (%s)\n", hs->name.c_str(), c.name.c_str(), c.why.c_str());

@@ -79,7 +79,7 @@ class HostVerbs : private JobOwner, private JobPart {
   // hosts_verb.cc: `barge hosts`, every host's holds and running barge
   // containers, added to `views` (named with `label` after each host when
   // not empty).
-  int ListHosts(const std::string& label, std::vector<fleet::HostView>* views);
+  int ListHosts(const std::string& label, std::vector<HostView>* views);
 
  private:
   // The job's plan; the store opened when `with_store`. False after saying

@@ -12,12 +12,12 @@
 
 namespace barge::runner::internal {
 
-int HostVerbs::ListHosts(const std::string& label, std::vector<fleet::HostView>* out) {
+int HostVerbs::ListHosts(const std::string& label, std::vector<HostView>* out) {
   if (!Prepare(/*with_store=*/false)) return kExitBargeFailure;
   UseEveryHost();
   (void)connections_.Connect();  // a host that cannot be reached gets its row
   CommandGroup group(&ctx_.loop, &ctx_.redact);
-  std::vector<fleet::HostView> views;
+  std::vector<HostView> views;
   std::map<size_t, size_t> row;  // host index → views
   for (auto& [h, host] : hosts_.by_index) {
     row[h] = views.size();
@@ -28,27 +28,27 @@ int HostVerbs::ListHosts(const std::string& label, std::vector<fleet::HostView>*
       continue;
     }
     HostState* hs = host.get();
-    std::string script = fleet::ListHoldsScript(*hs->docker, /*containers=*/true,
+    std::string script = ListHoldsScript(*hs->docker, /*containers=*/true,
                                                 std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout));
     if (ctx_.options.hosts_gpus) {
       // After the listing (which exits at once when it fails): the GPUs'
       // problems are their sections', not the command's.
-      script += "(\n" + fleet::HostGpuLines(ctx_.spec.health.nvidia_smi, std::chrono::duration_cast<seconds>(
+      script += "(\n" + HostGpuLines(ctx_.spec.health.nvidia_smi, std::chrono::duration_cast<seconds>(
                                                                      std::clamp<milliseconds>(ctx_.spec.ssh.engine_timeout, seconds(5), seconds(30)))) +
                 "\n)\n:\n";
     }
     group.Run(*hs->exec, script, [&, h = h, hs](const Outcome& o) {
-      fleet::HostView v = fleet::ParseHostView(hs->name, o.out);
+      HostView v = ParseHostView(hs->name, o.out);
       v.host = views[row[h]].host;
       if (!o.ok() && v.error.empty()) v.error = o.Reason();
       if (ctx_.options.hosts_gpus) {
-        fleet::ReadHostGpus(o.out, plan_.hosts[h].gpus, std::chrono::duration_cast<seconds>(ctx_.spec.health.xid_window), &v);
+        ReadHostGpus(o.out, plan_.hosts[h].gpus, std::chrono::duration_cast<seconds>(ctx_.spec.health.xid_window), &v);
       }
       views[row[h]] = std::move(v);
     });
   }
   RunWhileProgressing(group, ctx_.spec.ssh.engine_timeout * 2 + seconds(30), [&] { return ctx_.interrupts > 0; });
-  const bool all = std::all_of(views.begin(), views.end(), [](const fleet::HostView& v) { return v.error.empty(); });
+  const bool all = std::all_of(views.begin(), views.end(), [](const HostView& v) { return v.error.empty(); });
   out->insert(out->end(), std::make_move_iterator(views.begin()), std::make_move_iterator(views.end()));
   return all ? 0 : kExitBargeFailure;
 }

@@ -65,7 +65,7 @@ void Leases::RenewLeaseOn(HostState& host) {
   // sign that the engine lost the lease (and with it, most likely, the
   // holds): no other engine call is made while it is there.
   if (host.lease.putting_back) return;
-  const std::string lease_id = host.holds.reply ? fleet::LeaseIdOf(host.holds.reply->holds, plan_.job_id) : std::string();
+  const std::string lease_id = host.holds.reply ? LeaseIdOf(host.holds.reply->holds, plan_.job_id) : std::string();
   const seconds engine_timeout = std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout);
   HostState* hs = &host;
   if (lease_id.empty()) {
@@ -77,7 +77,7 @@ void Leases::RenewLeaseOn(HostState& host) {
   } else if (!host.engine.api) {
     ctx_.job_commands.Run(*host.exec,
              RenewLeaseCommand(host.job_dir) + " && " +
-                 fleet::RenewEngineLeaseCommand(*host.docker, plan_.job_id, lease_id, engine_timeout),
+                 RenewEngineLeaseCommand(*host.docker, plan_.job_id, lease_id, engine_timeout),
              [this, hs](const Outcome& o) {
                if (!o.ok() && o.err.find("No such container") != std::string::npos) PutBack(*hs);
              });
@@ -85,12 +85,12 @@ void Leases::RenewLeaseOn(HostState& host) {
     // Through the Engine API: no Docker CLI process on the host; its clock
     // comes with the file's renewal.
     ctx_.job_commands.Run(*host.exec, RenewLeaseCommand(host.job_dir) + " && date +%s", [this, hs, lease_id](const Outcome& o) {
-      const long long now = fleet::NumberOr(std::string(o.out.substr(0, o.out.find('\n'))), -1);
+      const long long now = NumberOr(std::string(o.out.substr(0, o.out.find('\n'))), -1);
       if (!o.ok() || now < 0 || !hs->engine.api || hs->lost) return;
       container::HttpRequest req;
       req.method = "POST";
       req.target = "/containers/" + container::UrlEncode(lease_id) +
-                   "/rename?name=" + container::UrlEncode(fleet::LeaseName(plan_.job_id, now));
+                   "/rename?name=" + container::UrlEncode(LeaseName(plan_.job_id, now));
       auto gone = std::make_shared<bool>(false);
       ctx_.job_commands.Api(
           [hs, req, gone](CommandGroup::Finish finish) {
@@ -118,8 +118,8 @@ void Leases::PutBack(HostState& host) {
   ctx_.job_commands.Run(*host.exec, holds_.PutBackLine(host), [this, hs](const Outcome& o) {
     hs->lease.putting_back = false;
     if (hs->lost) return;
-    const std::vector<fleet::Hold> taken = holds_.NotePutBack(*hs, o.out);
-    if (!o.ok() || fleet::LeaseIdOf(hs->holds.reply->holds, plan_.job_id).empty()) {
+    const std::vector<Hold> taken = holds_.NotePutBack(*hs, o.out);
+    if (!o.ok() || LeaseIdOf(hs->holds.reply->holds, plan_.job_id).empty()) {
       // Tried again at the next renewal: its rename fails the same way, or,
       // where this listing shows no lease to rename, put_back_due says so.
       hs->lease.put_back_due = true;
@@ -136,8 +136,8 @@ void Leases::PutBack(HostState& host) {
     Say(hs->name + ": " + what);
     Event("lease_put_back", hs->name, what);
     std::map<std::string, std::string> by_job;  // job id -> what it took
-    for (const fleet::Hold& h : taken) {
-      std::string item = h.name == fleet::HostHoldName() ? "whole host" : h.name.substr(fleet::kHoldPrefix.size());
+    for (const Hold& h : taken) {
+      std::string item = h.name == HostHoldName() ? "whole host" : h.name.substr(kHoldPrefix.size());
       std::string& list = by_job[h.job_id + (h.job_name.empty() ? "" : " " + h.job_name) + " " + h.user + "@" + h.machine];
       list += (list.empty() ? "" : ", ") + item;
     }

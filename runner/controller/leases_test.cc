@@ -85,7 +85,7 @@ TEST(Leases, ArmedHostsRenewTheLeaseFileAndTheEngineLeaseEveryQuarterLease) {
   w.leases.RenewLeases();  // renewing already: no second chain
   w.Pass(milliseconds(9000));
   const std::string renewal = RenewLeaseCommand(h1.job_dir) + " && " +
-                              fleet::RenewEngineLeaseCommand(*h1.docker, "abcd1234", "id1", seconds(1));
+                              RenewEngineLeaseCommand(*h1.docker, "abcd1234", "id1", seconds(1));
   // At 2, 4, 6 and 8 s.
   EXPECT_EQ(w.world.host("h1").lines(), std::vector<std::string>(4, renewal));
   EXPECT_TRUE(w.world.host("h2").lines().empty());

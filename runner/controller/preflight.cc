@@ -80,7 +80,7 @@ bool EngineApiWanted() {
 // holds, with the host's `date`.
 std::optional<long long> EngineDate(const container::DockerApi::Response& r) {
   auto d = r.headers.find("date");
-  return d == r.headers.end() ? std::nullopt : fleet::ParseHttpDate(d->second);
+  return d == r.headers.end() ? std::nullopt : ParseHttpDate(d->second);
 }
 
 using PingAnswer = std::optional<container::Reply<container::DockerApi::Response>>;
@@ -526,7 +526,7 @@ void Preflight::Round::Pinged(HostState* hs, container::DockerApi* api, const Pr
 void Preflight::Round::EngineApi(HostState* hs, container::DockerApi* api, const PreflightChecks& checks,
                                  long long now) {
   ++open_[hs];
-  fleet::TakeHoldsWithApi(group_, holds_.ApiHoldJobFor(*hs, api, now), [this, hs](fleet::HoldReply reply, bool failed) {
+  TakeHoldsWithApi(group_, holds_.ApiHoldJobFor(*hs, api, now), [this, hs](HoldReply reply, bool failed) {
     if (std::string p = holds_.NoteHolds(*hs, std::move(reply), failed); !p.empty()) errors_[hs->index].push_back(p);
     End(hs);
   });

@@ -19,7 +19,7 @@ void Controller::LeaveHost(HostState* old, bool disarm, bool release) {
   // tries again at the end).
   if (disarm) ctx_.job_commands.Run(*old->exec, DisarmWatchdogCommand(plan_.job_id, old->job_dir), [](const Outcome&) {});
   if (release && old->holds.holding) {
-    ctx_.job_commands.Run(*old->exec, fleet::ReleaseHoldsCommand(*old->docker, plan_.job_id), [old](const Outcome& o) {
+    ctx_.job_commands.Run(*old->exec, ReleaseHoldsCommand(*old->docker, plan_.job_id), [old](const Outcome& o) {
       if (o.ok()) old->holds.holding = false;
     });
   }

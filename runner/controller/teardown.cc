@@ -84,7 +84,7 @@ std::vector<TeardownHost> Teardown::HostFacts(const std::vector<HostState*>& hos
     f.engine_api = hs->engine.api != nullptr;
     f.watchdog_armed = hs->lease.armed;
     f.holding = hs->holds.holding;
-    if (hs->holds.holding && hs->holds.reply) f.hold_ids = fleet::HoldIdsOf(*hs->holds.reply, plan_.job_id);
+    if (hs->holds.holding && hs->holds.reply) f.hold_ids = HoldIdsOf(*hs->holds.reply, plan_.job_id);
     facts.push_back(std::move(f));
   }
   return facts;

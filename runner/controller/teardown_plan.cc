@@ -57,9 +57,9 @@ std::string RemoveLine(const DockerCommands& docker, const TeardownRemoval& remo
   std::string line = docker.Remove(removal.names);
   if (removal.release) {
     if (!removal.hold_ids.empty()) {
-      line = fleet::RemoveWithHoldsCommand(docker, removal.names, removal.hold_ids, job_id);
+      line = RemoveWithHoldsCommand(docker, removal.names, removal.hold_ids, job_id);
     } else {
-      line = "{ " + line + "; s=$?; " + fleet::ReleaseHoldsCommand(docker, job_id) + " || s=1; [ $s -eq 0 ]; }";
+      line = "{ " + line + "; s=$?; " + ReleaseHoldsCommand(docker, job_id) + " || s=1; [ $s -eq 0 ]; }";
     }
   }
   if (removal.disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(job_id, job_dir) + "; exit $s; }";

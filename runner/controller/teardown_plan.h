@@ -33,7 +33,7 @@ struct TeardownHost {
   bool engine_api = false;  // its engine is reached through the Engine API
   bool watchdog_armed = false;
   bool holding = false;  // the job holds something there
-  // The job's holds there by ID (fleet::HoldIdsOf its hold reply), where
+  // The job's holds there by ID (HoldIdsOf its hold reply), where
   // it holds some and the reply names them.
   std::vector<std::string> hold_ids;
 };

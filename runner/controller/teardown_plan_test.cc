@@ -147,14 +147,14 @@ TEST(TeardownPlan, TheRemovalLineReleasesTheHoldsThenDisarmsAndExitsWithTheRemov
 
   r.release = true;
   EXPECT_EQ(RemoveLine(docker, r, "j1", "/tmp/d"),
-            "{ " + docker.Remove({"a", "b"}) + "; s=$?; " + fleet::ReleaseHoldsCommand(docker, "j1") +
+            "{ " + docker.Remove({"a", "b"}) + "; s=$?; " + ReleaseHoldsCommand(docker, "j1") +
                 " || s=1; [ $s -eq 0 ]; }");
   r.hold_ids = {"h1"};
-  EXPECT_EQ(RemoveLine(docker, r, "j1", "/tmp/d"), fleet::RemoveWithHoldsCommand(docker, {"a", "b"}, {"h1"}, "j1"));
+  EXPECT_EQ(RemoveLine(docker, r, "j1", "/tmp/d"), RemoveWithHoldsCommand(docker, {"a", "b"}, {"h1"}, "j1"));
 
   r.disarm = true;
   EXPECT_EQ(RemoveLine(docker, r, "j1", "/tmp/d"),
-            "{ " + fleet::RemoveWithHoldsCommand(docker, {"a", "b"}, {"h1"}, "j1") + "; s=$?; " +
+            "{ " + RemoveWithHoldsCommand(docker, {"a", "b"}, {"h1"}, "j1") + "; s=$?; " +
                 DisarmWatchdogCommand("j1", "/tmp/d") + "; exit $s; }");
   EXPECT_EQ(AfterApiRemovalLine(r, "j1", "/tmp/d"), DisarmWatchdogCommand("j1", "/tmp/d"));
 }

@@ -102,7 +102,7 @@ int HostVerbs::ExecInteractive(int rank, const std::vector<std::string>& argv, b
     ssh::PtySize size;
     const char* term = std::getenv("TERM");
     if (term && *term) size.term = term;
-    window::TerminalSize ts = window::SizeOf(STDIN_FILENO);
+    TerminalSize ts = SizeOf(STDIN_FILENO);
     size.cols = ts.cols;
     size.rows = ts.rows;
     pty = size;
@@ -121,13 +121,13 @@ int HostVerbs::ExecInteractive(int rank, const std::vector<std::string>& argv, b
     sigaction(SIGWINCH, &winch, &old_winch);
   }
   {
-    std::optional<window::RawTerminal> raw;
+    std::optional<RawTerminal> raw;
     if (tty) raw.emplace(STDIN_FILENO);
     RunUntil(
         [&] {
           if (g_winch) {
             g_winch = 0;
-            window::TerminalSize ts = window::SizeOf(STDIN_FILENO);
+            TerminalSize ts = SizeOf(STDIN_FILENO);
             ch.Resize(ts.cols, ts.rows);
           }
           // Without a pty, ^C reaches barge: the command's channel is closed.
@@ -181,9 +181,9 @@ int HostVerbs::Top(const TopOptions& top) {
     if (ctx_.interrupts > 0) return 0;
     group.Cancel();
 
-    std::vector<window::NodeSample> samples;
+    std::vector<NodeSample> samples;
     for (const auto& n : plan_.nodes) {
-      window::NodeSample s;
+      NodeSample s;
       s.rank = n.rank;
       s.role = n.role;
       s.host = HostName(plan_.hosts[n.host_index]);
@@ -196,9 +196,9 @@ int HostVerbs::Top(const TopOptions& top) {
         continue;
       }
       const HostSample& hs = it->second;
-      Result<std::vector<window::ContainerStats>> stats =
-          hs.stats.ok() ? window::ParseDockerStats(hs.stats.out)
-                        : Result<std::vector<window::ContainerStats>>(Status::Error(hs.stats.Reason()));
+      Result<std::vector<ContainerStats>> stats =
+          hs.stats.ok() ? ParseDockerStats(hs.stats.out)
+                        : Result<std::vector<ContainerStats>>(Status::Error(hs.stats.Reason()));
       if (!stats.ok()) {
         s.error = stats.status().message();
       } else {
@@ -208,19 +208,19 @@ int HostVerbs::Top(const TopOptions& top) {
         if (!s.stats) s.error = "not running";
       }
       if (hs.gpus.ok()) {
-        Result<std::vector<window::GpuStats>> gpus = window::ParseGpuStats(hs.gpus.out);
+        Result<std::vector<GpuStats>> gpus = ParseGpuStats(hs.gpus.out);
         if (gpus.ok()) {
           s.host_has_nvidia_smi = !gpus->empty();
-          s.gpus = window::NodeGpus(n.container.options.gpus, *gpus);
+          s.gpus = NodeGpus(n.container.options.gpus, *gpus);
         }
       }
       samples.push_back(s);
     }
     if (top.json) {
-      std::printf("%s\n", window::TopJson(plan_.job_id, IsoUtc(WallNow()), samples).dump(2).c_str());
+      std::printf("%s\n", TopJson(plan_.job_id, IsoUtc(WallNow()), samples).dump(2).c_str());
     } else {
       if (clear_screen) std::printf("\033[H\033[2J");
-      std::printf("%s", window::RenderTopTable(plan_.job_id, samples).c_str());
+      std::printf("%s", RenderTopTable(plan_.job_id, samples).c_str());
     }
     std::fflush(stdout);
     if (top.once) return 0;

@@ -1,7 +1,7 @@
 // ParseForwardPorts: "[LOCAL:]REMOTE" into two TCP ports.
 #include "runner/jobfile/forward_spec.h"
 
-namespace barge::runner::window {
+namespace barge::runner {
 namespace {
 
 bool ParsePort(const std::string& s, int* port) {
@@ -36,4 +36,4 @@ Result<ForwardPorts> ParseForwardPorts(const std::string& text) {
   return p;
 }
 
-}  // namespace barge::runner::window
+}  // namespace barge::runner

@@ -6,7 +6,7 @@
 
 #include "base/status.h"
 
-namespace barge::runner::window {
+namespace barge::runner {
 
 struct ForwardPorts {
   int local_port = 0;   // on 127.0.0.1 of barge's machine
@@ -17,4 +17,4 @@ struct ForwardPorts {
 // error names the text and what was expected.
 [[nodiscard]] Result<ForwardPorts> ParseForwardPorts(const std::string& text);
 
-}  // namespace barge::runner::window
+}  // namespace barge::runner

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace barge::runner::window {
+namespace barge::runner {
 namespace {
 
 TEST(ForwardPorts, ARemotePortAloneIsAlsoTheLocalOne) {
@@ -30,4 +30,4 @@ TEST(ForwardPorts, BadTextIsAnErrorThatQuotesItAndShowsTheForm) {
 }
 
 }  // namespace
-}  // namespace barge::runner::window
+}  // namespace barge::runner

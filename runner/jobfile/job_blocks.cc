@@ -242,7 +242,7 @@ constexpr KeyRule<ForwardSpec> kForwardRules[] = {
      [](const Entry& e, ForwardSpec& f) {
        std::optional<std::string> v = ReadNonEmpty(e, "[LOCAL:]REMOTE, e.g. 8265 or \"16006:6006\"");
        if (!v) return;
-       Result<window::ForwardPorts> ports = window::ParseForwardPorts(*v);
+       Result<ForwardPorts> ports = ParseForwardPorts(*v);
        if (!ports.ok()) {
          e.Error(ports.status().message());
          return;

@@ -5,7 +5,7 @@
 
 #include "container/timestamp.h"
 
-namespace barge::runner::internal {
+namespace barge::runner {
 
 KeptLines CountKeptLines(const std::string& path, std::optional<int64_t> from_ns) {
   KeptLines kept;
@@ -30,4 +30,4 @@ KeptLines CountKeptLines(const std::string& path, std::optional<int64_t> from_ns
   return kept;
 }
 
-}  // namespace barge::runner::internal
+}  // namespace barge::runner

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace barge::runner::internal {
+namespace barge::runner {
 
 struct KeptLines {
   bool found = false;                 // the file could be read
@@ -25,4 +25,4 @@ struct KeptLines {
 // line's continuation piece) is not a line of its own.
 KeptLines CountKeptLines(const std::string& path, std::optional<int64_t> from_ns);
 
-}  // namespace barge::runner::internal
+}  // namespace barge::runner

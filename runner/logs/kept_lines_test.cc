@@ -8,7 +8,7 @@
 
 #include "tests/support/ssh_test_util.h"
 
-namespace barge::runner::internal {
+namespace barge::runner {
 namespace {
 
 size_t Hash(std::string_view text) { return std::hash<std::string_view>{}(text); }
@@ -41,4 +41,4 @@ TEST(KeptLines, CountsEachStreamsLinesFromTheLastRestartOnAndHashesTheLastText) 
 }
 
 }  // namespace
-}  // namespace barge::runner::internal
+}  // namespace barge::runner

@@ -12,7 +12,7 @@
 
 #include "ssh/quote.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 namespace {
 
@@ -444,4 +444,4 @@ void TakeHoldsWithApi(CommandGroup& group, const ApiHoldJob& job,
   std::make_shared<Taker>(&group, job, std::move(done))->Start();
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -39,7 +39,7 @@
 #include "runner/remote/reservation.h"
 #include "ssh/executor.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 // The hold image: an empty image, imported from a tar of two zero blocks
 // when a create finds it missing.
@@ -78,4 +78,4 @@ struct ApiHoldJob {
 void TakeHoldsWithApi(CommandGroup& group, const ApiHoldJob& job,
                       std::function<void(HoldReply reply, bool failed)> done);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 namespace {
 
 HoldOwner Owner() {
@@ -92,4 +92,4 @@ TEST(ParseHttpDate, ReadsAnImfFixdateAsUtcAndRefusesAnythingElse) {
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -9,7 +9,7 @@
 #include "ssh/quote.h"
 #include "runner/console/time_format.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 namespace {
 
@@ -209,4 +209,4 @@ std::string HostsGpuTable(const std::vector<HostView>& hosts) {
   return s + topo;
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

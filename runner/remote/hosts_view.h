@@ -1,5 +1,5 @@
 // `barge hosts`: each host's holds and running barge containers, as the
-// hosts themselves list them (fleet::ListHoldsScript), in one table or JSON.
+// hosts themselves list them (ListHoldsScript), in one table or JSON.
 #pragma once
 
 #include <chrono>
@@ -13,7 +13,7 @@
 #include "runner/remote/gpu_health.h"
 #include "runner/remote/reservation.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 // A running container labelled barge.job (a "ctr" line).
 struct BargeContainer {
@@ -60,4 +60,4 @@ HostView ParseHostView(const std::string& host, std::string_view text);
 std::string HostsTable(const std::vector<HostView>& hosts);
 nlohmann::json HostsJson(const std::vector<HostView>& hosts);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 namespace {
 
 TEST(HostsView, ShowsEachHoldAndRunningContainerAndFreeHosts) {
@@ -103,4 +103,4 @@ TEST(HostsView, AHostThatCouldNotListSaysWhy) {
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -41,7 +41,7 @@ struct PreflightChecks {
   bool rdma = false;
   bool tcp_tables = false;               // /proc/net/tcp{,6} (the head's host)
   std::string arm_watchdog;              // a command line (ArmWatchdogCommand)
-  // The job's holds on the host (fleet::TakeHoldsScript); empty = none.
+  // The job's holds on the host (TakeHoldsScript); empty = none.
   std::string hold;
   // Each Docker CLI call runs under `timeout -s KILL engine_timeout` (where
   // the host has `timeout`) and is tried again after a timeout, up to

@@ -7,7 +7,7 @@
 #include "runner/remote/holds_api.h"
 #include "runner/remote/reservation.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 std::string ReapListingLine(const DockerCommands& docker) {
   return "date +%s && " + docker.PsByLabel(cluster::kJobLabel);
@@ -67,4 +67,4 @@ std::vector<ReapChoice> ChooseReaped(const std::vector<container::PsEntry>& list
   return out;
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

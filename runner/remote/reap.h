@@ -22,7 +22,7 @@
 #include "container/inspect.h"
 #include "runner/remote/docker_commands.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 struct ReapChoice {
   std::string id;
@@ -50,4 +50,4 @@ struct ReapListing {
 };
 Result<ReapListing> ParseReapListing(std::string_view out);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

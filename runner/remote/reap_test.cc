@@ -6,7 +6,7 @@
 
 #include "runner/remote/reservation.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 namespace {
 
 container::PsEntry Entry(std::string id, std::string name, std::string job, std::string status) {
@@ -98,4 +98,4 @@ TEST(ParseReapListing, ReadsTheHostsClockThenItsContainersAndRefusesAMissingCloc
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -11,7 +11,7 @@
 #include "runner/console/time_format.h"
 #include "ssh/quote.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 using ssh::ShellQuote;
 
@@ -670,4 +670,4 @@ std::string WaitingFor(const std::vector<BusyHost>& rows) {
   return out;
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -104,7 +104,7 @@
 
 #include "runner/remote/docker_commands.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 inline constexpr std::string_view kHoldPrefix = "barge-hold-";
 // A job's lease on an engine: barge-lease-JOB.T (see above).
@@ -355,4 +355,4 @@ std::string WaitingFor(const std::vector<BusyHost>& rows);
 // A duration for tables: "45s", "3m05s", "2h10m".
 std::string ShortDuration(long long seconds);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -14,7 +14,7 @@
 
 #include "cluster/gpu_slices.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 namespace {
 
 Hold MakeHold(std::string name, std::string job, long long since, long long lease) {
@@ -827,4 +827,4 @@ TEST(ShortDuration, ReadsAsSecondsMinutesOrHours) {
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

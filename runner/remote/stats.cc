@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
-namespace barge::runner::window {
+namespace barge::runner {
 namespace {
 
 using Json = nlohmann::json;
@@ -242,4 +242,4 @@ Json TopJson(const std::string& job_id, const std::string& at, const std::vector
   return Json{{"job", job_id}, {"at", at}, {"nodes", list}};
 }
 
-}  // namespace barge::runner::window
+}  // namespace barge::runner

@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 
-namespace barge::runner::window {
+namespace barge::runner {
 
 // One line of `docker stats --format '{{json .}}'`.
 struct ContainerStats {
@@ -76,4 +76,4 @@ std::string RenderTopTable(const std::string& job_id, const std::vector<NodeSamp
 nlohmann::json TopJson(const std::string& job_id, const std::string& at,
                        const std::vector<NodeSample>& nodes);
 
-}  // namespace barge::runner::window
+}  // namespace barge::runner

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace barge::runner::window {
+namespace barge::runner {
 namespace {
 
 TEST(DockerSize, ReadsBinaryAndDecimalUnitsAsDockerPrintsThem) {
@@ -105,4 +105,4 @@ TEST(TopTable, SaysHostNetworkHasNoNetworkIoAndShowsOneLinePerGpu) {
 }
 
 }  // namespace
-}  // namespace barge::runner::window
+}  // namespace barge::runner

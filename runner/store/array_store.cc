@@ -11,7 +11,7 @@
 #include <map>
 #include <sstream>
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 namespace {
 
 constexpr const char* kSchema = R"sql(
@@ -289,4 +289,4 @@ Result<std::optional<std::string>> ArrayStore::ResolveArray(const std::string& t
   return found;
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -38,7 +38,7 @@ namespace barge::runner::sql {
 class Database;
 }  // namespace barge::runner::sql
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 // waiting: not started yet (or to be retried); running; succeeded; failed
 // (after its retries); cancelled (down, Ctrl-C, or its controller died
@@ -127,4 +127,4 @@ class ArrayStore {
 // left out, in that order, cancelled last).
 std::string CountsText(const std::vector<MemberRecord>& members);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

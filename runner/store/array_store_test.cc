@@ -11,7 +11,7 @@
 #include "runner/store/array_view.h"
 #include "tests/support/raw_sql.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 namespace {
 
 class ArrayStoreTest : public ::testing::Test {
@@ -171,4 +171,4 @@ TEST_F(ArrayStoreTest, RemoveArrayDeletesTheArrayItsMembersAndItsRunRequestAndNo
 }
 
 }  // namespace
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

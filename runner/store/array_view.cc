@@ -3,7 +3,7 @@
 
 #include "runner/store/job_lookup.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 namespace {
 
 // A member recorded as running while no array controller watches it (the
@@ -79,4 +79,4 @@ Result<std::vector<ArrayView>> LiveArrays(ArrayStore& store, const std::string& 
   return out;
 }
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

@@ -12,7 +12,7 @@
 #include "base/status.h"
 #include "runner/store/array_store.h"
 
-namespace barge::runner::fleet {
+namespace barge::runner {
 
 // The array's record, marked lost first when its controller is gone; an
 // array that is not running has its members recorded as running settled:
@@ -34,4 +34,4 @@ struct ArrayView {
 // it.
 [[nodiscard]] Result<std::vector<ArrayView>> LiveArrays(ArrayStore& store, const std::string& state_dir);
 
-}  // namespace barge::runner::fleet
+}  // namespace barge::runner

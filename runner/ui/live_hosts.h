@@ -47,7 +47,7 @@ struct LiveHost {
   std::vector<LiveContainer> containers;
 };
 
-// The JSON `barge hosts --json` prints (fleet::HostsJson), read back.
+// The JSON `barge hosts --json` prints (HostsJson), read back.
 [[nodiscard]] Result<std::vector<LiveHost>> ParseHostsJson(const std::string& text);
 
 struct LiveHostsReading {

@@ -12,8 +12,8 @@
 namespace barge::runner::ui {
 namespace {
 
-fleet::Hold Listed(const std::string& name, const std::string& job, long long since) {
-  fleet::Hold h;
+Hold Listed(const std::string& name, const std::string& job, long long since) {
+  Hold h;
   h.id = "id-" + name;
   h.name = name;
   h.job_id = job;
@@ -27,23 +27,23 @@ fleet::Hold Listed(const std::string& name, const std::string& job, long long si
   return h;
 }
 
-// What `barge hosts --json` prints (fleet::HostsJson) reads back whole: the
+// What `barge hosts --json` prints (HostsJson) reads back whole: the
 // page and the command line show the same listing.
 TEST(UiLiveHosts, TheJsonOfBargeHostsReadsBackHoldsLeasesTicketsAndContainers) {
   const long long now = 1714564800;
-  fleet::HostView v;
+  HostView v;
   v.host = "h1";
   v.now = now;
   v.holds = {Listed("barge-hold-gpu-1", "a1", now - 60), Listed("barge-lease-a1." + std::to_string(now - 5), "a1", now - 60),
              Listed("barge-ticket-c1", "c1", now - 30), Listed("barge-lease-c1." + std::to_string(now - 5), "c1", now - 30),
              Listed("barge-ticket-b1", "b1", now - 40), Listed("barge-lease-b1." + std::to_string(now - 5), "b1", now - 40)};
   v.holds[0].gpus = "1";
-  fleet::ApplyEngineLeases(&v.holds);
+  ApplyEngineLeases(&v.holds);
   v.containers = {{"cid", "barge-a1-0", "a1", "head", "0", "Up 1 minute"}};
-  fleet::HostView gone;
+  HostView gone;
   gone.host = "h2";
   gone.error = "connect: refused";
-  Result<std::vector<LiveHost>> back = ParseHostsJson(fleet::HostsJson({v, gone}).dump(2));
+  Result<std::vector<LiveHost>> back = ParseHostsJson(HostsJson({v, gone}).dump(2));
   ASSERT_TRUE(back.ok()) << back.status().message();
   ASSERT_EQ(back->size(), 2u);
   const LiveHost& h = (*back)[0];

@@ -37,8 +37,8 @@ std::string Td(const std::string& escaped, bool num = false) {
   return std::string(num ? "<td class=\"num\">" : "<td>") + escaped + "</td>";
 }
 
-std::string MemberStatusCell(fleet::MemberStatus status) {
-  const std::string s = fleet::ToString(status);
+std::string MemberStatusCell(MemberStatus status) {
+  const std::string s = ToString(status);
   return "<span class=\"status status-" + s + "\">" + s + "</span>";
 }
 
@@ -48,18 +48,18 @@ std::string ArrayStatusCell(const std::string& status) {
   return "<span class=\"status status-" + HtmlEscape(status) + "\">" + HtmlEscape(status) + "</span>";
 }
 
-int CountOf(const std::vector<fleet::MemberRecord>& members, fleet::MemberStatus s) {
+int CountOf(const std::vector<MemberRecord>& members, MemberStatus s) {
   return static_cast<int>(std::count_if(members.begin(), members.end(),
-                                        [&](const fleet::MemberRecord& m) { return m.status == s; }));
+                                        [&](const MemberRecord& m) { return m.status == s; }));
 }
 
-std::string ArrayRow(const fleet::ArrayView& v, TimePoint now) {
-  const fleet::ArrayRecord& a = v.array;
+std::string ArrayRow(const ArrayView& v, TimePoint now) {
+  const ArrayRecord& a = v.array;
   std::string counts;
-  for (const auto& [st, name] : fleet::kMemberStatusNames) {
+  for (const auto& [st, name] : kMemberStatusNames) {
     counts += " data-" + std::string(name) + "=\"" + std::to_string(CountOf(v.members, st)) + "\"";
   }
-  const std::string text = fleet::CountsText(v.members);
+  const std::string text = CountsText(v.members);
   return "<tr class=\"array\" data-id=\"" + HtmlEscape(a.id) + "\" data-status=\"" + HtmlEscape(a.status) +
          "\" data-size=\"" + std::to_string(a.size) + "\"" + counts + "><td><a href=\"" + ArrayHref(a.id) + "\">" +
          HtmlEscape(a.id) + "</a></td>" + Td(HtmlEscape(a.name)) + "<td>array " + ArrayStatusCell(a.status) +
@@ -76,7 +76,7 @@ std::string Ago(TimePoint t, TimePoint now) {
 
 }  // namespace
 
-std::string JobsPage(const std::vector<JobRecord>& jobs, const std::vector<fleet::ArrayView>& arrays,
+std::string JobsPage(const std::vector<JobRecord>& jobs, const std::vector<ArrayView>& arrays,
                      const JobsQuery& query, TimePoint now) {
   std::string b = "<h1>Jobs</h1>\n<form class=\"filter\" method=\"get\" action=\"./\">"
                   "<label>status <select name=\"status\"><option value=\"\">any</option>";
@@ -113,8 +113,8 @@ std::string JobsPage(const std::vector<JobRecord>& jobs, const std::vector<fleet
 }
 
 std::string ArrayPage(const ArrayPageData& d, TimePoint now) {
-  const fleet::ArrayRecord& a = d.view.array;
-  const std::vector<fleet::MemberRecord>& members = d.view.members;
+  const ArrayRecord& a = d.view.array;
+  const std::vector<MemberRecord>& members = d.view.members;
   std::string b = "<h1>Array " + HtmlEscape(a.id) + " (" + HtmlEscape(a.name) + ") " +
                   "<span id=\"array-status\" data-status=\"" + HtmlEscape(a.status) + "\">" +
                   ArrayStatusCell(a.status) + "</span></h1>\n";
@@ -124,20 +124,20 @@ std::string ArrayPage(const ArrayPageData& d, TimePoint now) {
        "</td><th>duration</th><td>" +
        FormatDuration(std::max(std::chrono::milliseconds(0), a.ended.value_or(now) - a.created)) +
        "</td><th>exit</th><td>" + Exit(a.exit_code) + "</td></tr></table>\n";
-  b += "<p id=\"array-counts\">members: " + HtmlEscape(fleet::CountsText(members)) +
+  b += "<p id=\"array-counts\">members: " + HtmlEscape(CountsText(members)) +
        " <span class=\"muted\">(as <code>barge show " + HtmlEscape(a.id) + "</code>)</span></p>\n";
 
   // As `barge ls ARRAY`, with the summary's status ("(N attempts)") and
   // duration (the last attempt's; to now while it runs).
   b += "<h2>Members</h2>\n<table id=\"members\"><thead><tr><th>INDEX</th><th>JOB</th><th>PARAMS</th>"
        "<th>STATUS</th><th>ATTEMPTS</th><th>EXIT</th><th>HOSTS</th><th>DURATION</th></tr></thead><tbody>\n";
-  for (const fleet::MemberRecord& m : members) {
+  for (const MemberRecord& m : members) {
     std::string status = MemberStatusCell(m.status);
     if (m.attempts > 1) status += " (" + std::to_string(m.attempts) + " attempts)";
     const std::string duration =
         m.started ? FormatDuration(std::max(std::chrono::milliseconds(0), m.ended.value_or(now) - *m.started)) : "-";
     b += "<tr class=\"member\" data-index=\"" + std::to_string(m.index) + "\" data-status=\"" +
-         fleet::ToString(m.status) + "\" data-attempts=\"" + std::to_string(m.attempts) + "\">" +
+         ToString(m.status) + "\" data-attempts=\"" + std::to_string(m.attempts) + "\">" +
          Td(std::to_string(m.index), true) + Td(m.job_ids.empty() ? "-" : JobLink(m.job_ids.back())) +
          Td(HtmlEscape(m.params)) + Td(status) + Td(std::to_string(m.attempts), true) + Td(Exit(m.exit_code), true) +
          Td(m.hosts.empty() ? "-" : HtmlEscape(m.hosts)) + Td(duration, true) + "</tr>\n";
@@ -147,7 +147,7 @@ std::string ArrayPage(const ArrayPageData& d, TimePoint now) {
   b += "<h2>Attempts</h2>\n<table id=\"attempts\"><thead><tr><th>MEMBER</th><th>ATTEMPT</th><th>JOB</th>"
        "<th>STATUS</th><th>HOSTS</th><th>EXIT</th><th>STARTED</th><th>DURATION</th></tr></thead><tbody>\n";
   size_t attempts = 0;
-  for (const fleet::MemberRecord& m : members) {
+  for (const MemberRecord& m : members) {
     for (size_t i = 0; i < m.job_ids.size(); ++i) {
       ++attempts;
       const std::string& id = m.job_ids[i];

@@ -26,11 +26,11 @@ struct JobsQuery {
 // is one row among them, placed by its start as `barge ls` places it
 // ("array running: running 2, succeeded 5", "N members"), linking to its
 // page; the caller leaves its members' jobs out of `jobs`.
-std::string JobsPage(const std::vector<JobRecord>& jobs, const std::vector<fleet::ArrayView>& arrays,
+std::string JobsPage(const std::vector<JobRecord>& jobs, const std::vector<ArrayView>& arrays,
                      const JobsQuery& query, TimePoint now);
 
 struct ArrayPageData {
-  fleet::ArrayView view;
+  ArrayView view;
   // Every attempt's job by id (an attempt whose job was removed is
   // missing) and its nodes.
   std::map<std::string, JobRecord> jobs;

@@ -93,16 +93,16 @@ TEST(UiPages, AFinishedJobHasNoStopFormAndShowsAPageOfItsKeptLog) {
 }
 
 
-fleet::MemberRecord Member(int index, fleet::MemberStatus status, std::vector<std::string> jobs) {
-  fleet::MemberRecord m;
+MemberRecord Member(int index, MemberStatus status, std::vector<std::string> jobs) {
+  MemberRecord m;
   m.array_id = "arr1";
   m.index = index;
   m.params = "lr=0." + std::to_string(index + 1) + " tag=<x>";
   m.status = status;
   m.attempts = static_cast<int>(jobs.size());
   m.job_ids = std::move(jobs);
-  if (status == fleet::MemberStatus::kSucceeded || status == fleet::MemberStatus::kFailed) {
-    m.exit_code = status == fleet::MemberStatus::kSucceeded ? 0 : 3;
+  if (status == MemberStatus::kSucceeded || status == MemberStatus::kFailed) {
+    m.exit_code = status == MemberStatus::kSucceeded ? 0 : 3;
     m.started = At(seconds(1));
     m.ended = At(seconds(9));
   }
@@ -110,8 +110,8 @@ fleet::MemberRecord Member(int index, fleet::MemberStatus status, std::vector<st
   return m;
 }
 
-fleet::ArrayView Sweep() {
-  fleet::ArrayView v;
+ArrayView Sweep() {
+  ArrayView v;
   v.array.id = "arr1";
   v.array.name = "sweep<1>";
   v.array.status = "running";
@@ -119,10 +119,10 @@ fleet::ArrayView Sweep() {
   v.array.parallel = 2;
   v.array.retries = 1;
   v.array.created = At(seconds(10));
-  v.members = {Member(0, fleet::MemberStatus::kSucceeded, {"m0a"}),
-               Member(1, fleet::MemberStatus::kFailed, {"m1a", "m1b"}),
-               Member(2, fleet::MemberStatus::kRunning, {"m2a"}),
-               Member(3, fleet::MemberStatus::kWaiting, {})};
+  v.members = {Member(0, MemberStatus::kSucceeded, {"m0a"}),
+               Member(1, MemberStatus::kFailed, {"m1a", "m1b"}),
+               Member(2, MemberStatus::kRunning, {"m2a"}),
+               Member(3, MemberStatus::kWaiting, {})};
   return v;
 }
 
@@ -147,7 +147,7 @@ TEST(UiPages, AnArrayIsOneRowWithItsCountsPlacedByItsStartAmongTheJobs) {
   EXPECT_NE(html.find("<td class=\"num\">4 members</td>"), std::string::npos);
   EXPECT_NE(html.find("<td class=\"num\">30s</td>"), std::string::npos);  // running: to now
   // An array older than every job comes last.
-  fleet::ArrayView first = Sweep();
+  ArrayView first = Sweep();
   first.array.created = At(seconds(-5));
   const std::string last = JobsPage({newer, older}, {first}, JobsQuery{}, At(seconds(40)));
   EXPECT_GT(last.find("class=\"array\""), last.find("data-id=\"old1\""));

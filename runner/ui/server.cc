@@ -247,17 +247,17 @@ void UiServer::Impl::JobsPage(const httplib::Request& req, httplib::Response& re
   Result<std::unique_ptr<JobStore>> store = OpenStore(options.state_dir);
   if (!store.ok()) return Fail(res, 500, store.status().message());
   std::vector<JobRecord> jobs;
-  std::vector<fleet::ArrayView> arrays;
+  std::vector<ArrayView> arrays;
   if (*store) {
     // As `barge ls`: an array is one row; its members' jobs are not listed.
-    Result<std::unique_ptr<fleet::ArrayStore>> array_store = fleet::ArrayStore::Open(options.state_dir);
+    Result<std::unique_ptr<ArrayStore>> array_store = ArrayStore::Open(options.state_dir);
     if (!array_store.ok()) return Fail(res, 500, array_store.status().message());
     Result<std::vector<std::string>> member_jobs = (*array_store)->MemberJobIds();
     if (!member_jobs.ok()) return Fail(res, 500, member_jobs.status().message());
     const std::set<std::string> hide(member_jobs->begin(), member_jobs->end());
-    Result<std::vector<fleet::ArrayView>> all_arrays = fleet::LiveArrays(**array_store, options.state_dir);
+    Result<std::vector<ArrayView>> all_arrays = LiveArrays(**array_store, options.state_dir);
     if (!all_arrays.ok()) return Fail(res, 500, all_arrays.status().message());
-    for (fleet::ArrayView& v : *all_arrays) {
+    for (ArrayView& v : *all_arrays) {
       if (query.status && *query.status != v.array.status) continue;
       if (!query.name.empty() && v.array.name.find(query.name) == std::string::npos) continue;
       arrays.push_back(std::move(v));
@@ -344,17 +344,17 @@ void UiServer::Impl::ArrayPage(const httplib::Request& req, httplib::Response& r
   Result<std::unique_ptr<JobStore>> store = OpenStore(options.state_dir);
   if (!store.ok()) return Fail(res, 500, store.status().message());
   if (!*store) return Fail(res, 404, "no array '" + id + "'");
-  Result<std::unique_ptr<fleet::ArrayStore>> arrays = fleet::ArrayStore::Open(options.state_dir);
+  Result<std::unique_ptr<ArrayStore>> arrays = ArrayStore::Open(options.state_dir);
   if (!arrays.ok()) return Fail(res, 500, arrays.status().message());
   if (!(*arrays)->GetArray(id).ok()) return Fail(res, 404, "no array '" + id + "'");
   ArrayPageData data;
-  Result<fleet::ArrayRecord> a = fleet::LiveArray(**arrays, options.state_dir, id);
+  Result<ArrayRecord> a = LiveArray(**arrays, options.state_dir, id);
   if (!a.ok()) return Fail(res, 500, a.status().message());
-  Result<std::vector<fleet::MemberRecord>> members = (*arrays)->GetMembers(id);
+  Result<std::vector<MemberRecord>> members = (*arrays)->GetMembers(id);
   if (!members.ok()) return Fail(res, 500, members.status().message());
-  fleet::ShowWaitingMembers(options.state_dir, &*members);
+  ShowWaitingMembers(options.state_dir, &*members);
   data.view = {std::move(a).value(), std::move(members).value()};
-  for (const fleet::MemberRecord& m : data.view.members) {
+  for (const MemberRecord& m : data.view.members) {
     for (const std::string& job_id : m.job_ids) {
       Result<JobRecord> job = (*store)->GetJob(job_id);
       if (!job.ok()) continue;  // removed

@@ -483,27 +483,27 @@ TEST_F(UiServerTest, HeadsThatNeverEndOnMoreConnectionsThanServerThreadsDoNotDel
 TEST_F(UiServerTest, AnArrayIsOneRowOnTheJobsPageAndHasAPageOfItsMembersAndAttempts) {
   // Array "arr1" of 3: member 0's job is done1 (succeeded), member 1's is
   // live1 (running), member 2 has not started.
-  auto arrays = fleet::ArrayStore::Open(dir_.path());
+  auto arrays = ArrayStore::Open(dir_.path());
   ASSERT_TRUE(arrays.ok()) << arrays.status().message();
-  fleet::ArrayRecord a;
+  ArrayRecord a;
   a.id = "arr1";
   a.name = "sweep";
   a.size = 3;
   a.parallel = 2;
   a.created = WallNow();
   a.controller_pid = getpid();
-  std::vector<fleet::MemberRecord> members(3);
+  std::vector<MemberRecord> members(3);
   for (int i = 0; i < 3; ++i) {
     members[i].array_id = "arr1";
     members[i].index = i;
     members[i].params = "seed=" + std::to_string(i);
   }
-  members[0].status = fleet::MemberStatus::kSucceeded;
+  members[0].status = MemberStatus::kSucceeded;
   members[0].attempts = 1;
   members[0].job_ids = {"done1"};
   members[0].exit_code = 0;
   members[0].hosts = "local";
-  members[1].status = fleet::MemberStatus::kRunning;
+  members[1].status = MemberStatus::kRunning;
   members[1].attempts = 1;
   members[1].job_ids = {"live1"};
   members[1].hosts = "local";

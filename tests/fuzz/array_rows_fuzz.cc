@@ -23,13 +23,13 @@
 
 namespace {
 
-using barge::runner::fleet::ArrayParams;
-using barge::runner::fleet::CheckColumnName;
-using barge::runner::fleet::ParamsFromJson;
-using barge::runner::fleet::ParamsText;
-using barge::runner::fleet::ParamsToJson;
-using barge::runner::fleet::ParseCsv;
-using barge::runner::fleet::ParseJsonl;
+using barge::runner::array::ArrayParams;
+using barge::runner::array::CheckColumnName;
+using barge::runner::array::ParamsFromJson;
+using barge::runner::array::ParamsText;
+using barge::runner::array::ParamsToJson;
+using barge::runner::array::ParseCsv;
+using barge::runner::array::ParseJsonl;
 
 constexpr char kTarget[] = "array_rows_fuzz";
 

@@ -44,7 +44,7 @@
 
 namespace {
 
-namespace fleet = barge::runner::fleet;
+namespace runner = barge::runner;
 namespace rdma = barge::runner::rdma;
 
 constexpr char kTarget[] = "host_reply_fuzz";
@@ -53,18 +53,18 @@ void Check(bool ok, const char* what, std::string_view detail = {}) {
   if (!ok) barge::fuzz::Fail(kTarget, what, detail);
 }
 
-bool SameHold(const fleet::Hold& a, const fleet::Hold& b) {
+bool SameHold(const runner::Hold& a, const runner::Hold& b) {
   return a.id == b.id && a.name == b.name && a.job_id == b.job_id && a.job_name == b.job_name &&
          a.user == b.user && a.machine == b.machine && a.gpus == b.gpus && a.since == b.since &&
          a.expires == b.expires && a.lease == b.lease && a.format == b.format && a.lease_renewed == b.lease_renewed;
 }
 
 // `r` as the hold script prints it (errors left out: they are joined).
-std::string ReplyLines(const fleet::HoldReply& r) {
+std::string ReplyLines(const runner::HoldReply& r) {
   std::string out = "now " + std::to_string(r.now) + "\n";
   for (const std::string& n : r.taken) out += "took " + n + "\n";
   for (const std::string& s : r.removed_stale) out += "stale " + s + "\n";
-  for (const fleet::Hold& h : r.holds) {
+  for (const runner::Hold& h : r.holds) {
     out += "hold\t" + h.id + "\t" + h.name + "\t" + h.job_id + "\t" + h.job_name + "\t" + h.user + "\t" + h.machine +
            "\t" + h.gpus + "\t" + std::to_string(h.since) + "\t" + std::to_string(h.expires) + "\t" +
            std::to_string(h.lease) + "\t" + std::to_string(h.format) + "\n";
@@ -73,24 +73,24 @@ std::string ReplyLines(const fleet::HoldReply& r) {
 }
 
 void CheckHoldReply(std::string_view text) {
-  const fleet::HoldReply r = fleet::ParseHoldReply(text);
+  const runner::HoldReply r = runner::ParseHoldReply(text);
   Check(r.errors.find('\n') == std::string::npos, "hold reply: errors on more than one line", r.errors);
-  for (const fleet::Hold& h : r.holds) {
+  for (const runner::Hold& h : r.holds) {
     // The stale rule on any labels (saturating, never wrapping: UBSan
     // watches); a hold stale at `now` is stale at every later time.
-    if (fleet::IsStale(h, r.now)) {
-      Check(fleet::IsStale(h, std::numeric_limits<long long>::max()), "hold reply: stale, then not", h.name);
+    if (runner::IsStale(h, r.now)) {
+      Check(runner::IsStale(h, std::numeric_limits<long long>::max()), "hold reply: stale, then not", h.name);
     }
     if (!h.lease_renewed) continue;
     Check(std::any_of(r.holds.begin(), r.holds.end(),
-                      [&](const fleet::Hold& l) {
-                        return l.job_id == h.job_id && fleet::IsLease(l) &&
-                               fleet::LeaseRenewedAt(l.name) == h.lease_renewed;
+                      [&](const runner::Hold& l) {
+                        return l.job_id == h.job_id && runner::IsLease(l) &&
+                               runner::LeaseRenewedAt(l.name) == h.lease_renewed;
                       }),
           "hold reply: a lease time no lease of the job has", h.name);
   }
   const std::string lines = ReplyLines(r);
-  const fleet::HoldReply again = fleet::ParseHoldReply(lines);
+  const runner::HoldReply again = runner::ParseHoldReply(lines);
   Check(again.now == r.now && again.taken == r.taken && again.removed_stale == r.removed_stale &&
             again.errors.empty() && again.holds.size() == r.holds.size() &&
             std::equal(r.holds.begin(), r.holds.end(), again.holds.begin(), SameHold),
@@ -109,7 +109,7 @@ void CheckListing(std::string_view text) {
           "listing: an empty message or one with a control byte", message);
     return;
   }
-  const std::vector<fleet::Hold> holds = fleet::HoldsOf(*listed);
+  const std::vector<runner::Hold> holds = runner::HoldsOf(*listed);
   Check(holds.size() == listed->size(), "listing: not one hold per container");
   for (size_t i = 0; i < holds.size(); ++i) {
     const std::string& names = (*listed)[i].names;
@@ -119,7 +119,7 @@ void CheckListing(std::string_view text) {
 }
 
 void CheckHttpDate(std::string_view line) {
-  const std::optional<long long> t = fleet::ParseHttpDate(line);
+  const std::optional<long long> t = runner::ParseHttpDate(line);
   if (!t) return;
   Check(*t >= 0, "Date: a time before 1970", line);
   const time_t secs = static_cast<time_t>(*t);
@@ -127,7 +127,7 @@ void CheckHttpDate(std::string_view line) {
   Check(gmtime_r(&secs, &parts) != nullptr, "Date: a time gmtime cannot split", line);
   char text[128];
   Check(strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &parts) > 0, "Date: cannot be written", line);
-  Check(fleet::ParseHttpDate(text) == t, "Date: written back, reads otherwise", text);
+  Check(runner::ParseHttpDate(text) == t, "Date: written back, reads otherwise", text);
 }
 
 void CheckRdma(std::string_view text) {
