@@ -6,6 +6,8 @@
 //                   head container's exit code.
 //   0               success, for every other command (and a job array whose
 //                   members all succeeded).
+//   123             the job hung (no progress as its `progress:` block says)
+//                   and was stopped: `on_hang: stop`, or no restart left.
 //   124             the job reached its `timeout:` and was stopped (as
 //                   timeout(1)).
 //   125             barge's own failure: a bad job file or override, a usage
@@ -20,6 +22,7 @@
 
 namespace barge::runner {
 
+inline constexpr int kExitHung = 123;
 inline constexpr int kExitTimedOut = 124;
 inline constexpr int kExitBargeFailure = 125;
 inline constexpr int kExitInterrupted = 130;

@@ -196,21 +196,10 @@ int Controller::Execute() {
     const Fault fault = attempt_.fault.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
     const bool again = faults_.Restartable(fault);
     teardown_.Run(/*graceful=*/ctx_.interrupts < 2, /*final=*/!again);
-    if (!again) {
-      if (fault.cause == Cause::kNodeFailed && fault.rank == 0) {
-        Fail("job failed: " + fault.detail, fault.exit_code);
-        return fault.exit_code;
-      }
-      std::string msg = "job failed: " + fault.detail;
-      if (ctx_.spec.restart) {
-        msg += attempt_.restart_count >= ctx_.spec.restart->max_restarts
-                   ? " (no restarts left: max_restarts " + std::to_string(ctx_.spec.restart->max_restarts) + ")"
-                   : std::string(" (restart.on does not list ") + Faults::CauseName(fault.cause) + ")";
-      }
-      return Fail(msg, kExitBargeFailure);
-    }
+    if (!again) return FailForFault(fault);
     ++attempt_.restart_count;
-    const std::string why = std::string(Faults::CauseName(fault.cause)) + ": " + fault.detail;
+    const std::string why = std::string(Faults::CauseName(fault.cause)) + ": " +
+                            fault.detail.substr(0, fault.detail.find('\n'));
     const std::string note = ctx_.redact("restart " + std::to_string(attempt_.restart_count) + " of " +
                                      std::to_string(ctx_.spec.restart->max_restarts) + " after " + why);
     Record(ctx_.store->NoteRestart(plan_.job_id, note));
@@ -232,6 +221,25 @@ int Controller::Execute() {
       return kExitInterrupted;
     }
   }
+}
+
+int Controller::FailForFault(const Fault& fault) {
+  if (fault.cause == Cause::kNodeFailed && fault.rank == 0) return Fail("job failed: " + fault.detail, fault.exit_code);
+  // Why not restarted goes after the detail's first line (a hang's detail
+  // goes on with a line per rank).
+  const size_t eol = std::min(fault.detail.find('\n'), fault.detail.size());
+  std::string msg = "job failed: " + fault.detail.substr(0, eol);
+  const bool hang = fault.cause == Cause::kHang;
+  if (hang && ctx_.spec.progress->on_hang == OnHang::kStop) {
+    msg += " (progress.on_hang: stop)";
+  } else if (hang && !ctx_.spec.restart) {
+    msg += " (progress.on_hang: restart, but the job has no restart: block)";
+  } else if (ctx_.spec.restart) {
+    msg += attempt_.restart_count >= ctx_.spec.restart->max_restarts
+               ? " (no restarts left: max_restarts " + std::to_string(ctx_.spec.restart->max_restarts) + ")"
+               : std::string(" (restart.on does not list ") + Faults::CauseName(fault.cause) + ")";
+  }
+  return Fail(msg + fault.detail.substr(eol), hang ? kExitHung : kExitBargeFailure);
 }
 
 Status Controller::Launch() {
@@ -274,6 +282,7 @@ Status Controller::Launch() {
   SetStatus(JobStatus::kRunning, std::to_string(attempt_.nodes.size()) + " node(s)" +
                                      (attempt_.restart_count ? ", restart " + std::to_string(attempt_.restart_count) : ""));
   if (attempt_.restart_count == 0) artifacts_.ScheduleArtifacts();
+  progress_.Start();
   // forward: (window.cc) while the attempt runs; a forward that cannot go
   // on is reported and stops, the job does not.
   forwarding_.Serve(attempt_.commands, [this](const Status& why) { Say(why.message()); });

@@ -19,6 +19,7 @@
 //   artifacts.h      Artifacts: artifact copies
 //   teardown.h       Teardown: stop, remove, teardown hooks
 //   forwarding.h     Forwarding: `forward:` served while the job runs
+//   progress_watch.h ProgressWatch: a hang (`progress:`) while it runs
 //   slurm_allocation.h SlurmAllocation: a slurm: job's allocation, first,
 //                    its nodes the hosts; watched while the job runs,
 //                    released at the end
@@ -66,6 +67,7 @@
 #include "runner/controller/mpi.h"
 #include "runner/controller/node_streams.h"
 #include "runner/controller/preflight.h"
+#include "runner/controller/progress_watch.h"
 #include "runner/controller/registry_login.h"
 #include "runner/controller/slurm_allocation.h"
 #include "runner/controller/stages.h"
@@ -104,6 +106,9 @@ class Controller : private JobOwner, private JobPart {
     final_detail_ = ctx_.redact(message);
     return code;
   }
+  // The job's end by `fault`, not restarted: the message (why not
+  // restarted) and the exit code (the head's own, 123 for a hang, else 125).
+  int FailForFault(const Fault& fault);
   // A slurm: job, before anything connects: the job waits for its
   // allocation (SlurmAllocation::Allocate); its nodes become the hosts in
   // the plan's facts and the plan is made again. 0 once granted, else the
@@ -138,7 +143,8 @@ class Controller : private JobOwner, private JobPart {
   Preflight preflight_{&job_context_, &hosts_, &planner_, &holds_, &leases_, &transfers_, &gpu_gate_};
   Mpi mpi_{&job_context_, &hosts_, &planner_, &transfers_};
   Uploads uploads_{&job_context_, &plan_, &transfers_, &mpi_};
-  NodeStreams streams_{&job_context_, &attempt_, &faults_};
+  ProgressWatch progress_{&job_context_, &attempt_, &faults_};
+  NodeStreams streams_{&job_context_, &attempt_, &faults_, &progress_};
   Stages stages_{&job_context_, &attempt_, &plan_, &faults_, &streams_};
   Artifacts artifacts_{&job_context_, &attempt_, &plan_};
   Teardown teardown_{&job_context_, &hosts_, &attempt_, &plan_, &artifacts_};

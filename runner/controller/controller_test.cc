@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/console/exit_codes.h"
 #include "runner/jobfile/job_file.h"
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/reservation.h"
@@ -389,6 +390,41 @@ TEST_F(ControllerTest, WithNoRestartLeftALostHostFailsTheJobNamingIt) {
   EXPECT_TRUE(rec_.Said("no restarts left")) << rec_.AllMessages();
   EXPECT_TRUE(fake_.host("h1").containers().empty());
   EXPECT_TRUE(fake_.host("h2").containers().empty());
+}
+
+TEST_F(ControllerTest, AJobSilentPastItsProgressBoundIsStoppedAsHungWithExit123) {
+  const int code = Run(Job("progress: {silence: 20s, every: 5s}\n"));
+  EXPECT_EQ(code, kExitHung) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("job failed: the job made no progress: no rank printed anything for 20s (progress:) "
+                        "(progress.on_hang: stop)\nranks silent:\n  rank 0 (h1): no line since the attempt began"))
+      << rec_.AllMessages();
+  EXPECT_EQ(std::count_if(rec_.events.begin(), rec_.events.end(),
+                          [](const std::string& e) { return e.rfind("hang ", 0) == 0; }),
+            1)
+      << ::testing::PrintToString(rec_.events);
+  EXPECT_TRUE(NothingLeft());
+  EXPECT_EQ(Count("h1", "docker run -d"), 1);
+}
+
+TEST_F(ControllerTest, AHangWithOnHangRestartRestartsTheJobWhichThenSucceeds) {
+  const int code = Run(Job("progress: {silence: 20s, every: 5s, on_hang: restart}\n"
+                           "restart: {max_restarts: 1, backoff: 100ms}\n"),
+                       [&](internal::Controller&) {
+                         // The first attempt's teardown: the next one's head ends at once.
+                         fake_.host("h1").When("docker stop", [&] { fake_.SetNode(0, FakeNode{seconds(2), 0}); });
+                       });
+  EXPECT_EQ(code, 0) << rec_.AllMessages();
+  EXPECT_EQ(Count("h1", "docker run -d"), 2);
+  EXPECT_EQ(Count("h1", "BARGE_RESTART_COUNT=1"), 1);
+  EXPECT_TRUE(rec_.Said("restarting the job (restart 1 of 1)")) << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AHangWithNoRestartLeftFailsWithExit123SayingSo) {
+  const int code = Run(Job("progress: {silence: 20s, every: 5s, on_hang: restart}\nrestart: {max_restarts: 0}\n"));
+  EXPECT_EQ(code, kExitHung) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("no rank printed anything for 20s (progress:) (no restarts left: max_restarts 0)"))
+      << rec_.AllMessages();
 }
 
 TEST_F(ControllerTest, AnEngineThatStopsAnsweringMakesItsHostLost) {

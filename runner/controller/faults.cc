@@ -20,7 +20,8 @@ namespace barge::runner::internal {
 
 static_assert(NameOf(kRestartCauseNames, RestartCause::kHostLost) == event::kHostLost &&
               NameOf(kRestartCauseNames, RestartCause::kNodeFailed) == event::kNodeFailed &&
-              NameOf(kRestartCauseNames, RestartCause::kPreempted) == event::kPreempted);
+              NameOf(kRestartCauseNames, RestartCause::kPreempted) == event::kPreempted &&
+              NameOf(kRestartCauseNames, RestartCause::kHang) == event::kHang);
 
 const char* Faults::CauseName(RestartCause cause) { return NameOf(kRestartCauseNames, cause).data(); }
 
@@ -37,6 +38,9 @@ bool Faults::Restartable(const Fault& f) const {
     case Cause::kHostLost: return ctx_.spec.restart->on_host_lost;
     case Cause::kNodeFailed: return ctx_.spec.restart->on_node_failed;
     case Cause::kPreempted: return ctx_.spec.restart->on_preempted;
+    // A hang restarts only a job that says so (progress.on_hang: restart).
+    case Cause::kHang:
+      return ctx_.spec.restart->on_hang && ctx_.spec.progress && ctx_.spec.progress->on_hang == OnHang::kRestart;
   }
   return false;
 }

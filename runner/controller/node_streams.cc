@@ -129,6 +129,7 @@ void NodeStreams::OpenLogLines(NodeState& node, bool report_exit) {
         live.last_hash[s] = std::hash<std::string_view>{}(line);
         sink->Line(rank, stream, NextReceiptStamp(live), line);
         if (self->retired) return;
+        if (progress_) progress_->Line(rank, line);
         if (self->ready_regex && !self->logged_ready && ReadyLineMatches(*self->ready_regex, line)) {
           self->logged_ready = true;
         }
@@ -175,6 +176,7 @@ void NodeStreams::OpenLogLines(NodeState& node, bool report_exit) {
         sink->Line(rank, stream, parsed.ok() ? parsed->timestamp : "", text);
       }
       if (self->retired) return;
+      if (progress_) progress_->Line(rank, text);
       if (self->ready_regex && !self->logged_ready && ReadyLineMatches(*self->ready_regex, text)) {
         self->logged_ready = true;
       }

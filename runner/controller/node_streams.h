@@ -14,6 +14,7 @@
 #include "runner/controller/attempt.h"
 #include "runner/controller/faults.h"
 #include "runner/controller/job_context.h"
+#include "runner/controller/progress_watch.h"
 
 namespace barge::runner::internal {
 
@@ -23,8 +24,11 @@ inline constexpr std::chrono::milliseconds kOomSettle{300};
 
 class NodeStreams : private JobPart {
  public:
-  // A node that fails is a fault (`faults`, not owned).
-  NodeStreams(JobContext* ctx, Attempt* attempt, Faults* faults) : JobPart(ctx), attempt_(*attempt), faults_(*faults) {}
+  // A node that fails is a fault (`faults`, not owned). Each line of the
+  // current attempt's nodes goes to `progress` too (not owned; null for a
+  // verb that only follows a job's logs).
+  NodeStreams(JobContext* ctx, Attempt* attempt, Faults* faults, ProgressWatch* progress = nullptr)
+      : JobPart(ctx), attempt_(*attempt), faults_(*faults), progress_(progress) {}
 
   // Streams the node's logs into the sink; with `report_exit`, the same
   // command then reports how the container ended, and NodeEnded runs.
@@ -74,6 +78,7 @@ class NodeStreams : private JobPart {
   void CatchUpWithApi(NodeState& node, std::optional<int64_t> from, std::function<void()> then);
 
   Faults& faults_;
+  ProgressWatch* progress_;
 };
 
 }  // namespace barge::runner::internal

@@ -130,6 +130,7 @@ std::vector<KeyInfo> HealthKeys();
 std::vector<KeyInfo> NetworkKeys();
 std::vector<KeyInfo> PasswordKeys();
 std::vector<KeyInfo> PreemptionKeys();
+std::vector<KeyInfo> ProgressKeys();
 std::vector<KeyInfo> ReadyKeys();
 std::vector<KeyInfo> RegistryKeys();
 std::vector<KeyInfo> RendezvousKeys();
@@ -148,6 +149,7 @@ inline constexpr auto kImagePull = NamesOf(kImagePullNames);
 inline constexpr auto kGpuHealthLevel = NamesOf(kGpuHealthLevelNames);
 inline constexpr auto kRdmaUse = NamesOf(kRdmaUseNames);
 inline constexpr auto kOnWorkerExit = NamesOf(kOnWorkerExitNames);
+inline constexpr auto kOnHang = NamesOf(kOnHangNames);
 
 // What CountExpandedNodes found.
 struct Expansion {
@@ -180,6 +182,8 @@ void ReadHostGroups(const Entry& e, JobDraft& d);
 SeenKeys ReadArrayBlock(const Entry& e, ArraySpec& a);
 SeenKeys ReadRestart(const Entry& e, RestartPolicy& r);
 SeenKeys ReadPreemption(const Entry& e, PreemptionSpec& p);
+// `progress:`, checked whole: a signal at least, `pattern` and `within` together.
+void ReadProgress(const Entry& e, JobSpec& spec);
 void ReadWorkdir(const Entry& e, JobDraft& d);
 void ReadFiles(const Entry& e, JobDraft& d);
 void ReadArtifacts(const Entry& e, JobDraft& d);

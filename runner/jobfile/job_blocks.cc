@@ -1,6 +1,8 @@
 // The job-level blocks: restart, array, preemption, workdir, files, artifacts, forward.
 #include "runner/jobfile/blocks.h"
 
+#include <regex>
+
 namespace barge::runner::jobfile {
 
 constexpr KeyRule<RestartPolicy> kRestartRules[] = {
@@ -10,17 +12,18 @@ constexpr KeyRule<RestartPolicy> kRestartRules[] = {
        if (auto n = ReadInteger(e, 0, 1000, "a number of restarts")) r.max_restarts = static_cast<int>(*n);
      }},
     {"on",
-     {.type = KeyType::kEnumList, .description = "Causes that restart the job (default: all three)", .choices = kRestartCauses},
+     {.type = KeyType::kEnumList, .description = "Causes that restart the job (default: all four; a hang only with progress.on_hang: restart)", .choices = kRestartCauses},
      [](const Entry& e, RestartPolicy& r) {
        if (!ExpectList(e, "causes (" + JoinWords(kRestartCauses, " or ") + ")")) return;
-       r.on_host_lost = r.on_node_failed = r.on_preempted = false;
+       r.on_host_lost = r.on_node_failed = r.on_preempted = r.on_hang = false;
        for (size_t i = 0; i < e.value.size(); ++i) {
          Entry item = e.Element(e.value[i], i);
          std::optional<RestartCause> c = ReadEnum(item, kRestartCauseNames);
          if (!c) continue;
          bool& flag = *c == RestartCause::kHostLost     ? r.on_host_lost
                       : *c == RestartCause::kNodeFailed ? r.on_node_failed
-                                                        : r.on_preempted;
+                      : *c == RestartCause::kPreempted  ? r.on_preempted
+                                                        : r.on_hang;
          if (flag) item.Error(QuoteValue(NameOf(kRestartCauseNames, *c)) + " is listed twice");
          flag = true;
        }
@@ -85,6 +88,60 @@ constexpr KeyRule<PreemptionSpec> kPreemptionRules[] = {
      }},
 };
 std::vector<KeyInfo> PreemptionKeys() { return Describe(kPreemptionRules); }
+
+constexpr KeyRule<ProgressSpec> kProgressRules[] = {
+    {"silence",
+     {.type = KeyType::kDuration, .description = "A hang: no rank printed anything for this long"},
+     [](const Entry& e, ProgressSpec& p) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) p.silence = *d;
+     }},
+    {"pattern",
+     {.type = KeyType::kString, .description = "A line that shows progress (a regular expression, e.g. a step counter); with within"},
+     [](const Entry& e, ProgressSpec& p) {
+       std::optional<std::string> pattern = ReadNonEmpty(e, "a regular expression");
+       if (!pattern) return;
+       if (pattern->size() > 1000) {
+         e.Error("regular expression longer than 1000 characters");
+         return;
+       }
+       try {
+         std::regex compiled(*pattern, std::regex::ECMAScript);
+         p.pattern = *pattern;
+       } catch (const std::regex_error& error) {
+         e.Error("invalid regular expression " + QuoteValue(*pattern) + ": " + error.what());
+       }
+     }},
+    {"within",
+     {.type = KeyType::kDuration, .description = "A hang: no rank printed a line matching pattern for this long"},
+     [](const Entry& e, ProgressSpec& p) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) p.within = *d;
+     }},
+    {"every",
+     {.type = KeyType::kDuration, .description = "How often barge checks for a hang", .default_value = "10s"},
+     [](const Entry& e, ProgressSpec& p) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) p.every = *d;
+     }},
+    {"on_hang",
+     {.type = KeyType::kEnum, .description = "What a hang does: stop the job (exit 123), or restart it as restart: allows", .default_value = "stop", .choices = kOnHang},
+     [](const Entry& e, ProgressSpec& p) {
+       if (auto v = ReadEnum(e, kOnHangNames)) p.on_hang = *v;
+     }},
+};
+std::vector<KeyInfo> ProgressKeys() { return Describe(kProgressRules); }
+
+void ReadProgress(const Entry& e, JobSpec& spec) {
+  ProgressSpec p;
+  SeenKeys seen = ReadMapping(e, kProgressRules, p);
+  if (!seen.contains("silence") && !seen.contains("pattern")) {
+    e.KeyError("needs 'silence' or 'pattern' (with 'within'): what a hang is");
+    return;
+  }
+  if (seen.contains("pattern") != seen.contains("within")) {
+    e.KeyError("'pattern' and 'within' go together: no line matching pattern for within is a hang");
+    return;
+  }
+  spec.progress = p;
+}
 
 std::optional<std::string> ReadLocalPath(const Entry& e, bool directory) {
   std::optional<std::string> written = ReadNonEmpty(e, directory ? "a local directory" : "a local file");

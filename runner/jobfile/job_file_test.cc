@@ -597,9 +597,43 @@ TEST_F(JobFileTest, RestartDefaultsToEveryCauseAndATenSecondBackoff) {
   LoadedJob job = Parse("name: x\nimage: i\nrestart: {max_restarts: 1}\n");
   ASSERT_TRUE(job.errors.empty());
   const RestartPolicy& r = *job.spec->restart;
-  EXPECT_TRUE(r.on_host_lost && r.on_node_failed && r.on_preempted);
+  EXPECT_TRUE(r.on_host_lost && r.on_node_failed && r.on_preempted && r.on_hang);
   EXPECT_EQ(r.backoff, std::chrono::seconds(10));
   EXPECT_EQ(job.spec->ssh.dead_after, std::chrono::seconds(10));
+}
+
+TEST_F(JobFileTest, ProgressIsReadWithItsDefaultsAndHangIsARestartCause) {
+  LoadedJob job = Parse("name: x\nimage: i\nprogress: {pattern: 'step \\d+', within: 10m, silence: 30m}\n"
+                        "restart: {max_restarts: 1, on: [hang]}\n");
+  ASSERT_TRUE(job.errors.empty()) << job.errors[0].ToString();
+  ASSERT_TRUE(job.spec->progress.has_value());
+  const ProgressSpec& p = *job.spec->progress;
+  EXPECT_EQ(p.pattern, "step \\d+");
+  EXPECT_EQ(p.within, std::chrono::minutes(10));
+  EXPECT_EQ(p.silence, std::chrono::minutes(30));
+  EXPECT_EQ(p.every, std::chrono::seconds(10));
+  EXPECT_EQ(p.on_hang, OnHang::kStop);
+  EXPECT_TRUE(job.spec->restart->on_hang);
+  EXPECT_FALSE(job.spec->restart->on_node_failed);
+  LoadedJob silent = Parse("name: x\nimage: i\nprogress: {silence: 5m, every: 1s, on_hang: restart}\n");
+  ASSERT_TRUE(silent.errors.empty()) << silent.errors[0].ToString();
+  EXPECT_FALSE(silent.spec->progress->pattern.has_value());
+  EXPECT_EQ(silent.spec->progress->on_hang, OnHang::kRestart);
+  EXPECT_EQ(silent.spec->progress->every, std::chrono::seconds(1));
+  EXPECT_FALSE(Parse("name: x\nimage: i\n").spec->progress.has_value());
+}
+
+TEST_F(JobFileTest, AProgressBlockWithoutASignalOrWithHalfOfOneIsRefused) {
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {every: 5s}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: needs 'silence' or 'pattern'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {pattern: step}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: 'pattern' and 'within' go together")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {silence: 1m, within: 1m}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: 'pattern' and 'within' go together")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {pattern: 'step (', within: 1m}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:21: progress.pattern: invalid regular expression")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {silence: 1m, on_hang: retry}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:34: progress.on_hang: ")));
 }
 
 TEST_F(JobFileTest, BadRestartSpareAndPreemptionEntriesAreNamed) {
@@ -915,7 +949,7 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
       Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
       ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
                   "hosts, hosts_file, hosts_command, trust_hosts_command, slurm, docker_command, ssh, roles, rendezvous, image_pull, "
-                  "on_worker_exit, stop_grace, timeout, lease, wait, health, network, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, secrets, registry, mpi, array, parallel, array_retries, hosts_per_member or host_groups)"));
+                  "on_worker_exit, stop_grace, timeout, lease, wait, health, network, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, progress, secrets, registry, mpi, array, parallel, array_retries, hosts_per_member or host_groups)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));

@@ -178,6 +178,9 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
        }
        if (!p.command.empty()) d.spec.preemption = p;
      }},
+    {"progress",
+     {.type = KeyType::kBlock, .description = "What progress looks like while the job runs; none for as long as it says is a hang", .keys = ProgressKeys},
+     [](const Entry& e, JobDraft& d) { ReadProgress(e, d.spec); }},
     {"secrets",
      {.type = KeyType::kBlockMap, .description = "Secrets NAME: {file: PATH} or {env: VARIABLE}; never written to the store or the plan", .keys = SecretKeys}, ReadSecrets},
     {"registry",

@@ -64,10 +64,10 @@ static_assert(ListsEveryValueInOrder(kOnWorkerExitNames));
 
 // What ends an attempt and may restart the job (restart.on); the names are
 // also the kinds of the store's fault events (event::kHostLost, ...).
-enum class RestartCause { kHostLost, kNodeFailed, kPreempted };
+enum class RestartCause { kHostLost, kNodeFailed, kPreempted, kHang };
 inline constexpr auto kRestartCauseNames = std::to_array<EnumName<RestartCause>>(
     {{RestartCause::kHostLost, "host_lost"}, {RestartCause::kNodeFailed, "node_failed"},
-     {RestartCause::kPreempted, "preempted"}});
+     {RestartCause::kPreempted, "preempted"}, {RestartCause::kHang, "hang"}});
 static_assert(ListsEveryValueInOrder(kRestartCauseNames));
 
 struct TeardownHooks {
@@ -109,7 +109,29 @@ struct RestartPolicy {
   bool on_host_lost = true;
   bool on_node_failed = true;
   bool on_preempted = true;
+  // hang: the job made no progress (`progress:`) and says `on_hang: restart`.
+  bool on_hang = true;
   std::chrono::milliseconds backoff{std::chrono::seconds(10)};
+};
+
+// `progress:` — what progress looks like while the job runs; a job that
+// makes none for as long as it says has hung (runner/controller/
+// progress_watch.h). From the moment the attempt's nodes all run:
+//   silence  no rank printed anything for this long;
+//   pattern  no rank printed a line matching this ECMAScript regular
+//            expression (a step counter, say) for `within`.
+// Checked every `every`. On a hang: `stop` fails the job (exit 123);
+// `restart` restarts it when `restart:` allows (it counts as any fault).
+enum class OnHang { kStop, kRestart };
+inline constexpr auto kOnHangNames =
+    std::to_array<EnumName<OnHang>>({{OnHang::kStop, "stop"}, {OnHang::kRestart, "restart"}});
+static_assert(ListsEveryValueInOrder(kOnHangNames));
+struct ProgressSpec {
+  std::optional<std::chrono::milliseconds> silence;
+  std::optional<std::string> pattern;
+  std::optional<std::chrono::milliseconds> within;
+  std::chrono::milliseconds every{std::chrono::seconds(10)};
+  OnHang on_hang = OnHang::kStop;
 };
 
 // `preemption:` — a command polled on every host; its success (exit 0)
@@ -310,6 +332,7 @@ struct JobSpec {
   // order; each takes over the nodes of the host it replaces.
   std::vector<cluster::Host> spare_hosts;
   std::optional<PreemptionSpec> preemption;
+  std::optional<ProgressSpec> progress;
   std::vector<SecretSpec> secrets;  // in the order the file lists them
   std::optional<RegistrySpec> registry;
   // `mpi:` — workers run the image's sshd and start first; the head runs

@@ -110,6 +110,8 @@ inline constexpr const char* kNodeExited = "node_exited";
 inline constexpr const char* kHostLost = "host_lost";
 inline constexpr const char* kNodeFailed = "node_failed";
 inline constexpr const char* kPreempted = "preempted";
+// No progress (`progress:`): a hang.
+inline constexpr const char* kHang = "hang";
 inline constexpr const char* kRestarting = "restarting";
 // The GPU health gate took GPUs out of what a host offers, or put the host
 // out ("the host is out").
