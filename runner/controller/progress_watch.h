@@ -1,18 +1,32 @@
 // ProgressWatch: whether a running attempt makes progress, as the job's
 // `progress:` block says (runner/jobfile/job_spec.h's ProgressSpec), and a
-// hang when it makes none: every rank silent for `silence`, or no rank's
-// line matching `pattern` for `within`. The clocks start when the
-// attempt's nodes all run (Start); the check runs every `every` on the
-// job's timers, so a hang is declared within its bound plus one period.
+// hang when it makes none:
+//   silence    every rank silent for this long;
+//   pattern    no rank's line matching it for `within`;
+//   heartbeat  no rank's container modified its heartbeat file for
+//              `within` (the file's time is asked on each host, one bounded
+//              command per host per period, over the job's connections).
+// The clocks start when the attempt's nodes all run (Start); the check runs
+// every `every` on the job's timers, so a hang is declared within its
+// bound plus one period.
 //
 // On a hang it says which ranks still print and which went silent (the
 // ones still printing are the hint to where it hangs), and notes a fault of
 // cause `hang` (Faults): the attempt ends; Faults::Restartable says whether
 // the job restarts (`on_hang: restart` and `restart:` allowing it).
 //
+// Stragglers (`stragglers:`) are only reported: a rank whose last `steps`
+// step times were each more than `factor` times the median rank's (its own
+// median over the same steps; the lower middle one of an even count) is
+// named in a line, a `straggler` event, and the job's status detail; when it
+// keeps up again, a line and a `straggler_cleared` event. A step's time is
+// the interval between two of the rank's lines matching `pattern`, or the
+// seconds the first group of `stragglers.time` captures.
+//
 // Threading: the loop's thread only.
 #pragma once
 
+#include <deque>
 #include <optional>
 #include <regex>
 #include <string_view>
@@ -23,6 +37,17 @@
 #include "runner/controller/job_context.h"
 
 namespace barge::runner::internal {
+
+// One line of DockerCommands::FileTimes' answer: the file's age on its
+// host's clock (nullopt: no file, or the container could not be asked).
+struct FileAge {
+  std::string container;
+  std::optional<std::chrono::seconds> age;
+};
+std::vector<FileAge> ParseFileTimes(std::string_view answer);
+
+// The lower median of `values` (not empty).
+double LowerMedian(std::vector<double> values);
 
 class ProgressWatch : private JobPart {
  public:
@@ -37,23 +62,38 @@ class ProgressWatch : private JobPart {
 
  private:
   struct RankClock {
-    Clock::time_point output{};    // its last line
-    Clock::time_point progress{};  // its last line matching the pattern
+    Clock::time_point output{};     // its last line
+    Clock::time_point progress{};   // its last line matching the pattern
+    Clock::time_point heartbeat{};  // its file's last modification
     bool printed = false;
     bool progressed = false;
+    bool beat = false;
+    std::deque<double> steps;  // its last step times, seconds (newest last)
+    bool straggling = false;
   };
-  // Declares a hang when the bounds are past (once per attempt).
-  void Check();
+  // Declares a hang when the bounds are past (once per attempt); the
+  // heartbeat's only with `heartbeats` (a round of answers just ended).
+  void Check(bool heartbeats);
+  // Why the attempt hangs, or "".
+  std::string HangReason(Clock::time_point now, bool heartbeats) const;
+  // Asks every host of the attempt for its ranks' heartbeat files.
+  void AskHeartbeats();
+  void NoteStep(RankClock& r, std::string_view text, Clock::time_point now);
+  // Reports ranks that start or stop straggling.
+  void CheckStragglers();
   // "rank 1 (h2): silent for 2m10s" lines, by rank.
   std::string RankLines() const;
+  std::string RankName(size_t rank) const;
 
   Attempt& attempt_;
   Faults& faults_;
   std::optional<std::regex> pattern_;
+  std::optional<std::regex> step_time_;  // stragglers.time
   std::vector<RankClock> ranks_;
   Clock::time_point started_{};
   int generation_ = -1;  // the attempt the clocks are of
   bool declared_ = false;
+  int asking_ = 0;  // heartbeat commands in flight
 };
 
 }  // namespace barge::runner::internal

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <algorithm>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "runner/controller/job_state.h"
@@ -18,8 +21,8 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 struct WatchWorld {
-  explicit WatchWorld(const std::string& extra)
-      : world(PartWorld::Yaml(extra)),
+  explicit WatchWorld(const std::string& extra, const std::string& hosts = "[h1, h2]")
+      : world(PartWorld::Yaml(extra, hosts)),
         faults(&world.ctx(), &world.hosts(), &world.attempt(), &world.plan()),
         watch(&world.ctx(), &world.attempt(), &faults) {
     EXPECT_TRUE(world.Connect());
@@ -108,6 +111,126 @@ TEST(ProgressWatch, NoHangOnceTeardownHasBegunAndANewAttemptsClocksStartAgain) {
   const milliseconds took = w.RunToFault();
   ASSERT_TRUE(w.world.attempt().fault.has_value());
   EXPECT_EQ(took, seconds(30)) << "silent since the new attempt began, checked every 10 s";
+}
+
+// Each rank's node runs (heartbeats are asked of running nodes only).
+void AllRunning(PartWorld& world) {
+  for (auto& n : world.attempt().nodes) n->phase = internal::NodePhase::kRunning;
+}
+
+// From `from` on, every second of virtual time, the hosts answer the
+// heartbeat question as if rank r's file was last modified at
+// `touched(r, now)` seconds (nullopt: no file).
+void AnswerHeartbeats(PartWorld& world, int from, int until,
+                      const std::function<std::optional<int>(size_t, int)>& touched) {
+  for (int s = from; s <= until; ++s) {
+    world.loop().AddTimer(world.loop().Now() + seconds(s), [&world, s, touched] {
+      for (size_t r = 0; r < world.attempt().nodes.size(); ++r) {
+        const internal::NodeState& n = *world.attempt().nodes[r];
+        const std::optional<int> t = touched(r, s);
+        world.host(n.host->name).On("stat -c %Y", {0, n.plan->container.name + " " + std::to_string(1000 + s) + " " +
+                                                          (t ? std::to_string(1000 + *t) : "-") + "\n"});
+      }
+    });
+  }
+}
+
+TEST(ProgressWatch, FileTimesAnswersAreReadAsAgesAndAMissingFileHasNone) {
+  const std::vector<internal::FileAge> ages = internal::ParseFileTimes("job-0 1700000100 1700000040\njob-1 1700000100 -\nbad\n");
+  ASSERT_EQ(ages.size(), 2u);
+  EXPECT_EQ(ages[0].container, "job-0");
+  EXPECT_EQ(ages[0].age, seconds(60));
+  EXPECT_EQ(ages[1].container, "job-1");
+  EXPECT_FALSE(ages[1].age.has_value());
+  EXPECT_EQ(internal::LowerMedian({3, 1, 2}), 2);
+  EXPECT_EQ(internal::LowerMedian({4, 1, 3, 2}), 2);
+}
+
+TEST(ProgressWatch, AHeartbeatFileNoRankTouchesForWithinIsAHangWithinTheBoundPlusOnePeriod) {
+  WatchWorld w("progress: {heartbeat: {file: /ckpt/beat, within: 30s}, every: 10s}\n");
+  AllRunning(w.world);
+  // Both ranks touch their file every 5 s until 40 s, then stop.
+  AnswerHeartbeats(w.world, 0, 200, [](size_t, int now) { return std::min(now, 40) / 5 * 5; });
+  w.watch.Start();
+  const milliseconds took = w.RunToFault();
+  ASSERT_TRUE(w.world.attempt().fault.has_value());
+  const internal::Fault& f = *w.world.attempt().fault;
+  EXPECT_EQ(f.cause, RestartCause::kHang);
+  EXPECT_GE(took, seconds(70));
+  EXPECT_LE(took, seconds(40 + 30 + 10));
+  EXPECT_NE(f.detail.find("no rank touched /ckpt/beat for 30s"), std::string::npos) << f.detail;
+  EXPECT_NE(f.detail.find("rank 1 (h2): no line since the attempt began 1m10s ago, heartbeat 30s ago"), std::string::npos)
+      << f.detail;
+  // The question goes to each host, over the job's connection, bounded.
+  EXPECT_NE(w.world.host("h1").lines().back().find("docker exec \"$c\" stat -c %Y /ckpt/beat"), std::string::npos)
+      << w.world.host("h1").lines().back();
+}
+
+TEST(ProgressWatch, OneRanksFreshHeartbeatIsNoHangAndNoFileAtAllIsOneFromTheStart) {
+  WatchWorld w("progress: {heartbeat: {file: /beat, within: 30s}, every: 10s}\n");
+  AllRunning(w.world);
+  AnswerHeartbeats(w.world, 0, 300, [](size_t r, int now) -> std::optional<int> {
+    if (r == 1) return now;  // rank 1 keeps touching its file
+    return std::nullopt;
+  });
+  w.watch.Start();
+  w.RunToFault(seconds(300));
+  EXPECT_FALSE(w.world.attempt().fault.has_value()) << w.world.attempt().fault->detail;
+
+  WatchWorld none("progress: {heartbeat: {file: /beat, within: 30s}, every: 10s}\n");
+  AllRunning(none.world);
+  AnswerHeartbeats(none.world, 0, 100, [](size_t, int) -> std::optional<int> { return std::nullopt; });
+  none.watch.Start();
+  const milliseconds took = none.RunToFault();
+  EXPECT_GE(took, seconds(30));
+  EXPECT_LE(took, seconds(31)) << "the answer of the round at 30 s (the fake hosts answer in milliseconds)";
+  ASSERT_TRUE(none.world.attempt().fault.has_value());
+  EXPECT_NE(none.world.attempt().fault->detail.find("rank 0 (h1): no line since the attempt began 30s ago, no heartbeat file seen"),
+            std::string::npos)
+      << none.world.attempt().fault->detail;
+}
+
+TEST(ProgressWatch, ARankWhoseStepsTakeTwiceTheMediansIsAStragglerUntilItKeepsUpAgain) {
+  WatchWorld w("progress: {pattern: 'step \\d+', stragglers: {factor: 1.5, steps: 3}, every: 5s}\n", "[h1, h2, h3]");
+  w.watch.Start();
+  // Ranks 0 and 1 step every second; rank 2 every 3 s until 30 s, then
+  // every second.
+  for (int s = 1; s <= 60; ++s) {
+    w.LineAt(seconds(s), 0, "step " + std::to_string(s));
+    w.LineAt(seconds(s) + milliseconds(10), 1, "step " + std::to_string(s));
+    if (s >= 30 || s % 3 == 0) w.LineAt(seconds(s) + milliseconds(20), 2, "step " + std::to_string(s));
+  }
+  w.RunToFault(seconds(20));
+  const auto& events = w.world.recorder().events;
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(w.world.recorder().Said("straggler: rank 2 (h3): its last 3 steps took 3.00 s on average, 3.0x the median rank's 1.00 s (stragglers.factor 1.50)"))
+      << w.world.recorder().AllMessages();
+  auto has = [&](const std::string& prefix) {
+    return std::any_of(events.begin(), events.end(), [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_TRUE(has("straggler h3: rank 2 (h3): its last 3 steps took 3.00 s")) << ::testing::PrintToString(events);
+  EXPECT_TRUE(has("running: 3 node(s); straggling: rank 2 (h3)")) << ::testing::PrintToString(events);
+  EXPECT_FALSE(has("straggler h1:") || has("straggler h2:")) << ::testing::PrintToString(events);
+  EXPECT_FALSE(has("straggler_cleared"));
+  w.RunToFault(seconds(40));
+  EXPECT_TRUE(has("straggler_cleared h3: rank 2 (h3) keeps up again")) << ::testing::PrintToString(events);
+  EXPECT_EQ(events.back(), "running: 3 node(s)") << ::testing::PrintToString(events);
+  EXPECT_FALSE(w.world.attempt().fault.has_value()) << "a straggler is reported, the job goes on";
+}
+
+TEST(ProgressWatch, WithATimePatternTheStepTimesAreTheRanksOwnEvenWhenTheirLinesComeTogether) {
+  WatchWorld w("progress: {stragglers: {steps: 4, time: 'compute ([0-9.]+)s'}, every: 10s}\n", "[h1, h2, h3]");
+  w.watch.Start();
+  // A synchronous job: every rank prints at the same instant (the
+  // all-reduce waits for the slowest), rank 1's compute takes 2.5 times
+  // as long.
+  for (int s = 1; s <= 30; ++s) {
+    for (int r = 0; r < 3; ++r) w.LineAt(seconds(s), r, "step " + std::to_string(s) + " compute " + (r == 1 ? "0.50s" : "0.20s"));
+  }
+  w.RunToFault(seconds(25));
+  EXPECT_TRUE(w.world.recorder().Said("straggler: rank 1 (h2): its last 4 steps took 0.50 s on average, 2.5x the median rank's 0.20 s"))
+      << w.world.recorder().AllMessages();
+  EXPECT_FALSE(w.world.recorder().Said("rank 0 (h1): its")) << w.world.recorder().AllMessages();
 }
 
 }  // namespace progress_watch_test

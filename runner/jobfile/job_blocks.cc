@@ -1,6 +1,7 @@
 // The job-level blocks: restart, array, preemption, workdir, files, artifacts, forward.
 #include "runner/jobfile/blocks.h"
 
+#include <charconv>
 #include <regex>
 
 namespace barge::runner::jobfile {
@@ -89,6 +90,75 @@ constexpr KeyRule<PreemptionSpec> kPreemptionRules[] = {
 };
 std::vector<KeyInfo> PreemptionKeys() { return Describe(kPreemptionRules); }
 
+// An ECMAScript regular expression that compiles, of at most 1000
+// characters; with `groups`, one with at least that many groups.
+std::optional<std::string> ReadRegex(const Entry& e, size_t groups = 0) {
+  std::optional<std::string> pattern = ReadNonEmpty(e, "a regular expression");
+  if (!pattern) return std::nullopt;
+  if (pattern->size() > 1000) {
+    e.Error("regular expression longer than 1000 characters");
+    return std::nullopt;
+  }
+  try {
+    std::regex compiled(*pattern, std::regex::ECMAScript);
+    if (compiled.mark_count() < groups) {
+      e.Error("regular expression " + QuoteValue(*pattern) + " has no group (...) around the number");
+      return std::nullopt;
+    }
+  } catch (const std::regex_error& error) {
+    e.Error("invalid regular expression " + QuoteValue(*pattern) + ": " + error.what());
+    return std::nullopt;
+  }
+  return pattern;
+}
+
+constexpr KeyRule<HeartbeatSpec> kHeartbeatRules[] = {
+    {"file",
+     {.type = KeyType::kString, .description = "A file each rank touches as it makes progress (an absolute path in the container)"},
+     [](const Entry& e, HeartbeatSpec& h) {
+       std::optional<std::string> file = ReadNonEmpty(e, "an absolute path in the container");
+       if (!file) return;
+       if (file->front() != '/' || file->find_first_of("\n\r") != std::string::npos) {
+         e.Error("expected an absolute path in the container, got " + QuoteValue(*file));
+         return;
+       }
+       h.file = *file;
+     }},
+    {"within",
+     {.type = KeyType::kDuration, .description = "A hang: no rank's file was modified for this long"},
+     [](const Entry& e, HeartbeatSpec& h) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) h.within = *d;
+     }},
+};
+std::vector<KeyInfo> HeartbeatKeys() { return Describe(kHeartbeatRules); }
+
+constexpr KeyRule<StragglerSpec> kStragglerRules[] = {
+    {"factor",
+     {.type = KeyType::kString, .description = "A straggler's steps each took more than this many times the median rank's (a number above 1)", .default_value = "1.5"},
+     [](const Entry& e, StragglerSpec& s) {
+       std::optional<std::string> text = ReadNonEmpty(e, "a number above 1");
+       if (!text) return;
+       double value = 0;
+       const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+       if (ec != std::errc() || end != text->data() + text->size() || !(value > 1.0) || value > 1000) {
+         e.Error("expected a number above 1 (and at most 1000), got " + QuoteValue(*text));
+         return;
+       }
+       s.factor = value;
+     }},
+    {"steps",
+     {.type = KeyType::kInteger, .description = "How many steps in a row a straggler is that slow", .default_value = "5"},
+     [](const Entry& e, StragglerSpec& s) {
+       if (auto n = ReadInteger(e, 1, 1000, "a number of steps")) s.steps = static_cast<int>(*n);
+     }},
+    {"time",
+     {.type = KeyType::kString, .description = "A line that gives a step's time: its first group (...) is the seconds (default: the time between two lines matching pattern)"},
+     [](const Entry& e, StragglerSpec& s) {
+       if (auto time = ReadRegex(e, 1)) s.time = *time;
+     }},
+};
+std::vector<KeyInfo> StragglerKeys() { return Describe(kStragglerRules); }
+
 constexpr KeyRule<ProgressSpec> kProgressRules[] = {
     {"silence",
      {.type = KeyType::kDuration, .description = "A hang: no rank printed anything for this long"},
@@ -98,23 +168,31 @@ constexpr KeyRule<ProgressSpec> kProgressRules[] = {
     {"pattern",
      {.type = KeyType::kString, .description = "A line that shows progress (a regular expression, e.g. a step counter); with within"},
      [](const Entry& e, ProgressSpec& p) {
-       std::optional<std::string> pattern = ReadNonEmpty(e, "a regular expression");
-       if (!pattern) return;
-       if (pattern->size() > 1000) {
-         e.Error("regular expression longer than 1000 characters");
-         return;
-       }
-       try {
-         std::regex compiled(*pattern, std::regex::ECMAScript);
-         p.pattern = *pattern;
-       } catch (const std::regex_error& error) {
-         e.Error("invalid regular expression " + QuoteValue(*pattern) + ": " + error.what());
-       }
+       if (auto pattern = ReadRegex(e)) p.pattern = *pattern;
      }},
     {"within",
      {.type = KeyType::kDuration, .description = "A hang: no rank printed a line matching pattern for this long"},
      [](const Entry& e, ProgressSpec& p) {
        if (auto d = ReadDuration(e, /*allow_zero=*/false)) p.within = *d;
+     }},
+    {"heartbeat",
+     {.type = KeyType::kBlock, .description = "A hang: no rank touched its heartbeat file for within", .keys = HeartbeatKeys},
+     [](const Entry& e, ProgressSpec& p) {
+       HeartbeatSpec h;
+       SeenKeys seen = ReadMapping(e, kHeartbeatRules, h);
+       if (!seen.contains("file") || !seen.contains("within")) {
+         e.KeyError("needs 'file' and 'within': no rank touching file for within is a hang");
+         return;
+       }
+       p.heartbeat = h;
+     }},
+    {"stragglers",
+     {.type = KeyType::kBlock, .description = "Report ranks whose steps are slower than the median rank's (the job goes on)", .keys = StragglerKeys},
+     [](const Entry& e, ProgressSpec& p) {
+       StragglerSpec s;
+       SeenKeys seen = ReadMapping(e, kStragglerRules, s);
+       if (seen.contains("time") && !s.time) return;  // said already
+       p.stragglers = s;
      }},
     {"every",
      {.type = KeyType::kDuration, .description = "How often barge checks for a hang", .default_value = "10s"},
@@ -132,12 +210,17 @@ std::vector<KeyInfo> ProgressKeys() { return Describe(kProgressRules); }
 void ReadProgress(const Entry& e, JobSpec& spec) {
   ProgressSpec p;
   SeenKeys seen = ReadMapping(e, kProgressRules, p);
-  if (!seen.contains("silence") && !seen.contains("pattern")) {
-    e.KeyError("needs 'silence' or 'pattern' (with 'within'): what a hang is");
+  if (!seen.contains("silence") && !seen.contains("pattern") && !seen.contains("heartbeat") &&
+      !seen.contains("stragglers")) {
+    e.KeyError("needs 'silence', 'pattern' (with 'within'), 'heartbeat' or 'stragglers': what to watch");
     return;
   }
-  if (seen.contains("pattern") != seen.contains("within")) {
+  if (seen.contains("pattern") != seen.contains("within") && !(seen.contains("pattern") && seen.contains("stragglers"))) {
     e.KeyError("'pattern' and 'within' go together: no line matching pattern for within is a hang");
+    return;
+  }
+  if (seen.contains("stragglers") && !seen.contains("pattern") && p.stragglers && !p.stragglers->time) {
+    e.KeyError("'stragglers' needs 'pattern' (a step is the time between two lines matching it) or its own 'time'");
     return;
   }
   spec.progress = p;

@@ -625,7 +625,7 @@ TEST_F(JobFileTest, ProgressIsReadWithItsDefaultsAndHangIsARestartCause) {
 
 TEST_F(JobFileTest, AProgressBlockWithoutASignalOrWithHalfOfOneIsRefused) {
   EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {every: 5s}\n"),
-              ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: needs 'silence' or 'pattern'")));
+              ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: needs 'silence', 'pattern' (with 'within'), 'heartbeat' or 'stragglers'")));
   EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {pattern: step}\n"),
               ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: 'pattern' and 'within' go together")));
   EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {silence: 1m, within: 1m}\n"),
@@ -634,6 +634,41 @@ TEST_F(JobFileTest, AProgressBlockWithoutASignalOrWithHalfOfOneIsRefused) {
               ElementsAre(::testing::StartsWith("job.yaml:3:21: progress.pattern: invalid regular expression")));
   EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {silence: 1m, on_hang: retry}\n"),
               ElementsAre(::testing::StartsWith("job.yaml:3:34: progress.on_hang: ")));
+}
+
+TEST_F(JobFileTest, ProgressHeartbeatAndStragglersAreReadWithTheirDefaults) {
+  LoadedJob job = Parse("name: x\nimage: i\nprogress:\n  pattern: 'step \\d+'\n  stragglers: {}\n"
+                        "  heartbeat: {file: /ckpt/beat, within: 2m}\n");
+  ASSERT_TRUE(job.errors.empty()) << job.errors[0].ToString();
+  const ProgressSpec& p = *job.spec->progress;
+  ASSERT_TRUE(p.stragglers.has_value());
+  EXPECT_EQ(p.stragglers->factor, 1.5);
+  EXPECT_EQ(p.stragglers->steps, 5);
+  EXPECT_FALSE(p.stragglers->time.has_value());
+  EXPECT_FALSE(p.within.has_value());
+  ASSERT_TRUE(p.heartbeat.has_value());
+  EXPECT_EQ(p.heartbeat->file, "/ckpt/beat");
+  EXPECT_EQ(p.heartbeat->within, std::chrono::minutes(2));
+  LoadedJob timed = Parse("name: x\nimage: i\nprogress: {stragglers: {factor: 2.5, steps: 3, time: 'took ([0-9.]+)s'}}\n");
+  ASSERT_TRUE(timed.errors.empty()) << timed.errors[0].ToString();
+  EXPECT_EQ(timed.spec->progress->stragglers->factor, 2.5);
+  EXPECT_EQ(timed.spec->progress->stragglers->steps, 3);
+  EXPECT_EQ(timed.spec->progress->stragglers->time, "took ([0-9.]+)s");
+}
+
+TEST_F(JobFileTest, BadHeartbeatAndStragglerEntriesAreNamed) {
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {heartbeat: {file: beat, within: 1m}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:30: progress.heartbeat.file: expected an absolute path")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {heartbeat: {file: /beat}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:12: progress.heartbeat: needs 'file' and 'within'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {stragglers: {}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: 'stragglers' needs 'pattern'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {pattern: s, stragglers: {factor: 1}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:45: progress.stragglers.factor: expected a number above 1")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {pattern: s, stragglers: {factor: fast}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:45: progress.stragglers.factor: expected a number above 1")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {stragglers: {time: 'took [0-9]+'}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:31: progress.stragglers.time: regular expression 'took [0-9]+' has no group")));
 }
 
 TEST_F(JobFileTest, BadRestartSpareAndPreemptionEntriesAreNamed) {

@@ -126,10 +126,28 @@ enum class OnHang { kStop, kRestart };
 inline constexpr auto kOnHangNames =
     std::to_array<EnumName<OnHang>>({{OnHang::kStop, "stop"}, {OnHang::kRestart, "restart"}});
 static_assert(ListsEveryValueInOrder(kOnHangNames));
+// `progress.stragglers:` — a rank whose last `steps` step times were each
+// more than `factor` times the median rank's is a straggler (reported, the
+// job goes on). A step's time is the interval between two of the rank's
+// lines matching `pattern`, or, with `time`, the number of seconds its
+// first group captures from a line.
+struct StragglerSpec {
+  double factor = 1.5;
+  int steps = 5;
+  std::optional<std::string> time;
+};
+// `progress.heartbeat:` — a file each rank's container touches (a path in
+// the container); a hang when no rank's was modified for `within`.
+struct HeartbeatSpec {
+  std::string file;
+  std::chrono::milliseconds within{};
+};
 struct ProgressSpec {
   std::optional<std::chrono::milliseconds> silence;
   std::optional<std::string> pattern;
   std::optional<std::chrono::milliseconds> within;
+  std::optional<HeartbeatSpec> heartbeat;
+  std::optional<StragglerSpec> stragglers;
   std::chrono::milliseconds every{std::chrono::seconds(10)};
   OnHang on_hang = OnHang::kStop;
 };

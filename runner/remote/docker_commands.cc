@@ -121,6 +121,13 @@ std::string DockerCommands::DiskFree() const {
          " 2>/dev/null || echo /)\" 2>/dev/null";
 }
 
+std::string DockerCommands::FileTimes(const std::vector<std::string>& names, const std::string& path) const {
+  std::string line = "n=$(date +%s); for c in";
+  for (const std::string& name : names) line += " " + ssh::ShellQuote(name);
+  return line + "; do t=$(" + Line({"exec"}) + " \"$c\" stat -c %Y " + ssh::ShellQuote(path) +
+         " 2>/dev/null) || t=-; echo \"$c $n ${t:--}\"; done";
+}
+
 std::string DockerCommands::Signal(const std::vector<std::string>& names,
                                    const std::string& signal) const {
   return Line(container::KillArgs(names, signal));

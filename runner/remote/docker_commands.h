@@ -61,6 +61,12 @@ class DockerCommands {
   // Free space (`df -Pk`) of /tmp (the job's directory) and of the
   // engine's root directory (/ when the engine cannot say).
   std::string DiskFree() const;
+  // progress.heartbeat: one line per container of `names`, "NAME NOW MTIME":
+  // the host's clock and `path`'s modification time in that container
+  // (seconds since the epoch; "-" where the file is missing or the
+  // container cannot be asked). Asked with the image's `stat` (coreutils or
+  // busybox) through docker exec: the process ends with its answer.
+  std::string FileTimes(const std::vector<std::string>& names, const std::string& path) const;
   // `docker kill --signal SIGNAL NAMES...` (e.g. "TERM" at a preemption).
   std::string Signal(const std::vector<std::string>& names, const std::string& signal) const;
   // Lists every container labelled `label` (id, names, status, labels):

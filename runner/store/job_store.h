@@ -112,6 +112,10 @@ inline constexpr const char* kNodeFailed = "node_failed";
 inline constexpr const char* kPreempted = "preempted";
 // No progress (`progress:`): a hang.
 inline constexpr const char* kHang = "hang";
+// A rank's steps are slower than the median rank's (progress.stragglers),
+// and it keeps up again.
+inline constexpr const char* kStraggler = "straggler";
+inline constexpr const char* kStragglerCleared = "straggler_cleared";
 inline constexpr const char* kRestarting = "restarting";
 // The GPU health gate took GPUs out of what a host offers, or put the host
 // out ("the host is out").
