@@ -17,10 +17,10 @@ using std::chrono::milliseconds;
 const char* Name(Phase phase) { return NameOf(kPhaseNames, phase).data(); }
 
 bool IsFault(const std::string& kind) {
-  return kind == event::kHostLost || kind == event::kNodeFailed || kind == event::kPreempted;
+  return kind == event::kHostLost || kind == event::kNodeFailed || kind == event::kPreempted || kind == event::kHang;
 }
 bool IsMarker(const std::string& kind) {
-  return IsFault(kind) || kind == event::kRestarting || kind == event::kNodeExited;
+  return IsFault(kind) || kind == event::kRestarting || kind == event::kNodeExited || kind == event::kStraggler;
 }
 
 // The phase a job-wide status event opens; "" for one that closes the
@@ -152,7 +152,9 @@ Timeline BuildTimeline(const JobRecord& job, const std::vector<NodeRecord>& node
       rows[*rank].markers.push_back(m);
       continue;
     }
-    for (TimelineRow* row : rows_of_host(e.kind == event::kRestarting ? std::nullopt : e.host)) {
+    // A restart and a hang are the whole job's.
+    const bool whole_job = e.kind == event::kRestarting || e.kind == event::kHang;
+    for (TimelineRow* row : rows_of_host(whole_job ? std::nullopt : e.host)) {
       row->markers.push_back(m);
     }
   }
@@ -287,7 +289,7 @@ std::string TimelineText(const Timeline& t, int width) {
     }
     for (const TimelineMarker& m : row.markers) {
       if (m.kind == event::kNodeExited) continue;  // the bar's end shows it
-      bar[static_cast<size_t>(col_of(m.at))] = IsFault(m.kind) ? '!' : 'R';
+      bar[static_cast<size_t>(col_of(m.at))] = IsFault(m.kind) ? '!' : m.kind == event::kStraggler ? 'S' : 'R';
     }
     out += labels[i] + std::string(label_width - labels[i].size(), ' ') + " |" + bar + "|\n";
   }
@@ -296,7 +298,7 @@ std::string TimelineText(const Timeline& t, int width) {
   for (const PhaseStyle& style : PhaseStyles()) {
     legend += std::string(legend.empty() ? "" : "  ") + style.letter + " " + style.label;
   }
-  out += legend + "  ! fault  R restart\n";
+  out += legend + "  ! fault  S straggler  R restart\n";
   if (!t.from_phases) {
     out += "(from the job's status events: this job has no per-host phase records)\n";
   }

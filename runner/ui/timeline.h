@@ -30,7 +30,7 @@ struct TimelineSpan {
 
 struct TimelineMarker {
   TimePoint at{};
-  std::string kind;  // an event kind: host_lost, node_failed, preempted, restarting, node_exited
+  std::string kind;  // an event kind: host_lost, node_failed, preempted, hang, straggler, restarting, node_exited
   std::string detail;
 };
 

@@ -143,6 +143,25 @@ TEST(Timeline, FaultsMarkTheRowsOfTheirHostAndRestartsMarkEveryRow) {
   EXPECT_EQ(t.rows[0].spans.back().outcome, "failed");
 }
 
+TEST(Timeline, AStragglerMarksTheRowsOfItsHostAndAHangMarksEveryRow) {
+  const std::vector<NodeRecord> nodes = {Node(0, "head", "a"), Node(1, "worker", "b"), Node(2, "worker", "c")};
+  const std::vector<EventRecord> events = {
+      Event(seconds(0), event::kPreflight),
+      Event(seconds(1), event::kRunning),
+      Event(seconds(3), event::kStraggler, "c", "rank 2 (c): its last 5 steps took 3.00 s on average"),
+      Event(seconds(6), event::kHang, "", "the job made no progress"),
+      Event(seconds(7), event::kFailed),
+  };
+  const Timeline t =
+      BuildTimeline(Job(JobStatus::kFailed, At(seconds(7)), 3), nodes, {}, events, At(seconds(9)));
+  ASSERT_EQ(t.rows.size(), 3u);
+  ASSERT_EQ(t.rows[0].markers.size(), 1u);
+  EXPECT_EQ(t.rows[0].markers[0].kind, "hang");
+  ASSERT_EQ(t.rows[2].markers.size(), 2u);
+  EXPECT_EQ(t.rows[2].markers[0].kind, "straggler");
+  EXPECT_EQ(t.rows[2].markers[1].kind, "hang");
+}
+
 TEST(Timeline, TheSvgHasOneRowGroupPerNodeAndEscapesWhatItShows) {
   const std::vector<NodeRecord> nodes = {Node(0, "head", "<script>alert(1)</script>"),
                                          Node(1, "worker", "b"), Node(2, "worker", "c")};
