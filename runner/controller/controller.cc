@@ -67,6 +67,10 @@ int Controller::Run() {
     Say(s.message());
     return kExitBargeFailure;
   }
+  if (!ctx_.spec.notify.empty()) {
+    webhooks_ = std::make_unique<WebhookObserver>(ctx_.spec.notify, plan_.job_id, plan_.job_name);
+    ctx_.observer.Add(webhooks_.get());
+  }
   int code = ctx_.spec.slurm ? AllocateSlurm() : 0;
   if (code == 0) {
     ctx_.observer.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", slurm_ ? WallNow() : job.created);
@@ -95,6 +99,11 @@ int Controller::Run() {
   if (slurm_) {
     if (code != 0) slurm_->SayDrainCommands();
     (void)slurm_->Release();
+  }
+  // The last notices: after the teardown, bounded.
+  if (webhooks_) {
+    webhooks_->Finish(kNotifyDrain);
+    for (const std::string& line : webhooks_->TakeFailures()) Say("warning: notify: " + line);
   }
   return code;
 }

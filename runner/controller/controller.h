@@ -74,6 +74,7 @@
 #include "runner/controller/teardown.h"
 #include "runner/controller/transfers.h"
 #include "runner/controller/uploads.h"
+#include "runner/controller/webhook_observer.h"
 #include "runner/jobfile/job_spec.h"
 #include "ssh/event_loop.h"
 
@@ -159,6 +160,8 @@ class Controller : private JobOwner, private JobPart {
   // Why the job was ended from outside its hosts (its Slurm allocation
   // ended under it: SlurmAllocation::Watch).
   std::optional<OutsideEnd> outside_end_;
+  // notify: the job's events to its webhooks (null without notify:).
+  std::unique_ptr<WebhookObserver> webhooks_;
   size_t next_spare_ = 0;  // ctx_.spec.spare_hosts taken so far
   // forward: served while an attempt runs. Last: destroyed before the hosts
   // it serves through.

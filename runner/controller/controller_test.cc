@@ -5,6 +5,7 @@
 #include "runner/controller/controller.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -21,7 +22,10 @@
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/reservation.h"
 #include "runner/store/job_store.h"
+#include "runner/outbound/signature.h"
 #include "tests/support/fake_hosts.h"
+#include "tests/support/http_receiver.h"
+#include "tests/support/scoped_env.h"
 
 namespace barge::runner {
 namespace {
@@ -929,5 +933,34 @@ TEST_F(ControllerTest, ALeaseTheEngineLostIsPutBackWithItsHoldAtTheRenewalThatFi
             2)
       << ::testing::PrintToString(rec_.events);
 }
+
+// notify: the job's events reach a real HTTP receiver on loopback, signed
+// with the key read from the environment; a receiver that refuses (404)
+// is a warning at the end, not a failure of the job.
+TEST_F(ControllerTest, NotifyPostsTheChosenEventsSignedAndARefusingReceiverIsOnlyAWarning) {
+  barge::testing::HttpReceiver hook;
+  barge::testing::HttpReceiver refusing({404, 404, 404});
+  barge::testing::ScopedEnv key("BARGE_TEST_HOOK_KEY", std::string("k3y\n"));
+  fake_.SetNode(0, FakeNode{milliseconds(300), 7});
+  EXPECT_EQ(Run(Job("notify:\n  - url: " + hook.url() + "\n    events: [started, failed]\n"
+                    "    secret: {env: BARGE_TEST_HOOK_KEY}\n  - url: " + refusing.url() + "\n    events: [failed]\n")),
+            7);
+  const auto got = hook.got();
+  ASSERT_EQ(got.size(), 2u) << rec_.AllMessages();
+  EXPECT_EQ(got[0].get_header_value("X-Barge-Event"), "started");
+  EXPECT_EQ(got[1].get_header_value("X-Barge-Event"), "failed");
+  for (const auto& req : got) {
+    EXPECT_EQ(req.get_header_value("X-Barge-Signature"), "sha256=" + outbound::HmacSha256Hex("k3y", req.body))
+        << "keyed by the value without its line break";
+  }
+  const nlohmann::json failed = nlohmann::json::parse(got[1].body);
+  EXPECT_EQ(failed["text"], "barge: job fake (abcd1234) failed: head exited with code 7");
+  EXPECT_EQ(failed["job"]["id"], "abcd1234");
+  EXPECT_EQ(refusing.got().size(), 1u) << "a 404 is not tried again";
+  EXPECT_TRUE(rec_.Said("barge: warning: notify: http://127.0.0.1:")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("/...: failed: failed: HTTP 404 (1 try)")) << rec_.AllMessages();
+  EXPECT_FALSE(rec_.Said("T0KEN")) << "the URL's path is not shown";
+}
+
 }  // namespace
 }  // namespace barge::runner

@@ -129,6 +129,8 @@ std::vector<KeyInfo> MpiKeys();
 std::vector<KeyInfo> HealthKeys();
 std::vector<KeyInfo> NetworkKeys();
 std::vector<KeyInfo> PasswordKeys();
+std::vector<KeyInfo> NotifyKeys();
+std::vector<KeyInfo> SecretValueKeys();
 std::vector<KeyInfo> PreemptionKeys();
 std::vector<KeyInfo> ProgressKeys();
 std::vector<KeyInfo> ReadyKeys();
@@ -191,6 +193,11 @@ void ReadForward(const Entry& e, JobDraft& d);
 // secret_blocks.cc
 void ReadSecrets(const Entry& e, JobDraft& d);
 void ReadRegistry(const Entry& e, JobDraft& d);
+// A value read from {file: PATH} or {env: VARIABLE} (secret_blocks.cc),
+// without trailing line breaks; nullopt after an error. `what` names it.
+std::optional<std::string> ReadSecretValue(const Entry& e, std::string_view what);
+// `notify:` (notify_block.cc).
+void ReadNotify(const Entry& e, JobDraft& d);
 void CheckSecretsAgainstEnv(const JobDraft& d);
 // job_rules.cc: reads the whole document `root` of `src` into `d`.
 void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d);

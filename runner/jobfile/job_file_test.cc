@@ -1,4 +1,5 @@
 #include "runner/jobfile/job_file.h"
+#include "runner/jobfile/redact.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "base/user_home.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/job_errors.h"
 
 namespace barge::runner {
@@ -671,6 +673,41 @@ TEST_F(JobFileTest, BadHeartbeatAndStragglerEntriesAreNamed) {
               ElementsAre(::testing::StartsWith("job.yaml:3:31: progress.stragglers.time: regular expression 'took [0-9]+' has no group")));
 }
 
+TEST_F(JobFileTest, NotifyIsReadWithItsDefaultEventsAndItsSecretsAreRedacted) {
+  barge::testing::ScopedEnv key("BARGE_TEST_NOTIFY_KEY", std::string("sign-me\n"));
+  barge::testing::ScopedEnv url("BARGE_TEST_NOTIFY_URL", std::string("https://hooks.example.com/services/T0KEN"));
+  LoadedJob job = Parse("name: x\nimage: i\nnotify:\n  - url: http://127.0.0.1:9000/hook\n"
+                        "  - url_from: {env: BARGE_TEST_NOTIFY_URL}\n    events: [failed, hang]\n"
+                        "    secret: {env: BARGE_TEST_NOTIFY_KEY}\n");
+  ASSERT_TRUE(job.errors.empty()) << job.errors[0].ToString();
+  ASSERT_EQ(job.spec->notify.size(), 2u);
+  const NotifySpec& plain = job.spec->notify[0];
+  EXPECT_EQ(plain.url, "http://127.0.0.1:9000/hook");
+  EXPECT_FALSE(plain.url_secret);
+  EXPECT_EQ(plain.events, (std::vector<std::string>{"started", "succeeded", "failed", "cancelled", "timed_out", "restarted"}));
+  EXPECT_EQ(plain.secret, "");
+  const NotifySpec& hidden = job.spec->notify[1];
+  EXPECT_EQ(hidden.url, "https://hooks.example.com/services/T0KEN");
+  EXPECT_TRUE(hidden.url_secret);
+  EXPECT_EQ(hidden.events, (std::vector<std::string>{"failed", "hang"}));
+  EXPECT_EQ(hidden.secret, "sign-me");
+  const Redactor redact(*job.spec);
+  EXPECT_EQ(redact("posting to https://hooks.example.com/services/T0KEN with sign-me").find("T0KEN"), std::string::npos);
+  EXPECT_EQ(redact("sign-me").find("sign-me"), std::string::npos);
+}
+
+TEST_F(JobFileTest, BadNotifyEntriesAreNamed) {
+  EXPECT_THAT(Errors("name: x\nimage: i\nnotify:\n  - url: ftp://h/x\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:4:10: notify[0].url: expected an http:// or https:// URL, got 'ftp://h/x'")));
+  barge::testing::ScopedEnv url("BARGE_TEST_NOTIFY_URL", std::string("http://h/y"));
+  EXPECT_THAT(Errors("name: x\nimage: i\nnotify:\n  - {url: 'http://h/x', url_from: {env: BARGE_TEST_NOTIFY_URL}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:4:5: notify[0]: give one of url or url_from")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nnotify:\n  - {url: 'http://h/x', events: [failed, exploded]}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:4:42: notify[0].events[1]: invalid value 'exploded'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nnotify:\n  - {url: 'http://h/x', secret: hunter2}\n"),
+              ElementsAre(::testing::HasSubstr("notify[0].secret: expected {file: PATH} or {env: VARIABLE}, got a string; the signing key is never written in the job file")));
+}
+
 TEST_F(JobFileTest, BadRestartSpareAndPreemptionEntriesAreNamed) {
   EXPECT_THAT(Errors("name: x\nimage: i\nrestart: {max_restarts: -1, on: [host_lost, oom]}\n"),
               ElementsAre(::testing::StartsWith("job.yaml:3:25: restart.max_restarts: "),
@@ -984,7 +1021,7 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
       Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
       ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
                   "hosts, hosts_file, hosts_command, trust_hosts_command, slurm, docker_command, ssh, roles, rendezvous, image_pull, "
-                  "on_worker_exit, stop_grace, timeout, lease, wait, health, network, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, progress, secrets, registry, mpi, array, parallel, array_retries, hosts_per_member or host_groups)"));
+                  "on_worker_exit, stop_grace, timeout, lease, wait, health, network, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, progress, secrets, registry, notify, mpi, array, parallel, array_retries, hosts_per_member or host_groups)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));

@@ -185,6 +185,8 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      {.type = KeyType::kBlockMap, .description = "Secrets NAME: {file: PATH} or {env: VARIABLE}; never written to the store or the plan", .keys = SecretKeys}, ReadSecrets},
     {"registry",
      {.type = KeyType::kBlock, .description = "Registry to log in to before pulling", .keys = RegistryKeys}, ReadRegistry},
+    {"notify",
+     {.type = KeyType::kBlockList, .description = "Webhooks the job's events are POSTed to (JSON with a text field; signed with a secret)", .keys = NotifyKeys}, ReadNotify},
     {"mpi",
      {.type = KeyType::kBlock, .description = "An MPI job: workers run the image's sshd and start first, then the head runs command (mpirun, horovodrun, deepspeed) and reaches them over SSH with the job's own keys", .keys = MpiKeys},
      [](const Entry& e, JobDraft& d) {

@@ -152,6 +152,19 @@ struct ProgressSpec {
   OnHang on_hang = OnHang::kStop;
 };
 
+// `notify:` — a webhook the job's events are POSTed to
+// (runner/outbound/webhooks.h, docs/guide/notifications.md). The events'
+// names; `started` is the first `running` of the job, `restarted` a restart.
+inline constexpr std::string_view kNotifyEvents[] = {
+    "started", "succeeded", "failed", "cancelled", "timed_out", "restarted", "host_lost",
+    "node_failed", "preempted", "hang", "straggler", "gpu_unhealthy"};
+struct NotifySpec {
+  std::string url;  // from `url`, or read from `url_from` (then a secret)
+  bool url_secret = false;
+  std::vector<std::string> events = {"started", "succeeded", "failed", "cancelled", "timed_out", "restarted"};
+  std::string secret;  // the HMAC key ("" = not signed); exact bytes
+};
+
 // `preemption:` — a command polled on every host; its success (exit 0)
 // means "this host is going away".
 struct PreemptionSpec {
@@ -350,6 +363,7 @@ struct JobSpec {
   // order; each takes over the nodes of the host it replaces.
   std::vector<cluster::Host> spare_hosts;
   std::optional<PreemptionSpec> preemption;
+  std::vector<NotifySpec> notify;
   std::optional<ProgressSpec> progress;
   std::vector<SecretSpec> secrets;  // in the order the file lists them
   std::optional<RegistrySpec> registry;

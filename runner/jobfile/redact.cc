@@ -15,6 +15,10 @@ std::string_view TrimLineBreaks(std::string_view s) {
 Redactor::Redactor(const JobSpec& spec) {
   for (const SecretSpec& s : spec.secrets) Add(s.value);
   if (spec.registry) Add(spec.registry->password);
+  for (const NotifySpec& n : spec.notify) {
+    Add(n.secret);
+    if (n.url_secret) Add(n.url);
+  }
 }
 
 void Redactor::Add(std::string_view value) {

@@ -104,6 +104,14 @@ constexpr KeyRule<SecretSourceDraft> kPasswordRules[] = {
 };
 std::vector<KeyInfo> PasswordKeys() { return Describe(kPasswordRules); }
 
+constexpr KeyRule<SecretSourceDraft> kValueRules[] = {
+    {"file",
+     {.type = KeyType::kString, .description = "Local file holding the value"}, ReadSecretFile},
+    {"env",
+     {.type = KeyType::kString, .description = "barge's environment variable holding the value"}, ReadSecretEnv},
+};
+std::vector<KeyInfo> SecretValueKeys() { return Describe(kValueRules); }
+
 // Reads `e` through `rules`; false after an error. `what` names the value
 // in messages ("a secret's value", "the password").
 template <size_t N>
@@ -200,6 +208,14 @@ Status CheckRegistryServer(std::string_view server) {
                          "ghcr.io or registry.example.com:5000)");
   }
   return Status::Ok();
+}
+
+std::optional<std::string> ReadSecretValue(const Entry& e, std::string_view what) {
+  SecretSourceDraft source;
+  if (!ReadSecretSource(e, kValueRules, what, source)) return std::nullopt;
+  std::string value = std::move(source.value);
+  while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
+  return value;
 }
 
 struct RegistryDraft {

@@ -1,12 +1,10 @@
-// Webhooks against a real HTTP receiver on loopback (cpp-httplib's server,
-// in a thread of the test): the body and headers, the signature checked
+// Webhooks against a real HTTP receiver on loopback (tests/support/
+// http_receiver.h): the body and headers, the signature checked
 // the way a receiver checks it, tries on 503, no try again on 404, and a
 // receiver that hangs bounded by Drain's limit.
 #include "runner/outbound/webhooks.h"
 
 #include <gtest/gtest.h>
-#include <httplib.h>
-
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "runner/outbound/signature.h"
+#include "tests/support/http_receiver.h"
 
 namespace barge::runner::outbound {
 namespace {
@@ -24,45 +23,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// A receiver: answers each POST with the next of `codes` (then 200),
-// keeping what it got.
-class Receiver {
- public:
-  explicit Receiver(std::vector<int> codes = {}, milliseconds delay = milliseconds(0)) : codes_(std::move(codes)) {
-    server_.Post("/hook/T0KEN", [this, delay](const httplib::Request& req, httplib::Response& res) {
-      // A hanging receiver: until `delay` passed or the test ends.
-      for (auto end = std::chrono::steady_clock::now() + delay; std::chrono::steady_clock::now() < end && !closing_;) {
-        std::this_thread::sleep_for(milliseconds(10));
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      got_.push_back(req);
-      const size_t i = got_.size() - 1;
-      res.status = i < codes_.size() ? codes_[i] : 200;
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(milliseconds(1));
-  }
-  ~Receiver() {
-    closing_ = true;
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook/T0KEN"; }
-  std::vector<httplib::Request> got() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return got_;
-  }
-
- private:
-  httplib::Server server_;
-  std::atomic<bool> closing_{false};
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<int> codes_;
-  std::vector<httplib::Request> got_;
-};
+using Receiver = barge::testing::HttpReceiver;
 
 Notice Failed() {
   return Notice{"failed", "1a2b3c4d", "train", "", "head exited with code 3", "2026-12-07T03:00:00.000Z",
