@@ -22,7 +22,7 @@
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/reservation.h"
 #include "runner/store/job_store.h"
-#include "runner/outbound/signature.h"
+#include "runner/controller/signature.h"
 #include "tests/support/fake_hosts.h"
 #include "tests/support/http_receiver.h"
 #include "tests/support/scoped_env.h"
@@ -950,7 +950,7 @@ TEST_F(ControllerTest, NotifyPostsTheChosenEventsSignedAndARefusingReceiverIsOnl
   EXPECT_EQ(got[0].get_header_value("X-Barge-Event"), "started");
   EXPECT_EQ(got[1].get_header_value("X-Barge-Event"), "failed");
   for (const auto& req : got) {
-    EXPECT_EQ(req.get_header_value("X-Barge-Signature"), "sha256=" + outbound::HmacSha256Hex("k3y", req.body))
+    EXPECT_EQ(req.get_header_value("X-Barge-Signature"), "sha256=" + internal::HmacSha256Hex("k3y", req.body))
         << "keyed by the value without its line break";
   }
   const nlohmann::json failed = nlohmann::json::parse(got[1].body);

@@ -6,11 +6,11 @@
 namespace barge::runner::internal {
 
 WebhookObserver::WebhookObserver(const std::vector<NotifySpec>& notify, std::string job_id, std::string job_name,
-                                 outbound::WebhookLimits limits)
+                                 WebhookLimits limits)
     : job_id_(std::move(job_id)), job_name_(std::move(job_name)), hooks_(Targets(notify), limits) {}
 
-std::vector<outbound::WebhookTarget> WebhookObserver::Targets(const std::vector<NotifySpec>& notify) {
-  std::vector<outbound::WebhookTarget> targets;
+std::vector<WebhookTarget> WebhookObserver::Targets(const std::vector<NotifySpec>& notify) {
+  std::vector<WebhookTarget> targets;
   for (const NotifySpec& n : notify) {
     targets.push_back({n.url, std::set<std::string>(n.events.begin(), n.events.end()), n.secret});
   }
@@ -27,7 +27,7 @@ void WebhookObserver::JobEvent(std::string_view kind, const std::optional<std::s
   } else if (kind == event::kRestarting) {
     name = "restarted";
   }
-  outbound::Notice notice{name, job_id_, job_name_, host.value_or(""), std::string(detail), IsoUtc(at), ""};
+  Notice notice{name, job_id_, job_name_, host.value_or(""), std::string(detail), IsoUtc(at), ""};
   notice.text = "barge: job " + job_name_ + " (" + job_id_ + ") " + name + (host && !host->empty() ? " on " + *host : "") +
                 (detail.empty() ? "" : ": " + std::string(detail));
   hooks_.Send(notice);

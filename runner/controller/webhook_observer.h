@@ -1,5 +1,5 @@
 // WebhookObserver: the job's events sent to the webhooks its `notify:`
-// names (runner/outbound/webhooks.h, docs/guide/notifications.md). The
+// names (runner/controller/webhooks.h, docs/guide/notifications.md). The
 // store's event kinds are the notice kinds, but for `started` (the job's
 // first `running`) and `restarted` (`restarting`). Sending happens on the
 // webhooks' worker: an event costs the loop a queue push.
@@ -13,7 +13,7 @@
 
 #include "runner/controller/job_observer.h"
 #include "runner/jobfile/job_spec.h"
-#include "runner/outbound/webhooks.h"
+#include "runner/controller/webhooks.h"
 
 namespace barge::runner::internal {
 
@@ -24,7 +24,7 @@ inline constexpr std::chrono::seconds kNotifyDrain{10};
 class WebhookObserver : public JobObserver {
  public:
   WebhookObserver(const std::vector<NotifySpec>& notify, std::string job_id, std::string job_name,
-                  outbound::WebhookLimits limits = {});
+                  WebhookLimits limits = {});
 
   void JobEvent(std::string_view kind, const std::optional<std::string>& host, std::string_view detail,
                 TimePoint at) override;
@@ -34,11 +34,11 @@ class WebhookObserver : public JobObserver {
   std::vector<std::string> TakeFailures() { return hooks_.TakeFailures(); }
 
  private:
-  static std::vector<outbound::WebhookTarget> Targets(const std::vector<NotifySpec>& notify);
+  static std::vector<WebhookTarget> Targets(const std::vector<NotifySpec>& notify);
 
   const std::string job_id_;
   const std::string job_name_;
-  outbound::Webhooks hooks_;
+  Webhooks hooks_;
   bool started_ = false;
 };
 

@@ -153,7 +153,7 @@ struct ProgressSpec {
 };
 
 // `notify:` — a webhook the job's events are POSTed to
-// (runner/outbound/webhooks.h, docs/guide/notifications.md). The events'
+// (runner/controller/webhooks.h, docs/guide/notifications.md). The events'
 // names; `started` is the first `running` of the job, `restarted` a restart.
 inline constexpr std::string_view kNotifyEvents[] = {
     "started", "succeeded", "failed", "cancelled", "timed_out", "restarted", "host_lost",

@@ -2,7 +2,7 @@
 // of the test) that keeps every POST to PATH and answers each with the
 // next of a scripted list of statuses (then 200), optionally after a delay
 // (a hanging receiver, released when the receiver goes). For the tests of
-// webhooks (runner/outbound, runner/controller).
+// webhooks (runner/controller).
 #pragma once
 
 #include <httplib.h>

@@ -1,12 +1,12 @@
 // Webhooks (webhooks.h): the queue, the worker, the tries.
-#include "runner/outbound/webhooks.h"
+#include "runner/controller/webhooks.h"
 
 #include <nlohmann/json.hpp>
 
-#include "runner/outbound/http_post.h"
-#include "runner/outbound/signature.h"
+#include "runner/controller/http_post.h"
+#include "runner/controller/signature.h"
 
-namespace barge::runner::outbound {
+namespace barge::runner::internal {
 
 namespace {
 
@@ -114,4 +114,4 @@ void Webhooks::Deliver(const Delivery& d) {
                       " (" + std::to_string(tries) + (tries == 1 ? " try)" : " tries)"));
 }
 
-}  // namespace barge::runner::outbound
+}  // namespace barge::runner::internal

@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-namespace barge::runner::outbound {
+namespace barge::runner::internal {
 
 struct WebhookTarget {
   std::string url;
@@ -100,4 +100,4 @@ class Webhooks {
   std::thread worker_;
 };
 
-}  // namespace barge::runner::outbound
+}  // namespace barge::runner::internal

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-namespace barge::runner::outbound {
+namespace barge::runner::internal {
 
 std::string HmacSha256Hex(std::string_view key, std::string_view message);
 
-}  // namespace barge::runner::outbound
+}  // namespace barge::runner::internal

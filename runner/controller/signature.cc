@@ -1,10 +1,10 @@
 // HmacSha256Hex (signature.h), through OpenSSL's one-shot HMAC.
-#include "runner/outbound/signature.h"
+#include "runner/controller/signature.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-namespace barge::runner::outbound {
+namespace barge::runner::internal {
 
 std::string HmacSha256Hex(std::string_view key, std::string_view message) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -21,4 +21,4 @@ std::string HmacSha256Hex(std::string_view key, std::string_view message) {
   return hex;
 }
 
-}  // namespace barge::runner::outbound
+}  // namespace barge::runner::internal

@@ -1,12 +1,12 @@
 // Post (http_post.h) through libcurl's easy interface.
-#include "runner/outbound/http_post.h"
+#include "runner/controller/http_post.h"
 
 #include <curl/curl.h>
 
 #include <memory>
 #include <mutex>
 
-namespace barge::runner::outbound {
+namespace barge::runner::internal {
 
 namespace {
 
@@ -64,4 +64,4 @@ HttpAnswer Post(const HttpPost& post, const std::atomic<bool>* cancel) {
   return answer;
 }
 
-}  // namespace barge::runner::outbound
+}  // namespace barge::runner::internal

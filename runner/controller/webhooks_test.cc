@@ -2,7 +2,7 @@
 // http_receiver.h): the body and headers, the signature checked
 // the way a receiver checks it, tries on 503, no try again on 404, and a
 // receiver that hangs bounded by Drain's limit.
-#include "runner/outbound/webhooks.h"
+#include "runner/controller/webhooks.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "runner/outbound/signature.h"
+#include "runner/controller/signature.h"
 #include "tests/support/http_receiver.h"
 
-namespace barge::runner::outbound {
+namespace barge::runner::internal {
 namespace {
 
 using std::chrono::milliseconds;
@@ -115,4 +115,4 @@ TEST(Webhooks, SendNeverWaitsOnAHangingReceiverAndDrainGivesUpAtItsLimit) {
 }
 
 }  // namespace
-}  // namespace barge::runner::outbound
+}  // namespace barge::runner::internal

@@ -1,11 +1,11 @@
 // HmacSha256Hex against RFC 4231's HMAC-SHA256 test vectors.
-#include "runner/outbound/signature.h"
+#include "runner/controller/signature.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace barge::runner::outbound {
+namespace barge::runner::internal {
 namespace {
 
 TEST(Signature, MatchesRfc4231TestCases1And2And6) {
@@ -19,4 +19,4 @@ TEST(Signature, MatchesRfc4231TestCases1And2And6) {
 }
 
 }  // namespace
-}  // namespace barge::runner::outbound
+}  // namespace barge::runner::internal

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace barge::runner::outbound {
+namespace barge::runner::internal {
 
 struct HttpPost {
   std::string url;
@@ -32,4 +32,4 @@ struct HttpAnswer {
 // are not followed: a webhook's URL is the receiver's.
 HttpAnswer Post(const HttpPost& post, const std::atomic<bool>* cancel);
 
-}  // namespace barge::runner::outbound
+}  // namespace barge::runner::internal
