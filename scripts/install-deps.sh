@@ -24,7 +24,7 @@ packages=(
   # build (GoogleTest is the tests': scripts/test.sh)
   g++ cmake ninja-build pkg-config ccache
   libssh-dev libcurl4-openssl-dev nlohmann-json3-dev libyaml-cpp-dev
-  libspdlog-dev libcli11-dev libsqlite3-dev libcpp-httplib-dev
+  libspdlog-dev libcli11-dev libsqlite3-dev libcpp-httplib-dev libssl-dev
   # what barge runs, and the quick start's engine and demo image
   docker.io openssh-client tar busybox-static
 )
