@@ -17,6 +17,7 @@
 #include "runner/console/table.h"
 #include "runner/console/time_format.h"
 #include "runner/controller/slurm_run.h"
+#include "runner/store/diagnostics_bundles.h"
 #include "runner/store/job_lookup.h"
 #include "runner/store/state_dir.h"
 
@@ -258,6 +259,10 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
                                               (IsFinal(j.status) ? "" : " (running)")
                                         : "-");
   field("run dir:", j.run_dir.empty() ? "-" : j.run_dir);
+  if (const size_t bundles = ListDiagnostics(j.run_dir.empty() ? RunDir(state_dir, j.id) : j.run_dir).size()) {
+    field("diagnostics:", std::to_string(bundles) + " bundle(s) of failed attempts: barge show " + j.id +
+                              " --diagnostics");
+  }
   if (Result<RecordedAllocation> allocation = ReadRecordedAllocation(store, *id);
       allocation.ok() && !allocation->slurm_id.empty()) {
     std::string nodes_text;
@@ -312,6 +317,48 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
   }
   for (auto& row : event_rows) row[3] = IndentContinuations(row[3], detail_column);
   PrintTable(out, event_rows);
+  return 0;
+}
+
+int ShowDiagnosticsCommand(const std::string& state_dir, const std::string& job_text, bool json,
+                           std::FILE* out, std::FILE* err) {
+  Result<FoundJob> found = FindJob(state_dir, job_text);
+  if (!found.ok()) return SayFailure(err, found.status().message());
+  const JobRecord& j = found->job;
+  const std::string run_dir = j.run_dir.empty() ? RunDir(state_dir, j.id) : j.run_dir;
+  const std::vector<DiagnosticsBundle> bundles = ListDiagnostics(run_dir);
+  if (json) {
+    Json list = Json::array();
+    for (const DiagnosticsBundle& b : bundles) {
+      Json files = Json::array();
+      for (const DiagnosticsFile& f : b.files) {
+        files.push_back({{"name", f.name}, {"path", b.dir + "/" + f.name}, {"bytes", f.bytes}});
+      }
+      list.push_back({{"attempt", b.attempt}, {"dir", b.dir}, {"why", b.why}, {"at", b.at}, {"files", files}});
+    }
+    PrintJson(out, Json{{"job", j.id}, {"bundles", list}});
+    return 0;
+  }
+  if (bundles.empty()) {
+    std::fprintf(out, "job %s (%s): no diagnostics (a bundle is kept when an attempt fails)\n", j.id.c_str(),
+                 j.name.c_str());
+    return 0;
+  }
+  std::fprintf(out, "job %s (%s): %zu diagnostics bundle(s) in %s\n", j.id.c_str(), j.name.c_str(), bundles.size(),
+               DiagnosticsDir(run_dir).c_str());
+  for (const DiagnosticsBundle& b : bundles) {
+    std::fprintf(out, "\nattempt %d  %s\n", b.attempt, b.dir.c_str());
+    if (!b.at.empty()) std::fprintf(out, "  at:  %s\n", b.at.c_str());
+    if (!b.why.empty()) std::fprintf(out, "  why: %s\n", b.why.c_str());
+    std::vector<std::vector<std::string>> rows = {{"FILE", "SIZE"}};
+    for (const DiagnosticsFile& f : b.files) rows.push_back({f.name, FormatBytes(f.bytes)});
+    const std::string table = FormatTable(rows);
+    for (size_t at = 0; at < table.size();) {
+      const size_t eol = std::min(table.find('\n', at), table.size());
+      std::fprintf(out, "  %s\n", table.substr(at, eol - at).c_str());
+      at = eol + 1;
+    }
+  }
   return 0;
 }
 

@@ -64,6 +64,14 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
 int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bool json,
                    std::FILE* out, std::FILE* err = stderr);
 
+// `barge show JOB --diagnostics`: the diagnostics bundles its failed
+// attempts left (runner/store/diagnostics_bundles.h), in attempt order:
+// each one's directory, when, why, and its files with their sizes; a line
+// saying there are none otherwise. With `json`: {"job": ID, "bundles":
+// [{"attempt", "dir", "why", "at", "files": [{"name", "path", "bytes"}]}]}.
+int ShowDiagnosticsCommand(const std::string& state_dir, const std::string& job_text, bool json,
+                           std::FILE* out, std::FILE* err = stderr);
+
 // `barge rm JOB`: refuses a job that is not final and whose controller
 // still runs; otherwise removes its run directory (logs, artifacts) and its
 // record, and prints what it freed. A run directory outside

@@ -339,6 +339,58 @@ TEST_F(JobsCliTest, ShowPrintsTheHeaderTheNodesAndTheEvents) {
             "                                              no keepalive\n");
 }
 
+TEST_F(JobsCliTest, ShowDiagnosticsListsEachBundleWithWhenWhyAndItsFilesAndTheirSizes) {
+  JobRecord j = AddFinished("aaaa1111", "train", At(), minutes(3), JobStatus::kFailed, 125, 2);
+  Output none = RunCommand([&](std::FILE* o, std::FILE* e) { return ShowDiagnosticsCommand(state_, "train", false, o, e); });
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(none.out, "job aaaa1111 (train): no diagnostics (a bundle is kept when an attempt fails)\n");
+  EXPECT_EQ(Show("train").out.find("diagnostics:"), std::string::npos);
+
+  const std::string diag = j.run_dir + "/diagnostics";
+  fs::create_directories(diag + "/attempt-0");
+  fs::create_directories(diag + "/attempt-1");
+  std::ofstream(diag + "/attempt-0/index.txt") << "diagnostics of job aaaa1111\nwhy: node_failed: rank 1 (h2) exited with code 3\n"
+                                                  "at: 2024-05-01T12:01:00.000Z\n";
+  WriteFile(diag + "/attempt-0/rank-1-h2.txt", 2048);
+  WriteFile(diag + "/attempt-0/rank-0-h1.txt", 10);
+  WriteFile(diag + "/attempt-0/host-h1.txt", 300);
+  std::ofstream(diag + "/attempt-1/index.txt") << "why: hang: the job made no progress\n";
+  Output o = RunCommand([&](std::FILE* out, std::FILE* e) { return ShowDiagnosticsCommand(state_, "train", false, out, e); });
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out,
+            "job aaaa1111 (train): 2 diagnostics bundle(s) in " + diag + "\n"
+            "\n"
+            "attempt 0  " + diag + "/attempt-0\n"
+            "  at:  2024-05-01T12:01:00.000Z\n"
+            "  why: node_failed: rank 1 (h2) exited with code 3\n"
+            "  FILE           SIZE\n"
+            "  index.txt      106 B\n"
+            "  rank-0-h1.txt  10 B\n"
+            "  rank-1-h2.txt  2.0 KiB\n"
+            "  host-h1.txt    300 B\n"
+            "\n"
+            "attempt 1  " + diag + "/attempt-1\n"
+            "  why: hang: the job made no progress\n"
+            "  FILE       SIZE\n"
+            "  index.txt  36 B\n");
+  EXPECT_NE(Show("train").out.find("diagnostics: 2 bundle(s) of failed attempts: barge show aaaa1111 --diagnostics\n"),
+            std::string::npos);
+
+  Output js = RunCommand([&](std::FILE* out, std::FILE* e) { return ShowDiagnosticsCommand(state_, "aaaa", true, out, e); });
+  ASSERT_EQ(js.code, 0) << js.err;
+  const nlohmann::json parsed = nlohmann::json::parse(js.out);
+  EXPECT_EQ(parsed["job"], "aaaa1111");
+  ASSERT_EQ(parsed["bundles"].size(), 2u);
+  EXPECT_EQ(parsed["bundles"][0]["attempt"], 0);
+  EXPECT_EQ(parsed["bundles"][0]["why"], "node_failed: rank 1 (h2) exited with code 3");
+  EXPECT_EQ(parsed["bundles"][0]["files"][2]["path"], diag + "/attempt-0/rank-1-h2.txt");
+  EXPECT_EQ(parsed["bundles"][0]["files"][2]["bytes"], 2048);
+
+  Output missing = RunCommand([&](std::FILE* out, std::FILE* e) { return ShowDiagnosticsCommand(state_, "nope", false, out, e); });
+  EXPECT_EQ(missing.code, 125);
+  EXPECT_NE(missing.err.find("barge: "), std::string::npos) << missing.err;
+}
+
 TEST_F(JobsCliTest, ShowJsonHoldsTheJobItsNodesAndItsEvents) {
   AddFinished("aaaa1111", "train", At(), seconds(10), JobStatus::kSucceeded, 0);
   ASSERT_TRUE(Store().UpsertNode({"aaaa1111", 0, "head", "local", "c0", "id0", "sha256:ab", 0,

@@ -27,6 +27,7 @@ struct ListVerbs {
   std::string job;
   bool show_json = false;
   bool show_timeline = false;
+  bool show_diagnostics = false;
 
   std::optional<int> Run();
   int Ls();
@@ -68,6 +69,7 @@ int ListVerbs::Show() const {
   if (!FindArrayOrSay(state_dir, job, &array_id)) return kExitBargeFailure;
   if (array_id) return ShowArray(state_dir, *array_id, stdout, show_json);
   if (show_timeline) return ui::TimelineCommand(state_dir, job, stdout);
+  if (show_diagnostics) return ShowDiagnosticsCommand(state_dir, job, show_json, stdout);
   return ShowJobCommand(state_dir, job, show_json, stdout);
 }
 
@@ -109,6 +111,8 @@ VerbRunner AddListVerbs(CLI::App& app) {
   v->show->add_option("job", v->job, "job id, unique id prefix, or name (the latest job of that name)")->required();
   v->show->add_flag("--json", v->show_json, "one JSON object: the job, its run request, nodes and events");
   v->show->add_flag("--timeline", v->show_timeline, "the timeline: one text bar per node, a letter per phase");
+  v->show->add_flag("--diagnostics", v->show_diagnostics,
+                    "the diagnostics bundles of its failed attempts: where, why, their files and sizes (with --json: as JSON)");
   return [v] { return v->Run(); };
 }
 

@@ -172,6 +172,7 @@ int Controller::Execute() {
     if (Status s = Launch(); !s.ok()) {
       // No partial launch: whatever started is removed.
       Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
+      diagnostics_.Collect("the launch failed: " + s.message());
       teardown_.Run(ctx_.interrupts < 2);
       return ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure;
     }
@@ -188,6 +189,7 @@ int Controller::Execute() {
                std::to_string(std::chrono::duration_cast<seconds>(*ctx_.spec.timeout).count()) +
                " s): stopping it",
            kExitTimedOut);
+      diagnostics_.Collect("the job reached its timeout");
       teardown_.Run(ctx_.interrupts < 2);
       return ctx_.interrupts > 0 ? kExitInterrupted : kExitTimedOut;
     }
@@ -197,6 +199,7 @@ int Controller::Execute() {
     }
     NodeState& head = *attempt_.nodes[0];
     if (!attempt_.fault && head.phase == NodePhase::kExited) {
+      if (head.exit_code != 0) diagnostics_.Collect("the head exited: " + head.end_reason);
       teardown_.Run(true);
       if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
       return *head.exit_code;
@@ -204,6 +207,7 @@ int Controller::Execute() {
     // A fault ended the attempt.
     const Fault fault = attempt_.fault.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
     const bool again = faults_.Restartable(fault);
+    diagnostics_.Collect(std::string(Faults::CauseName(fault.cause)) + ": " + fault.detail);
     teardown_.Run(/*graceful=*/ctx_.interrupts < 2, /*final=*/!again);
     if (!again) return FailForFault(fault);
     ++attempt_.restart_count;

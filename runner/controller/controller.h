@@ -18,6 +18,7 @@
 //   spares.cc        at a restart, spare hosts in replaced hosts' places
 //   artifacts.h      Artifacts: artifact copies
 //   teardown.h       Teardown: stop, remove, teardown hooks
+//   diagnostics.h    Diagnostics: a failed attempt's bundle, before teardown
 //   forwarding.h     Forwarding: `forward:` served while the job runs
 //   progress_watch.h ProgressWatch: a hang (`progress:`) while it runs
 //   slurm_allocation.h SlurmAllocation: a slurm: job's allocation, first,
@@ -53,6 +54,7 @@
 #include "runner/controller/attempt.h"
 #include "runner/controller/forwarding.h"
 #include "runner/controller/connections.h"
+#include "runner/controller/diagnostics.h"
 #include "runner/controller/entry_points.h"
 #include "runner/controller/faults.h"
 #include "runner/controller/forwards.h"
@@ -149,6 +151,7 @@ class Controller : private JobOwner, private JobPart {
   Stages stages_{&job_context_, &attempt_, &plan_, &faults_, &streams_};
   Artifacts artifacts_{&job_context_, &attempt_, &plan_};
   Teardown teardown_{&job_context_, &hosts_, &attempt_, &plan_, &artifacts_};
+  Diagnostics diagnostics_{&job_context_, &attempt_};  // a failed attempt's, before its teardown
 
   std::string final_detail_;
   const Clock::time_point started_ = ctx_.loop.Now();

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <string>
@@ -287,6 +288,17 @@ TEST_F(ControllerTest, AWorkerThatFailsToStartRemovesTheHeadAlreadyStarted) {
       << rec_.AllMessages();
 }
 
+TEST_F(ControllerTest, ALaunchThatFailsAfterContainersStartedLeavesABundleOfTheStartedNodes) {
+  fake_.host("h3").On("docker run -d", FakeReply{125, "", "docker: no space left on device\n"});
+  EXPECT_EQ(Run(Job("")), 125);
+  const std::filesystem::path bundle = state_ / "runs" / "abcd1234" / "diagnostics" / "attempt-0";
+  EXPECT_TRUE(std::filesystem::is_regular_file(bundle / "rank-0-h1.txt"));
+  std::ifstream index(bundle / "index.txt");
+  std::string text((std::istreambuf_iterator<char>(index)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("why: the launch failed: "), std::string::npos) << text;
+  EXPECT_TRUE(NothingLeft());
+}
+
 TEST_F(ControllerTest, AnInterruptDuringPreflightOnAFrozenEngineExits130AndLeavesNoCallbackBehind) {
   // h2's engine never answers: its preflight check hangs (bounded by
   // dead_after, 1 s) while the interrupt comes 100 ms after it started.
@@ -353,6 +365,77 @@ TEST_F(ControllerTest, AFailedWorkerEndsTheJobWhenOnWorkerExitIsFail) {
   EXPECT_EQ(Run(Job("")), 125);
   EXPECT_TRUE(rec_.Said("node_failed: node 2 (worker) on h3 ended: exit code 3")) << rec_.AllMessages();
   EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AFailedWorkerLeavesADiagnosticsBundleOfEveryNodeAndHostAskedBeforeTheTeardown) {
+  fake_.SetNode(2, FakeNode{milliseconds(300), 3});
+  EXPECT_EQ(Run(Job("")), 125);
+  const std::filesystem::path bundle = state_ / "runs" / "abcd1234" / "diagnostics" / "attempt-0";
+  EXPECT_TRUE(rec_.Said("diagnostics: " + bundle.string())) << rec_.AllMessages();
+  for (const char* f : {"index.txt", "rank-0-h1.txt", "rank-1-h2.txt", "rank-2-h3.txt", "host-h1.txt", "host-h2.txt",
+                        "host-h3.txt"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(bundle / f)) << f;
+  }
+  std::ifstream index(bundle / "index.txt");
+  std::string text((std::istreambuf_iterator<char>(index)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("why: node_failed: node 2 (worker) on h3 ended: exit code 3\n"), std::string::npos) << text;
+  EXPECT_EQ(std::count_if(rec_.events.begin(), rec_.events.end(),
+                          [&](const std::string& e) { return e == "diagnostics: " + bundle.string() +
+                                                                 ": node_failed: node 2 (worker) on h3 ended: exit code 3"; }),
+            1)
+      << ::testing::PrintToString(rec_.events);
+  // Asked before the teardown removed the containers.
+  for (const char* h : {"h1", "h2", "h3"}) {
+    const std::vector<std::string>& lines = fake_.host(h).lines();
+    auto first = [&](const std::string& part) {
+      return std::find_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; }) -
+             lines.begin();
+    };
+    EXPECT_LT(first("pid,stat,wchan:32"), first("docker rm -f barge-")) << h;
+    EXPECT_LT(first("kernel log since the job began"), first("docker rm -f barge-")) << h;
+  }
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AHeadThatFailsLeavesABundleSayingHowItExited) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 7});
+  EXPECT_EQ(Run(Job("")), 7);
+  EXPECT_TRUE(rec_.Said("diagnostics: ")) << rec_.AllMessages();
+  std::ifstream index(state_ / "runs" / "abcd1234" / "diagnostics" / "attempt-0" / "index.txt");
+  std::string text((std::istreambuf_iterator<char>(index)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("why: the head exited: exit code 7\n"), std::string::npos) << text;
+}
+
+TEST_F(ControllerTest, AJobThatSucceedsLeavesNoBundleAndAsksNothing) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  EXPECT_EQ(Run(Job("")), 0);
+  EXPECT_FALSE(std::filesystem::exists(state_ / "runs" / "abcd1234" / "diagnostics"));
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "pid,stat,wchan"), 0) << h;
+}
+
+TEST_F(ControllerTest, AnInterruptedJobLeavesNoBundleAndAsksNothing) {
+  fake_.host("h3").On("docker run -d", FakeReply{0, "id\n", "", seconds(3)});
+  EXPECT_EQ(Run(Job(""),
+                [&](internal::Controller& c) { fake_.host("h3").When("docker run -d", [&c] { c.Interrupt(15); }); }),
+            130);
+  EXPECT_FALSE(std::filesystem::exists(state_ / "runs" / "abcd1234" / "diagnostics"));
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(Count(h, "pid,stat,wchan"), 0) << h;
+  Drain(milliseconds(3500));
+}
+
+TEST_F(ControllerTest, EachFailedAttemptOfARestartedJobKeepsItsOwnBundle) {
+  const int code = Run(Job("progress: {silence: 20s, every: 5s, on_hang: restart}\n"
+                           "restart: {max_restarts: 1, backoff: 100ms}\n"),
+                       [&](internal::Controller&) {
+                         fake_.host("h1").When("docker stop", [&] { fake_.SetNode(0, FakeNode{seconds(2), 0}); });
+                       });
+  EXPECT_EQ(code, 0) << rec_.AllMessages();
+  const std::filesystem::path diag = state_ / "runs" / "abcd1234" / "diagnostics";
+  EXPECT_TRUE(std::filesystem::is_regular_file(diag / "attempt-0" / "rank-0-h1.txt"));
+  EXPECT_FALSE(std::filesystem::exists(diag / "attempt-1"));
+  std::ifstream index(diag / "attempt-0" / "index.txt");
+  std::string text((std::istreambuf_iterator<char>(index)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("why: hang: the job made no progress"), std::string::npos) << text;
 }
 
 TEST_F(ControllerTest, AFailedWorkerIsOnlyReportedWhenOnWorkerExitIsIgnore) {

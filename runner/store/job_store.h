@@ -120,6 +120,9 @@ inline constexpr const char* kRestarting = "restarting";
 // The GPU health gate took GPUs out of what a host offers, or put the host
 // out ("the host is out").
 inline constexpr const char* kGpuUnhealthy = "gpu_unhealthy";
+// A failed attempt's diagnostics bundle was kept; the detail is "DIR: WHY"
+// (runner/controller/diagnostics.h).
+inline constexpr const char* kDiagnostics = "diagnostics";
 }  // namespace event
 
 struct JobRecord {

@@ -364,6 +364,22 @@ std::string JobPage(const JobPageData& d, TimePoint now) {
          JobHref(j.id) + "/logs/stream\"></pre>\n";
   }
 
+  if (!d.diagnostics.empty()) {
+    b += "<h2>Diagnostics</h2>\n<p class=\"muted\">what the hosts told of each failed attempt before its "
+         "teardown (<code>barge show " + HtmlEscape(j.id) + " --diagnostics</code>)</p>\n<ul id=\"diagnostics\">\n";
+    for (const DiagnosticsBundle& bundle : d.diagnostics) {
+      const std::string href = JobHref(j.id) + "/diagnostics/attempt-" + std::to_string(bundle.attempt) + "/";
+      b += "<li>attempt " + std::to_string(bundle.attempt) + (bundle.at.empty() ? "" : " at " + HtmlEscape(bundle.at)) +
+           (bundle.why.empty() ? "" : ": " + HtmlEscape(bundle.why)) + "<br>";
+      for (const DiagnosticsFile& f : bundle.files) {
+        b += "<a href=\"" + href + UrlEncode(f.name) + "\">" + HtmlEscape(f.name) + "</a> <span class=\"muted\">" +
+             FormatBytes(f.bytes) + "</span> ";
+      }
+      b += "</li>\n";
+    }
+    b += "</ul>\n";
+  }
+
   b += "<h2>Events</h2>\n<table id=\"events\"><thead><tr><th>TIME</th><th>EVENT</th><th>HOST</th>"
        "<th>DETAIL</th></tr></thead><tbody>\n";
   for (const EventRecord& e : d.events) {

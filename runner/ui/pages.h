@@ -12,6 +12,7 @@
 #include "runner/store/host_use.h"
 #include "runner/store/job_store.h"
 #include "runner/ui/live_hosts.h"
+#include "runner/store/diagnostics_bundles.h"
 #include "runner/ui/log_view.h"
 
 namespace barge::runner::ui {
@@ -68,9 +69,13 @@ struct JobPageData {
   std::optional<LogPage> kept_log;
   std::optional<int> log_node;  // the node filter of the log view
   size_t log_page_size = 0;
+  // The diagnostics bundles of its failed attempts (linked: each file at
+  // ROOT/jobs/ID/diagnostics/attempt-N/FILE).
+  std::vector<DiagnosticsBundle> diagnostics;
 };
 
-// `/jobs/<id>`: status, stop button, nodes, timeline, logs, events.
+// `/jobs/<id>`: status, stop button, nodes, timeline, logs, diagnostics,
+// events.
 std::string JobPage(const JobPageData& data, TimePoint now);
 
 // A small page for a 4xx or 5xx answer. `root`: the dashboard's root

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,6 +22,7 @@
 #include "base/argv.h"
 #include "runner/store/array_store.h"
 #include "runner/store/array_view.h"
+#include "runner/store/diagnostics_bundles.h"
 #include "runner/store/host_use.h"
 #include "runner/store/job_store.h"
 #include "runner/store/job_lookup.h"
@@ -52,6 +54,35 @@ constexpr const char* kJobId = "([A-Za-z0-9][A-Za-z0-9_.-]{0,127})";
 void Html(httplib::Response& res, int status, const std::string& body) {
   res.status = status;
   res.set_content(body, "text/html; charset=utf-8");
+}
+
+// The most of a diagnostics file the dashboard serves (the controller caps
+// each at 256 KiB).
+constexpr size_t kMaxDiagnosticsFile = size_t{1} << 20;
+
+// The diagnostics file `name` of bundle `bundle` under `run_dir` (both
+// names checked by the caller): a regular file, neither it nor its bundle
+// a symlink. nullopt when there is none.
+std::optional<std::string> ReadDiagnosticsFile(const std::string& run_dir, const std::string& bundle,
+                                               const std::string& name) {
+  const std::string dir = DiagnosticsDir(run_dir) + "/" + bundle;
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  const int fd = open((dir + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    char buf[65536];
+    for (ssize_t n; text.size() < kMaxDiagnosticsFile && (n = read(fd, buf, sizeof buf)) > 0;) {
+      text.append(buf, static_cast<size_t>(n));
+    }
+    if (text.size() > kMaxDiagnosticsFile) text.resize(kMaxDiagnosticsFile);
+  } else {
+    close(fd);
+    return std::nullopt;
+  }
+  close(fd);
+  return text;
 }
 
 // The whole response the gate sends for a refusal: the error page with the
@@ -140,6 +171,8 @@ struct UiServer::Impl {
   void HostsPage(const httplib::Request& req, httplib::Response& res);
   void Stream(const httplib::Request& req, httplib::Response& res);
   void StopJob(const httplib::Request& req, httplib::Response& res);
+  // A diagnostics bundle's file, as plain text (runner/store/diagnostics_bundles.h).
+  void DiagnosticsFile(const httplib::Request& req, httplib::Response& res);
   // Runs `barge down ID` detached, output to RUN_DIR/down.log.
   Status SpawnDown(const JobRecord& job);
 };
@@ -232,6 +265,25 @@ void UiServer::Impl::Routes() {
              [this](const httplib::Request& req, httplib::Response& res) { Stream(req, res); });
   server.Post(root + "/jobs/" + kJobId + "/stop",
               [this](const httplib::Request& req, httplib::Response& res) { StopJob(req, res); });
+  server.Get(root + "/jobs/" + kJobId + "/diagnostics/([A-Za-z0-9_.-]{1,64})/([A-Za-z0-9_.-]{1,255})",
+             [this](const httplib::Request& req, httplib::Response& res) { DiagnosticsFile(req, res); });
+}
+
+void UiServer::Impl::DiagnosticsFile(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.matches[1];
+  const std::string bundle = req.matches[2];
+  const std::string name = req.matches[3];
+  const std::string missing = "no diagnostics file " + bundle + "/" + name + " of job '" + id + "'";
+  if (!IsBundleName(bundle) || !IsBundleFileName(name)) return Fail(res, 404, missing);
+  Result<std::unique_ptr<JobStore>> store = OpenStore(options.state_dir);
+  if (!store.ok()) return Fail(res, 500, store.status().message());
+  if (!*store) return Fail(res, 404, missing);
+  Result<JobRecord> job = (*store)->GetJob(id);
+  if (!job.ok() || job->run_dir.empty()) return Fail(res, 404, missing);
+  std::optional<std::string> text = ReadDiagnosticsFile(job->run_dir, bundle, name);
+  if (!text) return Fail(res, 404, missing);
+  res.status = 200;
+  res.set_content(*text, "text/plain; charset=utf-8");
 }
 
 void UiServer::Impl::JobsPage(const httplib::Request& req, httplib::Response& res) {
@@ -336,6 +388,7 @@ void UiServer::Impl::JobPage(const httplib::Request& req, httplib::Response& res
     if (!page.ok()) return Fail(res, 500, page.status().message());
     data.kept_log = std::move(page).value();
   }
+  if (!job->run_dir.empty()) data.diagnostics = ListDiagnostics(job->run_dir);
   Html(res, 200, ui::JobPage(data, now));
 }
 

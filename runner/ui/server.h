@@ -14,6 +14,10 @@
 //   GET  ROOT/jobs/ID/logs/stream  server-sent events of a running job's merged
 //                                  output (?node=RANK; Last-Event-ID resumes)
 //   POST ROOT/jobs/ID/stop         `barge down ID` (form field csrf from the page)
+//   GET  ROOT/jobs/ID/diagnostics/attempt-N/FILE
+//                                  a file of a failed attempt's diagnostics
+//                                  bundle, as plain text (read-only; names
+//                                  checked, no symlink followed)
 //   GET  ROOT/static/ui.css, ROOT/static/ui.js
 //   GET  ROOT                      303 to ROOT/
 // Any of them with ?token=TOKEN logs in (once, auth.h): it answers with the

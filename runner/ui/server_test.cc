@@ -361,6 +361,45 @@ TEST_F(UiServerTest, BadPathsAndBadRequestsGetA4xxAndTheServerKeepsServing) {
   EXPECT_EQ(Get("/").substr(0, 12), "HTTP/1.1 200");
 }
 
+TEST_F(UiServerTest, TheJobPageLinksEachDiagnosticsFileAndTheFileIsServedAsPlainTextOnly) {
+  const std::string run = dir_.path() + "/runs/done1";
+  const std::string bundle = run + "/diagnostics/attempt-0";
+  std::filesystem::create_directories(bundle);
+  std::ofstream(bundle + "/index.txt") << "why: node_failed: rank 1 <b>exited</b>\nat: 2024-05-01T12:00:00.000Z\n";
+  std::ofstream(bundle + "/rank-0-local.txt") << "<script>alert(1)</script> docker inspect\n";
+  std::filesystem::create_symlink("/etc/passwd", bundle + "/passwd.txt");
+  std::filesystem::create_directory_symlink("/etc", run + "/diagnostics/attempt-1");
+  auto c = Client();
+  auto page = c.Get(P("/jobs/done1"), Authed());
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("<h2>Diagnostics</h2>"), std::string::npos);
+  EXPECT_NE(page->body.find("attempt 0 at 2024-05-01T12:00:00.000Z: node_failed: rank 1 &lt;b&gt;exited&lt;/b&gt;"),
+            std::string::npos)
+      << page->body;
+  EXPECT_NE(page->body.find("<a href=\"jobs/done1/diagnostics/attempt-0/rank-0-local.txt\">rank-0-local.txt</a>"),
+            std::string::npos)
+      << page->body;
+  EXPECT_EQ(page->body.find("passwd"), std::string::npos);
+  auto file = c.Get(P("/jobs/done1/diagnostics/attempt-0/rank-0-local.txt"), Authed());
+  ASSERT_TRUE(file);
+  EXPECT_EQ(file->status, 200);
+  EXPECT_EQ(file->body, "<script>alert(1)</script> docker inspect\n");
+  EXPECT_EQ(file->get_header_value("Content-Type"), "text/plain; charset=utf-8");
+  EXPECT_EQ(file->get_header_value("X-Content-Type-Options"), "nosniff");
+  for (const char* path : {"/jobs/done1/diagnostics/attempt-0/passwd.txt", "/jobs/done1/diagnostics/attempt-1/passwd",
+                           "/jobs/done1/diagnostics/attempt-1/hosts.txt", "/jobs/done1/diagnostics/attempt-0/..%2F..%2F0-local.log",
+                           "/jobs/done1/diagnostics/attempt-0/.hidden.txt", "/jobs/done1/diagnostics/x/index.txt",
+                           "/jobs/nope/diagnostics/attempt-0/index.txt"}) {
+    const std::string got = Get(path);
+    EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 404") << path << "\n" << got.substr(0, 200);
+    EXPECT_EQ(got.find("root:"), std::string::npos) << path;
+  }
+  // Without the session: refused like every page.
+  auto anonymous = c.Get(P("/jobs/done1/diagnostics/attempt-0/index.txt"));
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+}
+
 TEST_F(UiServerTest, StopNeedsTheCsrfTokenOfThatJobsPage) {
   auto c = Client();
   auto res = c.Post(P("/jobs/live1/stop"), Authed(), "csrf=forged", "application/x-www-form-urlencoded");

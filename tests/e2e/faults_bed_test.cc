@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -373,6 +374,60 @@ TEST_F(FaultTest, AHeadThatCrashesFailsTheJobWithinTwoSecondsWithItsCodeAndTheWo
   EXPECT_LT(exited_at - StampOfLine("crashing"), 2.0);
   FaultRow("head crashes (exit 3)", exited_at - StampOfLine("crashing"), "2 s",
            "job failed with the head's code 3; workers removed");
+}
+
+// Budget: about 10 s (start, the bundle in well under a second, the head's
+// stop_grace of 2 s).
+TEST_F(FaultTest, AFailedWorkerLeavesADiagnosticsBundleWithItsRealExitCodeAndTheHeadsProcessList) {
+  const auto& bed = GetBed();
+  const std::string yaml =
+      "name: diag\nimage: " + bed.image + "\n" + BedHostsYaml(0, 2) + kCommon +
+      "roles:\n"
+      "  head: {command: [\"sh\", \"-c\", \"echo head up; sleep 300\"]}\n"
+      "  worker: {command: [\"sh\", \"-c\", \"echo worker up; sleep 1; echo giving up >&2; exit 7\"]}\n";
+  job_->Write(yaml);
+  CliOutcome o = job_->Barge("run job.yaml");
+  EXPECT_EQ(o.code, 125) << o.err;
+  const size_t said = o.err.find("barge: diagnostics: ");
+  ASSERT_NE(said, std::string::npos) << o.err;
+  // As the output names it: under the state directory, here relative to
+  // the job's directory (BARGE_HOME).
+  const fs::path dir = job_->path() / o.err.substr(said + 20, o.err.find('\n', said) - said - 20);
+  EXPECT_EQ(dir.filename(), "attempt-0");
+  ASSERT_TRUE(fs::is_regular_file(dir / "index.txt")) << dir;
+  // The nodes' files by their "rank-R-" prefix.
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("rank-", 0) == 0) files[name.substr(0, 7)] += barge::testing::ReadWholeFile(e.path());
+  }
+  ASSERT_EQ(files.count("rank-0-"), 1u);
+  ASSERT_EQ(files.count("rank-1-"), 1u);
+  const std::string& worker = files["rank-1-"];
+  EXPECT_NE(worker.find("as barge saw it: exited, exit code 7"), std::string::npos) << worker;
+  EXPECT_NE(worker.find("giving up"), std::string::npos) << worker;
+  // docker inspect's own account of the exit.
+  EXPECT_NE(worker.find("\"ExitCode\": 7,"), std::string::npos) << worker;
+  // The head still ran: its processes, each with its state and wait channel.
+  const std::string& head = files["rank-0-"];
+  EXPECT_NE(head.find("=== processes"), std::string::npos) << head;
+  EXPECT_NE(head.find("STAT"), std::string::npos) << head;
+  EXPECT_NE(head.find("sleep 300"), std::string::npos) << head;
+  EXPECT_NE(head.find("-- pid "), std::string::npos) << head;
+  int hosts = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("host-", 0) != 0) continue;
+    ++hosts;
+    const std::string text = barge::testing::ReadWholeFile(e.path());
+    EXPECT_NE(text.find("=== kernel log since the job began"), std::string::npos) << text;
+    EXPECT_NE(text.find("=== disk"), std::string::npos) << text;
+  }
+  EXPECT_EQ(hosts, 2);
+  CliOutcome listed = job_->Barge("show diag --diagnostics");
+  EXPECT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("attempt 0  "), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("rank-1-"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("why: node_failed: node 1 (worker)"), std::string::npos) << listed.out;
 }
 
 TEST_F(FaultTest, APreemptionNoticeIsSeenWithinItsPeriodPlusOneSecondSendsSigtermFirstAndTheJobRestartsOnASpare) {
