@@ -200,6 +200,17 @@ std::string Diagnostics::Collect(const std::string& why) {
   const milliseconds took = std::chrono::duration_cast<milliseconds>(Now() - began);
 
   BundleWriter files(dir, &ctx_.redact);
+  // Processes stopped, in uninterruptible sleep or zombies: where to look
+  // first (a frozen rank of a hang shows as stopped).
+  std::string stuck;
+  std::string stuck_ranks;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::vector<std::string> found = diagnostics::StuckProcesses(TextOf(node_answers[i]));
+    if (found.empty()) continue;
+    const std::string rank = "rank " + std::to_string(nodes[i]->plan->rank) + " (" + nodes[i]->host->name + ")";
+    for (const std::string& p : found) stuck += "  " + rank + ": " + p + "\n";
+    stuck_ranks += (stuck_ranks.empty() ? "" : ", ") + rank;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeState& n = *nodes[i];
     files.Put("rank-" + std::to_string(n.plan->rank) + "-" + diagnostics::FileNamePart(n.host->name) + ".txt",
@@ -221,13 +232,14 @@ std::string Diagnostics::Collect(const std::string& why) {
   index += "collected in " + SecondsText(took) + " (bound " + std::to_string(kBound.count()) + " s" +
            (ctx_.interrupts > 0 ? "; cut short by an interrupt" : "") + "); caps: " + FormatBytes(kFileCap) +
            " a file, " + FormatBytes(kBundleCap) + " the bundle\n";
+  if (!stuck.empty()) index += "look here first: processes stopped (T), in uninterruptible sleep (D) or zombies (Z):\n" + stuck;
   index += "files:\n" + files.listing();
   if (!files.errors().empty()) index += "not written:\n" + files.errors();
   if (Status s = WriteFile(dir + "/index.txt", diagnostics::CapText(ctx_.redact(index), kIndexCap)); !s.ok()) {
     Say("warning: diagnostics: " + s.message());
   }
   if (!files.errors().empty()) Say("warning: diagnostics: " + FirstLine(files.errors()));
-  Say("diagnostics: " + dir);
+  Say("diagnostics: " + dir + (stuck_ranks.empty() ? "" : " (a process stopped or stuck: " + stuck_ranks + ")"));
   Event(event::kDiagnostics, std::nullopt, dir + ": " + FirstLine(why));
   return dir;
 }

@@ -101,6 +101,12 @@ TEST(Diagnostics, AFailedAttemptWritesAFilePerRankAndPerHostAndAnIndexAndNamesTh
   EXPECT_TRUE(Has(index, "host-h1.txt")) << index;
   EXPECT_TRUE(Has(index, "host h1: answered in 0.0 s, 1 Xid line(s) marked")) << index;
   EXPECT_TRUE(Has(index, "caps: 256.0 KiB a file, 4.0 MiB the bundle")) << index;
+  // Rank 0's process in uninterruptible sleep is where to look first.
+  EXPECT_TRUE(Has(index, "look here first: processes stopped (T), in uninterruptible sleep (D) or zombies (Z):\n"
+                         "  rank 0 (h1): pid 4242 in uninterruptible sleep (Dl, in futex_wait): train\nfiles:"))
+      << index;
+  EXPECT_TRUE(w.world.recorder().Said("diagnostics: " + bundle.string() + " (a process stopped or stuck: rank 0 (h1))"))
+      << w.world.recorder().AllMessages();
   // One question per node and one per host, each bounded.
   for (const char* h : {"h1", "h2"}) {
     ASSERT_EQ(w.world.host(h).lines().size(), 2u) << h;

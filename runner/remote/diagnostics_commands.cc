@@ -2,6 +2,8 @@
 // (diagnostics_commands.h).
 #include "runner/remote/diagnostics_commands.h"
 
+#include <sstream>
+
 #include <algorithm>
 #include <regex>
 
@@ -47,6 +49,40 @@ std::string ContainerDiagnosticsScript(const DockerCommands& docker, const std::
        "[ -n \"$D_s\" ]; then printf '%s\\n' \"$D_s\"; else echo '(not readable: kernel stacks need root)'; fi; "
        "done; [ \"$D_n\" -gt 0 ] || echo '(no process: the container does not run)'\n";
   return s;
+}
+
+std::vector<std::string> StuckProcesses(std::string_view answer) {
+  std::vector<std::string> out;
+  bool in_processes = false;
+  bool header = false;
+  while (!answer.empty()) {
+    const size_t eol = std::min(answer.find('\n'), answer.size());
+    const std::string_view line = answer.substr(0, eol);
+    answer.remove_prefix(std::min(eol + 1, answer.size()));
+    if (line.starts_with(kSectionPrefix)) {
+      in_processes = line.substr(kSectionPrefix.size()).starts_with("processes");
+      header = in_processes;
+      continue;
+    }
+    if (!in_processes) continue;
+    if (header) {  // PID STAT WCHAN ELAPSED COMMAND
+      header = false;
+      continue;
+    }
+    std::istringstream fields{std::string(line)};
+    std::string pid, stat, wchan, elapsed;
+    if (!(fields >> pid >> stat >> wchan >> elapsed) || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const char state = stat[0];
+    const char* what = state == 'T' || state == 't' ? "stopped" : state == 'D' ? "in uninterruptible sleep"
+                       : state == 'Z'                  ? "a zombie"
+                                                       : nullptr;
+    if (!what) continue;
+    std::string command;
+    std::getline(fields >> std::ws, command);
+    out.push_back("pid " + pid + " " + what + " (" + stat + (wchan == "-" ? "" : ", in " + wchan) + "): " +
+                  command.substr(0, 120));
+  }
+  return out;
 }
 
 std::string HostDiagnosticsScript(const DockerCommands& docker, const std::string& job_dir,

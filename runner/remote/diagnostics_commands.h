@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runner/remote/docker_commands.h"
 
@@ -65,6 +66,12 @@ std::string HostDiagnosticsScript(const DockerCommands& docker, const std::strin
 // kXidMark; `*count` (when given) gets how many.
 inline constexpr std::string_view kXidMark = "XID>> ";
 std::string MarkXidLines(std::string_view text, int* count = nullptr);
+
+// From a ContainerDiagnosticsScript answer: its processes that are stopped
+// (state T: SIGSTOP, a debugger), in uninterruptible sleep (D: the kernel,
+// a driver, a dead file system) or zombies (Z), one line each ("pid 4242
+// stopped (T): python3 train.py"): where a hang is to be looked for first.
+std::vector<std::string> StuckProcesses(std::string_view answer);
 
 // `text` cut to at most `cap` bytes (the cut taken back to a line's end
 // where one is in the last quarter), with a last line saying how much was

@@ -146,6 +146,24 @@ TEST(DiagnosticsCommands, AnUnreadableKernelLogIsSaidToBeUnreadableNotEmpty) {
   EXPECT_NE(out.find("Filesystem"), std::string::npos) << out;
 }
 
+TEST(DiagnosticsCommands, StoppedStuckAndZombieProcessesAreFoundInTheProcessesSectionOnly) {
+  const std::string answer =
+      "=== docker inspect c\n[{\"State\": {\"Status\": \"running\"}}]\n"
+      "4000 T x 00:01 not a process line: the inspect section\n"
+      "=== processes (docker top: host PID, state, wait channel, elapsed, command)\n"
+      "PID                 STAT                WCHAN               ELAPSED             COMMAND\n"
+      "4242                Tl                  do_signal_stop      00:12               /usr/bin/python3 -c import torch\n"
+      "4243                Sl                  futex_wait_queue    00:12               /usr/bin/python3 worker\n"
+      "4244                D                   nfs_wait            01:00               cat /mnt/data\n"
+      "4245                Z                   -                   00:03               [sh] <defunct>\n"
+      "=== kernel stacks (/proc/PID/stack)\n-- pid 4242\n4246 T x 00:01 not either\n";
+  EXPECT_EQ(StuckProcesses(answer),
+            (std::vector<std::string>{"pid 4242 stopped (Tl, in do_signal_stop): /usr/bin/python3 -c import torch",
+                                      "pid 4244 in uninterruptible sleep (D, in nfs_wait): cat /mnt/data",
+                                      "pid 4245 a zombie (Z): [sh] <defunct>"}));
+  EXPECT_TRUE(StuckProcesses("=== processes\nPID STAT WCHAN ELAPSED COMMAND\n1 Ss do_wait 00:01 sh\n").empty());
+}
+
 TEST(DiagnosticsCommands, TheContainerNameIsQuotedOnTheLine) {
   const std::string s = ContainerDiagnosticsScript(DockerCommands({"sudo", "-n", "docker"}), "c'; rm -rf /", seconds(5));
   EXPECT_NE(s.find("$D_T sudo -n docker inspect 'c'\\''; rm -rf /'"), std::string::npos) << s;

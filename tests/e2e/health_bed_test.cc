@@ -150,6 +150,17 @@ TEST_F(HealthTest, AFrozenGlooRankIsAHangWithinTheBoundPlusOnePeriodAndTheRestar
   const double took = IsoSeconds(hang["at"]) - froze;
   EXPECT_LE(took, 12 + 2 + 1.5) << "heartbeat.within 12 s + every 2 s + slack";
   EXPECT_EQ(show["job"]["restart_count"], 1);
+  // The first attempt's diagnostics bundle names the frozen rank: its
+  // process is stopped (state T), the others wait in their all-reduce.
+  EXPECT_TRUE(std::regex_search(o.err, std::regex("diagnostics: \\S+/diagnostics/attempt-0 \\(a process stopped or stuck: rank 1 \\(" +
+                                                  bed.hosts[1].address + "\\)\\)")))
+      << o.err;
+  const std::string index = barge::testing::ReadWholeFile(job_->path() / "home" / "runs" / show["job"]["id"].get<std::string>() /
+                                                          "diagnostics" / "attempt-0" / "index.txt");
+  EXPECT_TRUE(std::regex_search(index, std::regex("  rank 1 \\(" + bed.hosts[1].address + "\\): pid [0-9]+ stopped \\(T")))
+      << index;
+  EXPECT_EQ(index.find("  rank 0 ("), std::string::npos) << index;
+  EXPECT_EQ(index.find("  rank 2 ("), std::string::npos) << index;
   std::printf("hang-table: frozen gloo rank | %.1f s (bound 12 s + 2 s) | restarted, completed from the checkpoint\n",
               took);
   std::printf("%s\n", o.err.c_str());
