@@ -101,7 +101,8 @@ std::string HostDiagnosticsScript(const DockerCommands& docker, const std::strin
        " 'BEGIN { s = u - (n - b); if (s < 0) s = 0; printf \"%d\", s }'); "
        "if D_k=$($D_T dmesg 2>&1); then echo \"(dmesg, from ${D_s} s after boot)\"; "
        "printf '%s\\n' \"$D_k\" | awk -v s=\"$D_s\" '{ if (match($0, /^\\[ *[0-9]+\\.[0-9]+\\]/)) "
-       "keep = (substr($0, 2, RLENGTH - 2) + 0 >= s); if (keep) print }'" + keep + "; "
+       "keep = (substr($0, 2, RLENGTH - 2) + 0 >= s); if (keep) { print; n++ } } "
+       "END { if (!n) print \"(no kernel line since then)\" }'" + keep + "; "
        "elif command -v journalctl >/dev/null 2>&1 && D_j=$($D_T journalctl -k --since @" + began +
        " --no-pager -o short-monotonic 2>&1) && case $D_j in *'insufficient permissions'*|*'not seeing messages'*) "
        "false;; *) :;; esac; then echo '(kernel journal)'; printf '%s\\n' \"$D_j\"" + keep + "; "

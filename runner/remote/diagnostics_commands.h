@@ -19,7 +19,8 @@
 //                     boot-relative stamps compared to /proc/uptime, else
 //                     the kernel journal since then), the last
 //                     kKernelLogLines; "unreadable: WHY" where the SSH user
-//                     may not read it (dmesg_restrict)
+//                     may not read it (dmesg_restrict); "(no kernel line
+//                     since then)" where there is none
 //   "nvidia-smi -q"   only where the job has GPUs on that host
 //   "disk"            `df -h` of the engine's root directory and of the
 //                     job's directory there (its parent while it is not made)

@@ -130,7 +130,13 @@ TEST(DiagnosticsCommands, AHostsScriptKeepsTheKernelLinesSinceTheJobBeganAndAsks
   EXPECT_TRUE(InOrder(with, "=== disk (df -h", "Filesystem")) << with;
   EXPECT_TRUE(InOrder(with, "=== memory (free -m, /proc/pressure)", "Mem")) << with;
 
-  const std::string without = bin.Run(HostDiagnosticsScript(DockerCommands({"docker"}), "", began, false, seconds(5)));
+  EXPECT_EQ(with.find("(no kernel line since then)"), std::string::npos) << with;
+
+  // The job began after every line: the section says so.
+  const std::string without = bin.Run(HostDiagnosticsScript(DockerCommands({"docker"}), "",
+                                                            static_cast<int64_t>(std::time(nullptr)) + 5, false, seconds(5)));
+  EXPECT_TRUE(InOrder(without, "(dmesg, from ", "(no kernel line since then)\n=== disk")) << without;
+  EXPECT_EQ(without.find("eth0: link down"), std::string::npos) << without;
   EXPECT_EQ(without.find("nvidia-smi"), std::string::npos) << without;
   EXPECT_NE(without.find("Filesystem"), std::string::npos) << without;
 }
