@@ -995,6 +995,18 @@ TEST_F(KeepTest, BargeDownEndsTheKeepEarlyAndTheJobEndsFailedWithItsOwnCode) {
   EXPECT_EQ(StatusInStore(), JobStatus::kFailed);
 }
 
+TEST_F(KeepTest, ASecondInterruptKillsInsteadOfStoppingAfterTheKeepEndedEarly) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 3});
+  fake_.host("h2").On("docker stop", FakeReply{0, "", "", milliseconds(0), /*hang=*/true});
+  WatchTheKeep(seconds(5), [this] { controller_->Interrupt(2); });
+  fake_.host("h2").When("docker stop", [this] { controller_->Interrupt(2); });
+  EXPECT_EQ(Run(Job("on_failure: {keep: 30m}\n")), 3) << rec_.AllMessages();
+  ASSERT_TRUE(kept_at_.has_value());
+  EXPECT_LT(loop_.Now() - *kept_at_, seconds(30));
+  EXPECT_TRUE(rec_.Said("interrupted again")) << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
 TEST_F(KeepTest, AFaultNotRestartedIsKeptWithTheLiveRanksStillRunning) {
   fake_.SetNode(2, FakeNode{milliseconds(300), 3});
   size_t running_mid = 0;
