@@ -170,11 +170,12 @@ int Controller::Execute() {
     // Live hosts may have filled in GPU counts; restarts change hosts: the
     // plan is made again for every attempt.
     if (Status s = Launch(); !s.ok()) {
-      // No partial launch: whatever started is removed.
-      Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
+      // No partial launch: whatever started is removed (after a keep).
+      const int code = Fail(s.message(), ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure);
       diagnostics_.Collect("the launch failed: " + s.message());
+      keep_.KeepFailedJob();
       teardown_.Run(ctx_.interrupts < 2);
-      return ctx_.interrupts > 0 ? kExitInterrupted : kExitBargeFailure;
+      return code;
     }
     if (outside_end_ && ctx_.interrupts == 0) {
       // Ended from outside (its Slurm allocation went): as timed out or failed.
@@ -199,17 +200,22 @@ int Controller::Execute() {
     }
     NodeState& head = *attempt_.nodes[0];
     if (!attempt_.fault && head.phase == NodePhase::kExited) {
-      if (head.exit_code != 0) diagnostics_.Collect("the head exited: " + head.end_reason);
-      teardown_.Run(true);
-      if (!head.exit_code) return Fail("the head's exit code is unknown", kExitBargeFailure);
-      return *head.exit_code;
+      const int code = head.exit_code ? *head.exit_code : Fail("the head's exit code is unknown", kExitBargeFailure);
+      if (code != 0) {
+        diagnostics_.Collect("the head exited: " + head.end_reason);
+        keep_.KeepFailedJob();
+      }
+      teardown_.Run(ctx_.interrupts < 2);
+      return code;
     }
     // A fault ended the attempt.
     const Fault fault = attempt_.fault.value_or(Fault{Cause::kHostLost, head.host->name, "the head's host is lost"});
     const bool again = faults_.Restartable(fault);
     diagnostics_.Collect(std::string(Faults::CauseName(fault.cause)) + ": " + fault.detail);
+    const int code = again ? 0 : FailForFault(fault);
+    if (!again) keep_.KeepFailedJob();
     teardown_.Run(/*graceful=*/ctx_.interrupts < 2, /*final=*/!again);
-    if (!again) return FailForFault(fault);
+    if (!again) return code;
     ++attempt_.restart_count;
     const std::string why = std::string(Faults::CauseName(fault.cause)) + ": " +
                             fault.detail.substr(0, fault.detail.find('\n'));

@@ -21,6 +21,7 @@
 //   diagnostics.h    Diagnostics: a failed attempt's bundle, before teardown
 //   forwarding.h     Forwarding: `forward:` served while the job runs
 //   progress_watch.h ProgressWatch: a hang (`progress:`) while it runs
+//   keep.h           Keep: a failed job kept for a look (`on_failure:`)
 //   slurm_allocation.h SlurmAllocation: a slurm: job's allocation, first,
 //                    its nodes the hosts; watched while the job runs,
 //                    released at the end
@@ -65,6 +66,7 @@
 #include "runner/controller/job_owner.h"
 #include "runner/controller/job_observer.h"
 #include "runner/controller/job_state.h"
+#include "runner/controller/keep.h"
 #include "runner/controller/leases.h"
 #include "runner/controller/mpi.h"
 #include "runner/controller/node_streams.h"
@@ -152,6 +154,7 @@ class Controller : private JobOwner, private JobPart {
   Artifacts artifacts_{&job_context_, &attempt_, &plan_};
   Teardown teardown_{&job_context_, &hosts_, &attempt_, &plan_, &artifacts_};
   Diagnostics diagnostics_{&job_context_, &attempt_};  // a failed attempt's, before its teardown
+  Keep keep_{&job_context_, &attempt_, &leases_};
 
   std::string final_detail_;
   const Clock::time_point started_ = ctx_.loop.Now();

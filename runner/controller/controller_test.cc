@@ -1043,6 +1043,131 @@ TEST_F(ControllerTest, NotifyPostsTheChosenEventsSignedAndARefusingReceiverIsOnl
   EXPECT_TRUE(rec_.Said("barge: warning: notify: http://127.0.0.1:")) << rec_.AllMessages();
   EXPECT_TRUE(rec_.Said("/...: failed: failed: HTTP 404 (1 try)")) << rec_.AllMessages();
   EXPECT_FALSE(rec_.Said("T0KEN")) << "the URL's path is not shown";
+// Issue #42 (item 5): `on_failure: {keep: D}`, on the virtual clock. The
+// moment the keep began (its line to h1's watchdog) and what every host
+// had then.
+class KeepTest : public ControllerTest {
+ protected:
+  static constexpr const char* kKeepLine = "/keep.next";
+  // Notes when the keep's line reaches h1, and runs `during` `after` that.
+  void WatchTheKeep(milliseconds after = milliseconds(0), std::function<void()> during = {}) {
+    fake_.host("h1").When(kKeepLine, [this, after, during] {
+      kept_at_ = loop_.Now();
+      renewals_at_keep_ = Renewals("h2");
+      if (during) At(after, during);
+    });
+  }
+  // Lease renewals on `host` so far (RenewLeaseCommand's touch; the arming
+  // once, before any keep, has one too).
+  int Renewals(const std::string& host) { return CountRe(host, R"(&& touch '?/tmp/barge-abcd1234\.[a-z0-9]+/lease)"); }
+  const ssh::EventLoop::Clock::time_point loop_start_ = loop_.Now();
+  std::optional<ssh::EventLoop::Clock::time_point> kept_at_;
+  int renewals_at_keep_ = 0;
+};
+
+TEST_F(KeepTest, AFailedHeadKeepsEveryContainerWithItsLeasesRenewedUntilTheKeepEndsThenNothingIsLeft) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 3});
+  size_t kept_mid = 0, running_mid = 0;
+  WatchTheKeep(seconds(119), [&] {
+    for (const char* h : {"h1", "h2", "h3"}) {
+      kept_mid += fake_.host(h).containers().size();
+      running_mid += fake_.host(h).running().size();
+    }
+  });
+  EXPECT_EQ(Run(Job("on_failure: {keep: 2m}\nlease: 20s\n")), 3) << rec_.AllMessages();
+  ASSERT_TRUE(kept_at_.has_value()) << "no host was told of a keep\n" << rec_.AllMessages();
+  EXPECT_GE(loop_.Now() - *kept_at_, seconds(120));
+  EXPECT_LT(loop_.Now() - *kept_at_, seconds(150));
+  // A second before its end: the stopped head and the two live workers.
+  EXPECT_EQ(kept_mid, 3u);
+  EXPECT_EQ(running_mid, 2u);
+  // Renewed every 5 s (a quarter of the 20 s lease) all along.
+  EXPECT_GE(Renewals("h2") - renewals_at_keep_, 22);
+  // Each watchdog is told the keep's end as a duration: 2m plus its 15 s grace.
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_EQ(CountRe(h, R"(\$\(date \+%s\) \+ 135\)\).*/keep\.next)"), 1) << h;
+  EXPECT_TRUE(rec_.Said("keeping the job's 3 container(s) (2 still running) for 2m00s for a look (on_failure.keep): "
+                        "barge logs abcd1234, barge attach abcd1234, barge exec abcd1234 --node RANK -- CMD; "
+                        "barge down abcd1234 ends it now"))
+      << rec_.AllMessages();
+  EXPECT_TRUE(std::any_of(rec_.events.begin(), rec_.events.end(),
+                          [](const std::string& e) { return e.rfind("kept: kept for a look for 2m00s", 0) == 0; }))
+      << ::testing::PrintToString(rec_.events);
+  EXPECT_TRUE(NothingLeft());
+  EXPECT_EQ(StatusInStore(), JobStatus::kFailed);
+}
+
+TEST_F(KeepTest, BargeDownEndsTheKeepEarlyAndTheJobEndsFailedWithItsOwnCode) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 3});
+  WatchTheKeep(seconds(10), [this] { controller_->Interrupt(15); });
+  EXPECT_EQ(Run(Job("on_failure: {keep: 30m}\n")), 3) << rec_.AllMessages();
+  ASSERT_TRUE(kept_at_.has_value());
+  EXPECT_LT(loop_.Now() - *kept_at_, seconds(30));
+  EXPECT_TRUE(rec_.Said("the keep ended early: tearing the job down")) << rec_.AllMessages();
+  EXPECT_EQ(Count("h2", "docker stop"), 1) << "not stopped gracefully";
+  EXPECT_TRUE(NothingLeft());
+  EXPECT_EQ(StatusInStore(), JobStatus::kFailed);
+}
+
+TEST_F(KeepTest, ASecondInterruptKillsInsteadOfStoppingAfterTheKeepEndedEarly) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 3});
+  fake_.host("h2").On("docker stop", FakeReply{0, "", "", milliseconds(0), /*hang=*/true});
+  WatchTheKeep(seconds(5), [this] { controller_->Interrupt(2); });
+  fake_.host("h2").When("docker stop", [this] { controller_->Interrupt(2); });
+  EXPECT_EQ(Run(Job("on_failure: {keep: 30m}\n")), 3) << rec_.AllMessages();
+  ASSERT_TRUE(kept_at_.has_value());
+  EXPECT_LT(loop_.Now() - *kept_at_, seconds(30));
+  EXPECT_TRUE(rec_.Said("interrupted again")) << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(KeepTest, AFaultNotRestartedIsKeptWithTheLiveRanksStillRunning) {
+  fake_.SetNode(2, FakeNode{milliseconds(300), 3});
+  size_t running_mid = 0;
+  WatchTheKeep(seconds(30), [&] { running_mid = fake_.host("h1").running().size() + fake_.host("h2").running().size(); });
+  EXPECT_EQ(Run(Job("on_failure: {keep: 1m}\n")), 125) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("node_failed: node 2 (worker) on h3 ended: exit code 3")) << rec_.AllMessages();
+  ASSERT_TRUE(kept_at_.has_value());
+  EXPECT_GE(loop_.Now() - *kept_at_, seconds(60));
+  EXPECT_EQ(running_mid, 2u);
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(KeepTest, ALaunchThatFailedOnceAContainerWasMadeIsKept) {
+  fake_.host("h3").On("docker run -d", FakeReply{125, "", "docker: no space left on device\n"});
+  WatchTheKeep();
+  EXPECT_EQ(Run(Job("on_failure: {keep: 1m}\n")), 125) << rec_.AllMessages();
+  ASSERT_TRUE(kept_at_.has_value()) << rec_.AllMessages();
+  EXPECT_GE(loop_.Now() - *kept_at_, seconds(60));
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(KeepTest, ASucceededJobIsNotKept) {
+  fake_.SetNode(0, FakeNode{milliseconds(300), 0});
+  WatchTheKeep();
+  EXPECT_EQ(Run(Job("on_failure: {keep: 1h}\n")), 0);
+  EXPECT_FALSE(kept_at_.has_value());
+  EXPECT_FALSE(rec_.Said("keeping the job's")) << rec_.AllMessages();
+  EXPECT_LT(loop_.Now() - loop_start_, seconds(60));
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(KeepTest, AnInterruptedJobIsNotKept) {
+  WatchTheKeep();
+  EXPECT_EQ(Run(Job("on_failure: {keep: 1h}\n"),
+                [&](internal::Controller& c) { fake_.host("h2").When("docker logs", [&c] { c.Interrupt(2); }); }),
+            130);
+  EXPECT_FALSE(kept_at_.has_value());
+  EXPECT_LT(loop_.Now() - loop_start_, seconds(60));
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(KeepTest, ATimedOutJobIsNotKept) {
+  fake_.SetNode(0, FakeNode{seconds(30), 0});
+  WatchTheKeep();
+  EXPECT_EQ(Run(Job("on_failure: {keep: 1h}\ntimeout: 1s\n")), 124);
+  EXPECT_FALSE(kept_at_.has_value());
+  EXPECT_LT(loop_.Now() - loop_start_, seconds(60));
+  EXPECT_TRUE(NothingLeft());
 }
 
 }  // namespace

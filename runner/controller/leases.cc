@@ -150,6 +150,21 @@ void Leases::PutBack(HostState& host) {
   });
 }
 
+void Leases::KeepUntil(Clock::time_point until) {
+  CommandGroup group(&ctx_.loop, &ctx_.redact);
+  for (auto& [h, host] : hosts_.by_index) {
+    if (!host->lease.armed || host->lost || !host->exec || host->job_dir.empty()) continue;
+    HostState* hs = host.get();
+    const seconds left = std::chrono::ceil<seconds>(until - Now()) + WatchdogFor(*hs).grace;
+    group.Run(*hs->exec, KeepUntilCommand(hs->job_dir, left), [this, hs](const Outcome& o) {
+      if (!o.ok()) Say(hs->name + ": telling the watchdog the keep's end failed: " + o.Reason());
+    });
+  }
+  if (!RunWhileProgressing(group, seconds(30), [this] { return ctx_.interrupts > 0; })) {
+    Say("telling the watchdogs the keep's end did not finish");
+  }
+}
+
 void Leases::DisarmWatchdogs() {
   renewing_ = false;
   CommandGroup group(&ctx_.loop, &ctx_.redact);

@@ -44,6 +44,12 @@ class Leases : private JobPart {
   // DisarmWatchdogs, across attempts (the context's job_commands and timers).
   void RenewLeases();
   void DisarmWatchdogs();
+  // A failed job kept for a look until `until` (keep.h): every armed host's
+  // watchdog is told that deadline, plus the grace, as the time left
+  // (KeepUntilCommand); they then no longer end the job for its head's exit
+  // or its timeout. Waits for the answers; a host that fails is said. The
+  // renewals go on.
+  void KeepUntil(Clock::time_point until);
 
  private:
   HostSet& hosts_;

@@ -128,6 +128,7 @@ std::vector<KeyInfo> JobKeys();
 std::vector<KeyInfo> MpiKeys();
 std::vector<KeyInfo> HealthKeys();
 std::vector<KeyInfo> NetworkKeys();
+std::vector<KeyInfo> OnFailureKeys();
 std::vector<KeyInfo> PasswordKeys();
 std::vector<KeyInfo> NotifyKeys();
 std::vector<KeyInfo> SecretValueKeys();
@@ -186,6 +187,8 @@ SeenKeys ReadRestart(const Entry& e, RestartPolicy& r);
 SeenKeys ReadPreemption(const Entry& e, PreemptionSpec& p);
 // `progress:`, checked whole: a signal at least, `pattern` and `within` together.
 void ReadProgress(const Entry& e, JobSpec& spec);
+// on_failure_block.cc: `on_failure:`, which needs `keep`.
+void ReadOnFailure(const Entry& e, JobSpec& spec);
 void ReadWorkdir(const Entry& e, JobDraft& d);
 void ReadFiles(const Entry& e, JobDraft& d);
 void ReadArtifacts(const Entry& e, JobDraft& d);

@@ -706,6 +706,22 @@ TEST_F(JobFileTest, BadNotifyEntriesAreNamed) {
               ElementsAre(::testing::StartsWith("job.yaml:4:42: notify[0].events[1]: invalid value 'exploded'")));
   EXPECT_THAT(Errors("name: x\nimage: i\nnotify:\n  - {url: 'http://h/x', secret: hunter2}\n"),
               ElementsAre(::testing::HasSubstr("notify[0].secret: expected {file: PATH} or {env: VARIABLE}, got a string; the signing key is never written in the job file")));
+TEST_F(JobFileTest, OnFailureKeepIsReadAndABadOrMissingKeepIsNamed) {
+  LoadedJob job = Parse("name: x\nimage: i\non_failure: {keep: 30m}\n");
+  ASSERT_TRUE(job.errors.empty()) << job.errors[0].ToString();
+  ASSERT_TRUE(job.spec->on_failure.has_value());
+  EXPECT_EQ(job.spec->on_failure->keep, std::chrono::minutes(30));
+  EXPECT_FALSE(Parse("name: x\nimage: i\n").spec->on_failure.has_value());
+  EXPECT_THAT(Errors("name: x\nimage: i\non_failure: {}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:1: on_failure: needs 'keep'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\non_failure: {keep: 0s}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:20: on_failure.keep: ")));
+  EXPECT_THAT(Errors("name: x\nimage: i\non_failure: {keep: 500ms}\n"),
+              ElementsAre("job.yaml:3:20: on_failure.keep: keep from 1s to 7d, not '500ms'"));
+  EXPECT_THAT(Errors("name: x\nimage: i\non_failure: {keep: 8d}\n"),
+              ElementsAre("job.yaml:3:20: on_failure.keep: keep from 1s to 7d, not '8d'"));
+  EXPECT_THAT(Errors("name: x\nimage: i\non_failure: {keep: 1m, kept: 2m}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:24: on_failure.kept: unknown key")));
 }
 
 TEST_F(JobFileTest, BadRestartSpareAndPreemptionEntriesAreNamed) {
@@ -1021,7 +1037,7 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
       Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
       ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
                   "hosts, hosts_file, hosts_command, trust_hosts_command, slurm, docker_command, ssh, roles, rendezvous, image_pull, "
-                  "on_worker_exit, stop_grace, timeout, lease, wait, health, network, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, progress, secrets, registry, notify, mpi, array, parallel, array_retries, hosts_per_member or host_groups)"));
+                  "on_worker_exit, stop_grace, timeout, lease, wait, health, network, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, progress, on_failure, secrets, registry, notify, mpi, array, parallel, array_retries, hosts_per_member or host_groups)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));

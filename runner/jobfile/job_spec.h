@@ -165,6 +165,15 @@ struct NotifySpec {
   std::string secret;  // the HMAC key ("" = not signed); exact bytes
 };
 
+// `on_failure:` — what a failed job leaves for a look before its teardown
+// (runner/controller/keep.h). `keep`: its containers (stopped ranks to
+// inspect, live ones still running), holds and leases stay this long after
+// it failed, or until `barge down`; then the usual teardown. The hosts'
+// watchdogs know the deadline (runner/remote/watchdog.h).
+struct OnFailureSpec {
+  std::chrono::milliseconds keep{0};
+};
+
 // `preemption:` — a command polled on every host; its success (exit 0)
 // means "this host is going away".
 struct PreemptionSpec {
@@ -365,6 +374,7 @@ struct JobSpec {
   std::optional<PreemptionSpec> preemption;
   std::vector<NotifySpec> notify;
   std::optional<ProgressSpec> progress;
+  std::optional<OnFailureSpec> on_failure;
   std::vector<SecretSpec> secrets;  // in the order the file lists them
   std::optional<RegistrySpec> registry;
   // `mpi:` — workers run the image's sshd and start first; the head runs

@@ -121,10 +121,15 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
       " now=${1:-0}; m=${2:-0}; else now=$(date +%s); m=$(stat -c %Y \"$D/lease\" 2>/dev/null || echo 0); fi;"
       " age=$((now - m)); why=;"
       " [ \"$age\" -gt \"$LEASE\" ] && why='lease expired';"
-      " [ \"$DEADLINE\" -gt 0 ] && [ \"$now\" -ge \"$DEADLINE\" ] && why='timeout';"
+      // DIR/keep (KeepUntilCommand), read each tick without a program: the
+      // job failed and is kept for a look until then, which replaces the
+      // timeout and the head's exit as reasons.
+      " K=0; { read -r K < \"$D/keep\"; } 2>/dev/null; case $K in ''|*[!0-9]*) K=0 ;; esac;"
+      " if [ \"$K\" -gt 0 ]; then [ \"$now\" -ge \"$K\" ] && why='kept for inspection until its end';"
+      " else [ \"$DEADLINE\" -gt 0 ] && [ \"$now\" -ge \"$DEADLINE\" ] && why='timeout';"
       " if [ -n \"$HEAD\" ] && [ \"$age\" -gt \"$GRACE\" ]; then"
       " r=$($T " + docker + " inspect --format '{{.State.Running}}' \"$HEAD\" 2>/dev/null);"
-      " [ \"$r\" = false ] && why='head exited'; fi;"
+      " [ \"$r\" = false ] && why='head exited'; fi; fi;"
       " if [ -n \"$why\" ]; then"
       " echo \"$(date) barge watchdog: $why; removing job $J\" >> \"$D/watchdog.log\";"
       " ids=$($T " + docker + " ps -aq --filter \"label=barge.job=$J\");"
@@ -135,6 +140,14 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
          " && (nohup setsid sh -c " + ShellQuote(script) + " " +
          ShellQuote("barge-watchdog-" + p.job_id) +
          " >/dev/null 2>&1 </dev/null & echo $! > " + ShellQuote(dir + "/watchdog.pid") + ")";
+}
+
+std::string KeepUntilCommand(const std::string& job_dir, std::chrono::seconds keep_after) {
+  // Written aside and moved into place: the loop never reads half a file.
+  const std::string file = ssh::ShellQuote(job_dir + "/keep");
+  const std::string next = ssh::ShellQuote(job_dir + "/keep.next");
+  return OwnDirTest(job_dir) + " && echo \"$(($(date +%s) + " +
+         std::to_string(std::max<long long>(1, keep_after.count())) + "))\" > " + next + " && mv -f " + next + " " + file;
 }
 
 std::string RenewLeaseCommand(const std::string& job_dir) {

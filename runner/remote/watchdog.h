@@ -11,7 +11,12 @@
 //       time of its own clock), the host adds it to its clock when the
 //       watchdog is first armed in DIR and keeps the result in
 //       DIR/deadline, which arming again there keeps;
-//   (c) the controller has not renewed the lease for `lease:` (default 10m).
+//   (c) the controller has not renewed the lease for `lease:` (default 10m);
+//   (d) a failed job kept for a look (`on_failure: {keep: D}`,
+//       KeepUntilCommand): the host's clock reached DIR/keep, its deadline
+//       on the host's clock, which the loop reads at every tick; while it
+//       is there, (a) and (b) do not apply (the head has exited on purpose,
+//       and the keep may outlast the timeout), (c) still does.
 // The controller renews the lease (touches DIR/lease) on every host
 // periodically over its open sessions; normal teardown disarms the watchdog
 // (kills it and removes DIR). The watchdog then exits by itself too, since
@@ -74,6 +79,14 @@ std::chrono::seconds WatchdogTick(const WatchdogParams& p);
 // directory of that name that is not the SSH user's own 0700 one (another
 // user made it first) fails it, naming the path, and nothing is written.
 std::string ArmWatchdogCommand(const WatchdogParams& p);
+
+// The job failed and is kept for a look (`on_failure: {keep: D}`): its
+// watchdog in `job_dir` removes it when the host's clock passes its own
+// now plus `keep_after` (what is left of the keep, plus the grace: a
+// duration, as the timeout's), or when the lease lapses, and no longer for
+// the head's exit or the timeout. Writes DIR/keep (aside, then moved into
+// place) only in the job's own directory.
+std::string KeepUntilCommand(const std::string& job_dir, std::chrono::seconds keep_after);
 
 // Renews the lease (only in the job's own directory `job_dir`).
 std::string RenewLeaseCommand(const std::string& job_dir);

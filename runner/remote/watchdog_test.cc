@@ -153,6 +153,51 @@ TEST_F(WatchdogTest, ALapsedLeaseRemovesTheJobsContainersAndDirectoryWithinFiveS
   EXPECT_THAT(log, ::testing::HasSubstr("rm -f c1 c2"));
 }
 
+// Issue #42 (item 5): a failed job kept for a look (on_failure.keep). Its
+// head has exited and its timeout passes while it is kept; neither ends it
+// (the controller keeps it on purpose), the keep's deadline on the host's
+// clock does, even when no controller renews anything any more.
+TEST_F(WatchdogTest, AKeptJobOutlivesItsHeadsExitAndItsTimeoutAndGoesAtTheKeepsEnd) {
+  std::ofstream(docker_) << "#!/bin/sh\necho \"$*\" >> " << ssh::ShellQuote(log_)
+                         << "\ncase $1 in ps) echo c1; echo c2 ;; inspect) echo false ;; esac\n";
+  WatchdogParams p = Params(600s);
+  p.head_container = "barge-head";
+  p.deadline_after = 1s;  // the timeout: passed before the keep ends
+  ASSERT_EQ(Sh(ArmWatchdogCommand(p)), 0);
+  const long long before = static_cast<long long>(time(nullptr));
+  ASSERT_EQ(Sh(KeepUntilCommand(jobdir_, 4s)), 0);
+  const std::string kept = ReadAll(jobdir_ + "/keep");
+  ASSERT_TRUE(std::regex_match(kept, std::regex("[0-9]+\n"))) << "no keep deadline on the host: '" << kept << "'";
+  const long long until = std::stoll(kept);
+  EXPECT_GE(until, before + 4);
+  EXPECT_FALSE(fs::exists(jobdir_ + "/keep.next"));
+  // Past the head rule's grace (1 s) and the timeout (1 s), lease never renewed.
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_TRUE(fs::exists(jobdir_)) << "the head's exit or the timeout ended a kept job";
+  EXPECT_THAT(ReadAll(log_), ::testing::Not(::testing::HasSubstr("rm -f")));
+  long long gone_at = 0;
+  EXPECT_TRUE(Within(6000ms, [&] {
+    gone_at = static_cast<long long>(time(nullptr));
+    return !fs::exists(jobdir_);
+  })) << "the job directory is still there after the keep's end";
+  EXPECT_GE(gone_at, until) << "the watchdog ended the keep early";
+  EXPECT_THAT(ReadAll(log_), ::testing::HasSubstr("rm -f c1 c2"));
+}
+
+TEST_F(WatchdogTest, ALapsedLeaseStillEndsAKeptJob) {
+  ASSERT_EQ(Sh(ArmWatchdogCommand(Params(1s))), 0);
+  ASSERT_EQ(Sh(KeepUntilCommand(jobdir_, 600s)), 0);
+  const std::string dir = jobdir_;
+  EXPECT_TRUE(Within(5000ms, [&] { return !fs::exists(dir); })) << "the job directory is still there";
+  EXPECT_THAT(ReadAll(log_), ::testing::HasSubstr("rm -f c1 c2"));
+}
+
+TEST(KeepUntil, TheLineCarriesTheTimeLeftAsADurationAndWritesOnlyInTheJobsOwnDirectory) {
+  const std::string line = KeepUntilCommand("/tmp/barge-0123abcd.aaaaaaaaaaaa", 95s);
+  EXPECT_NE(line.find("$(($(date +%s) + 95))"), std::string::npos) << line;
+  EXPECT_EQ(line.rfind(OwnDirTest("/tmp/barge-0123abcd.aaaaaaaaaaaa") + " && ", 0), 0u) << line;
+}
+
 TEST_F(WatchdogTest, ARenewedLeaseKeepsTheJobAndDisarmingEndsTheLoop) {
   ASSERT_EQ(Sh(ArmWatchdogCommand(Params(2s))), 0);
   const std::string dir = jobdir_;

@@ -117,6 +117,8 @@ inline constexpr const char* kHang = "hang";
 inline constexpr const char* kStraggler = "straggler";
 inline constexpr const char* kStragglerCleared = "straggler_cleared";
 inline constexpr const char* kRestarting = "restarting";
+// A failed job kept for a look before its teardown (`on_failure: {keep: D}`).
+inline constexpr const char* kKept = "kept";
 // The GPU health gate took GPUs out of what a host offers, or put the host
 // out ("the host is out").
 inline constexpr const char* kGpuUnhealthy = "gpu_unhealthy";

@@ -541,6 +541,89 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
       << ReadWholeFile(dir_ / "ls.txt");
 }
 
+// Issue #42 (item 5), played on the bed: a 2-host job whose head fails,
+// with `on_failure: {keep: ...}`. The job file; `fork`s `barge run` (pid
+// returned) and waits until it says it keeps the job; the job's id.
+pid_t StartKeptJob(const fs::path& dir, const std::string& hosts, const std::string& extra, std::string* id) {
+  const auto& bed = GetBed();
+  std::ofstream(dir / "job.yaml")
+      << "name: kept\nimage: " << bed.image << "\n" << hosts << "stop_grace: 2s\n" << extra
+      << "roles:\n  head:\n    command: [\"sh\", \"-c\", \"echo up; sleep 3; exit 3\"]\n"
+      << "  worker:\n    command: [\"sh\", \"-c\", \"echo up; trap 'exit 0' TERM; sleep 300 & wait\"]\n";
+  const std::string cmd = "cd " + ShellQuote(dir.string()) + " && BARGE_HOME=home exec " + BARGE_BINARY +
+                          " run job.yaml >out.txt 2>err.txt </dev/null";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  auto keeping = [&] { return ReadWholeFile(dir / "err.txt").find("keeping the job's") != std::string::npos; };
+  for (int i = 0; i < 300 && !keeping(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  *id = JobIdIn(ReadWholeFile(dir / "err.txt"));
+  return pid;
+}
+
+// While kept: the stopped head and the live worker are on their hosts,
+// `barge exec` runs in the worker; `barge down` ends the keep, `barge run`
+// exits with the head's code, and nothing is left on the hosts: no
+// container, no job directory, no watchdog. Budget: ~12 s (3 s of head,
+// the starts, a 2 s stop_grace).
+TEST_F(MultiNodeTest, AFailedJobKeptForALookStaysUntilBargeDownThenNothingIsLeft) {
+  const auto& bed = GetBed();
+  std::string id;
+  const pid_t pid = StartKeptJob(dir_, Hosts(2), "on_failure: {keep: 60s}\n", &id);
+  ASSERT_GT(pid, 0);
+  const std::string err = ReadWholeFile(dir_ / "err.txt");
+  if (err.find("keeping the job's 2 container(s) (1 still running)") == std::string::npos || id.size() != 8) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    FAIL() << "the job was not kept:\n" << ReadWholeFile(dir_ / "out.txt") << err;
+  }
+  const std::string base = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home " + BARGE_BINARY;
+  EXPECT_NE(JobContainers(bed.hosts[0]), "") << "the failed head's container is gone";
+  EXPECT_EQ(RunShell("DOCKER_HOST=" + bed.hosts[0].docker_host + " timeout 20 docker ps -q --filter label=barge.job=" + id), "")
+      << "the head still runs";
+  EXPECT_NE(RunShell("DOCKER_HOST=" + bed.hosts[1].docker_host + " timeout 20 docker ps -q --filter label=barge.job=" + id), "")
+      << "the live worker was stopped";
+  EXPECT_EQ(WatchdogPids(id).size(), 2u) << "one watchdog per host while the job is kept";
+  int code = -1;
+  const std::string exec = RunShell(base + " exec " + id + " --node 1 -- echo inside 2>&1", &code);
+  EXPECT_EQ(code, 0) << exec;
+  EXPECT_NE(exec.find("inside"), std::string::npos) << exec;
+  const std::string down = RunShell(base + " down " + id + " 2>&1", &code);
+  EXPECT_EQ(code, 0) << down;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3) << ReadWholeFile(dir_ / "err.txt");
+  EXPECT_NE(ReadWholeFile(dir_ / "err.txt").find("the keep ended early"), std::string::npos)
+      << ReadWholeFile(dir_ / "err.txt");
+  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(5))) << WatchdogPids(id).size() << " watchdog(s) left";
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(LeftOn(bed.hosts[i], id), "") << bed.hosts[i].name;
+}
+
+// The controller killed (SIGKILL) while it keeps a failed job: the hosts'
+// watchdogs remove everything by themselves, no later than the keep's end
+// plus their grace (keep 2 s; lease 8 s: renewals every 2 s, grace 6 s,
+// a look every 3 s), with slack for a busy machine. Budget: ~15 s.
+TEST_F(MultiNodeTest, AKeptJobWhoseControllerIsKilledIsRemovedByTheWatchdogsByTheKeepsEnd) {
+  const auto& bed = GetBed();
+  std::string id;
+  const pid_t pid = StartKeptJob(dir_, Hosts(2), "lease: 8s\non_failure: {keep: 2s}\n", &id);
+  ASSERT_GT(pid, 0);
+  const double killed = barge::testing::WallSeconds();
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ASSERT_NE(ReadWholeFile(dir_ / "err.txt").find("keeping the job's"), std::string::npos)
+      << ReadWholeFile(dir_ / "err.txt");
+  ASSERT_EQ(id.size(), 8u);
+  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(20))) << WatchdogPids(id).size() << " watchdog(s) left";
+  const double gone = barge::testing::WallSeconds();
+  std::printf("kept job removed by the watchdogs %.1f s after SIGKILL (keep 2 s + grace 6 s)\n", gone - killed);
+  EXPECT_LT(gone - killed, 2 + 6 + 3 + 5);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(LeftOn(bed.hosts[i], id), "") << bed.hosts[i].name;
+}
+
 // Issue #29, played on the bed: an unprivileged user of the hosts (uid
 // 65534) plants, while a job runs, what barge's paths on a host look like:
 // a directory of the job's name pattern holding a watchdog.pid that names a
