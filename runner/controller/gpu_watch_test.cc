@@ -88,7 +88,8 @@ TEST(GpuWatch, AFatalXidOnAJobsGpuMidJobEndsTheAttemptAsGpuUnhealthyAndTheGpuIsO
   const internal::Fault& f = *w.world.attempt().fault;
   EXPECT_EQ(f.cause, RestartCause::kGpuUnhealthy);
   EXPECT_EQ(f.host, "h2");
-  EXPECT_EQ(took, seconds(30)) << "seen at the first sample after it";
+  EXPECT_GE(took, seconds(30)) << "seen at the first sample after it";
+  EXPECT_LT(took, seconds(31));
   EXPECT_NE(f.detail.find("h2: GPU health while running (health.every): GPU 1: Xid 79: GPU has fallen off the bus "
                           "(reboot the host)"),
             std::string::npos)
@@ -145,7 +146,8 @@ TEST(GpuWatch, AWarningXidIsSaidOnceAndAHungNvidiaSmiPutsTheWholeHostOut) {
   w.At(seconds(45), [&] { w.world.host("h1").Section("gpuq", "fields full\n", 137); });
   const milliseconds took = w.RunToFault();
   ASSERT_TRUE(w.world.attempt().fault.has_value());
-  EXPECT_EQ(took, seconds(50));
+  EXPECT_GE(took, seconds(50));
+  EXPECT_LT(took, seconds(51));
   const internal::Fault& f = *w.world.attempt().fault;
   EXPECT_EQ(f.cause, RestartCause::kGpuUnhealthy);
   EXPECT_NE(f.detail.find("h1: GPU health while running (health.every): nvidia-smi did not answer in time (killed by "
@@ -175,7 +177,8 @@ TEST(GpuWatch, EveryGpuOfANodeIdlePastTheBoundIsAHangNamingTheNodeAndItsGpus) {
   const internal::Fault& f = *w.world.attempt().fault;
   EXPECT_EQ(f.cause, RestartCause::kHang);
   // Idle from the sample at 30 s; past the minute at the sample of 90 s.
-  EXPECT_EQ(took, seconds(90));
+  EXPECT_GE(took, seconds(90));
+  EXPECT_LT(took, seconds(91));
   EXPECT_NE(f.detail.find("the job made no progress: every GPU of rank 1 (h2) below 5% utilisation for 1m00s "
                           "(progress.gpu_util)"),
             std::string::npos)

@@ -659,13 +659,13 @@ TEST_F(JobFileTest, HealthEveryXidListsAndGpuUtilAreReadAndGpuUnhealthyIsARestar
 
 TEST_F(JobFileTest, BadXidListsAndAHalfGpuUtilAreNamed) {
   EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {xids: {fatal: [13], ignore: [43, 13]}}\n"),
-              ElementsAre(::testing::StartsWith("job.yaml:3:28: health.xids.ignore: Xid 13 is also listed in 'fatal'")));
+              ElementsAre(::testing::StartsWith("job.yaml:3:38: health.xids.ignore: Xid 13 is also listed in 'fatal'")));
   EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {xids: {fatal: 79}}\n"),
-              ElementsAre(::testing::StartsWith("job.yaml:3:25: health.xids.fatal: expected a list of Xid codes")));
+              ElementsAre(::testing::StartsWith("job.yaml:3:24: health.xids.fatal: expected a list of Xid codes")));
   EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {xids: {warning: [94, x]}}\n"),
               ElementsAre(::testing::StartsWith("job.yaml:3:31: health.xids.warning[1]: expected an Xid code")));
   EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {every: 0s}\n"),
-              ElementsAre(::testing::StartsWith("job.yaml:3:18: health.every: must be longer than zero")));
+              ElementsAre(::testing::StartsWith("job.yaml:3:17: health.every: must be longer than zero")));
   EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {gpu_util: {below: 5}}\n"),
               ElementsAre(::testing::StartsWith("job.yaml:3:12: progress.gpu_util: needs 'below' (a percentage) and 'for'")));
   EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {gpu_util: {below: 101, for: 1m}}\n"),

@@ -14,6 +14,7 @@
 #include "base/json_depth.h"
 #include "base/lines.h"
 #include "runner/console/table.h"
+#include "runner/remote/preflight_script.h"
 #include "ssh/quote.h"
 
 namespace barge::runner::gpu {
@@ -199,7 +200,9 @@ XidClass ClassOfXid(int code, const XidPolicy& policy) {
 
 std::string GpuWatchCommand(std::string_view nvidia_smi, std::chrono::seconds timeout, bool health, bool util) {
   const std::string t = std::to_string(std::max<long long>(1, timeout.count()));
-  std::string s = "echo barge-gpuwatch\nH_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + t + "'\n";
+  // The section markers (preflight_script.h) first: the reply is read as
+  // preflight's.
+  std::string s = SectionMarkers() + "echo barge-gpuwatch\nH_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + t + "'\n";
   if (health) s += GpuHealthLines(nvidia_smi, timeout);
   if (util) {
     s += "bs gpuutil; $H_T " + ssh::ShellQuote(std::string(nvidia_smi)) + " --query-gpu=" + std::string(kUtilQuery) +
