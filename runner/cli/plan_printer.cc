@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/console/time_format.h"
 #include "runner/controller/entry_points.h"
 #include "runner/remote/slurm.h"
 #include "container/docker_api.h"
@@ -173,6 +174,19 @@ void WriteHostChecks(std::ostream& out, const JobSpec& spec, const cluster::Host
       out << "# then (health.gpus: dcgm) DCGM's quick diagnostic on the GPUs the job holds there, e.g.:\n"
           << gpu::DcgmDiagCommand(spec.health.dcgmi, {0}, std::chrono::seconds(120)) << "\n";
     }
+  }
+  // runner/controller/gpu_watch.h: the command sampled while the job runs.
+  const bool watch_health = spec.health.every && spec.health.gpus != GpuHealthLevel::kOff;
+  const bool watch_util = spec.progress && spec.progress->gpu_util;
+  if (gpus && (watch_health || watch_util)) {
+    out << "# while the job runs, every "
+        << FormatDuration(watch_util ? spec.progress->every : *spec.health.every)
+        << " on the job's session (" << (watch_health ? "health.every" : "") << (watch_health && watch_util ? ", " : "")
+        << (watch_util ? "progress.gpu_util" : "") << "):\n"
+        << gpu::GpuWatchCommand(spec.health.nvidia_smi,
+                                std::clamp(std::chrono::duration_cast<std::chrono::seconds>(spec.ssh.engine_timeout),
+                                           std::chrono::seconds(5), std::chrono::seconds(30)),
+                                watch_health, watch_util);
   }
   const bool host_network = std::any_of(nodes.begin(), nodes.end(), [](const auto* n) {
     return n->container.options.network && *n->container.options.network == "host";

@@ -176,6 +176,25 @@ health: {gpus: off}
                                    &plan);
   EXPECT_EQ(off.find("GPU health"), std::string::npos) << off;
   EXPECT_EQ(off.find("NCCL_SOCKET_IFNAME"), std::string::npos) << off;
+  EXPECT_EQ(text.find("while the job runs"), std::string::npos) << "off by default:\n" << text;
+}
+
+TEST(PlanGpuHosts, TheInRunGpuChecksShowTheCommandSampledOnEachGpuHost) {
+  cluster::Plan plan;
+  const std::string text = PlanText(R"(name: gh
+image: img
+container: {gpus: 2}
+hosts:
+  - {address: 10.0.0.5, gpus: 8}
+health: {every: 1m}
+progress: {gpu_util: {below: 5, for: 10m}, every: 20s}
+)",
+                                    &plan);
+  EXPECT_NE(text.find("# while the job runs, every 20s on the job's session (health.every, progress.gpu_util):\n"
+                      "echo barge-gpuwatch"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("--query-gpu=index,utilization.gpu --format=csv,noheader,nounits"), std::string::npos) << text;
 }
 
 // Plain `docker` hosts: each node made through the Engine API's create,

@@ -229,7 +229,10 @@ int Controller::Execute() {
         " s");
     RunUntil([&] { return ctx_.interrupts > 0; }, Now() + ctx_.spec.restart->backoff);
     if (ctx_.interrupts == 0) {
-      if (Status s = ReplaceHosts(); !s.ok()) {
+      // GPUs found unhealthy while it ran are out (gpu_watch.h), then spares.
+      Status s = gpu_watch_.TakeOut();
+      if (s.ok()) s = ReplaceHosts();
+      if (!s.ok()) {
         attempt_.tearing_down = true;
         teardown_.RunTeardownHooks();
         return Fail("job failed: " + why + "; cannot restart: " + s.message(), kExitBargeFailure);
@@ -302,6 +305,7 @@ Status Controller::Launch() {
                                      (attempt_.restart_count ? ", restart " + std::to_string(attempt_.restart_count) : ""));
   if (attempt_.restart_count == 0) artifacts_.ScheduleArtifacts();
   progress_.Start();
+  gpu_watch_.Start();
   // forward: (window.cc) while the attempt runs; a forward that cannot go
   // on is reported and stops, the job does not.
   forwarding_.Serve(attempt_.commands, [this](const Status& why) { Say(why.message()); });

@@ -22,6 +22,7 @@
 //   forwarding.h     Forwarding: `forward:` served while the job runs
 //   progress_watch.h ProgressWatch: a hang (`progress:`) while it runs
 //   keep.h           Keep: a failed job kept for a look (`on_failure:`)
+//   gpu_watch.h      GpuWatch: GPU health and utilisation while it runs
 //   slurm_allocation.h SlurmAllocation: a slurm: job's allocation, first,
 //                    its nodes the hosts; watched while the job runs,
 //                    released at the end
@@ -59,6 +60,7 @@
 #include "runner/controller/entry_points.h"
 #include "runner/controller/faults.h"
 #include "runner/controller/forwards.h"
+#include "runner/controller/gpu_watch.h"
 #include "runner/controller/holds.h"
 #include "runner/controller/host_connector.h"
 #include "runner/controller/host_set.h"
@@ -149,6 +151,7 @@ class Controller : private JobOwner, private JobPart {
   Mpi mpi_{&job_context_, &hosts_, &planner_, &transfers_};
   Uploads uploads_{&job_context_, &plan_, &transfers_, &mpi_};
   ProgressWatch progress_{&job_context_, &attempt_, &faults_};
+  GpuWatch gpu_watch_{&job_context_, &hosts_, &attempt_, &planner_, &holds_, &faults_};
   NodeStreams streams_{&job_context_, &attempt_, &faults_, &progress_};
   Stages stages_{&job_context_, &attempt_, &plan_, &faults_, &streams_};
   Artifacts artifacts_{&job_context_, &attempt_, &plan_};

@@ -862,6 +862,67 @@ TEST_F(ControllerTest, AnUnhealthySpareIsPassedOverAndWithNoneLeftTheTableNamesT
   EXPECT_TRUE(NothingLeft());
 }
 
+// GpuWatch (gpu_watch.h): the driver's answers change while the job runs.
+// An Xid line in the driver's format on GPU 1 (PCI 0000:01:00 in the fake
+// hosts' query), logged after preflight (whose kernel log reads uptime 100).
+std::string XidOnGpu1(int code) {
+  return "uptime 112.000000\nsource dmesg\n[  111.000000] NVRM: Xid (PCI:0000:01:00): " + std::to_string(code) +
+         ", pid=1896, name=python3, GPU has fallen off the bus.";
+}
+
+TEST_F(ControllerTest, AGpuFoundUnhealthyWhileTheJobRunsEndsTheAttemptAndTheRestartRunsWithoutIt) {
+  fake_.SetNode(0, FakeNode{seconds(30), 0});
+  At(seconds(12), [&] { fake_.host("h1").Section("gpuxid", XidOnGpu1(79)); });
+  EXPECT_EQ(Run(Job("container: {gpus: 2}\nhealth: {every: 5s}\n"
+                    "restart: {max_restarts: 1, on: [gpu_unhealthy], backoff: 100ms}\n",
+                    "[{address: h1, gpus: 4}]")),
+            0)
+      << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("gpu_unhealthy: h1: GPU health while running (health.every): GPU 1: Xid 79")) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("h1: GPU(s) 1 taken out for the restart")) << rec_.AllMessages();
+  EXPECT_EQ(CountRe("h1", "docker run -d .*--gpus '\"device=0,1\"'"), 1) << "the first attempt";
+  EXPECT_EQ(CountRe("h1", "docker run -d .*--gpus '\"device=0,2\"'"), 1) << "the restart without GPU 1";
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, AHostFoundUnhealthyWhileTheJobRunsIsReplacedByASpareOrWithNoneLeftStopsTheJob) {
+  fake_.SetNode(0, FakeNode{seconds(30), 0});
+  const std::string job = "container: {gpus: all}\nhealth: {every: 5s}\n"
+                          "restart: {max_restarts: 1, on: [gpu_unhealthy], backoff: 100ms}\n";
+  At(seconds(12), [&] { fake_.host("h2").Section("gpuq", "fields full\n", 137); });
+  EXPECT_EQ(Run(Job(job + "spare_hosts: [s1]\n")), 0) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("gpu_unhealthy: h2: GPU health while running (health.every): nvidia-smi did not answer in time"))
+      << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("replacing h2 with spare host s1")) << rec_.AllMessages();
+  EXPECT_EQ(Count("h2", "docker run -d"), 1);
+  EXPECT_EQ(Count("s1", "docker run -d"), 1);
+  EXPECT_EQ(Count("s1", "BARGE_RESTART_COUNT=1"), 1);
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, WithNoSpareLeftAHostFoundUnhealthyWhileTheJobRunsIsNotUsedAgain) {
+  fake_.SetNode(0, FakeNode{seconds(30), 0});
+  At(seconds(12), [&] { fake_.host("h2").Section("gpuq", "fields full\n", 137); });
+  EXPECT_EQ(Run(Job("container: {gpus: all}\nhealth: {every: 5s}\nrestart: {max_restarts: 1, backoff: 100ms}\n")), 125)
+      << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("cannot restart: h2 cannot be used again (GPU health while running: nvidia-smi did not answer in "
+                        "time (killed by its timeout)) and no spare host is left"))
+      << rec_.AllMessages();
+  EXPECT_EQ(Count("h2", "docker run -d"), 1);
+  EXPECT_TRUE(NothingLeft());
+}
+
+TEST_F(ControllerTest, IdleGpusOnEveryNodePastTheBoundAreAHangWithExit123) {
+  fake_.SetNode(0, FakeNode{std::chrono::minutes(10), 0});
+  for (const char* h : {"h1", "h2", "h3"}) fake_.host(h).Section("gpuutil", "0, 0\n1, 2");
+  EXPECT_EQ(Run(Job("container: {gpus: all}\nprogress: {gpu_util: {below: 5, for: 30s}, every: 10s}\n")), 123)
+      << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("job failed: the job made no progress: every GPU of rank 0 (h1), rank 1 (h2), rank 2 (h3) below "
+                        "5% utilisation for 30s (progress.gpu_util) (progress.on_hang: stop)\nGPU utilisation by node"))
+      << rec_.AllMessages();
+  EXPECT_TRUE(NothingLeft());
+}
+
 TEST_F(ControllerTest, AJobThatWaitsForHostsDoesNotWaitForAnUnhealthyOneAndSaysItIsUnavailableNotBusy) {
   fake_.host("h2").Section("gpuq", "fields full\n", 137);
   EXPECT_EQ(Run(Job("container: {gpus: all}\nwait: 10m\n")), 125) << rec_.AllMessages();

@@ -21,7 +21,8 @@ namespace barge::runner::internal {
 static_assert(NameOf(kRestartCauseNames, RestartCause::kHostLost) == event::kHostLost &&
               NameOf(kRestartCauseNames, RestartCause::kNodeFailed) == event::kNodeFailed &&
               NameOf(kRestartCauseNames, RestartCause::kPreempted) == event::kPreempted &&
-              NameOf(kRestartCauseNames, RestartCause::kHang) == event::kHang);
+              NameOf(kRestartCauseNames, RestartCause::kHang) == event::kHang &&
+              NameOf(kRestartCauseNames, RestartCause::kGpuUnhealthy) == event::kGpuUnhealthy);
 
 const char* Faults::CauseName(RestartCause cause) { return NameOf(kRestartCauseNames, cause).data(); }
 
@@ -41,6 +42,7 @@ bool Faults::Restartable(const Fault& f) const {
     // A hang restarts only a job that says so (progress.on_hang: restart).
     case Cause::kHang:
       return ctx_.spec.restart->on_hang && ctx_.spec.progress && ctx_.spec.progress->on_hang == OnHang::kRestart;
+    case Cause::kGpuUnhealthy: return ctx_.spec.restart->on_gpu_unhealthy;
   }
   return false;
 }

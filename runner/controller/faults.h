@@ -1,5 +1,6 @@
 // Faults: noting the fault that ends an attempt (a lost host, a failed
-// node, a preemption notice, a hang: progress_watch.h), whether the restart policy covers it, and the
+// node, a preemption notice, a hang: progress_watch.h, an unhealthy GPU:
+// gpu_watch.h), whether the restart policy covers it, and the
 // periodic engine and preemption monitors that find them while an attempt
 // runs. The spares that replace faulty hosts at a restart are the
 // Controller's (spares.cc).

@@ -41,8 +41,10 @@ void GpuGate::Note(HostState& hs, const PreflightReply& reply) {
   std::optional<gpu::SectionText> query = section("gpuq");
   if (!query && !reply.Find("gpuxid")) return;  // not asked, or cut off before
   hs.gpus.report = gpu::ReadGpuReport(query, section("gpurm"), section("gpuxid"));
+  const HealthSpec& h = ctx_.spec.health;
   hs.gpus.findings = gpu::Judge(*hs.gpus.report, plan_.hosts[hs.index].gpus,
-                                std::chrono::duration_cast<seconds>(ctx_.spec.health.xid_window));
+                                std::chrono::duration_cast<seconds>(h.xid_window),
+                                gpu::XidPolicy{h.xids_fatal, h.xids_warning, h.xids_ignore, std::nullopt});
 }
 
 void GpuGate::Diagnose(const std::vector<HostState*>& hosts) {

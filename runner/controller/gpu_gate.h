@@ -15,6 +15,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct HostGpus {
   std::optional<gpu::GpuReport> report;  // nullopt: not asked
   std::vector<gpu::Finding> findings;
   std::vector<int> out;  // indices taken out of what the host offers
+  // GpuWatch (gpu_watch.h), while the job ran: GPUs found unhealthy (taken
+  // out at the restart: GpuWatch::TakeOut), and why the whole host is out
+  // ("" when it is not; a spare takes its place, or the job stops).
+  std::set<int> failed_while_running;
+  std::string out_while_running;
 };
 
 class GpuGate : private JobPart {

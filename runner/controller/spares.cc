@@ -101,7 +101,12 @@ Status Controller::ReplaceHosts() {
       LeaveHost(old_state, /*disarm=*/false, /*release=*/true);
       continue;
     }
-    // No spare left: the same host, checked again.
+    // No spare left: the same host, checked again; not one whose GPUs were
+    // found unhealthy while the job ran (gpu_watch.h).
+    if (!old_state->gpus.out_while_running.empty()) {
+      return Status::Error(old_name + " cannot be used again (" + old_state->gpus.out_while_running +
+                           ") and no spare host is left");
+    }
     planner_.ReplaceHost(h, old_inventory);
     const bool was_lost = old_state->lost;
     Say("no spare host left; checking " + old_name + " again");

@@ -13,10 +13,10 @@ constexpr KeyRule<RestartPolicy> kRestartRules[] = {
        if (auto n = ReadInteger(e, 0, 1000, "a number of restarts")) r.max_restarts = static_cast<int>(*n);
      }},
     {"on",
-     {.type = KeyType::kEnumList, .description = "Causes that restart the job (default: all four; a hang only with progress.on_hang: restart)", .choices = kRestartCauses},
+     {.type = KeyType::kEnumList, .description = "Causes that restart the job (default: all five; a hang only with progress.on_hang: restart)", .choices = kRestartCauses},
      [](const Entry& e, RestartPolicy& r) {
        if (!ExpectList(e, "causes (" + JoinWords(kRestartCauses, " or ") + ")")) return;
-       r.on_host_lost = r.on_node_failed = r.on_preempted = r.on_hang = false;
+       r.on_host_lost = r.on_node_failed = r.on_preempted = r.on_hang = r.on_gpu_unhealthy = false;
        for (size_t i = 0; i < e.value.size(); ++i) {
          Entry item = e.Element(e.value[i], i);
          std::optional<RestartCause> c = ReadEnum(item, kRestartCauseNames);
@@ -24,7 +24,8 @@ constexpr KeyRule<RestartPolicy> kRestartRules[] = {
          bool& flag = *c == RestartCause::kHostLost     ? r.on_host_lost
                       : *c == RestartCause::kNodeFailed ? r.on_node_failed
                       : *c == RestartCause::kPreempted  ? r.on_preempted
-                                                        : r.on_hang;
+                      : *c == RestartCause::kHang       ? r.on_hang
+                                                        : r.on_gpu_unhealthy;
          if (flag) item.Error(QuoteValue(NameOf(kRestartCauseNames, *c)) + " is listed twice");
          flag = true;
        }
@@ -158,8 +159,37 @@ constexpr KeyRule<StragglerSpec> kStragglerRules[] = {
      }},
 };
 std::vector<KeyInfo> StragglerKeys() { return Describe(kStragglerRules); }
+namespace {
+
+// progress.gpu_util (runner/controller/gpu_watch.h): both keys required.
+constexpr KeyRule<GpuUtilSpec> kGpuUtilRules[] = {
+    {"below",
+     {.type = KeyType::kInteger, .description = "A hang: every GPU of a node below this utilisation (percent, nvidia-smi's utilization.gpu)", .required = true},
+     [](const Entry& e, GpuUtilSpec& g) {
+       if (auto n = ReadInteger(e, 1, 100, "a percentage")) g.below = static_cast<int>(*n);
+     }},
+    {"for",
+     {.type = KeyType::kDuration, .description = "... for this long", .required = true},
+     [](const Entry& e, GpuUtilSpec& g) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) g.for_ = *d;
+     }},
+};
+std::vector<KeyInfo> GpuUtilKeys() { return Describe(kGpuUtilRules); }
+
+}  // namespace
 
 constexpr KeyRule<ProgressSpec> kProgressRules[] = {
+    {"gpu_util",
+     {.type = KeyType::kBlock, .description = "A hang: every GPU of a node below a utilisation for a duration (sampled every every with nvidia-smi on the job's hosts)", .keys = GpuUtilKeys},
+     [](const Entry& e, ProgressSpec& p) {
+       GpuUtilSpec g;
+       SeenKeys seen = ReadMapping(e, kGpuUtilRules, g);
+       if (!seen.contains("below") || !seen.contains("for")) {
+         e.KeyError("needs 'below' (a percentage) and 'for' (a duration): every GPU of a node below it for that long is a hang");
+         return;
+       }
+       if (g.below > 0 && g.for_.count() > 0) p.gpu_util = g;
+     }},
     {"silence",
      {.type = KeyType::kDuration, .description = "A hang: no rank printed anything for this long"},
      [](const Entry& e, ProgressSpec& p) {
@@ -211,8 +241,8 @@ void ReadProgress(const Entry& e, JobSpec& spec) {
   ProgressSpec p;
   SeenKeys seen = ReadMapping(e, kProgressRules, p);
   if (!seen.contains("silence") && !seen.contains("pattern") && !seen.contains("heartbeat") &&
-      !seen.contains("stragglers")) {
-    e.KeyError("needs 'silence', 'pattern' (with 'within'), 'heartbeat' or 'stragglers': what to watch");
+      !seen.contains("stragglers") && !seen.contains("gpu_util")) {
+    e.KeyError("needs 'silence', 'pattern' (with 'within'), 'heartbeat', 'gpu_util' or 'stragglers': what to watch");
     return;
   }
   if (seen.contains("pattern") != seen.contains("within") && !(seen.contains("pattern") && seen.contains("stragglers"))) {

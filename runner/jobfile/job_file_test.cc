@@ -627,7 +627,7 @@ TEST_F(JobFileTest, ProgressIsReadWithItsDefaultsAndHangIsARestartCause) {
 
 TEST_F(JobFileTest, AProgressBlockWithoutASignalOrWithHalfOfOneIsRefused) {
   EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {every: 5s}\n"),
-              ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: needs 'silence', 'pattern' (with 'within'), 'heartbeat' or 'stragglers'")));
+              ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: needs 'silence', 'pattern' (with 'within'), 'heartbeat', 'gpu_util' or 'stragglers'")));
   EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {pattern: step}\n"),
               ElementsAre(::testing::StartsWith("job.yaml:3:1: progress: 'pattern' and 'within' go together")));
   EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {silence: 1m, within: 1m}\n"),
@@ -722,6 +722,40 @@ TEST_F(JobFileTest, OnFailureKeepIsReadAndABadOrMissingKeepIsNamed) {
               ElementsAre("job.yaml:3:20: on_failure.keep: keep from 1s to 7d, not '8d'"));
   EXPECT_THAT(Errors("name: x\nimage: i\non_failure: {keep: 1m, kept: 2m}\n"),
               ElementsAre(::testing::StartsWith("job.yaml:3:24: on_failure.kept: unknown key")));
+TEST_F(JobFileTest, HealthEveryXidListsAndGpuUtilAreReadAndGpuUnhealthyIsARestartCause) {
+  LoadedJob job = Parse("name: x\nimage: i\nhealth: {every: 1m, xids: {fatal: [13, 94], warning: [79], ignore: [43]}}\n"
+                        "progress: {gpu_util: {below: 5, for: 10m}}\nrestart: {max_restarts: 1, on: [gpu_unhealthy]}\n");
+  ASSERT_TRUE(job.errors.empty()) << job.errors[0].ToString();
+  const HealthSpec& h = job.spec->health;
+  EXPECT_EQ(h.every, std::chrono::minutes(1));
+  EXPECT_EQ(h.xids_fatal, (std::vector<int>{13, 94}));
+  EXPECT_EQ(h.xids_warning, (std::vector<int>{79}));
+  EXPECT_EQ(h.xids_ignore, (std::vector<int>{43}));
+  ASSERT_TRUE(job.spec->progress && job.spec->progress->gpu_util);
+  EXPECT_EQ(job.spec->progress->gpu_util->below, 5);
+  EXPECT_EQ(job.spec->progress->gpu_util->for_, std::chrono::minutes(10));
+  EXPECT_TRUE(job.spec->restart->on_gpu_unhealthy);
+  EXPECT_FALSE(job.spec->restart->on_host_lost);
+  // Off by default; every cause restarts by default.
+  LoadedJob plain = Parse("name: x\nimage: i\nrestart: {max_restarts: 1}\n");
+  EXPECT_FALSE(plain.spec->health.every.has_value());
+  EXPECT_TRUE(plain.spec->health.xids_fatal.empty());
+  EXPECT_TRUE(plain.spec->restart->on_gpu_unhealthy);
+}
+
+TEST_F(JobFileTest, BadXidListsAndAHalfGpuUtilAreNamed) {
+  EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {xids: {fatal: [13], ignore: [43, 13]}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:38: health.xids.ignore: Xid 13 is also listed in 'fatal'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {xids: {fatal: 79}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:24: health.xids.fatal: expected a list of Xid codes")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {xids: {warning: [94, x]}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:31: health.xids.warning[1]: expected an Xid code")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {every: 0s}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:17: health.every: must be longer than zero")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {gpu_util: {below: 5}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:12: progress.gpu_util: needs 'below' (a percentage) and 'for'")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nprogress: {gpu_util: {below: 101, for: 1m}}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:30: progress.gpu_util.below: expected a percentage from 1 to 100")));
 }
 
 TEST_F(JobFileTest, BadRestartSpareAndPreemptionEntriesAreNamed) {

@@ -1,4 +1,5 @@
 // The top-level keys of a job file, the checks across blocks, and ReadJob.
+#include <algorithm>
 #include <cctype>
 
 #include "runner/jobfile/blocks.h"
@@ -28,7 +29,69 @@ Status CheckProgram(std::string_view v) {
   return Status::Ok();
 }
 
+namespace {
+
+// health.xids: lists of Xid codes (the kernel log's 1 to 5 digits).
+std::optional<std::vector<int>> ReadXidList(const Entry& e) {
+  if (!ExpectList(e, "Xid codes")) return std::nullopt;
+  std::vector<int> out;
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    Entry item = e.Element(e.value[i], i);
+    std::optional<long long> code = ReadInteger(item, 1, 99999, "an Xid code");
+    if (!code) return std::nullopt;
+    out.push_back(static_cast<int>(*code));
+  }
+  return out;
+}
+
+constexpr std::string_view kXidListSchema =
+    R"({"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 99999}})";
+constexpr KeyRule<HealthSpec> kXidRules[] = {
+    {"fatal",
+     {.type = KeyType::kJson, .description = "Xid codes that are fatal for their GPU (default 48, 64, 74, 79, 95, 119, 120, 154)", .schema = kXidListSchema},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto v = ReadXidList(e)) h.xids_fatal = *v;
+     }},
+    {"warning",
+     {.type = KeyType::kJson, .description = "Xid codes that are said and change nothing (default 92, 94)", .schema = kXidListSchema},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto v = ReadXidList(e)) h.xids_warning = *v;
+     }},
+    {"ignore",
+     {.type = KeyType::kJson, .description = "Xid codes not counted at all (codes in no list and not in the defaults are not counted either)", .schema = kXidListSchema},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto v = ReadXidList(e)) h.xids_ignore = *v;
+     }},
+};
+std::vector<KeyInfo> XidKeys() { return Describe(kXidRules); }
+
+void ReadXids(const Entry& e, HealthSpec& h) {
+  SeenKeys seen = ReadMapping(e, kXidRules, h);
+  // A code in two lists: which one wins would be a guess.
+  const std::pair<const char*, const std::vector<int>*> lists[] = {
+      {"fatal", &h.xids_fatal}, {"warning", &h.xids_warning}, {"ignore", &h.xids_ignore}};
+  for (size_t a = 0; a < 3; ++a) {
+    for (size_t b = a + 1; b < 3; ++b) {
+      for (int code : *lists[b].second) {
+        if (std::find(lists[a].second->begin(), lists[a].second->end(), code) == lists[a].second->end()) continue;
+        seen.at(lists[b].first).Error("Xid " + std::to_string(code) + " is also listed in '" + lists[a].first + "'");
+        return;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 constexpr KeyRule<HealthSpec> kHealthRules[] = {
+    {"every",
+     {.type = KeyType::kDuration, .description = "The same checks while the job runs, this often, on every host where the job has GPUs (a fatal finding ends the attempt: gpu_unhealthy); default: not while it runs"},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto d = ReadDuration(e, /*allow_zero=*/false)) h.every = *d;
+     }},
+    {"xids",
+     {.type = KeyType::kBlock, .description = "Which Xids count and how, over the defaults, code by code (at the start and while the job runs)", .keys = XidKeys},
+     ReadXids},
     {"gpus",
      {.type = KeyType::kEnum, .description = "How preflight judges the GPUs of hosts where the job asks for GPUs: basic (the driver's query, row remapping, the kernel log's Xids), dcgm (basic, then DCGM's quick diagnostic, dcgmi diag -r 1, on the job's GPUs) or off", .default_value = NameOf(kGpuHealthLevelNames, GpuHealthLevel::kBasic), .choices = kGpuHealthLevel},
      [](const Entry& e, HealthSpec& h) {

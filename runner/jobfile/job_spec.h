@@ -64,10 +64,13 @@ static_assert(ListsEveryValueInOrder(kOnWorkerExitNames));
 
 // What ends an attempt and may restart the job (restart.on); the names are
 // also the kinds of the store's fault events (event::kHostLost, ...).
-enum class RestartCause { kHostLost, kNodeFailed, kPreempted, kHang };
+// gpu_unhealthy: the in-run GPU health check (health.every) found a fatal
+// problem (runner/controller/gpu_watch.h): a host fault.
+enum class RestartCause { kHostLost, kNodeFailed, kPreempted, kHang, kGpuUnhealthy };
 inline constexpr auto kRestartCauseNames = std::to_array<EnumName<RestartCause>>(
     {{RestartCause::kHostLost, "host_lost"}, {RestartCause::kNodeFailed, "node_failed"},
-     {RestartCause::kPreempted, "preempted"}, {RestartCause::kHang, "hang"}});
+     {RestartCause::kPreempted, "preempted"}, {RestartCause::kHang, "hang"},
+     {RestartCause::kGpuUnhealthy, "gpu_unhealthy"}});
 static_assert(ListsEveryValueInOrder(kRestartCauseNames));
 
 struct TeardownHooks {
@@ -111,6 +114,9 @@ struct RestartPolicy {
   bool on_preempted = true;
   // hang: the job made no progress (`progress:`) and says `on_hang: restart`.
   bool on_hang = true;
+  // gpu_unhealthy: the next attempt runs without that GPU, or a spare host
+  // in that host's place.
+  bool on_gpu_unhealthy = true;
   std::chrono::milliseconds backoff{std::chrono::seconds(10)};
 };
 
@@ -142,8 +148,16 @@ struct HeartbeatSpec {
   std::string file;
   std::chrono::milliseconds within{};
 };
+// gpu_util: a hang where every GPU of a node stays below `below` percent
+// for `for_` (sampled every `every` with nvidia-smi on the job's hosts:
+// runner/controller/gpu_watch.h).
+struct GpuUtilSpec {
+  int below = 0;
+  std::chrono::milliseconds for_{0};
+};
 struct ProgressSpec {
   std::optional<std::chrono::milliseconds> silence;
+  std::optional<GpuUtilSpec> gpu_util;
   std::optional<std::string> pattern;
   std::optional<std::chrono::milliseconds> within;
   std::optional<HeartbeatSpec> heartbeat;
@@ -281,6 +295,13 @@ struct HealthSpec {
   // The programs asked, on each host.
   std::string nvidia_smi = "nvidia-smi";
   std::string dcgmi = "dcgmi";
+  // The same rules while the job runs, every `every` (nullopt: not run):
+  // runner/controller/gpu_watch.h.
+  std::optional<std::chrono::milliseconds> every;
+  // health.xids: Xid codes over the defaults (gpu::XidPolicy).
+  std::vector<int> xids_fatal;
+  std::vector<int> xids_warning;
+  std::vector<int> xids_ignore;
 };
 
 // `slurm:` — the job's hosts are a Slurm allocation of this shape, asked

@@ -14,6 +14,7 @@
 #include "base/json_depth.h"
 #include "base/lines.h"
 #include "runner/console/table.h"
+#include "runner/remote/preflight_script.h"
 #include "ssh/quote.h"
 
 namespace barge::runner::gpu {
@@ -187,6 +188,43 @@ bool IsWarningXid(int code) {
   return r && !r->fatal;
 }
 
+XidClass ClassOfXid(int code, const XidPolicy& policy) {
+  auto listed = [code](const std::vector<int>& v) { return std::find(v.begin(), v.end(), code) != v.end(); };
+  if (listed(policy.ignore)) return XidClass::kNotCounted;
+  if (listed(policy.fatal)) return XidClass::kFatal;
+  if (listed(policy.warning)) return XidClass::kWarning;
+  const XidRule* r = RuleOf(code);
+  if (r == nullptr) return XidClass::kNotCounted;
+  return r->fatal ? XidClass::kFatal : XidClass::kWarning;
+}
+
+std::string GpuWatchCommand(std::string_view nvidia_smi, std::chrono::seconds timeout, bool health, bool util) {
+  const std::string t = std::to_string(std::max<long long>(1, timeout.count()));
+  // The section markers (preflight_script.h) first: the reply is read as
+  // preflight's.
+  std::string s = SectionMarkers() + "echo barge-gpuwatch\nH_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + t + "'\n";
+  if (health) s += GpuHealthLines(nvidia_smi, timeout);
+  if (util) {
+    s += "bs gpuutil; $H_T " + ssh::ShellQuote(std::string(nvidia_smi)) + " --query-gpu=" + std::string(kUtilQuery) +
+         " --format=csv,noheader,nounits 2>&1; be gpuutil $?\n";
+  }
+  return s;
+}
+
+std::vector<GpuUtil> ParseGpuUtil(std::string_view text) {
+  std::vector<GpuUtil> out;
+  for (std::string_view line : SplitLines(text)) {
+    std::vector<std::string> f = Fields(line);
+    if (f.size() != 2) continue;
+    std::optional<long long> index = Number(f[0]);
+    if (!index || *index > std::numeric_limits<int>::max()) continue;
+    std::optional<long long> percent = Number(f[1]);
+    if (percent && *percent > 100) percent.reset();
+    out.push_back({static_cast<int>(*index), percent ? std::optional<int>(static_cast<int>(*percent)) : std::nullopt});
+  }
+  return out;
+}
+
 std::string GpuHealthLines(std::string_view nvidia_smi, std::chrono::seconds timeout) {
   const std::string smi = ssh::ShellQuote(std::string(nvidia_smi));
   // The driver's lines only, before the count (gpu_health.h).
@@ -335,7 +373,7 @@ GpuReport ReadGpuReport(const std::optional<SectionText>& query, const std::opti
 }
 
 std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_gpus,
-                           std::chrono::seconds xid_window) {
+                           std::chrono::seconds xid_window, const XidPolicy& xids) {
   std::vector<Finding> out;
   if (!report.query_ok) {
     out.push_back({std::nullopt, report.query_error, "now", Severity::kFatal});
@@ -408,8 +446,10 @@ std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_
     std::set<std::pair<std::string, int>> said;
     for (auto it = report.xids->rbegin(); it != report.xids->rend(); ++it) {
       const XidEvent& e = *it;
+      const XidClass cls = ClassOfXid(e.code, xids);
+      if (cls == XidClass::kNotCounted) continue;
+      if (xids.after && !(e.at > *xids.after)) continue;
       const XidRule* rule = RuleOf(e.code);
-      if (rule == nullptr) continue;
       const std::optional<double> age =
           report.uptime ? std::optional<double>(*report.uptime - e.at) : std::nullopt;
       if (age && *age > static_cast<double>(xid_window.count())) continue;
@@ -419,10 +459,12 @@ std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_
         auto g = by_pci.find(*k);
         if (g != by_pci.end()) gpu = g->second;
       }
-      out.push_back({gpu,
-                     "Xid " + std::to_string(e.code) + ": " + rule->what + " (" + rule->action + ")" +
-                         (gpu ? "" : " on PCI " + e.pci),
-                     age ? Ago(*age) : "since boot", rule->fatal ? Severity::kFatal : Severity::kWarning});
+      // A code the catalog does not describe counts because health.xids lists it.
+      const std::string what = rule ? std::string(rule->what) + " (" + rule->action + ")"
+                                    : std::string(cls == XidClass::kFatal ? "fatal" : "a warning") +
+                                          " by health.xids";
+      out.push_back({gpu, "Xid " + std::to_string(e.code) + ": " + what + (gpu ? "" : " on PCI " + e.pci),
+                     age ? Ago(*age) : "since boot", cls == XidClass::kFatal ? Severity::kFatal : Severity::kWarning});
     }
   }
   return out;

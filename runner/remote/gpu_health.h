@@ -29,7 +29,11 @@
 // pending or failed, an Xid of kFatalXids within the window. Warnings (shown, not blocking): the Xids of
 // kWarningXids. Unknown (shown as such, not blocking): the kernel log or
 // the remapped rows could not be read. Xid 63 (a row marked for remapping)
-// is covered by the pending-remap flag.
+// is covered by the pending-remap flag. Which Xids are fatal, warnings or
+// not counted is the job's to change, code by code (XidPolicy).
+//
+// The same rules run while a job runs (GpuWatchCommand; GpuWatch in
+// runner/controller/gpu_watch.h), with the GPUs' utilisation.
 #pragma once
 
 #include <chrono>
@@ -145,6 +149,23 @@ struct SectionText {
 GpuReport ReadGpuReport(const std::optional<SectionText>& query, const std::optional<SectionText>& remapped,
                         const std::optional<SectionText>& xid);
 
+// health.xids: the job's Xid lists, over the catalog's defaults (kXids in
+// gpu_health.cc: 48 64 74 79 95 119 120 154 fatal, 92 94 warnings) code by
+// code: a code listed fatal is fatal, one listed warning only warns, one
+// listed ignore is not counted; codes in no list keep their default (most
+// Xids, 13 31 43 among them, are the application's: not counted).
+struct XidPolicy {
+  std::vector<int> fatal;
+  std::vector<int> warning;
+  std::vector<int> ignore;
+  // Counts only events the kernel log stamped after this (its seconds since
+  // boot): the in-run checks (GpuWatch) count those since the job began.
+  // An event without a stamp is then not counted (its time is unknown).
+  std::optional<double> after;
+};
+enum class XidClass { kFatal, kWarning, kNotCounted };
+XidClass ClassOfXid(int code, const XidPolicy& policy);
+
 enum class Severity { kFatal, kWarning, kUnknown };
 struct Finding {
   std::optional<int> gpu;  // nullopt: the whole host
@@ -155,9 +176,9 @@ struct Finding {
 
 // What the rules find in `report`. `expected_gpus`: the host's inventory
 // count (nullopt: not said). `xid_window`: Xids older than this are not
-// counted.
+// counted. `xids`: which codes count, and how (the defaults without it).
 std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_gpus,
-                           std::chrono::seconds xid_window);
+                           std::chrono::seconds xid_window, const XidPolicy& xids = {});
 
 // The GPU indices a fatal finding names (taken out of what the host
 // offers), and whether a fatal finding is the whole host's.
@@ -183,6 +204,25 @@ std::string DcgmDiagCommand(std::string_view dcgmi, const std::vector<int>& gpus
 // for the host. Reads both JSON forms (DCGM 3's "DCGM GPU Diagnostic", 4's
 // "DCGM Diagnostic"): any object with a "status" and a GPU id field.
 std::vector<Finding> ReadDcgmDiag(const SectionText& answer);
+
+// The in-run check (GpuWatch, runner/controller/gpu_watch.h): one command
+// per host and period, bounded like preflight's (every nvidia-smi and
+// dmesg call under `timeout -s KILL timeout`), its reply in preflight's
+// section form (ParsePreflightReply; first line "barge-gpuwatch"). With
+// `health`: GpuHealthLines' three sections (the Xid lines are judged
+// against XidPolicy::after). With `util`: section "gpuutil", the query
+// kUtilQuery (csv, no header, no units: "0, 97" per GPU).
+inline constexpr std::string_view kUtilQuery = "index,utilization.gpu";
+std::string GpuWatchCommand(std::string_view nvidia_smi, std::chrono::seconds timeout, bool health, bool util);
+
+// One GPU's utilisation: the percentage of the driver's last sample period
+// during which a kernel ran. nullopt where the driver answers no number
+// ("[N/A]", an error answer).
+struct GpuUtil {
+  int index = -1;
+  std::optional<int> percent;
+};
+std::vector<GpuUtil> ParseGpuUtil(std::string_view text);
 
 // What NVIDIA's Xid catalog has the operator do, for the Xids the rules
 // know; "" for others.

@@ -32,12 +32,14 @@ std::string Fixture(const std::string& name) {
 // Runs GpuHealthLines (with preflight's section markers) against the
 // stand-in under `env`, as sh; the reply's three sections.
 struct Run {
-  std::optional<SectionText> query, remapped, xid;
+  std::optional<SectionText> query, remapped, xid, util;
 };
-Run RunScript(const std::string& env, std::chrono::seconds timeout = std::chrono::seconds(10)) {
-  const std::string script = "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\necho " +
-                             std::string(kPosixShellAnswer) + "\n" +
-                             GpuHealthLines(kData + "/standin.sh", timeout);
+// `lines`: other lines than GpuHealthLines (GpuWatchCommand's).
+Run RunScript(const std::string& env, std::chrono::seconds timeout = std::chrono::seconds(10),
+              const std::optional<std::string>& lines = std::nullopt) {
+  const std::string script = "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\n" +
+                             (lines ? *lines : "echo " + std::string(kPosixShellAnswer) + "\n" +
+                                                   GpuHealthLines(kData + "/standin.sh", timeout));
   const std::string path = "/tmp/barge-gpu-health-test-" + std::to_string(getpid()) + ".sh";
   std::ofstream(path) << script;
   std::string out;
@@ -56,6 +58,7 @@ Run RunScript(const std::string& env, std::chrono::seconds timeout = std::chrono
   r.query = section("gpuq");
   r.remapped = section("gpurm");
   r.xid = section("gpuxid");
+  r.util = section("gpuutil");
   return r;
 }
 
@@ -148,6 +151,92 @@ TEST(GpuHealth, AnXidInTheWindowIsFatalForItsGpuAnOlderOneIsNotAndXid94IsAWarnin
   EXPECT_EQ(table.find("Xid 48"), std::string::npos) << "an Xid older than the window counted:\n" << table;
   // The window is the job's to set: a week counts the 48 too.
   EXPECT_EQ(Judge(r, 1, std::chrono::seconds(7 * 86400)).size(), 3u);
+}
+
+// The captured H100 with `log` as its kernel log at uptime 345600 s.
+GpuReport H100WithLog(const std::string& log) {
+  return ReadGpuReport(SectionText{0, "fields full\n" + Fixture("query-health-nounits.txt")},
+                       SectionText{0, Fixture("query-remapped-nounits.txt")},
+                       SectionText{0, "uptime 345600.00\nsource dmesg\n" + Fixture("dmesg-xid.txt") + log});
+}
+
+TEST(GpuHealth, TheJobsXidListsOverrideTheDefaultsCodeByCode) {
+  EXPECT_EQ(ClassOfXid(79, {}), XidClass::kFatal);
+  EXPECT_EQ(ClassOfXid(94, {}), XidClass::kWarning);
+  EXPECT_EQ(ClassOfXid(13, {}), XidClass::kNotCounted) << "13 is usually the application's";
+  const XidPolicy p{.fatal = {13, 94}, .warning = {79}, .ignore = {48}};
+  EXPECT_EQ(ClassOfXid(13, p), XidClass::kFatal);
+  EXPECT_EQ(ClassOfXid(94, p), XidClass::kFatal);
+  EXPECT_EQ(ClassOfXid(79, p), XidClass::kWarning) << "moved from fatal to warning: only warns";
+  EXPECT_EQ(ClassOfXid(48, p), XidClass::kNotCounted);
+  EXPECT_EQ(ClassOfXid(74, p), XidClass::kFatal) << "a code in no list keeps its default";
+  EXPECT_EQ(ClassOfXid(31, p), XidClass::kNotCounted);
+  // Ignore wins over a default and over nothing else: the reader refuses a
+  // code in two lists.
+  EXPECT_EQ(ClassOfXid(79, XidPolicy{.ignore = {79}}), XidClass::kNotCounted);
+}
+
+TEST(GpuHealth, JudgedWithTheJobsListsAnIgnoredXidIsNotCountedAndAnApplicationXidListedFatalIs) {
+  // Lines in the driver's format (as in AnXidLineReads... below) on the
+  // H100's bus, within the day.
+  const GpuReport r = H100WithLog(
+      "[  345000.100000] NVRM: Xid (PCI:0000:00:06): 79, pid=1896, name=python3, GPU has fallen off the bus.\n"
+      "[  345100.200000] NVRM: Xid (PCI:0000:00:06): 13, pid='<unknown>', Graphics Exception: ESR 0x504648=0x8\n"
+      "[  345200.300000] NVRM: Xid (PCI:0000:00:06): 94, pid=3003, name=train.py, Contained: SM (0x1)\n");
+  const std::vector<Finding> defaults = Judge(r, 1, kDay);
+  const std::string d = FindingsTable({{"h1", defaults}});
+  ASSERT_EQ(defaults.size(), 2u) << d;
+  EXPECT_EQ(d.find("Xid 13"), std::string::npos) << d;
+  const std::vector<Finding> f = Judge(r, 1, kDay, XidPolicy{.fatal = {13}, .warning = {79}, .ignore = {94}});
+  const std::string t = FindingsTable({{"h1", f}});
+  ASSERT_EQ(f.size(), 2u) << t;
+  EXPECT_NE(t.find("warning: Xid 79: GPU has fallen off the bus (reboot the host)"), std::string::npos) << t;
+  EXPECT_NE(t.find("Xid 13: fatal by health.xids"), std::string::npos) << t;
+  EXPECT_EQ(t.find("Xid 94"), std::string::npos) << t;
+  EXPECT_EQ(UnhealthyGpus(f), std::vector<int>{0});
+}
+
+TEST(GpuHealth, WhileTheJobRunsOnlyXidsLoggedAfterItBeganCount) {
+  const GpuReport r = H100WithLog(
+      "[  345000.000000] NVRM: Xid (PCI:0000:00:06): 79, pid=1896, name=python3, GPU has fallen off the bus.\n"
+      "[  345500.000000] NVRM: Xid (PCI:0000:00:06): 94, pid=3003, name=train.py, Contained: SM (0x1)\n");
+  const std::vector<Finding> f = Judge(r, 1, kDay, XidPolicy{.after = 345000.0});
+  const std::string t = FindingsTable({{"h1", f}});
+  ASSERT_EQ(f.size(), 1u) << t;
+  EXPECT_NE(t.find("warning: Xid 94"), std::string::npos) << t;
+  EXPECT_TRUE(Judge(r, 1, kDay, XidPolicy{.after = 345600.0}).empty());
+  EXPECT_EQ(Judge(r, 1, kDay, XidPolicy{.after = 344999.9}).size(), 2u);
+}
+
+TEST(GpuHealth, TheInRunCommandAsksHealthAndUtilisationInOneScriptAndReadsEachGpusPercent) {
+  const std::string smi = kData + "/standin.sh";
+  const auto both = RunScript("STANDIN_GPUS=3 STANDIN_UTIL=97,0,3", std::chrono::seconds(10),
+                             GpuWatchCommand(smi, std::chrono::seconds(10), /*health=*/true, /*util=*/true));
+  ASSERT_TRUE(both.util.has_value());
+  EXPECT_EQ(both.util->exit, 0) << both.util->text;
+  const std::vector<GpuUtil> u = ParseGpuUtil(both.util->text);
+  ASSERT_EQ(u.size(), 3u) << both.util->text;
+  EXPECT_EQ(u[0].index, 0);
+  EXPECT_EQ(u[0].percent, 97);
+  EXPECT_EQ(u[1].percent, 0);
+  EXPECT_EQ(u[2].index, 2);
+  EXPECT_EQ(u[2].percent, 3);
+  const GpuReport r = Report(both);
+  ASSERT_TRUE(r.query_ok) << r.query_error;
+  EXPECT_EQ(r.gpus.size(), 3u);
+  EXPECT_TRUE(r.uptime.has_value());
+  // Utilisation alone: no driver query, no kernel log.
+  const auto util = RunScript("", std::chrono::seconds(10), GpuWatchCommand(smi, std::chrono::seconds(10), false, true));
+  EXPECT_TRUE(util.util.has_value());
+  EXPECT_FALSE(util.query.has_value());
+  EXPECT_FALSE(util.xid.has_value());
+  // A lost GPU's row has no number: no utilisation for it, the others read.
+  const std::vector<GpuUtil> lost = ParseGpuUtil("0, 97\n[GPU is lost], [GPU is lost]\n2, [N/A]\n3, 101\n");
+  ASSERT_EQ(lost.size(), 3u);
+  EXPECT_EQ(lost[0].percent, 97);
+  EXPECT_EQ(lost[1].index, 2);
+  EXPECT_EQ(lost[1].percent, std::nullopt);
+  EXPECT_EQ(lost[2].percent, std::nullopt) << "no percentage above 100";
 }
 
 TEST(GpuHealth, AKernelLogTheUserMayNotReadIsUnknownNeverHealthy) {

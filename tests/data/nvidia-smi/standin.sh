@@ -17,11 +17,18 @@
 #                          (the query and the remapped rows) reads
 #                          "[GPU is lost]", as the driver answers for a lost
 #                          GPU (shared/TESTBED.md); exit status still 0
+#   STANDIN_UTIL=U0,U1,..  the utilisation query (GpuWatch's) reads GPU i
+#                          at Ui percent (the last one for the rest);
+#                          default 0, as the captured `nvidia-smi -q`
+#                          (q.txt: "GPU : 0 %") reads on the idle H100;
+#                          the rows in the query's csv,noheader,nounits
+#                          form, one per GPU of the query's lines
 set -u
 D=$(dirname "$0")/driver-580.159.04-h100-80gb-hbm3
 [ "${STANDIN_HANG:-}" = 1 ] && exec sleep 60
 full='--query-gpu=index,uuid,name,driver_version,memory.total,ecc.errors.uncorrected.volatile.total,retired_pages.pending,mig.mode.current,pci.bus_id'
 basic='--query-gpu=index,uuid,name,driver_version,memory.total'
+util='--query-gpu=index,utilization.gpu'
 remap='--query-remapped-rows=gpu_uuid,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,remapped_rows.failure'
 # The captured file's lines once per GPU (see STANDIN_GPUS).
 each() {
@@ -46,6 +53,9 @@ case "$*" in
   "$remap --format=csv,noheader,nounits")
     if [ "${STANDIN_REMAP_PENDING:-}" = 1 ]; then each "$D/query-remapped-nounits.txt" | sed '1s/, No, No$/, Yes, No/'
     else each "$D/query-remapped-nounits.txt"; fi | lost ;;
+  "$util --format=csv,noheader,nounits")
+    each "$D/query-health-nounits.txt" | lost | awk -F', ' -v u="${STANDIN_UTIL:-0}" \
+      '{ n = split(u, a, ","); v = NR <= n ? a[NR] : a[n]; print $1 ", " ($1 ~ /^\[/ ? $1 : v) }' ;;
   "-L") cat "$D/list.txt" ;;
   "topo -m") cat "$D/topo.txt" ;;
   *) echo "standin nvidia-smi: no captured output for: $*" >&2; exit 2 ;;
