@@ -1104,6 +1104,8 @@ TEST_F(ControllerTest, NotifyPostsTheChosenEventsSignedAndARefusingReceiverIsOnl
   EXPECT_TRUE(rec_.Said("barge: warning: notify: http://127.0.0.1:")) << rec_.AllMessages();
   EXPECT_TRUE(rec_.Said("/...: failed: failed: HTTP 404 (1 try)")) << rec_.AllMessages();
   EXPECT_FALSE(rec_.Said("T0KEN")) << "the URL's path is not shown";
+}
+
 // Issue #42 (item 5): `on_failure: {keep: D}`, on the virtual clock. The
 // moment the keep began (its line to h1's watchdog) and what every host
 // had then.

@@ -706,6 +706,8 @@ TEST_F(JobFileTest, BadNotifyEntriesAreNamed) {
               ElementsAre(::testing::StartsWith("job.yaml:4:42: notify[0].events[1]: invalid value 'exploded'")));
   EXPECT_THAT(Errors("name: x\nimage: i\nnotify:\n  - {url: 'http://h/x', secret: hunter2}\n"),
               ElementsAre(::testing::HasSubstr("notify[0].secret: expected {file: PATH} or {env: VARIABLE}, got a string; the signing key is never written in the job file")));
+}
+
 TEST_F(JobFileTest, OnFailureKeepIsReadAndABadOrMissingKeepIsNamed) {
   LoadedJob job = Parse("name: x\nimage: i\non_failure: {keep: 30m}\n");
   ASSERT_TRUE(job.errors.empty()) << job.errors[0].ToString();
@@ -722,6 +724,8 @@ TEST_F(JobFileTest, OnFailureKeepIsReadAndABadOrMissingKeepIsNamed) {
               ElementsAre("job.yaml:3:20: on_failure.keep: keep from 1s to 7d, not '8d'"));
   EXPECT_THAT(Errors("name: x\nimage: i\non_failure: {keep: 1m, kept: 2m}\n"),
               ElementsAre(::testing::StartsWith("job.yaml:3:24: on_failure.kept: unknown key")));
+}
+
 TEST_F(JobFileTest, HealthEveryXidListsAndGpuUtilAreReadAndGpuUnhealthyIsARestartCause) {
   LoadedJob job = Parse("name: x\nimage: i\nhealth: {every: 1m, xids: {fatal: [13, 94], warning: [79], ignore: [43]}}\n"
                         "progress: {gpu_util: {below: 5, for: 10m}}\nrestart: {max_restarts: 1, on: [gpu_unhealthy]}\n");
