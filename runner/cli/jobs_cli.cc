@@ -216,7 +216,6 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
     request = Json::parse(**text, nullptr, /*allow_exceptions=*/false);
     if (request.is_discarded() || !request.is_object()) request = Json();
   }
-
   if (json) {
     Json job_json = JobJson(j, now);
     job_json["spec"] = j.spec;
@@ -242,7 +241,6 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
     PrintJson(out, Json{{"job", job_json}, {"nodes", nodes_json}, {"events", events_json}});
     return 0;
   }
-
   auto field = [out](const char* label, const std::string& value) {
     std::fprintf(out, "%-11s %s\n", label, value.c_str());
   };

@@ -191,7 +191,7 @@ progress: {gpu_util: {below: 5, for: 10m}, every: 20s}
 )",
                                     &plan);
   EXPECT_NE(text.find("# while the job runs, every 20s on the job's session (health.every, progress.gpu_util):\n"
-                      "echo barge-gpuwatch"),
+                      "bs() { echo \"@@barge{ $1\"; }\nbe() { echo; echo \"@@barge} $1 $2\"; }\necho barge-gpuwatch"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("--query-gpu=index,utilization.gpu --format=csv,noheader,nounits"), std::string::npos) << text;

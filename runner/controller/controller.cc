@@ -126,9 +126,7 @@ int Controller::Execute() {
   // forward: ports are bound before anything connects: a busy one stops
   // the job before it starts.
   if (ctx_.options.serve_forwards && !ctx_.spec.forward.empty()) {
-    if (Status s = forwarding_.Bind(ctx_.spec.forward, "forward"); !s.ok()) {
-      return Fail(s.message(), kExitBargeFailure);
-    }
+    if (Status s = forwarding_.Bind(ctx_.spec.forward, "forward"); !s.ok()) return Fail(s.message(), kExitBargeFailure);
   }
   // Hosts that cannot be reached are reported with the other hosts'
   // preflight problems, in one table.
@@ -201,10 +199,8 @@ int Controller::Execute() {
     NodeState& head = *attempt_.nodes[0];
     if (!attempt_.fault && head.phase == NodePhase::kExited) {
       const int code = head.exit_code ? *head.exit_code : Fail("the head's exit code is unknown", kExitBargeFailure);
-      if (code != 0) {
-        diagnostics_.Collect("the head exited: " + head.end_reason);
-        keep_.KeepFailedJob();
-      }
+      if (code != 0) diagnostics_.Collect("the head exited: " + head.end_reason);
+      if (code != 0) keep_.KeepFailedJob();
       teardown_.Run(ctx_.interrupts < 2);
       return code;
     }
