@@ -10,12 +10,6 @@ namespace barge::runner::internal {
 
 namespace {
 
-// The engine timeout bounds each nvidia-smi call too, at most 30 s: a
-// healthy driver answers in well under a second.
-seconds CallLimit(const JobSpec& spec) {
-  return std::clamp(std::chrono::duration_cast<seconds>(spec.ssh.engine_timeout), seconds(5), seconds(30));
-}
-
 std::string Indices(const std::vector<int>& v) {
   std::string out;
   for (int i : v) out += (out.empty() ? "" : ",") + std::to_string(i);
@@ -24,12 +18,16 @@ std::string Indices(const std::vector<int>& v) {
 
 }  // namespace
 
+seconds GpuCallLimit(const JobSpec& spec) {
+  return std::clamp(std::chrono::duration_cast<seconds>(spec.ssh.engine_timeout), seconds(5), seconds(30));
+}
+
 std::string GpuGate::LinesFor(const HostState& hs) const {
   if (ctx_.spec.health.gpus == GpuHealthLevel::kOff) return "";
   const bool asks = std::any_of(plan_.nodes.begin(), plan_.nodes.end(), [&](const cluster::NodePlan& n) {
     return n.host_index == hs.index && n.container.options.gpus.has_value();
   });
-  return asks ? gpu::GpuHealthLines(ctx_.spec.health.nvidia_smi, CallLimit(ctx_.spec)) : "";
+  return asks ? gpu::GpuHealthLines(ctx_.spec.health.nvidia_smi, GpuCallLimit(ctx_.spec)) : "";
 }
 
 void GpuGate::Note(HostState& hs, const PreflightReply& reply) {

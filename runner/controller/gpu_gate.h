@@ -27,6 +27,11 @@
 
 namespace barge::runner::internal {
 
+// The bound on each nvidia-smi, dmesg or DCGM call on a host, at the start
+// and while the job runs: the engine timeout, between 5 and 30 s (a healthy
+// driver answers in well under a second).
+seconds GpuCallLimit(const JobSpec& spec);
+
 // A host's GPUs as preflight found them.
 struct HostGpus {
   std::optional<gpu::GpuReport> report;  // nullopt: not asked

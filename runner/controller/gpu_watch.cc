@@ -9,17 +9,13 @@
 #include "cluster/gpu_slices.h"
 #include "cluster/plan.h"
 #include "runner/console/time_format.h"
+#include "runner/controller/gpu_gate.h"
 #include "runner/controller/job_state.h"
 #include "runner/remote/reservation.h"
 
 namespace barge::runner::internal {
 
 namespace {
-
-// Each nvidia-smi and dmesg call, as the start-time gate bounds them.
-seconds CallLimit(const JobSpec& spec) {
-  return std::clamp(std::chrono::duration_cast<seconds>(spec.ssh.engine_timeout), seconds(5), seconds(30));
-}
 
 std::string Indices(const std::set<int>& v) {
   std::string out;
@@ -108,7 +104,7 @@ void GpuWatch::Sample(HostState& hs, int gen) {
   if (health) w.health_at = Now();
   w.sampling = true;
   HostState* h = &hs;
-  attempt_.commands.Run(*hs.exec, gpu::GpuWatchCommand(ctx_.spec.health.nvidia_smi, CallLimit(ctx_.spec), health, util),
+  attempt_.commands.Run(*hs.exec, gpu::GpuWatchCommand(ctx_.spec.health.nvidia_smi, GpuCallLimit(ctx_.spec), health, util),
                         [this, h, gen, health, util](const Outcome& o) {
                           HostWatch& hw = watch_[h];
                           hw.sampling = false;
