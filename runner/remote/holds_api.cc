@@ -70,6 +70,10 @@ std::vector<Hold> HoldsOf(const std::vector<container::PsEntry>& listed) {
     h.expires = NumberOr(LabelOf(e, "barge.hold.expires"), 0);
     h.lease = NumberOr(LabelOf(e, "barge.hold.lease"), 0);
     h.format = static_cast<int>(NumberOr(LabelOf(e, "barge.hold.v"), 1));
+    h.fault_kind = LabelOf(e, "barge.fault");
+    h.fault_job = LabelOf(e, "barge.fault.job");
+    h.fault_serial = LabelOf(e, "barge.fault.serial");
+    h.fault_detail = LabelOf(e, "barge.fault.detail");
     out.push_back(std::move(h));
   }
   ApplyEngineLeases(&out);
