@@ -85,6 +85,14 @@ fi
 # meanwhile in the background (niced: the bed's steps come first), since
 # bringing the bed up mostly waits on image loads; its log is printed once
 # it ends, and a failed build fails the run here, before any test.
+# The bed is one per machine: a developer's bed test run by hand takes
+# /tmp/barge-bed-turn.lock (docs/dev/testing.md), and so does this run, for
+# as long as it lasts, so that neither removes or fills what the other uses.
+exec 9>/tmp/barge-bed-turn.lock
+if ! flock -n 9; then
+  echo "test.sh: waiting for the test bed (another run holds /tmp/barge-bed-turn.lock)"
+  flock 9
+fi
 if (($# == 0)); then
   step "build (AddressSanitizer, barge only; in the background while the bed comes up)"
   asan_log=${BUILD_DIR:-build}/asan-build.log
