@@ -222,21 +222,26 @@ S3Client& ArtifactUploads::Client(const std::string& bucket) {
 ArtifactSent ArtifactUploads::Send(const File& f) {
   S3Client& client = Client(f.bucket);
   ArtifactSent out{.local = f.local, .name = client.Name(f.key), .url = client.Url(f.key)};
-  const LocalDigest local = Digest(f.local, storage_.part_size);
-  if (!local.ok) {
-    out.error = "cannot read " + f.local;
-    return out;
-  }
-  out.size = local.size;
-  out.md5 = local.md5;
   Result<std::optional<S3ObjectInfo>> held = client.Head(f.key);
   if (!held.ok()) {
     out.error = held.status().message();
     return out;
   }
-  if (held->has_value() && (*held)->size == local.size && (*held)->etag == local.etag) {
-    out.skipped = true;
+  std::error_code ec;
+  const uint64_t size = fs::file_size(f.local, ec);
+  if (ec) {
+    out.error = "cannot read " + f.local + ": " + ec.message();
     return out;
+  }
+  // Read twice only when the destination may hold the same bytes.
+  if (held->has_value() && (*held)->size == size) {
+    const LocalDigest local = Digest(f.local, storage_.part_size);
+    if (local.ok && local.etag == (*held)->etag) {
+      out.size = local.size;
+      out.md5 = local.md5;
+      out.skipped = true;
+      return out;
+    }
   }
   std::ifstream in(f.local, std::ios::binary);
   S3Upload upload(&client, f.key, {.part_size = storage_.part_size, .parallel = storage_.parallel},
@@ -255,7 +260,9 @@ ArtifactSent ArtifactUploads::Send(const File& f) {
     return out;
   }
   if (!upload.upload_id().empty()) Record(out.name, "");
-  if (done->md5 != local.md5) out.error = out.name + ": the file changed while it was sent";
+  out.size = done->size;
+  out.md5 = done->md5;
+  if (done->size != size) out.error = out.name + ": the file changed while it was sent";
   return out;
 }
 

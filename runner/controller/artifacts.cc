@@ -85,8 +85,11 @@ void Artifacts::ReportSent() {
   if (!uploads_) return;
   for (const ArtifactSent& s : uploads_->TakeSent()) {
     if (!s.error.empty()) {
+      ++failed_;
       Say("artifact " + s.local + " not sent: " + s.error);
     } else {
+      ++(s.skipped ? already_there_ : sent_);
+      last_sent_ = s.name;
       spdlog::debug("Artifacts: {}. [file: {}, to: {}, size: {}, md5: {}]", s.skipped ? "already there" : "sent",
                     s.local, s.name, s.size, s.md5);
     }
@@ -178,6 +181,10 @@ void Artifacts::SendStorageAtEnd() {
         RunDir(ctx_.options.state_dir, plan_.job_id) + "/s3-uploads)");
   }
   ReportSent();
+  if (sent_ + already_there_ > 0) {
+    Say("sent to s3://: " + std::to_string(sent_) + " file(s), " + std::to_string(already_there_) +
+        " already there, " + std::to_string(failed_) + " failed (last: " + last_sent_ + ")");
+  }
 }
 
 }  // namespace barge::runner::internal

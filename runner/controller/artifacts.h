@@ -53,6 +53,8 @@ class Artifacts : private JobPart {
 
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
   std::unique_ptr<ArtifactUploads> uploads_;  // made at the first s3:// copy
+  int sent_ = 0, already_there_ = 0, failed_ = 0;  // files, for the last line
+  std::string last_sent_;
 };
 
 }  // namespace barge::runner::internal

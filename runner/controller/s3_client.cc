@@ -75,6 +75,7 @@ struct S3Client::Request {
   std::string query;  // canonical: sorted, "name=value&..."
   std::string_view body;
   bool has_body = false;  // sends Content-MD5 and expects the ETag to be its MD5
+  std::string md5_hex;    // the body's MD5, when has_body
 };
 
 struct S3Client::Reply {
@@ -121,7 +122,7 @@ S3Client::Reply S3Client::Send(const Request& request) {
   std::chrono::milliseconds delay = limits_.backoff;
   for (int attempt = 1;; ++attempt) {
     reply = SendOnce(request);
-    if (reply.ok() && request.has_body && !reply.etag.empty() && reply.etag != Md5Hex(request.body)) {
+    if (reply.ok() && request.has_body && !reply.etag.empty() && reply.etag != request.md5_hex) {
       // The server holds other bytes than those sent: send them again.
       reply.status = 0;
       reply.error = "the server's ETag " + reply.etag + " is not the MD5 of the bytes sent";
@@ -153,7 +154,7 @@ S3Client::Reply S3Client::SendOnce(const Request& request) {
   // No "Expect:" header to switch 100-continue off: libcurl 7.88 signs the
   // empty header it then does not send, and the signature fails.
   if (!credentials_.session_token.empty()) add("x-amz-security-token: " + credentials_.session_token);
-  if (request.has_body) add("Content-MD5: " + Md5Base64(request.body));
+  if (request.has_body) add("Content-MD5: " + HexToBase64(request.md5_hex));
   const std::string sigv4 = "aws:amz:" + endpoint_.region + ":s3";
   BodyCursor cursor{request.body};
   char error[CURL_ERROR_SIZE] = {};
@@ -218,10 +219,11 @@ Status S3Client::Failure(std::string_view key, const Reply& reply) const {
   return Status::Error(Name(key) + " at " + endpoint_.url + ": " + why);
 }
 
-Result<std::string> S3Client::PutObject(std::string_view key, std::string_view data) {
-  Reply r = Send({.method = "PUT", .key = std::string(key), .body = data, .has_body = true});
+Result<std::string> S3Client::PutObject(std::string_view key, std::string_view data, std::string md5_hex) {
+  if (md5_hex.empty()) md5_hex = Md5Hex(data);
+  Reply r = Send({.method = "PUT", .key = std::string(key), .body = data, .has_body = true, .md5_hex = md5_hex});
   if (!r.ok()) return Failure(key, r);
-  return r.etag.empty() ? Md5Hex(data) : r.etag;
+  return r.etag.empty() ? md5_hex : r.etag;
 }
 
 Result<std::string> S3Client::CreateMultipart(std::string_view key) {
@@ -233,15 +235,17 @@ Result<std::string> S3Client::CreateMultipart(std::string_view key) {
 }
 
 Result<std::string> S3Client::UploadPart(std::string_view key, std::string_view upload_id, int number,
-                                         std::string_view data) {
+                                         std::string_view data, std::string md5_hex) {
+  if (md5_hex.empty()) md5_hex = Md5Hex(data);
   // partNumber sorts before uploadId: the query is canonical as it stands.
   Reply r = Send({.method = "PUT",
                   .key = std::string(key),
                   .query = "partNumber=" + std::to_string(number) + "&uploadId=" + S3EncodeKey(upload_id),
                   .body = data,
-                  .has_body = true});
+                  .has_body = true,
+                  .md5_hex = md5_hex});
   if (!r.ok()) return Failure(key, r).Prefixed("part " + std::to_string(number));
-  return r.etag.empty() ? Md5Hex(data) : r.etag;
+  return r.etag.empty() ? md5_hex : r.etag;
 }
 
 Result<std::string> S3Client::CompleteMultipart(std::string_view key, std::string_view upload_id,
@@ -353,6 +357,16 @@ std::string Md5Hex(std::string_view data) {
     hex += kHex[c & 0xf];
   }
   return hex;
+}
+
+std::string HexToBase64(std::string_view hex) {
+  std::string raw;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    raw += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
+  }
+  unsigned char out[64] = {};
+  const int n = EVP_EncodeBlock(out, reinterpret_cast<const unsigned char*>(raw.data()), static_cast<int>(raw.size()));
+  return std::string(reinterpret_cast<const char*>(out), n);
 }
 
 std::string Md5Base64(std::string_view data) {

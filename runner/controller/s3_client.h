@@ -81,13 +81,15 @@ class S3Client {
   int bodies_sent() const { return bodies_sent_.load(); }
   bool cancelled() const { return cancel_ != nullptr && cancel_->load(); }
 
-  // One PUT of `data`; returns its ETag (its MD5 in hex).
-  [[nodiscard]] Result<std::string> PutObject(std::string_view key, std::string_view data);
+  // One PUT of `data`; returns its ETag (its MD5 in hex). `md5_hex`: the
+  // data's MD5 when the caller has it ("" = computed here).
+  [[nodiscard]] Result<std::string> PutObject(std::string_view key, std::string_view data,
+                                              std::string md5_hex = "");
   // Starts a multipart upload; returns its upload id.
   [[nodiscard]] Result<std::string> CreateMultipart(std::string_view key);
   // Sends part `number` (1..10000); returns its ETag (its MD5 in hex).
   [[nodiscard]] Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int number,
-                                               std::string_view data);
+                                               std::string_view data, std::string md5_hex = "");
   // Assembles `parts` (in order); returns the object's ETag.
   [[nodiscard]] Result<std::string> CompleteMultipart(std::string_view key, std::string_view upload_id,
                                                       const std::vector<S3Part>& parts);
@@ -126,5 +128,7 @@ std::vector<std::string> XmlValues(std::string_view xml, std::string_view tag);
 // MD5 of `data`, in hex and in base64 (Content-MD5's form).
 std::string Md5Hex(std::string_view data);
 std::string Md5Base64(std::string_view data);
+// Content-MD5's base64 of an MD5 given in hex.
+std::string HexToBase64(std::string_view hex);
 
 }  // namespace barge::runner::internal

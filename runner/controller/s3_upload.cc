@@ -120,7 +120,7 @@ void S3Upload::SendPart(Part& part) {
     done_.push_back(held->second);
     return;
   }
-  Result<std::string> etag = client_.UploadPart(key_, upload_id_, part.number, part.bytes);
+  Result<std::string> etag = client_.UploadPart(key_, upload_id_, part.number, part.bytes, md5);
   std::lock_guard<std::mutex> lock(mu_);
   if (!etag.ok()) {
     if (!error_) error_ = etag.status();
