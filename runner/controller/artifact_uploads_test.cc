@@ -18,9 +18,9 @@ namespace fs = std::filesystem;
 using testing::FaultProxy;
 using testing::S3Server;
 
-constexpr uint64_t kPart = 64 << 10;
+constexpr uint64_t kSmallPart = 64 << 10;
 
-std::string Bytes(size_t n, int seed) {
+std::string PseudoRandomBytes(size_t n, int seed) {
   std::string s(n, '\0');
   uint32_t x = 88172645u + seed;
   for (char& c : s) {
@@ -34,7 +34,7 @@ std::string Bytes(size_t n, int seed) {
 
 class ArtifactUploadsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = new S3Server({"barge-test"}, kPart); }
+  static void SetUpTestSuite() { server_ = new S3Server({"barge-test"}, kSmallPart); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
@@ -55,7 +55,7 @@ class ArtifactUploadsTest : public ::testing::Test {
     s.path_style = true;
     s.access_key = server_->access_key();
     s.secret_key = secret.empty() ? server_->secret_key() : secret;
-    s.part_size = kPart;
+    s.part_size = kSmallPart;
     s.parallel = 2;
     return s;
   }
@@ -80,7 +80,7 @@ TEST(S3Destinations, PlaceholdersAreFilledAndTheNameAppendedWhenNotPlaced) {
 }
 
 TEST_F(ArtifactUploadsTest, EveryFileOfACopyArrivesAndTheSameBytesAreNotSentAgain) {
-  const std::string big = Bytes(5 * kPart + 17, 1), small = "step 100\n";
+  const std::string big = PseudoRandomBytes(5 * kSmallPart + 17, 1), small = "step 100\n";
   Write("0/ckpt/model.bin", big);
   Write("0/ckpt/sub/step.txt", small);
   FaultProxy proxy(server_->port(), [](int, const std::string&) { return false; });
@@ -130,14 +130,14 @@ TEST_F(ArtifactUploadsTest, WrongCredentialsNameTheBucketAndTheEndpointAndTheLoc
 }
 
 TEST_F(ArtifactUploadsTest, ARecordedUploadIsResumedWithoutResendingItsParts) {
-  const std::string data = Bytes(4 * kPart + 5, 2);
+  const std::string data = PseudoRandomBytes(4 * kSmallPart + 5, 2);
   Write("1/model.bin", data);
   // An earlier upload of the same object that sent its first two parts.
   S3Client c = Reader();
   Result<std::string> id = c.CreateMultipart("resume/model.bin");
   ASSERT_TRUE(id.ok()) << id.status().message();
-  ASSERT_TRUE(c.UploadPart("resume/model.bin", *id, 1, std::string_view(data).substr(0, kPart)).ok());
-  ASSERT_TRUE(c.UploadPart("resume/model.bin", *id, 2, std::string_view(data).substr(kPart, kPart)).ok());
+  ASSERT_TRUE(c.UploadPart("resume/model.bin", *id, 1, std::string_view(data).substr(0, kSmallPart)).ok());
+  ASSERT_TRUE(c.UploadPart("resume/model.bin", *id, 2, std::string_view(data).substr(kSmallPart, kSmallPart)).ok());
   std::ofstream(dir_ + "/uploads") << *id << "\ts3://barge-test/resume/model.bin\n";
   int parts_sent = 0;
   std::mutex mu;

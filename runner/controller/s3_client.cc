@@ -1,7 +1,8 @@
 // S3Client (s3_client.h) through libcurl's easy interface and its SigV4.
 #include "runner/controller/s3_client.h"
 
-#include <curl/curl.h>
+#include "runner/controller/curl_easy.h"
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -20,13 +21,6 @@ S3Endpoint Trimmed(S3Endpoint e) {
   return e;
 }
 
-struct EasyDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
-struct ListDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-
 size_t Collect(char* data, size_t size, size_t count, void* out) {
   static_cast<std::string*>(out)->append(data, size * count);
   return size * count;
@@ -43,10 +37,6 @@ size_t ReadBody(char* buffer, size_t size, size_t count, void* cursor) {
   std::memcpy(buffer, c->rest.data(), n);
   c->rest.remove_prefix(n);
   return n;
-}
-
-int Progress(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  return cancel != nullptr && static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
 }
 
 std::string Unquote(std::string s) {
@@ -95,8 +85,6 @@ S3Client::S3Client(S3Endpoint endpoint, std::string bucket, S3Credentials creden
       credentials_(std::move(credentials)),
       limits_(limits),
       cancel_(cancel) {
-  static std::once_flag init;
-  std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
 std::string S3Client::Name(std::string_view key) const { return "s3://" + bucket_ + "/" + std::string(key); }
@@ -140,7 +128,7 @@ S3Client::Reply S3Client::Send(const Request& request) {
 S3Client::Reply S3Client::SendOnce(const Request& request) {
   Reply reply;
   if (request.has_body) ++bodies_sent_;
-  std::unique_ptr<CURL, EasyDeleter> curl(curl_easy_init());
+  CurlEasy curl = NewCurlEasy();
   if (!curl) {
     reply.error = "cannot start libcurl";
     return reply;
@@ -148,7 +136,7 @@ S3Client::Reply S3Client::SendOnce(const Request& request) {
   CURL* c = curl.get();
   std::string url = Url(request.key);
   if (!request.query.empty()) url += "?" + request.query;
-  std::unique_ptr<curl_slist, ListDeleter> headers;
+  CurlList headers;
   auto add = [&headers](const std::string& h) { headers.reset(curl_slist_append(headers.release(), h.c_str())); };
   add("x-amz-content-sha256: UNSIGNED-PAYLOAD");
   // No "Expect:" header to switch 100-continue off: libcurl 7.88 signs the
@@ -178,17 +166,9 @@ S3Client::Reply S3Client::SendOnce(const Request& request) {
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
   }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(limits_.connect_timeout.count()));
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(limits_.try_timeout.count()));
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  BoundTransfer(c, limits_.connect_timeout, limits_.try_timeout, error, cancel_);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Collect);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &reply.body);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(cancel_));
   const CURLcode code = curl_easy_perform(c);
   if (code != CURLE_OK) {
     reply.error = code == CURLE_ABORTED_BY_CALLBACK ? "cancelled" : error[0] ? error : curl_easy_strerror(code);
