@@ -33,13 +33,13 @@ namespace barge::runner::internal {
 
 // One file's outcome.
 struct ArtifactSent {
-  std::string local;  // the local file
-  std::string name;   // s3://BUCKET/KEY
-  std::string url;
+  std::string local = {};  // the local file
+  std::string name = {};   // s3://BUCKET/KEY
+  std::string url = {};
   uint64_t size = 0;
-  std::string md5;    // hex
-  bool skipped = false;  // the destination already held the same bytes
-  std::string error;     // "" = sent (or skipped)
+  std::string md5 = {};    // hex
+  bool skipped = false;    // the destination already held the same bytes
+  std::string error = {};  // "" = sent (or skipped)
 };
 
 // `to` ("s3://BUCKET/KEY-TEMPLATE") with {job}, {rank}, {host} filled and

@@ -60,12 +60,12 @@ std::string_view HostOf(std::string_view url) {
 }  // namespace
 
 struct S3Client::Request {
-  std::string method;  // GET, HEAD, PUT, POST, DELETE
-  std::string key;
-  std::string query;  // canonical: sorted, "name=value&..."
-  std::string_view body;
+  std::string method = {};  // GET, HEAD, PUT, POST, DELETE
+  std::string key = {};
+  std::string query = {};  // canonical: sorted, "name=value&..."
+  std::string_view body = {};
   bool has_body = false;  // sends Content-MD5 and expects the ETag to be its MD5
-  std::string md5_hex;    // the body's MD5, when has_body
+  std::string md5_hex = {};  // the body's MD5, when has_body
 };
 
 struct S3Client::Reply {

@@ -36,15 +36,15 @@
 namespace barge::runner::internal {
 
 struct S3Endpoint {
-  std::string url;                  // scheme://host[:port], no path
+  std::string url = {};             // scheme://host[:port], no path
   std::string region = "us-east-1";
   bool path_style = false;          // false: https://BUCKET.host/KEY
 };
 
 struct S3Credentials {
-  std::string access_key;
-  std::string secret_key;
-  std::string session_token;  // "" = none
+  std::string access_key = {};
+  std::string secret_key = {};
+  std::string session_token = {};  // "" = none
 };
 
 struct S3Limits {

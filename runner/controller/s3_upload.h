@@ -46,11 +46,11 @@ struct S3UploadLimits {
 };
 
 struct S3Uploaded {
-  std::string name;    // s3://BUCKET/KEY
-  std::string url;     // the object's HTTP(S) URL
+  std::string name = {};  // s3://BUCKET/KEY
+  std::string url = {};   // the object's HTTP(S) URL
   uint64_t size = 0;
-  std::string md5;     // of the whole object, hex
-  std::string etag;    // the server's
+  std::string md5 = {};   // of the whole object, hex
+  std::string etag = {};  // the server's
   int parts = 0;       // 0: one PUT
   int parts_sent = 0;  // parts sent by this upload (a resume sends fewer)
 };

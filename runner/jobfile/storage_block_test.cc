@@ -93,7 +93,7 @@ TEST_F(StorageBlockTest, AProfileIsReadFromTheSharedCredentialsFile) {
   EXPECT_EQ(job.spec->storage->secret_key, "ci-secret");
   EXPECT_EQ(job.spec->storage->session_token, "tok3n-value");
   EXPECT_THAT(Errors(std::string(kHead) + "storage: {profile: nope}\n"),
-              ElementsAre(StartsWith("job.yaml:3:21: storage.profile: profile 'nope' of '" + dir_ +
+              ElementsAre(StartsWith("job.yaml:3:20: storage.profile: profile 'nope' of '" + dir_ +
                                      "/credentials' has no aws_access_key_id and aws_secret_access_key")));
 }
 
@@ -118,7 +118,7 @@ TEST_F(StorageBlockTest, BadStorageNamesFileLineAndKey) {
   EXPECT_THAT(Errors(std::string(kHead) + "storage: {access_key: AKID, secret_key: {env: BARGE_TEST_S3_KEY}}\n"),
               ElementsAre(StartsWith("job.yaml:3:23: storage.access_key: expected {file: PATH} or {env: VARIABLE}")));
   EXPECT_THAT(Errors(std::string(kHead) + "storage: {secret_key: {env: BARGE_TEST_NO_SUCH_VAR}, access_key: {env: BARGE_TEST_S3_KEY}}\n"),
-              ElementsAre(StartsWith("job.yaml:3:31: storage.secret_key.env: ")));
+              ElementsAre(StartsWith("job.yaml:3:29: storage.secret_key.env: ")));
 }
 
 TEST_F(StorageBlockTest, BadS3DestinationsSayWhatIsExpected) {
