@@ -181,7 +181,7 @@ void Artifacts::SendStorageAtEnd() {
         RunDir(ctx_.options.state_dir, plan_.job_id) + "/s3-uploads)");
   }
   ReportSent();
-  if (sent_ + already_there_ > 0) {
+  if (sent_ + already_there_ + failed_ > 0) {
     Say("sent to s3://: " + std::to_string(sent_) + " file(s), " + std::to_string(already_there_) +
         " already there, " + std::to_string(failed_) + " failed (last: " + last_sent_ + ")");
   }

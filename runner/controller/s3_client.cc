@@ -193,7 +193,11 @@ Status S3Client::Failure(std::string_view key, const Reply& reply) const {
     why = "HTTP " + std::to_string(reply.status);
     std::vector<std::string> code = XmlValues(reply.body, "Code");
     std::vector<std::string> message = XmlValues(reply.body, "Message");
-    if (!code.empty()) why += " " + code[0];
+    if (!code.empty()) {
+      why += " " + code[0];
+    } else if (reply.status == 403) {
+      why += " Forbidden (no body: a HEAD; check the keys, the region and the bucket's permissions)";
+    }
     if (!message.empty()) why += ": " + message[0];
   }
   return Status::Error(Name(key) + " at " + endpoint_.url + ": " + why);
