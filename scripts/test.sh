@@ -54,6 +54,16 @@ slurm_packages=(munge slurmctld slurmd slurm-client)
 step "dependencies"
 scripts/install-deps.sh "${test_packages[@]}"
 INSTALL_DEPS_NO_START=1 scripts/install-deps.sh "${slurm_packages[@]}"
+# The object-storage tests' server (tests/support/s3_server.py, label s3):
+# moto's S3 server with SigV4 authentication, from Python's moto (this kind
+# of machine has it in its image; Debian 12 packages no S3 server, and npm's
+# s3rver does not check SigV4 signatures nor know ListParts or aborts).
+step "S3 test server (Python's moto)"
+if ! python3 -c 'import moto.server, boto3, flask' 2>/dev/null; then
+  python3 -m pip install --quiet 'moto[server]' ||
+    { echo "test.sh: Python's moto (moto[server]) is missing and pip could not install it" >&2; exit 1; }
+fi
+python3 -c 'import moto; print("moto", moto.__version__)'
 step "docker engine"
 scripts/ensure-docker.sh
 step "build"
