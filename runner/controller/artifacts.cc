@@ -139,10 +139,7 @@ void Artifacts::ScheduleArtifacts() {
 }
 
 void Artifacts::FinalArtifacts() {
-  if (ctx_.spec.artifacts.empty()) {
-    SendStorageAtEnd();
-    return;
-  }
+  if (ctx_.spec.artifacts.empty()) return;
   CommandGroup group(&ctx_.loop, &ctx_.redact);
   int pending = 0;
   for (size_t i = 0; i < ctx_.spec.artifacts.size(); ++i) {
@@ -164,10 +161,9 @@ void Artifacts::FinalArtifacts() {
   } else if (pending == 0) {
     Say("artifacts copied to " + RunDir(ctx_.options.state_dir, plan_.job_id) + "/artifacts");
   }
-  SendStorageAtEnd();
 }
 
-void Artifacts::SendStorageAtEnd() {
+void Artifacts::SendToStorage() {
   SendLogs();
   if (!uploads_) return;
   // The loop runs meanwhile (RunUntil); another interrupt ends the wait.

@@ -25,9 +25,13 @@ class Artifacts : private JobPart {
   // The periodic copies of the attempt (its commands and monitors).
   void ScheduleArtifacts();
   // Copies every artifact of every node once more and waits (bounded: 600 s
-  // for the copies, then 600 s for what goes to s3://, the kept logs
-  // included; what is left is cancelled, its multipart uploads recorded).
+  // for the copies); the copies bound for s3:// are queued.
   void FinalArtifacts();
+  // At the job's end, once its containers are gone and its hosts released
+  // (Teardown): the kept logs queued, then waits (bounded: 600 s; another
+  // interrupt ends it) for what goes to s3://; what is left is cancelled,
+  // its multipart uploads recorded.
+  void SendToStorage();
   // A new attempt: no copy of the previous one counts as in flight.
   void NewAttempt() { copying_.clear(); }
 
@@ -48,8 +52,6 @@ class Artifacts : private JobPart {
   // per file at debug level).
   void ReportSent();
   void SendLogs();
-  // The kept logs queued, then waits (bounded) for every upload.
-  void SendStorageAtEnd();
 
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
   std::unique_ptr<ArtifactUploads> uploads_;  // made at the first s3:// copy

@@ -63,6 +63,9 @@ void Teardown::Run(bool graceful, bool final) {
   RemoveTheRest(ex);
   ctx_.observer.StepEnded(Phase::kRemove);
   if (plan.run_hooks) RunTeardownHooks();
+  // What goes to s3:// is sent from the controller's copies: the hosts are
+  // not held for it. Before a restart it goes on in the background.
+  if (final) artifacts_.SendToStorage();
   Event(event::kTornDown, std::nullopt, final ? "" : "before a restart");
 }
 
