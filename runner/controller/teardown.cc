@@ -186,6 +186,7 @@ void Teardown::StartRemoval(Execution& ex, const TeardownRemoval& removal) {
   }
   HostState* hs = ex.hosts[removal.host];
   ex.removing.insert(removal.host);
+  if (removal.release) hs->lease.releasing = true;
   Began(hs->PhaseOf(Phase::kRemove));
   auto on_removed = [this, hs, disarm = removal.disarm, release = removal.release](const Outcome& o) {
     Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
