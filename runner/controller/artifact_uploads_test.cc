@@ -16,21 +16,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::FaultProxy;
+using testing::PseudoRandomBytes;
 using testing::S3Server;
 
 constexpr uint64_t kSmallPart = 64 << 10;
-
-std::string PseudoRandomBytes(size_t n, int seed) {
-  std::string s(n, '\0');
-  uint32_t x = 88172645u + seed;
-  for (char& c : s) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    c = static_cast<char>(x);
-  }
-  return s;
-}
 
 class ArtifactUploadsTest : public ::testing::Test {
  protected:

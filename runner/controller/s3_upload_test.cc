@@ -19,21 +19,10 @@ namespace barge::runner::internal {
 namespace {
 
 using testing::FaultProxy;
+using testing::PseudoRandomBytes;
 using testing::S3Server;
 
 constexpr uint64_t kPart = 64 << 10;
-
-std::string Bytes(size_t n, int seed) {
-  std::string s(n, '\0');
-  uint32_t x = 2463534242u + seed;
-  for (char& c : s) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    c = static_cast<char>(x);
-  }
-  return s;
-}
 
 // Writes `data` in uneven pieces, as a stream from a host arrives.
 Status WriteInPieces(S3Upload& up, std::string_view data) {
@@ -60,7 +49,7 @@ class S3UploadTest : public ::testing::Test {
 S3Server* S3UploadTest::server_ = nullptr;
 
 TEST_F(S3UploadTest, AStreamOfMorePartsThanTheParallelismArrivesWholeAndChecksOutOnDownload) {
-  const std::string data = Bytes(7 * kPart + 12345, 1);
+  const std::string data = PseudoRandomBytes(7 * kPart + 12345, 1);
   auto c = Client();
   std::string recorded;
   S3Upload up(c.get(), "runs/j1/model.bin", {.part_size = kPart, .parallel = 3}, {},
@@ -100,7 +89,7 @@ TEST_F(S3UploadTest, APartThatKeepsFailingFailsTheUploadAndAbortsIt) {
   });
   auto c = Client(proxy.url());
   S3Upload up(c.get(), "broken.bin", {.part_size = kPart, .parallel = 2});
-  const std::string data = Bytes(6 * kPart, 2);
+  const std::string data = PseudoRandomBytes(6 * kPart, 2);
   Status written = WriteInPieces(up, data);
   Result<S3Uploaded> done = written.ok() ? up.Finish() : Result<S3Uploaded>(written);
   ASSERT_FALSE(done.ok());
@@ -116,7 +105,7 @@ TEST_F(S3UploadTest, APartThatKeepsFailingFailsTheUploadAndAbortsIt) {
 }
 
 TEST_F(S3UploadTest, AnUploadWhoseWriterWasKilledIsResumedWithoutResendingItsFinishedParts) {
-  const std::string data = Bytes(10 * kPart + 99, 3);
+  const std::string data = PseudoRandomBytes(10 * kPart + 99, 3);
   int id_pipe[2];
   ASSERT_EQ(pipe(id_pipe), 0);
   const pid_t child = fork();
@@ -167,7 +156,7 @@ TEST_F(S3UploadTest, AnUploadWhoseWriterWasKilledIsResumedWithoutResendingItsFin
 TEST_F(S3UploadTest, AResumeOfAnUploadTheServerNoLongerKnowsStartsANewOne) {
   auto c = Client();
   S3Upload up(c.get(), "fresh.bin", {.part_size = kPart, .parallel = 2}, std::string("no-such-upload"));
-  const std::string data = Bytes(2 * kPart + 1, 4);
+  const std::string data = PseudoRandomBytes(2 * kPart + 1, 4);
   ASSERT_TRUE(up.Write(data).ok());
   Result<S3Uploaded> done = up.Finish();
   ASSERT_TRUE(done.ok()) << done.status().message();

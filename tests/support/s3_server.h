@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -200,5 +201,19 @@ class FaultProxy {
   std::vector<std::thread> pipes_;
   std::thread accept_;
 };
+
+// `n` bytes of a xorshift sequence from `seed`: the same for the same
+// arguments, unlike any other seed's (test files of a known content).
+inline std::string PseudoRandomBytes(size_t n, int seed) {
+  std::string s(n, '\0');
+  uint32_t x = 88172645u + static_cast<uint32_t>(seed);
+  for (char& c : s) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c = static_cast<char>(x);
+  }
+  return s;
+}
 
 }  // namespace barge::testing
