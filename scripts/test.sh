@@ -54,6 +54,16 @@ slurm_packages=(munge slurmctld slurmd slurm-client)
 step "dependencies"
 scripts/install-deps.sh "${test_packages[@]}"
 INSTALL_DEPS_NO_START=1 scripts/install-deps.sh "${slurm_packages[@]}"
+# The object-storage tests' server (tests/support/s3_server.py, label s3):
+# moto's S3 server with SigV4 authentication, from Python's moto (this kind
+# of machine has it in its image; Debian 12 packages no S3 server, and npm's
+# s3rver does not check SigV4 signatures nor know ListParts or aborts).
+step "S3 test server (Python's moto)"
+if ! python3 -c 'import moto.server, boto3, flask' 2>/dev/null; then
+  python3 -m pip install --quiet 'moto[server]' ||
+    { echo "test.sh: Python's moto (moto[server]) is missing and pip could not install it" >&2; exit 1; }
+fi
+python3 -c 'import moto; print("moto", moto.__version__)'
 step "docker engine"
 scripts/ensure-docker.sh
 step "build"
@@ -85,6 +95,14 @@ fi
 # meanwhile in the background (niced: the bed's steps come first), since
 # bringing the bed up mostly waits on image loads; its log is printed once
 # it ends, and a failed build fails the run here, before any test.
+# The bed is one per machine: a developer's bed test run by hand takes
+# /tmp/barge-bed-turn.lock (docs/dev/testing.md), and so does this run, for
+# as long as it lasts, so that neither removes or fills what the other uses.
+exec 9>/tmp/barge-bed-turn.lock
+if ! flock -n 9; then
+  echo "test.sh: waiting for the test bed (another run holds /tmp/barge-bed-turn.lock)"
+  flock 9
+fi
 if (($# == 0)); then
   step "build (AddressSanitizer, barge only; in the background while the bed comes up)"
   asan_log=${BUILD_DIR:-build}/asan-build.log

@@ -2,6 +2,7 @@
 // cp as a tar stream on the host's session, unpacked by a local tar) into
 // runs/<id>/artifacts/<rank>/, every `every:` while the job runs and once
 // more at teardown.
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -68,6 +69,49 @@ void Artifacts::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSp
   group.Stream(*n.host->exec, n.host->docker->CopyOut(n.plan->container.name, a.path), std::move(cb));
 }
 
+void Artifacts::SendOn(const NodeState& n, const ArtifactSpec& a, size_t index) {
+  if (a.to.empty() || !ctx_.spec.storage) return;
+  const std::string run = RunDir(ctx_.options.state_dir, plan_.job_id);
+  if (!uploads_) uploads_ = std::make_unique<ArtifactUploads>(*ctx_.spec.storage, run + "/s3-uploads");
+  std::string base = a.path;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  base = base.substr(base.rfind('/') + 1);
+  const std::string local = run + "/artifacts/" + std::to_string(n.plan->rank) + "/" + base;
+  uploads_->Queue(std::to_string(n.plan->rank) + ":" + std::to_string(index), local, a.to, plan_.job_id,
+                  n.plan->rank, n.host->name);
+}
+
+void Artifacts::ReportSent() {
+  if (!uploads_) return;
+  for (const ArtifactSent& s : uploads_->TakeSent()) {
+    if (!s.error.empty()) {
+      ++failed_;
+      Say("artifact " + s.local + " not sent: " + s.error);
+    } else {
+      ++(s.skipped ? already_there_ : sent_);
+      last_sent_ = s.name;
+      spdlog::debug("Artifacts: {}. [file: {}, to: {}, size: {}, md5: {}]", s.skipped ? "already there" : "sent",
+                    s.local, s.name, s.size, s.md5);
+    }
+  }
+}
+
+void Artifacts::SendLogs() {
+  if (!ctx_.spec.storage || ctx_.spec.storage->logs.empty()) return;
+  const std::string run = RunDir(ctx_.options.state_dir, plan_.job_id);
+  if (!uploads_) uploads_ = std::make_unique<ArtifactUploads>(*ctx_.spec.storage, run + "/s3-uploads");
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(run, ec)) {
+    const std::string name = entry.path().filename().string();
+    // Kept logs are RANK-HOST.log (runner/logs/log_files.h).
+    const size_t dash = name.find('-');
+    if (!entry.is_regular_file(ec) || !name.ends_with(".log") || dash == std::string::npos) continue;
+    const std::string host = name.substr(dash + 1, name.size() - dash - 5);
+    uploads_->Queue("logs", entry.path().string(), ctx_.spec.storage->logs, plan_.job_id,
+                    std::atoi(name.substr(0, dash).c_str()), host);
+  }
+}
+
 void Artifacts::ScheduleArtifacts() {
   for (size_t i = 0; i < ctx_.spec.artifacts.size(); ++i) {
     const ArtifactSpec& a = ctx_.spec.artifacts[i];
@@ -76,10 +120,16 @@ void Artifacts::ScheduleArtifacts() {
     *tick = [this, i, tick_weak = std::weak_ptr<std::function<void()>>(tick)] {
       if (attempt_.tearing_down) return;
       const ArtifactSpec& art = ctx_.spec.artifacts[i];
+      ReportSent();
       for (NodeState* n : ArtifactNodes(art)) {
         if (n->phase != NodePhase::kRunning || copying_.count({n->plan->rank, i})) continue;
+        // The copy being sent is not replaced under the upload.
+        if (uploads_ && uploads_->Busy(std::to_string(n->plan->rank) + ":" + std::to_string(i))) continue;
         copying_.insert({n->plan->rank, i});
-        CopyArtifact(attempt_.commands, *n, art, [this, i, rank = n->plan->rank] { copying_.erase({rank, i}); });
+        CopyArtifact(attempt_.commands, *n, art, [this, i, n, rank = n->plan->rank] {
+          copying_.erase({rank, i});
+          SendOn(*n, ctx_.spec.artifacts[i], i);
+        });
       }
       if (auto t = tick_weak.lock()) ctx_.timers.Add(Now() + *art.every, [t] { (*t)(); });
     };
@@ -92,17 +142,44 @@ void Artifacts::FinalArtifacts() {
   if (ctx_.spec.artifacts.empty()) return;
   CommandGroup group(&ctx_.loop, &ctx_.redact);
   int pending = 0;
-  for (const ArtifactSpec& a : ctx_.spec.artifacts) {
+  for (size_t i = 0; i < ctx_.spec.artifacts.size(); ++i) {
+    const ArtifactSpec& a = ctx_.spec.artifacts[i];
     for (NodeState* n : ArtifactNodes(a)) {
       if (!n->run_attempted || n->container_id.empty() || n->host->lost) continue;
       ++pending;
-      CopyArtifact(group, *n, a, [&pending] { --pending; });
+      // Waits for a periodic upload of the same copy before replacing it.
+      const std::string tag = std::to_string(n->plan->rank) + ":" + std::to_string(i);
+      if (uploads_) RunUntil([&] { return !uploads_->Busy(tag); }, Now() + seconds(600));
+      CopyArtifact(group, *n, a, [this, &pending, n, i] {
+        --pending;
+        SendOn(*n, ctx_.spec.artifacts[i], i);
+      });
     }
   }
   if (!RunUntil([&] { return pending == 0; }, Now() + seconds(600))) {
     Say("copying artifacts did not finish within 600 s");
   } else if (pending == 0) {
     Say("artifacts copied to " + RunDir(ctx_.options.state_dir, plan_.job_id) + "/artifacts");
+  }
+}
+
+void Artifacts::SendToStorage() {
+  SendLogs();
+  if (!uploads_) return;
+  // The loop runs meanwhile (RunUntil); another interrupt ends the wait.
+  const int interrupts = ctx_.interrupts;
+  if (!RunUntil([&] { return uploads_->Idle() || ctx_.interrupts > interrupts; }, Now() + seconds(600))) {
+    Say("sending to s3:// did not finish within 600 s");
+  }
+  if (!uploads_->Idle()) {
+    uploads_->Cancel();
+    Say("what was not yet sent to s3:// is left (its multipart uploads are recorded in " +
+        RunDir(ctx_.options.state_dir, plan_.job_id) + "/s3-uploads)");
+  }
+  ReportSent();
+  if (sent_ + already_there_ + failed_ > 0) {
+    Say("sent to s3://: " + std::to_string(sent_) + " file(s), " + std::to_string(already_there_) +
+        " already there, " + std::to_string(failed_) + " failed (last: " + last_sent_ + ")");
   }
 }
 

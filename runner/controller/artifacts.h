@@ -1,13 +1,17 @@
 // Artifacts: copies of what the job file's artifacts: name out of the
 // nodes' containers into runs/<id>/artifacts/<rank>/, every `every` while
-// the job runs and once more at teardown.
+// the job runs and once more at teardown; a copy whose artifact has an
+// s3:// `to` is then sent on from there by ArtifactUploads (its own worker
+// thread), and at teardown the kept logs to `storage.logs`.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "runner/controller/artifact_uploads.h"
 #include "runner/controller/attempt.h"
 #include "runner/controller/job_context.h"
 
@@ -20,8 +24,14 @@ class Artifacts : private JobPart {
 
   // The periodic copies of the attempt (its commands and monitors).
   void ScheduleArtifacts();
-  // Copies every artifact of every node once more and waits (bounded).
+  // Copies every artifact of every node once more and waits (bounded: 600 s
+  // for the copies); the copies bound for s3:// are queued.
   void FinalArtifacts();
+  // At the job's end, once its containers are gone and its hosts released
+  // (Teardown): the kept logs queued, then waits (bounded: 600 s; another
+  // interrupt ends it) for what goes to s3://; what is left is cancelled,
+  // its multipart uploads recorded.
+  void SendToStorage();
   // A new attempt: no copy of the previous one counts as in flight.
   void NewAttempt() { copying_.clear(); }
 
@@ -36,7 +46,17 @@ class Artifacts : private JobPart {
                     std::function<void()> done);
   std::vector<NodeState*> ArtifactNodes(const ArtifactSpec& a);
 
+  // Sends node `n`'s fresh copy of `a` (artifact `index`) to its `to`.
+  void SendOn(const NodeState& n, const ArtifactSpec& a, size_t index);
+  // Says what ArtifactUploads finished since the last call (errors; a line
+  // per file at debug level).
+  void ReportSent();
+  void SendLogs();
+
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
+  std::unique_ptr<ArtifactUploads> uploads_;  // made at the first s3:// copy
+  int sent_ = 0, already_there_ = 0, failed_ = 0;  // files, for the last line
+  std::string last_sent_;
 };
 
 }  // namespace barge::runner::internal

@@ -64,7 +64,7 @@ void Leases::RenewLeaseOn(HostState& host) {
   // the watchdog would not. A rename that finds no such container is the
   // sign that the engine lost the lease (and with it, most likely, the
   // holds): no other engine call is made while it is there.
-  if (host.lease.putting_back) return;
+  if (host.lease.putting_back || host.lease.releasing) return;
   const std::string lease_id = host.holds.reply ? LeaseIdOf(host.holds.reply->holds, plan_.job_id) : std::string();
   const seconds engine_timeout = std::chrono::duration_cast<seconds>(ctx_.spec.ssh.engine_timeout);
   HostState* hs = &host;
@@ -110,7 +110,7 @@ void Leases::RenewLeaseOn(HostState& host) {
 }
 
 void Leases::PutBack(HostState& host) {
-  if (host.lease.putting_back || host.lost || !host.exec || !renewing_) return;
+  if (host.lease.putting_back || host.lease.releasing || host.lost || !host.exec || !renewing_) return;
   host.lease.putting_back = true;
   HostState* hs = &host;
   // Through the host's shell (as the waiting job's line is kept): a rare

@@ -27,6 +27,10 @@ struct HostLease {
   // A put back failed and its listing showed no lease of the job: tried
   // again at each renewal until one takes.
   bool put_back_due = false;
+  // The job's last removal on this host has begun: its lease and holds go
+  // with it, so a renewal that then finds the lease gone must not put it
+  // back (that would leave them after the job), and no renewal starts.
+  bool releasing = false;
 };
 
 class Leases : private JobPart {

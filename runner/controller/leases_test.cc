@@ -220,5 +220,26 @@ TEST(Leases, ARenewalThatFindsTheLeaseGoneAfterDisarmingPutsNothingBack) {
   EXPECT_FALSE(w.world.recorder().Said("put back")) << w.world.recorder().AllMessages();
 }
 
+// The same race with the teardown's removal (which removes the lease and
+// holds, and runs before the disarming): a renewal in flight when it began
+// puts nothing back (seen on 100 emulated hosts: 4 leases made again after
+// the job), and no renewal starts on that host after it.
+TEST(Leases, ARenewalThatFindsTheLeaseGoneOnceTheHostsRemovalBeganPutsNothingBack) {
+  LeasesWorld w("lease: 8s\n", "[h1]");
+  ASSERT_TRUE(w.world.Connect());
+  internal::HostState& h1 = w.world.host_state(0);
+  w.holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
+  h1.lease.armed = true;
+  w.world.host("h1").On("rename id1", FakeReply{1, "", kNoLease, milliseconds(3000)});
+  w.leases.RenewLeases();
+  w.Pass(milliseconds(2500));
+  ASSERT_EQ(Count(w.world.host("h1").lines(), "rename id1"), 1);
+  h1.lease.releasing = true;  // Teardown::StartRemoval, with the release
+  w.Pass(seconds(5));
+  EXPECT_EQ(Count(w.world.host("h1").lines(), kPutBack), 0) << "a lease was made again after the removal";
+  EXPECT_EQ(Count(w.world.host("h1").lines(), "rename id1"), 1) << "a renewal after the removal began";
+  EXPECT_FALSE(w.world.recorder().Said("put back")) << w.world.recorder().AllMessages();
+}
+
 }  // namespace leases_test
 }  // namespace barge::runner

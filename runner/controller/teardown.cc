@@ -19,11 +19,25 @@ namespace barge::runner::internal {
 // groups are its last members, destroyed first, which drops every callback
 // not yet run (CommandGroup).
 struct Teardown::Execution {
-  Execution(ssh::EventLoop* loop, const Redactor* redact, const TeardownPlan& p, std::vector<HostState*> h)
-      : plan(p), hosts(std::move(h)), stops(loop, redact), removals(loop, redact) {}
+  Execution(ssh::EventLoop* loop, const Redactor* redact, const TeardownPlan& p, std::vector<HostState*> h,
+            const std::vector<std::unique_ptr<NodeState>>& nodes)
+      : plan(p), hosts(std::move(h)), nodes_of(hosts.size()), has_stop(hosts.size()), stops(loop, redact),
+        removals(loop, redact) {
+    for (const TeardownStop& stop : plan.stops) has_stop[stop.host] = true;
+    std::map<const HostState*, size_t> at;
+    for (size_t i = 0; i < hosts.size(); ++i) at[hosts[i]] = i;
+    for (const auto& n : nodes) {
+      if (auto it = at.find(n->host); it != at.end()) nodes_of[it->second].push_back(n.get());
+    }
+  }
 
   const TeardownPlan& plan;
   const std::vector<HostState*> hosts;  // the plan's hosts, by its positions
+  // The attempt's nodes on each of `hosts` (by position), so that a host's
+  // readiness is judged on its own nodes: on every turn of the loop, with
+  // a thousand hosts, a scan of every node per host is a million steps.
+  std::vector<std::vector<const NodeState*>> nodes_of;
+  std::vector<bool> has_stop;  // the host has a stop in the plan
   std::set<size_t> stopped;   // hosts whose stop command (or calls) ended
   std::set<size_t> removing;  // hosts whose removal began
   bool remove_step = false;   // the progress line shows the removal
@@ -39,7 +53,7 @@ void Teardown::Run(bool graceful, bool final) {
   SetStatus(JobStatus::kCompleting);
   std::vector<HostState*> hosts = HostsOfTheAttempt();
   const TeardownPlan plan = PlanTeardown(NodeFacts(hosts), HostFacts(hosts), Rules(graceful, final));
-  Execution ex(&ctx_.loop, &ctx_.redact, plan, std::move(hosts));
+  Execution ex(&ctx_.loop, &ctx_.redact, plan, std::move(hosts), attempt_.nodes);
   StartStops(ex);
   WaitForStops(ex);
   if (!ex.remove_step) ctx_.observer.StepEnded(Phase::kStop);
@@ -49,6 +63,9 @@ void Teardown::Run(bool graceful, bool final) {
   RemoveTheRest(ex);
   ctx_.observer.StepEnded(Phase::kRemove);
   if (plan.run_hooks) RunTeardownHooks();
+  // What goes to s3:// is sent from the controller's copies: the hosts are
+  // not held for it. Before a restart it goes on in the background.
+  if (final) artifacts_.SendToStorage();
   Event(event::kTornDown, std::nullopt, final ? "" : "before a restart");
 }
 
@@ -135,7 +152,7 @@ void Teardown::WaitForStops(Execution& ex) {
   const int interrupts_before = ctx_.interrupts;
   auto finished = [&] {
     StartReadyRemovals(ex);
-    return (Drained(nullptr) && ex.stops.idle()) || (ex.plan.graceful && ctx_.interrupts > interrupts_before);
+    return (AllDrained() && ex.stops.idle()) || (ex.plan.graceful && ctx_.interrupts > interrupts_before);
   };
   for (;;) {
     const size_t before = Moved(ex);
@@ -151,8 +168,8 @@ void Teardown::WaitForStops(Execution& ex) {
 void Teardown::StartReadyRemovals(Execution& ex) {
   if (!ex.plan.pipelined) return;
   for (const TeardownRemoval& r : ex.plan.removals) {
-    if (ex.removing.count(r.host) || (ex.plan.StopOf(r.host) && !ex.stopped.count(r.host)) ||
-        !Drained(ex.hosts[r.host])) {
+    if (ex.removing.count(r.host) || (ex.has_stop[r.host] && !ex.stopped.count(r.host)) ||
+        !std::all_of(ex.nodes_of[r.host].begin(), ex.nodes_of[r.host].end(), &Drained)) {
       continue;
     }
     StartRemoval(ex, r);
@@ -169,6 +186,7 @@ void Teardown::StartRemoval(Execution& ex, const TeardownRemoval& removal) {
   }
   HostState* hs = ex.hosts[removal.host];
   ex.removing.insert(removal.host);
+  if (removal.release) hs->lease.releasing = true;
   Began(hs->PhaseOf(Phase::kRemove));
   auto on_removed = [this, hs, disarm = removal.disarm, release = removal.release](const Outcome& o) {
     Ended(hs->PhaseOf(Phase::kRemove), o.ok(), o.ok() ? "" : o.Reason());
@@ -199,11 +217,12 @@ void Teardown::RemoveTheRest(Execution& ex) {
   }
 }
 
-bool Teardown::Drained(const HostState* host) const {
-  return std::all_of(attempt_.nodes.begin(), attempt_.nodes.end(), [host](const auto& n) {
-    return (host && n->host != host) || !n->run_attempted || n->host->lost ||
-           (n->phase != NodePhase::kRunning && !n->logs_open);
-  });
+bool Teardown::Drained(const NodeState* n) {
+  return !n->run_attempted || n->host->lost || (n->phase != NodePhase::kRunning && !n->logs_open);
+}
+
+bool Teardown::AllDrained() const {
+  return std::all_of(attempt_.nodes.begin(), attempt_.nodes.end(), [](const auto& n) { return Drained(n.get()); });
 }
 
 size_t Teardown::Moved(const Execution& ex) const {

@@ -58,9 +58,10 @@ class Teardown : private JobPart {
   // Starts every removal not started yet, and runs the loop while they
   // keep ending.
   void RemoveTheRest(Execution& ex);
-  // No node of the attempt on `host` (on any host when nullptr) still runs
-  // or streams its log, save on lost hosts.
-  bool Drained(const HostState* host) const;
+  // The node no longer runs nor streams its log (or was never started, or
+  // its host is lost); AllDrained: every node of the attempt.
+  static bool Drained(const NodeState* n);
+  bool AllDrained() const;
   // Hosts stopped or being removed, and nodes drained: how far it has got.
   size_t Moved(const Execution& ex) const;
 

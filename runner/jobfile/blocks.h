@@ -136,6 +136,7 @@ std::vector<KeyInfo> OnFailureKeys();
 std::vector<KeyInfo> PasswordKeys();
 std::vector<KeyInfo> NotifyKeys();
 std::vector<KeyInfo> SecretValueKeys();
+std::vector<KeyInfo> StorageKeys();
 std::vector<KeyInfo> PreemptionKeys();
 std::vector<KeyInfo> ProgressKeys();
 std::vector<KeyInfo> ReadyKeys();
@@ -205,6 +206,13 @@ void ReadRegistry(const Entry& e, JobDraft& d);
 std::optional<std::string> ReadSecretValue(const Entry& e, std::string_view what);
 // `notify:` (notify_block.cc).
 void ReadNotify(const Entry& e, JobDraft& d);
+// `storage:` and s3:// destinations (storage_block.cc). CheckS3Destination:
+// s3://BUCKET/PREFIX with only the placeholders {job}, {name}, {rank},
+// {host}. CheckS3NeedsStorage: an s3:// destination without `storage:` is
+// an error at its `to:`.
+void ReadStorage(const Entry& e, JobDraft& d);
+Status CheckS3Destination(std::string_view to);
+void CheckS3NeedsStorage(const JobDraft& d, const SeenKeys& seen);
 void CheckSecretsAgainstEnv(const JobDraft& d);
 // job_rules.cc: reads the whole document `root` of `src` into `d`.
 void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d);

@@ -385,6 +385,11 @@ constexpr KeyRule<ArtifactSpec> kArtifactRules[] = {
      [](const Entry& e, ArtifactSpec& a) {
        if (auto d = ReadDuration(e, /*allow_zero=*/false)) a.every = *d;
      }},
+    {"to",
+     {.type = KeyType::kString, .description = "Also send the copies to s3://BUCKET/PREFIX ({job}, {name}, {rank}, {host}; needs storage:)"},
+     [](const Entry& e, ArtifactSpec& a) {
+       if (auto to = ReadChecked(e, CheckS3Destination)) a.to = *to;
+     }},
 };
 std::vector<KeyInfo> ArtifactKeys() { return Describe(kArtifactRules); }
 

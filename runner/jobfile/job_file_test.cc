@@ -1088,7 +1088,7 @@ TEST_F(JobFileTest, MergeKeysAreNotSupportedAndSaySo) {
       Errors("name: x\nimage: i\nbase: &b {shm_size: 1g}\n"),
       ElementsAre("job.yaml:3:1: base: unknown key (expected name, image, command, container, "
                   "hosts, hosts_file, hosts_command, trust_hosts_command, slurm, docker_command, ssh, roles, rendezvous, image_pull, "
-                  "on_worker_exit, stop_grace, timeout, lease, wait, health, network, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, progress, on_failure, secrets, registry, notify, mpi, array, parallel, array_retries, hosts_per_member or host_groups)"));
+                  "on_worker_exit, stop_grace, timeout, lease, wait, health, network, artifacts, forward, workdir, files, teardown, restart, spare_hosts, preemption, progress, on_failure, secrets, registry, storage, notify, mpi, array, parallel, array_retries, hosts_per_member or host_groups)"));
   EXPECT_THAT(Errors("name: x\nimage: i\ncontainer:\n  <<: {shm_size: 1g}\n"),
               ElementsAre("job.yaml:4:3: container.<<: merge keys ('<<') are not supported; repeat "
                           "the keys, or alias the whole block"));

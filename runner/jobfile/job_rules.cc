@@ -282,6 +282,8 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      {.type = KeyType::kBlockMap, .description = "Secrets NAME: {file: PATH} or {env: VARIABLE}; never written to the store or the plan", .keys = SecretKeys}, ReadSecrets},
     {"registry",
      {.type = KeyType::kBlock, .description = "Registry to log in to before pulling", .keys = RegistryKeys}, ReadRegistry},
+    {"storage",
+     {.type = KeyType::kBlock, .description = "The object store (AWS S3 or S3-compatible) that s3:// destinations of artifacts and logs go to", .keys = StorageKeys}, ReadStorage},
     {"notify",
      {.type = KeyType::kBlockList, .description = "Webhooks the job's events are POSTed to (JSON with a text field; signed with a secret)", .keys = NotifyKeys}, ReadNotify},
     {"mpi",
@@ -623,6 +625,7 @@ void ReadJob(const Source& src, const YAML::Node& root, JobDraft& d) {
   CheckTeardownPlaceholders(d);
   CheckSecretsAgainstEnv(d);
   CheckMpi(d);
+  CheckS3NeedsStorage(d, seen);
   if (d.head.present) d.spec.roles[cluster::kHeadRole] = d.head.role;
   if (d.worker.present) d.spec.roles[cluster::kWorkerRole] = d.worker.role;
   for (const RoleDraft* r : {&d.head, &d.worker}) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -85,6 +86,10 @@ struct ArtifactSpec {
   bool all_nodes = false;
   std::string path;  // absolute, inside the container
   std::optional<std::chrono::milliseconds> every;  // nullopt = only before teardown
+  // `to:` "s3://BUCKET/KEY-TEMPLATE" ({job}, {name}, {rank}, {host}; without
+  // {name}, "/{name}" is added): where the copies go (needs `storage:`);
+  // "" = only into STATE/runs/<id>/artifacts/<rank>/.
+  std::string to;
 };
 
 // `workdir:` — a local directory shipped to every host's per-job directory
@@ -177,6 +182,24 @@ struct NotifySpec {
   bool url_secret = false;
   std::vector<std::string> events = {"started", "succeeded", "failed", "cancelled", "timed_out", "restarted"};
   std::string secret;  // the HMAC key ("" = not signed); exact bytes
+};
+
+// `storage:` — the object store that s3:// destinations go to (AWS or any
+// S3-compatible endpoint; runner/controller/s3_client.h). The credentials
+// are read when the job file is validated (secrets from a file or barge's
+// environment, or a profile of the AWS shared credentials file) and kept
+// only in memory, like secrets:.
+struct StorageSpec {
+  std::string endpoint;  // scheme://host[:port]; "" = https://s3.REGION.amazonaws.com
+  std::string region = "us-east-1";
+  bool path_style = false;  // `addressing: path` (else virtual-host)
+  std::string access_key;
+  std::string secret_key;
+  std::string session_token;  // "" = none
+  std::string profile;        // where the keys came from, when a profile
+  uint64_t part_size = 16ull << 20;
+  int parallel = 4;
+  std::string logs;  // "s3://BUCKET/KEY-TEMPLATE" for the kept logs; "" = none
 };
 
 // `on_failure:` — what a failed job leaves for a look before its teardown
@@ -398,6 +421,7 @@ struct JobSpec {
   std::vector<cluster::Host> spare_hosts;
   std::optional<PreemptionSpec> preemption;
   std::vector<NotifySpec> notify;
+  std::optional<StorageSpec> storage;
   std::optional<ProgressSpec> progress;
   std::optional<OnFailureSpec> on_failure;
   std::vector<SecretSpec> secrets;  // in the order the file lists them

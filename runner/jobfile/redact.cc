@@ -15,6 +15,10 @@ std::string_view TrimLineBreaks(std::string_view s) {
 Redactor::Redactor(const JobSpec& spec) {
   for (const SecretSpec& s : spec.secrets) Add(s.value);
   if (spec.registry) Add(spec.registry->password);
+  if (spec.storage) {
+    Add(spec.storage->secret_key);
+    Add(spec.storage->session_token);
+  }
   for (const NotifySpec& n : spec.notify) {
     Add(n.secret);
     if (n.url_secret) Add(n.url);

@@ -1,6 +1,8 @@
 // A running job that goes wrong, on the test bed (issue #42): a real
 // PyTorch gloo job with one rank frozen mid all-reduce (a hang, found by
-// the heartbeat files, restarted from the job's checkpoint), about 45 s.
+// the heartbeat files, restarted from the job's checkpoint), about 45 s;
+// and a rank whose container's CPU is cut (a straggler, named with its
+// host), about 15 s.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,8 +12,10 @@
 #include <cstdlib>
 #include <memory>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/support/bed_job.h"
 
@@ -73,6 +77,18 @@ class HealthTest : public ::testing::Test {
                                      "DOCKER_HOST=" + GetBed().hosts[h].docker_host +
                                      " xargs -r docker inspect --format '{{.State.Pid}}'");
     return std::atoi(pid.c_str());
+  }
+
+  // The last `n` lines of `out` that start with `prefix`.
+  static std::string LastLinesOf(const std::string& out, const std::string& prefix, size_t n) {
+    std::vector<std::string> lines;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(prefix, 0) == 0) lines.push_back(line);
+    }
+    std::string last;
+    for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) last += lines[i] + "\n";
+    return last;
   }
 
   std::unique_ptr<JobDir> job_;
@@ -168,6 +184,64 @@ TEST_F(HealthTest, AFrozenGlooRankIsAHangWithinTheBoundPlusOnePeriodAndTheRestar
               took);
   std::printf("%s\n", o.err.c_str());
   for (size_t i = 0; i < 3; ++i) barge::testing::InHost(bed.hosts[i], "rm -rf /tmp/barge-health-ckpt");
+}
+
+// Three ranks step through a fixed amount of work, each timing its own
+// steps (progress.stragglers.time: the seconds a rank prints, not the
+// lines' arrival at the controller, which batches and evens them out);
+// rank 2's container gets a twentieth of a CPU (docker update --cpus
+// 0.05): barge names it, with its host, as a straggler (a line, an event,
+// the job's status). The ranks step until barge is interrupted.
+TEST_F(HealthTest, ARankWhoseContainerCpuIsCutIsNamedAsAStragglerWithItsHost) {
+  const auto& bed = GetBed();
+  ASSERT_EQ(bed.raw.count("BED_TORCH_IMAGE"), 1u) << "bring the bed up with BARGE_BED_TORCH=1";
+  job_->Write("name: slow\nimage: " + bed.raw.at("BED_TORCH_IMAGE") + "\nimage_pull: never\n" + BedHostsYaml(0, 3) +
+              "stop_grace: 1s\n"
+              "progress: {pattern: '^step [0-9]+', stragglers: {factor: 2, steps: 3, time: 'took ([0-9.]+) s'}, "
+              "every: 1s}\n"
+              "command:\n  - /usr/bin/python3\n  - -c\n  - |\n"
+              "    import time\n"
+              "    n = 0\n"
+              "    while True:\n"
+              "        t = time.monotonic()\n"
+              "        sum(range(3000000))\n"
+              "        n += 1\n"
+              "        print(f'step {n} took {time.monotonic() - t:.3f} s', flush=True)\n");
+  const pid_t barge = job_->Start("run job.yaml");
+  // Rank 2's own steps (its container exists by then: the head's steps
+  // come before the workers start).
+  const auto& h3 = bed.hosts[2];
+  const bool stepping = job_->WaitFor("out.txt", "[2 worker " + h3.address + "] step 5 took", std::chrono::seconds(60));
+  const std::string engine = "DOCKER_HOST=" + h3.docker_host + " timeout 20 docker ";
+  // Before the cut no rank stands out (the steps are alike).
+  const std::string before_cut = barge::testing::ReadWholeFile(job_->path() / "err.txt");
+  const std::string cut = stepping ? RunShell(engine + "ps -q --filter label=barge.rank=2 | DOCKER_HOST=" +
+                                                  h3.docker_host + " xargs -r docker update --cpus 0.05 2>&1")
+                                     : "";
+  const std::string quota =
+      RunShell(engine + "ps -q --filter label=barge.rank=2 | DOCKER_HOST=" + h3.docker_host +
+               " xargs -r docker inspect --format '{{.HostConfig.NanoCpus}}' 2>&1");
+  const bool named = stepping && job_->WaitFor("err.txt", "straggler: rank 2 (" + h3.address + ")",
+                                               std::chrono::seconds(60));
+  kill(barge, SIGINT);
+  CliOutcome o = job_->Wait(barge, std::chrono::seconds(60));
+  ASSERT_TRUE(stepping) << o.err << o.out;
+  EXPECT_EQ(before_cut.find("straggler:"), std::string::npos) << before_cut;
+  EXPECT_EQ(quota, "50000000\n") << "docker update --cpus 0.05 on rank 2's container: " << cut;
+  EXPECT_TRUE(named) << o.err << "\nrank 2's last lines:\n" << LastLinesOf(o.out, "[2 ", 8);
+  EXPECT_EQ(o.err.find("straggler: rank 0"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("straggler: rank 1"), std::string::npos) << o.err;
+  const nlohmann::json show = Show("slow");
+  const nlohmann::json straggler = FirstEvent(show, "straggler");
+  ASSERT_FALSE(straggler.is_null()) << show.dump(2);
+  EXPECT_EQ(straggler["host"], h3.address);
+  EXPECT_NE(straggler["detail"].get<std::string>().find("rank 2 (" + h3.address + ")"), std::string::npos);
+  bool status_said = false;
+  for (const auto& e : show["events"]) {
+    status_said |= e["kind"] == "running" && e["detail"] == "3 node(s); straggling: rank 2 (" + h3.address + ")";
+  }
+  EXPECT_TRUE(status_said) << show.dump(2);
+  std::printf("%s\n", o.err.c_str());
 }
 
 }  // namespace

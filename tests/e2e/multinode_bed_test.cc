@@ -541,6 +541,16 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
       << ReadWholeFile(dir_ / "ls.txt");
 }
 
+// How many lines of `text` end with `word`.
+size_t CountOf(const std::string& text, const std::string& word) {
+  size_t n = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    n += line.size() >= word.size() && line.compare(line.size() - word.size(), word.size(), word) == 0;
+  }
+  return n;
+}
+
 // Issue #42 (item 5), played on the bed: a 2-host job whose head fails,
 // with `on_failure: {keep: ...}`. The job file; `fork`s `barge run` (pid
 // returned) and waits until it says it keeps the job; the job's id.
@@ -564,7 +574,8 @@ pid_t StartKeptJob(const fs::path& dir, const std::string& hosts, const std::str
 }
 
 // While kept: the stopped head and the live worker are on their hosts,
-// `barge exec` runs in the worker; `barge down` ends the keep, `barge run`
+// `barge exec` runs in the worker, `logs` and `attach` show both ranks'
+// output, `show` the keep; `barge down` ends the keep, `barge run`
 // exits with the head's code, and nothing is left on the hosts: no
 // container, no job directory, no watchdog. Budget: ~12 s (3 s of head,
 // the starts, a 2 s stop_grace).
@@ -590,6 +601,20 @@ TEST_F(MultiNodeTest, AFailedJobKeptForALookStaysUntilBargeDownThenNothingIsLeft
   const std::string exec = RunShell(base + " exec " + id + " --node 1 -- echo inside 2>&1", &code);
   EXPECT_EQ(code, 0) << exec;
   EXPECT_NE(exec.find("inside"), std::string::npos) << exec;
+  // `logs` prints both ranks' kept lines; `attach` follows the kept job's
+  // stream (both ranks' lines, then it waits: the job has not ended).
+  const std::string logs = RunShell(base + " logs " + id + " 2>&1", &code);
+  EXPECT_EQ(code, 0) << logs;
+  EXPECT_EQ(CountOf(logs, "up"), 2u) << logs;
+  const std::string attach = RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home timeout 4 " +
+                                          BARGE_BINARY + " attach " + id + " 2>&1",
+                                      &code);
+  EXPECT_EQ(code, 124) << "attach ended while the job was kept:\n" << attach;
+  EXPECT_EQ(CountOf(attach, "up"), 2u) << attach;
+  // `barge show`: the job is completing, its events say for how long.
+  const std::string show = RunShell(base + " show " + id + " 2>&1", &code);
+  EXPECT_NE(show.find("completing"), std::string::npos) << show;
+  EXPECT_NE(show.find("kept for a look for 1m00s (on_failure.keep)"), std::string::npos) << show;
   const std::string down = RunShell(base + " down " + id + " 2>&1", &code);
   EXPECT_EQ(code, 0) << down;
   int status = 0;
