@@ -144,7 +144,7 @@ std::string WriterScript(const DockerCommands& docker, const std::vector<FaultEn
     const FaultEntry& e = entries[i];
     const std::string name = std::string(kFaultPrefix) + "$h_now-" + NamePart(e.job_id.empty() ? e.user : e.job_id) +
                              "-" + std::to_string(seq) + "-" + std::to_string(i);
-    s += "h_w \"" + name + "\" --label barge.hold=fault --label \"barge.hold.since=$h_now\" --label " +
+    s += "h_w \"" + name + "\" --label \"barge.hold.since=$h_now\" --label " +
          ShellQuote("barge.hold.name=" + FaultDetail(e.job_name)) + " --label " +
          ShellQuote("barge.hold.user=" + FaultDetail(e.user)) + " --label " +
          ShellQuote("barge.hold.machine=" + FaultDetail(e.machine)) + " --label " +
@@ -157,7 +157,7 @@ std::string WriterScript(const DockerCommands& docker, const std::vector<FaultEn
   s += "return $h_r; }\n";
   // The newest kRecordCap, none older than kRecordMaxAge: the rest goes
   // (by container ID), in one rm.
-  s += "h_cap() { h_o=$(h_dk ps -a --filter label=barge.hold=fault --format '{{.Label \"barge.hold.since\"}} {{.ID}}' "
+  s += "h_cap() { h_o=$(h_dk ps -a --filter label=" + std::string(kFaultLabel) + " --format '{{.Label \"barge.hold.since\"}} {{.ID}}' "
        "2>/dev/null) || return 1; h_old=$((h_now - " + std::to_string(kRecordMaxAge) + ")); "
        "h_ids=$(printf '%s\\n' \"$h_o\" | sort -rn | { h_i=0; while read -r h_s h_id; do [ -n \"$h_id\" ] || continue; "
        "h_i=$((h_i + 1)); case $h_s in ''|*[!0-9]*) h_s=0;; esac; "

@@ -3,14 +3,15 @@
 // avoids a host that keeps failing them. No server: like the holds
 // (runner/remote/reservation.h), each entry is a container that is created
 // and never started, named barge-fault-T-JOB-N (T the host's clock when it
-// was written) and labelled:
-//   barge.hold=fault     so that the holds' ONE listing, which every job's
-//                        preflight makes anyway, reads the record too (no
-//                        engine call of its own)
+// was written) and labelled (no barge.hold label: older barge versions
+// list holds by it and would take an entry for a hold):
+//   barge.fault          the kind (HostFaultKind's names, or "forgiven");
+//                        the holds' ONE listing, which every job's preflight
+//                        makes anyway, reads the record too, by name (no
+//                        engine call of its own; kRecordsNameFilter)
 //   barge.hold.since     T;  barge.hold.name, .user, .machine: the job's
 //                        name and who ran it;  barge.hold.gpus: the GPU's
 //                        index (GPU-level entries)
-//   barge.fault          the kind (HostFaultKind's names, or "forgiven")
 //   barge.fault.job      the job it failed;  barge.fault.serial: the GPU's
 //                        serial;  barge.fault.detail: what was seen
 //                        (one line, at most kFaultDetailMax bytes)

@@ -184,6 +184,33 @@ TEST_F(RecordScriptRun, AnEntryIsWrittenWithItsLabelsAndReadBackByTheHoldsListin
   EXPECT_EQ(gpu.name.rfind(std::string(kFaultPrefix), 0), 0u);
 }
 
+TEST_F(RecordScriptRun, AnEntryCarriesNoHoldLabelSoABargeThatListsHoldsByItNeverSeesOne) {
+  std::string out;
+  ASSERT_EQ(Run(RecordFaultsNowCommand(Docker(), {Entry(0, "engine")}, 1, std::chrono::seconds(20)), &out), 0)
+      << out;
+  // Barge before the record listed holds by their label and would have
+  // taken the entry for a hold that never goes stale.
+  ASSERT_EQ(Run(Docker().Line({"ps", "-a", "--filter", "label=barge.hold", "--format", "{{.Names}}"}), &out), 0);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(Listed().size(), 1u);
+}
+
+TEST_F(RecordScriptRun, AContainerOnlyNamedLikeAHoldOrAnEntryIsNeitherToTheListing) {
+  std::string out;
+  for (const char* name : {"barge-hold-gpu-7", "barge-fault-1-user"}) {
+    ASSERT_EQ(Run(Docker().Line({"create", "--name", name, "--label", "owner=someone", "barge/hold:1", "hold"}), &out),
+              0)
+        << out;
+  }
+  ASSERT_EQ(Run(RecordFaultsNowCommand(Docker(), {Entry(0, "engine")}, 1, std::chrono::seconds(20)), &out), 0)
+      << out;
+  ASSERT_EQ(Run(ListHoldsScript(Docker(), false, std::chrono::seconds(20)), &out), 0) << out;
+  const HoldReply reply = ParseHoldReply(out);
+  ASSERT_EQ(reply.holds.size(), 1u) << out;
+  EXPECT_TRUE(IsFault(reply.holds[0]));
+  EXPECT_EQ(reply.holds[0].fault_kind, "engine");
+}
+
 TEST_F(RecordScriptRun, TheRecordIsCappedByCountAndByAge) {
   std::vector<FaultEntry> many;
   for (size_t i = 0; i < kRecordCap + 5; ++i) many.push_back(Entry(0, "engine"));

@@ -163,14 +163,19 @@ std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_ti
        "{{.Label \"barge.hold.user\"}}\\t{{.Label \"barge.hold.machine\"}}\\t{{.Label \"barge.hold.gpus\"}}\\t"
        "{{.Label \"barge.hold.since\"}}\\t{{.Label \"barge.hold.expires\"}}\\t{{.Label \"barge.hold.lease\"}}\\t"
        "{{.Label \"barge.hold.v\"}}\\t{{.Label \"barge.fault\"}}\\t{{.Label \"barge.fault.job\"}}\\t"
-       "{{.Label \"barge.fault.serial\"}}\\t{{.Label \"barge.fault.detail\"}}'\n";
+       "{{.Label \"barge.fault.serial\"}}\\t{{.Label \"barge.fault.detail\"}}\\t"
+       "{{.Label \"barge.hold\"}}{{.Label \"barge.fault\"}}'\n";
   s += "h_lr() { h_m=; IFS=$H_NL; for h_e in $H_L; do case $h_e in \"$1\".*) h_t=${h_e##*.}; "
        "{ [ -z \"$h_m\" ] || [ \"$h_t\" -gt \"$h_m\" ]; } && h_m=$h_t;; esac; done; IFS=$h_f; }\n";
   // Fields of a listed line: 1 ID, 2 name, 3 job, 4 job name, 5-7 user,
   // machine, GPUs, 8 since, 9 expires, 10 lease, 11 format, 12-15 a
-  // failure record entry's kind, job, GPU serial and detail.
-  s += "h_ls() { h_o=$(h_dk ps -a --filter label=barge.hold --format \"$H_F\" 2>&1) || "
+  // failure record entry's kind, job, GPU serial and detail,
+  // 16 the hold's or the entry's kind: a line without one (ending in a tab)
+  // is a container only named like them, dropped first.
+  s += "h_ls() { h_o=$(h_dk ps -a --filter " + ShellQuote("name=" + std::string(kRecordsNameFilter)) +
+       " --format \"$H_F\" 2>&1) || "
        "{ H_A=\"error: listing holds: $h_o\"; return 1; }; H_A=; H_X=; H_L=; H_Q=; set -f; h_f=$IFS; IFS=$H_NL; "
+       "h_k=; for h_l in $h_o; do case $h_l in *\"\t\") ;; *) h_k=\"$h_k${h_k:+$H_NL}$h_l\";; esac; done; h_o=$h_k; "
        "for h_l in $h_o; do h_r=${h_l#*\t}; h_n=${h_r%%\t*}; case $h_n in " + std::string(kLeasePrefix) +
        "*.*) h_t=${h_n##*.}; case $h_t in ''|*[!0-9]*) ;; *) H_L=\"$H_L$H_NL${h_n#" + std::string(kLeasePrefix) +
        "}\";; esac;; esac; done; "

@@ -30,12 +30,12 @@ namespace {
 // The record's entries on `h`: "KIND GPU JOBNAME" lines, sorted.
 std::string RecordOn(const BedHost& h) {
   return RunShell("DOCKER_HOST=" + h.docker_host +
-                  " timeout 20 docker ps -a --filter label=barge.hold=fault --format "
+                  " timeout 20 docker ps -a --filter label=barge.fault --format "
                   "'{{.Label \"barge.fault\"}} {{.Label \"barge.hold.gpus\"}} {{.Label \"barge.hold.name\"}}' | sort");
 }
 
 void ClearRecordOn(const BedHost& h) {
-  RunShell("DOCKER_HOST=" + h.docker_host + " timeout 20 sh -c 'ids=$(docker ps -aq --filter label=barge.hold=fault); "
+  RunShell("DOCKER_HOST=" + h.docker_host + " timeout 20 sh -c 'ids=$(docker ps -aq --filter label=barge.fault); "
            "[ -z \"$ids\" ] || docker rm -f $ids >/dev/null'");
 }
 
