@@ -466,6 +466,20 @@ TEST_F(HoldScriptRun, AFreeHostIsTakenWithTwoCreatesTheLeaseFirstAndOneListing) 
   EXPECT_TRUE(Conflicts(HoldRequest{}, r, a.job_id).empty());
 }
 
+TEST_F(HoldScriptRun, AnEngineCallTheTimeoutKillsSaysItHadNoAnswerWithinTheBound) {
+  std::ofstream(root_ / "frozen") << "#!/bin/sh\nexec sleep 30\n";
+  std::filesystem::permissions(root_ / "frozen", std::filesystem::perms::owner_all);
+  HoldOwner a = Job("a");
+  int exit = -1;
+  const std::string out = Run(
+      TakeHoldsScript(DockerCommands({(root_ / "frozen").string()}), HoldRequest{}, a, std::chrono::seconds(1)),
+      &exit);
+  EXPECT_NE(exit, 0) << out;
+  const HoldReply r = ParseHoldReply(out);
+  EXPECT_NE(r.errors.find("no answer from the engine within 1s"), std::string::npos) << out;
+  EXPECT_TRUE(r.taken.empty());
+}
+
 TEST_F(HoldScriptRun, TheLastRemovalTakesTheJobsContainersAndHoldsInOneDockerCall) {
   HoldOwner a = Job("a"), b = Job("b");
   HoldReply ra = ParseHoldReply(Take(HoldRequest{.exclusive = false, .gpu_count = 0, .gpu_total = 0, .gpu_devices = {1}, .ports = {}}, a));
