@@ -321,7 +321,7 @@ TEST(HoldScript, QuotesTheOwnerAndTakesTheLowestFreeGpusInOrder) {
   const std::string s = TakeHoldsScript(docker, RequestFor({{"2"}}, 4, {}), owner, std::chrono::seconds(20));
   EXPECT_NE(s.find("'barge.hold.name=it'\\''s'"), std::string::npos) << s;
   EXPECT_NE(s.find("for h_i in 0 1 2 3;"), std::string::npos) << s;
-  EXPECT_NE(s.find("h_dk() { $H_T sudo -n docker \"$@\"; }"), std::string::npos) << s;
+  EXPECT_NE(s.find("h_dk() { $H_T sudo -n docker \"$@\"; h_rc=$?;"), std::string::npos) << s;
   EXPECT_NE(s.find("barge.hold.lease=300"), std::string::npos) << s;
   const std::string excl = TakeHoldsScript(docker, HoldRequest{}, owner, std::chrono::seconds(20));
   EXPECT_NE(excl.find("h_mk barge-hold-host\n"), std::string::npos) << excl;
