@@ -185,8 +185,10 @@ void HostRecords::WriteRecords() {
       Say(name + ": its failure record could not be written (no session to it): " + entries.front().kind);
       continue;
     }
-    group.Run(*hs->exec, RecordFaultsCommand(*hs->docker, entries, seq, timeout), [this, name](const Outcome& o) {
-      if (!o.ok()) Say(name + ": its failure record could not be written: " + o.Reason());
+    // (A copy: a structured binding cannot be captured before C++20's
+    // P1091 is in every compiler CI builds with; clang 14 lacks it.)
+    group.Run(*hs->exec, RecordFaultsCommand(*hs->docker, entries, seq, timeout), [this, host = name](const Outcome& o) {
+      if (!o.ok()) Say(host + ": its failure record could not be written: " + o.Reason());
     });
     Say(name + ": recorded on the host: " + std::to_string(entries.size()) + " host-caused failure(s) (" +
         entries.front().kind + (entries.size() > 1 ? ", ..." : "") + "); `barge hosts` shows the record");

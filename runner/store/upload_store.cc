@@ -13,7 +13,7 @@ namespace {
 
 using sql::Statement;
 
-constexpr const char* kSchema = R"sql(
+constexpr const char* kUploadSchema = R"sql(
 CREATE TABLE IF NOT EXISTS uploads (
   job_id     TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
   name       TEXT NOT NULL,
@@ -94,7 +94,7 @@ Result<std::unique_ptr<UploadStore>> UploadStore::Open(const std::string& state_
       sql::Database::Open(state_dir + "/barge.db", /*create=*/false, JobStore::kBusyTimeout);
   if (!db.ok()) return db.status();
   std::unique_ptr<UploadStore> store(new UploadStore(std::move(db).value()));
-  if (!store->database_->Exec(kSchema)) return store->Error("cannot create the upload table");
+  if (!store->database_->Exec(kUploadSchema)) return store->Error("cannot create the upload table");
   return store;
 }
 
