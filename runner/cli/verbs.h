@@ -91,8 +91,7 @@ int Attach(const std::string& job_text);
 // --- node_verbs.cc
 
 // `barge hosts JOBFILE | --hosts a,b [--json]`.
-int Hosts(const std::string& file, const std::string& hosts, bool json, bool gpus = false,
-          const std::string& forgive = "");
+int Hosts(const std::string& file, const std::string& hosts, bool json, bool gpus = false);
 // `barge reap FILE | --hosts a,b`: removes barge containers of no running job.
 int Reap(const std::string& file, const std::string& hosts);
 // `barge exec JOB --node RANK -- CMD...`.
