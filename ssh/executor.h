@@ -52,6 +52,15 @@ class Command {
   // Bytes queued by WriteStdin and not yet handed to the transport; lets a
   // producer stream a large input without holding all of it in memory.
   virtual size_t stdin_pending() const = 0;
+  // Back-pressure on the command's stdout (commands from Start only; a
+  // stream from OpenUnixStream ignores it). While paused, on_stdout is not
+  // called and the transport stops taking the command's output: over SSH
+  // the channel's window is no longer grown (libssh holds at most about
+  // 1.3 MB), locally the pipe is no longer read, so the command blocks on
+  // its writes. Unpaused, what was held is delivered first, in order; an
+  // exit that came meanwhile is delivered after it. stderr never pauses.
+  // May be called from inside on_stdout.
+  virtual void PauseOutput(bool paused) = 0;
 };
 
 class Executor {

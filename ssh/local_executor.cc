@@ -157,7 +157,7 @@ class LocalExecutor::LocalCommand : public Command {
   ~LocalCommand() override {
     *alive_ = false;
     if (stdin_watched_) loop_->UnwatchFd(stdin_fd_);
-    if (stdout_fd_ >= 0) loop_->UnwatchFd(stdout_fd_);
+    if (stdout_fd_ >= 0 && !stdout_paused_) loop_->UnwatchFd(stdout_fd_);
     if (stderr_fd_ >= 0) loop_->UnwatchFd(stderr_fd_);
     CloseFd(&stdin_fd_);
     CloseFd(&stdout_fd_);
@@ -186,6 +186,19 @@ class LocalExecutor::LocalCommand : public Command {
 
   bool done() const override { return done_; }
   size_t stdin_pending() const override { return stdin_queue_.size() - stdin_offset_; }
+
+  // Paused, the stdout pipe is not watched (nor read): the child blocks on
+  // its writes once the pipe is full.
+  void PauseOutput(bool paused) override {
+    if (paused == stdout_paused_) return;
+    stdout_paused_ = paused;
+    if (stdout_fd_ < 0) return;
+    if (paused) {
+      loop_->UnwatchFd(stdout_fd_);
+    } else {
+      loop_->WatchFd(stdout_fd_, POLLIN, [this](short) { OnOutput(&stdout_fd_, false); });
+    }
+  }
 
  private:
   // Writes what the pipe takes now; watches for POLLOUT while bytes remain.
@@ -247,6 +260,7 @@ class LocalExecutor::LocalCommand : public Command {
           }
         }
         if (!*alive) return;  // the callback destroyed this command
+        if (!is_stderr && stdout_paused_) return;  // the callback paused it
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -311,6 +325,7 @@ class LocalExecutor::LocalCommand : public Command {
   std::string stdin_queue_;
   size_t stdin_offset_ = 0;
   bool stdin_watched_ = false;
+  bool stdout_paused_ = false;  // PauseOutput: stdout_fd_ is not watched
   bool stdin_close_requested_ = false;
   bool reaped_ = false;
   bool done_ = false;
@@ -356,6 +371,7 @@ class LocalExecutor::LocalStream : public Command {
 
   bool done() const override { return done_; }
   size_t stdin_pending() const override { return done_ ? 0 : queue_.size() - offset_; }
+  void PauseOutput(bool) override {}  // a stream: see executor.h
 
  private:
   void Connect() {

@@ -42,6 +42,22 @@ TEST(LocalExecutor, KeepsStdoutAndStderrApartAndReturnsTheExitCode) {
   EXPECT_EQ(r.exit_calls, 1);
 }
 
+TEST(LocalExecutor, PausedOutputIsNotReadSoTheCommandBlocksAndAllOfItArrivesInOrderOnceUnpaused) {
+  EventLoop loop;
+  LocalExecutor local(&loop);
+  const size_t kBytes = 8 << 20;
+  testing::PausedRun run = testing::RunPaused(loop, local, kBytes, milliseconds(1500));
+  EXPECT_EQ(run.out_during_pause, 0u);
+  EXPECT_FALSE(run.exited_during_pause);
+  // The pipe (64 KiB) filled and the writer blocked: it never got to stderr.
+  EXPECT_FALSE(run.err_during_pause);
+  EXPECT_EQ(run.end.out.size(), kBytes);
+  EXPECT_EQ(run.end.out.find_first_not_of('\0'), std::string::npos);
+  EXPECT_EQ(run.end.err, "written\n");
+  EXPECT_EQ(run.end.exit.code, 0);
+  EXPECT_EQ(run.end.exit_calls, 1);
+}
+
 TEST(LocalExecutor, ReturnsExitCodesFromZeroTo255) {
   EventLoop loop;
   LocalExecutor local(&loop);

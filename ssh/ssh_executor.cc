@@ -134,6 +134,12 @@ struct SshExecutor::Channel {
   bool eof_sent = false;
   std::optional<int> exit_code;
   std::string exit_signal;
+  // PauseOutput: while paused, stdout stays in libssh's buffer (OnData
+  // takes nothing), `held` bytes of it; a close that came meanwhile waits
+  // (close_held) until they are delivered (DeliverHeld).
+  bool paused = false;
+  uint32_t held = 0;
+  bool close_held = false;
 
   Channel() = default;
   Channel(const Channel&) = delete;
@@ -148,6 +154,11 @@ struct SshExecutor::Channel {
                     void* userdata) noexcept {
     auto* c = static_cast<Channel*>(userdata);
     if (!c->wants_callbacks()) return static_cast<int>(len);
+    if (!is_stderr && c->paused && c->script_taken) {
+      // Left in libssh's buffer, which then stops growing the window.
+      c->held = len;
+      return 0;
+    }
     std::string_view bytes(static_cast<const char*>(data), len);
     if (!is_stderr && !c->script_taken) {
       // Before the command runs, stdout is only the bootstrap's: hold it
@@ -207,6 +218,10 @@ struct SshExecutor::Channel {
   static void OnClose(ssh_session, ssh_channel, void* userdata) noexcept {
     auto* c = static_cast<Channel*>(userdata);
     if (c->executor == nullptr || c->finished) return;
+    if (c->held > 0) {
+      c->close_held = true;  // DeliverHeld closes it once they are out
+      return;
+    }
     if (!c->held_stdout.empty()) {
       // The bootstrap ended without running the script: its output is the
       // command's.
@@ -260,6 +275,11 @@ class SshExecutor::Handle : public Command {
   bool done() const override { return c_->finished; }
   size_t stdin_pending() const override {
     return c_->finished ? 0 : c_->stdin_queue.size() - c_->stdin_offset;
+  }
+  void PauseOutput(bool paused) override {
+    if (c_->stream || c_->paused == paused) return;
+    c_->paused = paused;
+    if (!paused) Kick();  // the poll hook delivers what was held
   }
 
  private:
@@ -706,9 +726,31 @@ bool SshExecutor::Advance(Channel& c) {
 
     case Channel::State::kRunning:
       FlushStdin(c);
-      return progressed;
+      return DeliverHeld(c) || progressed;
   }
   return progressed;
+}
+
+bool SshExecutor::DeliverHeld(Channel& c) {
+  if (c.paused || c.held == 0 || c.channel == nullptr) return false;
+  char buffer[32 * 1024];
+  while (c.held > 0 && !c.paused && c.wants_callbacks()) {
+    // The bytes are in libssh's buffer already: this reads no packet.
+    const int n = ssh_channel_read_nonblocking(c.channel, buffer,
+                                               std::min<uint32_t>(c.held, sizeof buffer), 0);
+    if (n <= 0) {
+      c.held = 0;
+      break;
+    }
+    c.held -= std::min<uint32_t>(c.held, static_cast<uint32_t>(n));
+    c.Deliver(false, std::string_view(buffer, static_cast<size_t>(n)));
+  }
+  if (!c.wants_callbacks()) c.held = 0;
+  if (c.held == 0 && c.close_held) {
+    c.close_held = false;
+    Channel::OnClose(nullptr, nullptr, &c);
+  }
+  return true;
 }
 
 bool SshExecutor::WriteAll(Channel& c, const std::string& data, size_t* offset) {

@@ -160,6 +160,9 @@ class SshExecutor : public Executor {
   // Writes data[*offset..] as far as the channel's window allows; true when
   // all of it is written (and the channel can take more).
   bool WriteAll(Channel& c, const std::string& data, size_t* offset);
+  // Delivers the stdout a paused channel held back, once it is unpaused
+  // (then a close that waited for it); true when it did anything.
+  bool DeliverHeld(Channel& c);
   // After the host refused to open a channel: true (and a retry is
   // scheduled) when that is most likely its session limit (MaxSessions):
   // some channel is open there, or one closed moments ago.

@@ -122,6 +122,24 @@ TEST(SshExecutor, CallsOnExitOnceAfterAllOfALargeOutput) {
   EXPECT_EQ(r.exit_calls, 1);
 }
 
+TEST(SshExecutor, PausedOutputStopsTheChannelWindowSoTheCommandBlocksAndAllOfItArrivesOnceUnpaused) {
+  EventLoop loop;
+  TempDir dir;
+  auto exec = ConnectToBed(loop, dir);
+  ASSERT_TRUE(exec);
+  // Many times libssh's window (1.28 MB): the writer must block.
+  const size_t kBytes = 16 << 20;
+  testing::PausedRun run = testing::RunPaused(loop, *exec, kBytes, milliseconds(2000));
+  EXPECT_EQ(run.out_during_pause, 0u);
+  EXPECT_FALSE(run.exited_during_pause);
+  EXPECT_FALSE(run.err_during_pause);
+  EXPECT_EQ(run.end.out.size(), kBytes);
+  EXPECT_EQ(run.end.out.find_first_not_of('\0'), std::string::npos);
+  EXPECT_EQ(run.end.err, "written\n");
+  EXPECT_EQ(run.end.exit.code, 0);
+  EXPECT_EQ(run.end.exit_calls, 1);
+}
+
 TEST(SshExecutor, RoundTripsOneMebibyteThroughStdin) {
   EventLoop loop;
   TempDir dir;

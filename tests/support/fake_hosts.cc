@@ -77,6 +77,8 @@ class FakeCommand : public ssh::Command {
   void CloseStdin() override {}
   bool done() const override { return cmd_->ended; }
   size_t stdin_pending() const override { return 0; }
+  // A fake's output is delivered whole when it ends; nothing to hold back.
+  void PauseOutput(bool) override {}
 
  private:
   FakeHost* host_;

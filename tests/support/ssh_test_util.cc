@@ -52,6 +52,42 @@ Collected RunToEnd(EventLoop& loop, Executor& executor, const std::string& comma
   return *result;
 }
 
+PausedRun RunPaused(EventLoop& loop, Executor& executor, size_t bytes, std::chrono::milliseconds pause) {
+  PausedRun run;
+  auto result = std::make_shared<Collected>();
+  bool paused = false;
+  std::unique_ptr<Command> command;
+  CommandCallbacks cb = CollectInto(result);
+  auto collect = std::move(cb.on_stdout);
+  cb.on_stdout = [&, collect](std::string_view data) {
+    collect(data);
+    if (paused) run.out_during_pause += data.size();
+    if (!paused && run.out_when_paused == 0) {
+      run.out_when_paused = result->out.size();
+      paused = true;
+      command->PauseOutput(true);
+    }
+  };
+  auto started = executor.Start("head -c " + std::to_string(bytes) + " /dev/zero; echo written >&2", std::move(cb));
+  if (!started.ok()) {
+    ADD_FAILURE() << "Start failed: " << started.status().message();
+    return run;
+  }
+  command = std::move(started).value();
+  command->CloseStdin();
+  if (!PollUntil(loop, [&] { return paused; })) ADD_FAILURE() << "no output within the bound";
+  // Output delivered from here on is what the pause let through.
+  run.out_during_pause = 0;
+  PollUntil(loop, [&] { return result->finished(); }, pause);
+  run.exited_during_pause = result->finished();
+  run.err_during_pause = !result->err.empty();
+  paused = false;
+  command->PauseOutput(false);
+  if (!PollUntil(loop, [&] { return result->finished(); })) ADD_FAILURE() << "did not finish once unpaused";
+  run.end = *result;
+  return run;
+}
+
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string pattern = std::string(base && *base ? base : "/tmp") + "/barge-ssh-test-XXXXXX";

@@ -51,6 +51,18 @@ class TempDir {
   std::string path_;
 };
 
+// RunPaused: a command that writes `bytes` of stdout, then a line on
+// stderr, run with its output paused (Command::PauseOutput) from its first
+// stdout chunk for `pause`, then unpaused and run to its end.
+struct PausedRun {
+  size_t out_when_paused = 0;   // stdout delivered before the pause took hold
+  size_t out_during_pause = 0;  // stdout delivered while paused (must be 0)
+  bool exited_during_pause = false;
+  bool err_during_pause = false;  // the command got past its writes
+  Collected end;
+};
+PausedRun RunPaused(EventLoop& loop, Executor& executor, size_t bytes, std::chrono::milliseconds pause);
+
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& content);
 bool Exists(const std::string& path);
