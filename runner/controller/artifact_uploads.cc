@@ -75,6 +75,37 @@ LocalDigest Digest(const std::string& path, uint64_t part_size) {
   return d;
 }
 
+// The same for a file the host listed: its size and its parts' MD5s.
+LocalDigest DigestOfParts(const ListedFile& f, uint64_t part_size) {
+  LocalDigest d;
+  d.size = f.size;
+  if (f.part_md5s.empty()) {
+    d.md5 = d.etag = "d41d8cd98f00b204e9800998ecf8427e";  // no bytes
+    d.ok = f.size == 0;
+    return d;
+  }
+  if (f.size < part_size) {
+    d.md5 = d.etag = f.part_md5s[0];
+    d.ok = f.part_md5s.size() == 1;
+    return d;
+  }
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> parts(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(parts.get(), EVP_md5(), nullptr);
+  for (const std::string& hex : f.part_md5s) {
+    unsigned char bin[16];
+    for (size_t i = 0; i < 16 && 2 * i + 1 < hex.size(); ++i) {
+      bin[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    }
+    EVP_DigestUpdate(parts.get(), bin, sizeof bin);
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(parts.get(), md, &n);
+  d.etag = Hex(md, n) + "-" + std::to_string(f.part_md5s.size());
+  d.ok = true;  // the whole file's MD5 is not known (only its parts')
+  return d;
+}
+
 void Replace(std::string& s, std::string_view from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
     s.replace(at, from.size(), to);
@@ -108,6 +139,9 @@ ArtifactUploads::~ArtifactUploads() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    for (File& f : queue_) {
+      if (f.stream) f.stream->Abandon();
+    }
     queue_.clear();
   }
   cancel_ = true;
@@ -144,6 +178,22 @@ void ArtifactUploads::Queue(const std::string& tag, const std::string& root, con
   cv_.notify_all();
 }
 
+void ArtifactUploads::QueueStream(const std::string& tag, const std::string& source, std::shared_ptr<BytePipe> pipe,
+                                  const ListedFile& listed, const std::string& to, const std::string& job, int rank,
+                                  const std::string& host) {
+  S3Destination d = ExpandS3Destination(to, job, rank, host, listed.name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_ && !cancel_) {
+      ++busy_[tag];
+      queue_.push_back({tag, source, d.bucket, d.key, pipe, listed});
+      pipe = nullptr;
+    }
+  }
+  if (pipe) pipe->Abandon();  // cancelled: nothing more is sent
+  cv_.notify_all();
+}
+
 bool ArtifactUploads::Busy(const std::string& tag) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = busy_.find(tag);
@@ -164,7 +214,10 @@ bool ArtifactUploads::Idle() {
 
 void ArtifactUploads::Cancel() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const File& f : queue_) --busy_[f.tag];
+  for (const File& f : queue_) {
+    --busy_[f.tag];
+    if (f.stream) f.stream->Abandon();
+  }
   queue_.clear();
   cancel_ = true;
 }
@@ -211,6 +264,7 @@ void ArtifactUploads::Work() {
     queue_.pop_front();
     lock.unlock();
     UploadRecord sent = Send(f);
+    if (f.stream) f.stream->Abandon();  // what was not read is not wanted
     sent.at = WallNow();
     Remember(sent);
     lock.lock();
@@ -245,7 +299,7 @@ UploadRecord ArtifactUploads::Send(const File& f) {
                    .state = UploadState::kFailed,
                    .part_size = storage_.part_size};
   std::error_code ec;
-  out.size = fs::file_size(f.local, ec);
+  out.size = f.stream ? f.listed.size : fs::file_size(f.local, ec);
   if (ec) {
     out.size = 0;
     out.detail = "cannot read " + f.local + ": " + ec.message();
@@ -262,7 +316,8 @@ UploadRecord ArtifactUploads::Send(const File& f) {
   }
   // Read twice only when the destination may hold the same bytes.
   if (held->has_value() && (*held)->size == out.size) {
-    const LocalDigest local = Digest(f.local, storage_.part_size);
+    const LocalDigest local =
+        f.stream ? DigestOfParts(f.listed, storage_.part_size) : Digest(f.local, storage_.part_size);
     if (local.ok && local.etag == (*held)->etag) {
       out.md5 = local.md5;
       out.etag = local.etag;
@@ -271,7 +326,6 @@ UploadRecord ArtifactUploads::Send(const File& f) {
     }
   }
   const std::optional<UploadRecord> earlier = Resumable(out);
-  std::ifstream in(f.local, std::ios::binary);
   S3Upload upload(&client, f.key, {.part_size = storage_.part_size, .parallel = storage_.parallel},
                   earlier ? std::optional<std::string>(earlier->upload_id) : std::nullopt,
                   [this, &out](const std::string& id) {
@@ -281,15 +335,18 @@ UploadRecord ArtifactUploads::Send(const File& f) {
                     sending.at = WallNow();
                     Remember(sending);
                   });
-  std::vector<char> buf(1 << 20);
-  Status written;
-  while (written.ok() && in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) written = upload.Write(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
-  }
+  bool broke_off = false;
+  const Status written = Pump(f, upload, &broke_off);
   Result<S3Uploaded> done = written.ok() ? upload.Finish() : Result<S3Uploaded>(written);
   if (!done.ok()) {
     out.detail = done.status().message();
+    if (broke_off) {
+      // Like a cancel: the multipart upload stays for a resume.
+      out.state = UploadState::kInterrupted;
+      out.upload_id = upload.upload_id();
+      out.detail = "the stream from " + f.local + " broke off: " + written.message();
+      return out;
+    }
     // Cancelled: the multipart upload stays for a resume; else it was
     // aborted (or never began).
     if (cancel_) {
@@ -322,6 +379,26 @@ UploadRecord ArtifactUploads::Send(const File& f) {
     out.detail = out.name + ": the file changed while it was sent";
   }
   return out;
+}
+
+Status ArtifactUploads::Pump(const File& f, S3Upload& upload, bool* broke_off) {
+  if (f.stream) {
+    std::string chunk;
+    Status end;
+    while (f.stream->Read(&chunk, &end, &cancel_)) {
+      if (Status s = upload.Write(chunk); !s.ok()) return s;
+    }
+    *broke_off = !end.ok() && !cancel_;
+    return end;
+  }
+  std::ifstream in(f.local, std::ios::binary);
+  std::vector<char> buf(1 << 20);
+  Status written;
+  while (written.ok() && in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    if (in.gcount() > 0) written = upload.Write(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
+  }
+  return written;
 }
 
 std::optional<UploadRecord> ArtifactUploads::Resumable(const UploadRecord& r) {

@@ -8,6 +8,14 @@
 // file's MD5 (and its multipart ETag for the part size) is compared with
 // what the destination holds (HEAD): the same bytes are not sent again.
 //
+// Streamed files (QueueStream, `artifacts[].local: false`): a file with no
+// local copy, whose bytes a host command gives through a BytePipe as the
+// upload takes them. Its MD5s come from the host's listing
+// (runner/remote/artifact_listing.h), so the same bytes are still not sent
+// again: the pipe is then abandoned unread. A stream that breaks off
+// (a host lost) leaves its multipart upload recorded as interrupted, to be
+// resumed like a cancelled one.
+//
 // Records (runner/store/upload_store.h): each file's outcome is written to
 // the job store as the worker learns it: `sending` with its upload id as
 // soon as a multipart upload exists, then sent, already there, failed (with
@@ -35,8 +43,10 @@
 #include <thread>
 #include <vector>
 
+#include "runner/controller/byte_pipe.h"
 #include "runner/controller/s3_client.h"
 #include "runner/controller/s3_upload.h"
+#include "runner/remote/artifact_listing.h"
 #include "runner/jobfile/job_spec.h"
 #include "runner/store/job_store.h"
 #include "runner/store/upload_store.h"
@@ -76,6 +86,14 @@ class ArtifactUploads {
   // root's parent). `tag` names the batch for Busy.
   void Queue(const std::string& tag, const std::string& root, const std::string& to, const std::string& job, int rank,
              const std::string& host);
+  // Queues one streamed file: `listed` (its name relative to the artifact's
+  // parent, size and part MD5s for storage.part_size) as the host listed
+  // it; its bytes come through `pipe`; `source` names it in messages and
+  // records ("HOST:PATH"). The pipe is abandoned when the file is not sent
+  // (already there, cancelled, failed).
+  void QueueStream(const std::string& tag, const std::string& source, std::shared_ptr<BytePipe> pipe,
+                   const ListedFile& listed, const std::string& to, const std::string& job, int rank,
+                   const std::string& host);
   // True while a batch of `tag` is queued or being sent.
   bool Busy(const std::string& tag);
   // True when nothing is queued or being sent.
@@ -96,10 +114,15 @@ class ArtifactUploads {
  private:
   struct File {
     std::string tag, local, bucket, key;
+    std::shared_ptr<BytePipe> stream = {};  // a streamed file's bytes (local: its source)
+    ListedFile listed = {};                 // a streamed file's listing
   };
   bool IdleLocked() const;  // mu_ held
   void Work();
   UploadRecord Send(const File& f);
+  // Sends `f`'s bytes (its local copy or its stream) into `upload`; sets
+  // *broke_off when a stream ended with an error of its own.
+  Status Pump(const File& f, S3Upload& upload, bool* broke_off);
   S3Client& Client(const std::string& bucket);
   // The record of an upload of `r`'s object to resume (see the top).
   std::optional<UploadRecord> Resumable(const UploadRecord& r);

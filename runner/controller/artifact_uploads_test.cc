@@ -158,6 +158,100 @@ TEST_F(ArtifactUploadsTest, EveryFileOfACopyArrivesAndTheSameBytesAreNotSentAgai
   EXPECT_EQ(records[0].size, big.size());
 }
 
+// The listing a host gives of `bytes` (artifact_listing.h), parts of kSmallPart.
+ListedFile Listing(const std::string& name, const std::string& bytes) {
+  ListedFile f{.name = name, .size = bytes.size()};
+  for (size_t at = 0; at < bytes.size(); at += kSmallPart) f.part_md5s.push_back(Md5Hex(bytes.substr(at, kSmallPart)));
+  return f;
+}
+
+// Feeds `bytes` into `pipe` from another thread in 10 KiB pieces, waiting
+// while it is full, as the loop's side does; then closes it with `end`.
+std::thread Feed(std::shared_ptr<BytePipe> pipe, std::string bytes, Status end = Status::Ok()) {
+  return std::thread([pipe, bytes = std::move(bytes), end] {
+    for (size_t at = 0; at < bytes.size() && !pipe->Abandoned(); at += 10240) {
+      while (pipe->Full() && !pipe->Abandoned()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      pipe->Push(std::string_view(bytes).substr(at, 10240));
+    }
+    pipe->Close(end);
+  });
+}
+
+TEST_F(ArtifactUploadsTest, AStreamedFileArrivesWholeWithTheQueueBoundedAndTheSameBytesAreNotReadAgain) {
+  const std::string big = PseudoRandomBytes(7 * kSmallPart + 5, 2);
+  auto jobs = Jobs("job1", getpid());
+  auto pipe = std::make_shared<BytePipe>(3 * kSmallPart);
+  {
+    ArtifactUploads up(Storage(), State(), "job1", Fast());
+    up.QueueStream("0:0", "h1:/ckpt/model.bin", pipe, Listing("ckpt/model.bin", big), "s3://barge-test/stream/{rank}",
+                   "job1", 0, "h1");
+    std::thread feeder = Feed(pipe, big);
+    feeder.join();
+    ASSERT_TRUE(up.Drain(std::chrono::seconds(60)));
+    std::vector<ArtifactSent> sent = up.TakeSent();
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_EQ(sent[0].error, "");
+    EXPECT_FALSE(sent[0].skipped);
+    EXPECT_EQ(sent[0].local, "h1:/ckpt/model.bin");
+    EXPECT_EQ(sent[0].parts, 8);
+    EXPECT_EQ(sent[0].md5, Md5Hex(big));
+  }
+  Result<std::string> got = Reader().GetObject("stream/0/ckpt/model.bin");
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(Md5Hex(*got), Md5Hex(big));
+  // Again: the listing's MD5s match the object's ETag; the pipe is dropped unread.
+  auto again = std::make_shared<BytePipe>(3 * kSmallPart);
+  again->Push("x");  // a first piece the host sent before the upload looked
+  ArtifactUploads up(Storage(), State(), "job1", Fast());
+  up.QueueStream("0:0", "h1:/ckpt/model.bin", again, Listing("ckpt/model.bin", big), "s3://barge-test/stream/{rank}",
+                 "job1", 0, "h1");
+  ASSERT_TRUE(up.Drain(std::chrono::seconds(60)));
+  std::vector<ArtifactSent> sent = up.TakeSent();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_TRUE(sent[0].skipped);
+  EXPECT_TRUE(again->Abandoned());
+}
+
+TEST_F(ArtifactUploadsTest, AStreamThatBreaksOffIsRecordedInterruptedAndALaterStreamResumesIt) {
+  const std::string big = PseudoRandomBytes(6 * kSmallPart, 3);
+  auto jobs = Jobs("job1", getpid());
+  std::string upload_id;
+  {
+    auto pipe = std::make_shared<BytePipe>(kSmallPart);
+    ArtifactUploads up(Storage(), State(), "job1", Fast());
+    up.QueueStream("0:0", "h1:/ckpt/model.bin", pipe, Listing("ckpt/model.bin", big), "s3://barge-test/cut/{rank}",
+                   "job1", 0, "h1");
+    // Half the file, then the host is lost.
+    std::thread feeder = Feed(pipe, big.substr(0, 3 * kSmallPart + 100), Status::Error("h1: the connection was lost"));
+    feeder.join();
+    ASSERT_TRUE(up.Drain(std::chrono::seconds(60)));
+    std::vector<ArtifactSent> sent = up.TakeSent();
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_EQ(sent[0].state, UploadState::kInterrupted);
+    EXPECT_NE(sent[0].error.find("the stream from h1:/ckpt/model.bin broke off: h1: the connection was lost"),
+              std::string::npos)
+        << sent[0].error;
+    EXPECT_FALSE(sent[0].upload_id.empty());
+    upload_id = sent[0].upload_id;
+  }
+  EXPECT_FALSE(Reader().Head("cut/0/ckpt/model.bin")->has_value());  // no object made of half a file
+  auto pipe = std::make_shared<BytePipe>(kSmallPart);
+  ArtifactUploads up(Storage(), State(), "job1", Fast());
+  up.QueueStream("0:0", "h1:/ckpt/model.bin", pipe, Listing("ckpt/model.bin", big), "s3://barge-test/cut/{rank}",
+                 "job1", 0, "h1");
+  std::thread feeder = Feed(pipe, big);
+  feeder.join();
+  ASSERT_TRUE(up.Drain(std::chrono::seconds(60)));
+  std::vector<ArtifactSent> sent = up.TakeSent();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].state, UploadState::kSent) << sent[0].error;
+  EXPECT_EQ(sent[0].parts, 6);
+  EXPECT_LT(sent[0].parts_sent, 6);  // the parts the first stream finished were not sent again
+  Result<std::string> got = Reader().GetObject("cut/0/ckpt/model.bin");
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(Md5Hex(*got), Md5Hex(big));
+}
+
 TEST_F(ArtifactUploadsTest, WrongCredentialsNameTheBucketAndTheEndpointAndTheLocalCopyStays) {
   Write("0/model.bin", "weights");
   auto jobs = Jobs("job1", getpid());

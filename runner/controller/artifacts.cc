@@ -69,6 +69,38 @@ void Artifacts::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSp
   group.Stream(*n.host->exec, n.host->docker->CopyOut(n.plan->container.name, a.path), std::move(cb));
 }
 
+void Artifacts::StreamArtifact(NodeState& n, const ArtifactSpec& a, size_t index, std::function<void()> done) {
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    it = it->second.finished ? streams_.erase(it) : std::next(it);
+  }
+  const std::pair<int, size_t> key{n.plan->rank, index};
+  ArtifactStream::Target target{.tag = std::to_string(n.plan->rank) + ":" + std::to_string(index),
+                                .to = a.to,
+                                .job = plan_.job_id,
+                                .rank = n.plan->rank,
+                                .host = n.host->name,
+                                .part_size = ctx_.spec.storage->part_size};
+  auto stream = std::make_unique<ArtifactStream>(
+      &ctx_.loop, n.host->exec.get(), n.host->docker.get(), n.plan->container.name, a.path, std::move(target),
+      &Uploads(), [this](const std::string& line) { Say(line); },
+      [this, key, done = std::move(done)] {
+        streams_[key].finished = true;
+        done();
+      });
+  ArtifactStream& started = *stream;
+  streams_[key] = Streaming{std::move(stream), false};
+  started.Start();
+}
+
+void Artifacts::Copy(CommandGroup& group, NodeState& n, size_t index, std::function<void()> done) {
+  const ArtifactSpec& a = ctx_.spec.artifacts[index];
+  if (!a.local && !a.to.empty() && ctx_.spec.storage) return StreamArtifact(n, a, index, std::move(done));
+  CopyArtifact(group, n, a, [this, &n, index, done = std::move(done)] {
+    SendOn(n, ctx_.spec.artifacts[index], index);
+    done();
+  });
+}
+
 void Artifacts::SendOn(const NodeState& n, const ArtifactSpec& a, size_t index) {
   if (a.to.empty() || !ctx_.spec.storage) return;
   const std::string run = RunDir(ctx_.options.state_dir, plan_.job_id);
@@ -133,10 +165,7 @@ void Artifacts::ScheduleArtifacts() {
         // The copy being sent is not replaced under the upload.
         if (uploads_ && uploads_->Busy(std::to_string(n->plan->rank) + ":" + std::to_string(i))) continue;
         copying_.insert({n->plan->rank, i});
-        CopyArtifact(attempt_.commands, *n, art, [this, i, n, rank = n->plan->rank] {
-          copying_.erase({rank, i});
-          SendOn(*n, ctx_.spec.artifacts[i], i);
-        });
+        Copy(attempt_.commands, *n, i, [this, i, rank = n->plan->rank] { copying_.erase({rank, i}); });
       }
       if (auto t = tick_weak.lock()) ctx_.timers.Add(Now() + *art.every, [t] { (*t)(); });
     };
@@ -156,18 +185,22 @@ void Artifacts::FinalArtifacts() {
       ++pending;
       // Waits for a periodic upload of the same copy before replacing it.
       const std::string tag = std::to_string(n->plan->rank) + ":" + std::to_string(i);
-      if (uploads_) RunUntil([&] { return !uploads_->Busy(tag); }, Now() + seconds(600));
-      CopyArtifact(group, *n, a, [this, &pending, n, i] {
-        --pending;
-        SendOn(*n, ctx_.spec.artifacts[i], i);
-      });
+      const std::pair<int, size_t> key{n->plan->rank, i};
+      // A periodic stream of the same artifact reads its files to the end first.
+      auto streaming = [&] { return streams_.count(key) && !streams_[key].finished; };
+      RunUntil([&] { return !streaming() && !(uploads_ && uploads_->Busy(tag)); }, Now() + seconds(600));
+      Copy(group, *n, i, [&pending] { --pending; });
     }
   }
   if (!RunUntil([&] { return pending == 0; }, Now() + seconds(600))) {
     Say("copying artifacts did not finish within 600 s");
   } else if (pending == 0) {
-    Say("artifacts copied to " + RunDir(ctx_.options.state_dir, plan_.job_id) + "/artifacts");
+    bool any_local = false;
+    for (const ArtifactSpec& a : ctx_.spec.artifacts) any_local |= a.local || a.to.empty();
+    if (any_local) Say("artifacts copied to " + RunDir(ctx_.options.state_dir, plan_.job_id) + "/artifacts");
   }
+  // What is still read from the hosts stops here: their containers go next.
+  streams_.clear();
 }
 
 void Artifacts::SendToStorage() {

@@ -2,15 +2,19 @@
 // nodes' containers into runs/<id>/artifacts/<rank>/, every `every` while
 // the job runs and once more at teardown; a copy whose artifact has an
 // s3:// `to` is then sent on from there by ArtifactUploads (its own worker
-// thread), and at teardown the kept logs to `storage.logs`.
+// thread), and at teardown the kept logs to `storage.logs`. An artifact
+// with `local: false` is not copied there: its files are streamed from the
+// host to its `to` (ArtifactStream).
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "runner/controller/artifact_stream.h"
 #include "runner/controller/artifact_uploads.h"
 #include "runner/controller/attempt.h"
 #include "runner/controller/upload_tally.h"
@@ -34,7 +38,10 @@ class Artifacts : private JobPart {
   // its multipart uploads recorded.
   void SendToStorage();
   // A new attempt: no copy of the previous one counts as in flight.
-  void NewAttempt() { copying_.clear(); }
+  void NewAttempt() {
+    copying_.clear();
+    streams_.clear();
+  }
 
  private:
   Attempt& attempt_;
@@ -46,6 +53,12 @@ class Artifacts : private JobPart {
   void CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSpec& a,
                     std::function<void()> done);
   std::vector<NodeState*> ArtifactNodes(const ArtifactSpec& a);
+  // CopyArtifact's `local: false` kind: streams artifact `index` of node `n`
+  // to its `to`; `done` once every file was read from the host (or the
+  // copy failed, said).
+  void StreamArtifact(NodeState& n, const ArtifactSpec& a, size_t index, std::function<void()> done);
+  // Either copy of artifact `index` of node `n`: done runs once it ended.
+  void Copy(CommandGroup& group, NodeState& n, size_t index, std::function<void()> done);
 
   // Sends node `n`'s fresh copy of `a` (artifact `index`) to its `to`.
   void SendOn(const NodeState& n, const ArtifactSpec& a, size_t index);
@@ -58,6 +71,11 @@ class Artifacts : private JobPart {
   ArtifactUploads& Uploads();
 
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
+  struct Streaming {
+    std::unique_ptr<ArtifactStream> stream;
+    bool finished = false;  // freed at the next StreamArtifact (not from its own callback)
+  };
+  std::map<std::pair<int, size_t>, Streaming> streams_;
   std::unique_ptr<ArtifactUploads> uploads_;
   UploadTally tally_;  // files, for the last line
 };

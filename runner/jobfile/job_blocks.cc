@@ -390,6 +390,11 @@ constexpr KeyRule<ArtifactSpec> kArtifactRules[] = {
      [](const Entry& e, ArtifactSpec& a) {
        if (auto to = ReadChecked(e, CheckS3Destination)) a.to = *to;
      }},
+    {"local",
+     {.type = KeyType::kBoolean, .description = "Keep a copy on the controller (false: stream each file from its host to `to` with no copy on the controller's disk; needs to:)", .default_value = "true"},
+     [](const Entry& e, ArtifactSpec& a) {
+       if (auto v = ReadEnum(e, kBooleans)) a.local = *v == "true";
+     }},
 };
 std::vector<KeyInfo> ArtifactKeys() { return Describe(kArtifactRules); }
 
@@ -405,6 +410,11 @@ void ReadArtifacts(const Entry& e, JobDraft& d) {
     ReadMapping(item, kArtifactRules, a);
     if (a.path.empty()) {
       e.src->Error(e.value[i].Mark(), item.path + ".path", "missing; which path to copy back");
+      continue;
+    }
+    if (!a.local && a.to.empty()) {
+      e.src->Error(e.value[i]["local"].Mark(), item.path + ".local",
+                   "false needs to: s3://BUCKET/PREFIX (with no copy on the controller, the files must go somewhere)");
       continue;
     }
     d.spec.artifacts.push_back(a);

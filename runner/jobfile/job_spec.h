@@ -90,6 +90,9 @@ struct ArtifactSpec {
   // {name}, "/{name}" is added): where the copies go (needs `storage:`);
   // "" = only into STATE/runs/<id>/artifacts/<rank>/.
   std::string to;
+  // `local: false` (needs `to`): no copy on the controller; each file is
+  // streamed from its host to `to` (runner/controller/artifact_stream.h).
+  bool local = true;
 };
 
 // `workdir:` — a local directory shipped to every host's per-job directory
