@@ -176,7 +176,7 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      {.type = KeyType::kBlock, .description = "Rendezvous environment (MASTER_ADDR, RANK, WORLD_SIZE, ...)", .keys = RendezvousKeys},
      [](const Entry& e, JobDraft& d) { ReadRendezvous(e, d.spec.rendezvous); }},
     {"image_pull",
-     {.type = KeyType::kEnum, .description = "When hosts pull the image; push copies it from here", .default_value = NameOf(kImagePullNames, ImagePull::kMissing), .choices = kImagePull},
+     {.type = KeyType::kEnum, .description = "When hosts pull the image; push copies it from here (sent once, relayed host to host), push-direct from here to each host", .default_value = NameOf(kImagePullNames, ImagePull::kMissing), .choices = kImagePull},
      [](const Entry& e, JobDraft& d) {
        if (auto v = ReadEnum(e, kImagePullNames)) d.spec.image_pull = *v;
      }},

@@ -252,6 +252,114 @@ TEST_F(MultiNodeTest, ImagePullPushDeliversTheControllersImageToHostsThatLackIt)
   RunShell("docker rmi -f " + tag + " >/dev/null 2>&1");
 }
 
+// What the image relay could leave on a host: its authorized_keys (or
+// their absence), relay directories under /tmp, relay ssh processes.
+std::string RelayTraces(const BedHost& h) {
+  return InHost(h, "if [ -e /root/.ssh/authorized_keys ]; then echo keys:; cat /root/.ssh/authorized_keys; "
+                   "else echo no keys; fi; [ -d /root/.ssh ] && echo ssh dir; "
+                   "find /tmp -path '*/relay*' 2>/dev/null; ps -eo args | grep '[H]ostKeyAlias=barge-relay' | "
+                   "grep -c .");
+}
+
+// "this machine sent N bytes of it (X x the image's S)": {N, S}.
+std::pair<long long, long long> SentAndSize(const std::string& err) {
+  std::smatch m;
+  if (!std::regex_search(err, m, std::regex("this machine sent ([0-9]+) bytes of it \\([0-9.]+ x the image's ([0-9]+)\\)"))) {
+    return {-1, -1};
+  }
+  return {std::stoll(m[1].str()), std::stoll(m[2].str())};
+}
+
+// The bed's sshds must read ~/.ssh/authorized_keys (bed.sh from this
+// branch on): the relay's keys go there, as on a host with OpenSSH's
+// defaults.
+void ExpectSshdReadsHomeKeys(const BedHost& h) {
+  const std::string conf = ReadWholeFile(fs::path(GetBed().dir) / h.name / "sshd_config");
+  ASSERT_NE(conf.find(" .ssh/authorized_keys"), std::string::npos)
+      << h.name << "'s sshd reads no ~/.ssh/authorized_keys: bring the bed up again with tests/bed/bed.sh";
+}
+
+class ImageRelayTest : public MultiNodeTest {
+ protected:
+  void SetUp() override {
+    MultiNodeTest::SetUp();
+    for (size_t i = 0; i < 3; ++i) ExpectSshdReadsHomeKeys(GetBed().hosts[i]);
+    id_ = MakeLocalOnlyImage(dir_, kTag, "image-ok");
+    ASSERT_NE(id_, "");
+    for (size_t i = 0; i < 3; ++i) {
+      Docker(GetBed().hosts[i], "rmi -f " + kTag);
+      before_.push_back(RelayTraces(GetBed().hosts[i]));
+    }
+  }
+  void TearDown() override {
+    for (size_t i = 0; i < 3; ++i) Docker(GetBed().hosts[i], "rmi -f " + kTag);
+    RunShell("docker rmi -f " + kTag + " >/dev/null 2>&1");
+    MultiNodeTest::TearDown();
+  }
+  // Every host holds the image under its ID and nothing of the relay is left.
+  void ExpectDeliveredAndClean() {
+    for (size_t i = 0; i < 3; ++i) {
+      const BedHost& h = GetBed().hosts[i];
+      EXPECT_EQ(Docker(h, "image inspect --format '{{.Id}}' " + kTag), id_ + "\n") << h.name;
+      EXPECT_EQ(RelayTraces(h), before_[i]) << h.name;
+    }
+  }
+
+  const std::string kTag = "barge/relay-test:local";
+  std::string id_;
+  std::vector<std::string> before_;
+};
+
+TEST_F(ImageRelayTest, APushToThreeHostsLeavesThisMachineOnceAndEveryHostGetsTheSameImage) {
+  CliOutcome o = Barge("name: relay\nimage: " + kTag + "\nimage_pull: push\n" + Hosts(3) +
+                       "command: [\"cat\", \"/marker\"]\n");
+  EXPECT_EQ(o.code, 0) << o.err;
+  const auto [sent, size] = SentAndSize(o.err);
+  ASSERT_GT(size, 0) << o.err;
+  EXPECT_EQ(sent, size) << o.err;  // one image, not three
+  EXPECT_NE(o.err.find("3 host(s) by relay, 0 directly"), std::string::npos) << o.err;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NE(o.out.find("[" + std::to_string(i) + " " + (i == 0 ? "head " : "worker ") + GetBed().hosts[i].address +
+                         "] image-ok"),
+              std::string::npos)
+        << o.out;
+  }
+  ExpectDeliveredAndClean();
+}
+
+TEST_F(ImageRelayTest, AHostTheOthersCannotReachGetsTheImageFromThisMachine) {
+  const auto& bed = GetBed();
+  const BedHost& cut = bed.hosts[2];  // a leaf of the tree h1 -> {h2, h3}
+  const std::string rule = "INPUT -p tcp --dport 22 ! -s " + bed.raw.at("BED_GATEWAY") +
+                           " -j REJECT --reject-with tcp-reset -m comment --comment barge-bed";
+  InHost(cut, "iptables -I " + rule);
+  CliOutcome o = Barge("name: relay\nimage: " + kTag + "\nimage_pull: push\n" + Hosts(3) +
+                       "command: [\"cat\", \"/marker\"]\n");
+  InHost(cut, "iptables -D " + rule);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find(cut.address + ": the relay did not deliver " + kTag + " (ssh: connect to host " + cut.address +
+                       " port 22: Connection refused (exit 255)); this machine sends it directly"),
+            std::string::npos)
+      << o.err;
+  const auto [sent, size] = SentAndSize(o.err);
+  ASSERT_GT(size, 0) << o.err;
+  EXPECT_EQ(sent, 2 * size) << o.err;
+  EXPECT_NE(o.err.find("2 host(s) by relay, 1 directly"), std::string::npos) << o.err;
+  EXPECT_NE(o.out.find("[2 worker " + cut.address + "] image-ok"), std::string::npos) << o.out;
+  ExpectDeliveredAndClean();
+}
+
+TEST_F(ImageRelayTest, PushDirectSendsTheImageToEachHostFromThisMachine) {
+  CliOutcome o = Barge("name: direct\nimage: " + kTag + "\nimage_pull: push-direct\n" + Hosts(3) +
+                       "command: [\"cat\", \"/marker\"]\n");
+  EXPECT_EQ(o.code, 0) << o.err;
+  const auto [sent, size] = SentAndSize(o.err);
+  ASSERT_GT(size, 0) << o.err;
+  EXPECT_EQ(sent, 3 * size) << o.err;
+  EXPECT_NE(o.err.find("0 host(s) by relay, 3 directly"), std::string::npos) << o.err;
+  ExpectDeliveredAndClean();
+}
+
 TEST_F(MultiNodeTest, HostsHoldingDifferentImagesUnderOneTagAreRefusedBeforeAnythingStarts) {
   const auto& bed = GetBed();
   const std::string tag = "barge/skew-test:local";
