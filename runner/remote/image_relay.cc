@@ -145,7 +145,9 @@ std::map<size_t, std::string> ParseRelayFailures(const std::string& stderr_text)
     const unsigned long index = std::strtoul(number.c_str(), &parsed_end, 10);
     if (parsed_end != number.c_str() + number.size() || number[0] == '-') continue;
     const std::string exit = rest.substr(space + 1, colon - space - 1);
-    const std::string why = rest.substr(colon + 2);
+    std::string why = rest.substr(colon + 2);
+    // OpenSSH ends its messages with "\r\n".
+    while (!why.empty() && (why.back() == '\r' || why.back() == ' ')) why.pop_back();
     out.emplace(index, why.empty() ? "exit " + exit : why + " (exit " + exit + ")");
   }
   return out;

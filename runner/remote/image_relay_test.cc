@@ -87,7 +87,7 @@ TEST(RelayLines, ALeafOnlyLoadsAndASenderChecksHostKeysStrictlyWithItsOwnKeyOnly
 TEST(RelayFailures, AreReadByHostIndexFromTheRootsStderr) {
   const std::string err =
       "some docker warning\n"
-      "barge-relay-failed 4 255: ssh: connect to host 10.77.0.6 port 22: Connection refused\n"
+      "barge-relay-failed 4 255: ssh: connect to host 10.77.0.6 port 22: Connection refused\r\n"
       "barge-relay-failed 7 1: \n"
       "barge-relay-failed 4 1: later line for the same host\n"
       "barge-relay-failed x 1: not a host\n"
