@@ -20,6 +20,7 @@
 #include "runner/store/diagnostics_bundles.h"
 #include "runner/store/job_lookup.h"
 #include "runner/store/state_dir.h"
+#include "runner/store/upload_store.h"
 
 namespace barge::runner {
 
@@ -129,6 +130,69 @@ std::string IndentContinuations(const std::string& text, size_t column) {
   return out;
 }
 
+Json NodesJson(const std::vector<NodeRecord>& nodes) {
+  Json out = Json::array();
+  for (const NodeRecord& n : nodes) {
+    out.push_back({{"rank", n.rank},
+                   {"role", n.role},
+                   {"host", n.host},
+                   {"container_name", n.container_name},
+                   {"container_id", n.container_id},
+                   {"image_id", n.image_id},
+                   {"exit_code", OptJson(n.exit_code)},
+                   {"log_path", n.log_path}});
+  }
+  return out;
+}
+
+Json EventsJson(const std::vector<EventRecord>& events) {
+  Json out = Json::array();
+  for (const EventRecord& e : events) {
+    out.push_back({{"at", IsoUtc(e.at)}, {"kind", e.kind}, {"host", OptJson(e.host)}, {"detail", e.detail}});
+  }
+  return out;
+}
+
+// A record still `sending` of an ended job reads as interrupted
+// (UploadOutcomeText).
+Json UploadsJson(const std::vector<UploadRecord>& uploads, bool job_ended) {
+  Json out = Json::array();
+  for (const UploadRecord& u : uploads) {
+    const bool cut = job_ended && u.state == UploadState::kSending;
+    out.push_back({{"name", u.name},
+                   {"url", u.url},
+                   {"endpoint", u.endpoint},
+                   {"local", u.local},
+                   {"state", cut ? "interrupted" : ToString(u.state)},
+                   {"size", u.size},
+                   {"md5", u.md5},
+                   {"etag", u.etag},
+                   {"parts", u.parts},
+                   {"parts_sent", u.parts_sent},
+                   {"upload_id", u.upload_id.empty() ? Json(nullptr) : Json(u.upload_id)},
+                   {"detail", u.detail},
+                   {"outcome", UploadOutcomeText(u, job_ended)},
+                   {"at", IsoUtc(u.at)}});
+  }
+  return out;
+}
+
+// The uploads table of `barge show`: each file (relative to the run
+// directory when inside it), where it went, its size, MD5 and outcome.
+void PrintUploads(std::FILE* out, const std::vector<UploadRecord>& uploads, bool job_ended,
+                  const std::string& run_dir) {
+  if (uploads.empty()) return;
+  std::fprintf(out, "\n");
+  std::vector<std::vector<std::string>> rows = {{"FILE", "SENT TO", "SIZE", "MD5", "OUTCOME"}};
+  for (const UploadRecord& u : uploads) {
+    std::string file = u.local;
+    if (!run_dir.empty() && file.starts_with(run_dir + "/")) file = file.substr(run_dir.size() + 1);
+    rows.push_back({file, u.name, u.size > 0 ? FormatBytes(u.size) : "-", u.md5.empty() ? "-" : u.md5,
+                    UploadOutcomeText(u, job_ended)});
+  }
+  PrintTable(out, rows);
+}
+
 }  // namespace
 
 int ListJobsCommand(const std::string& state_dir, const ListOptions& options, std::FILE* out,
@@ -216,29 +280,19 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
     request = Json::parse(**text, nullptr, /*allow_exceptions=*/false);
     if (request.is_discarded() || !request.is_object()) request = Json();
   }
+  // Where its files went in object storage (upload_store.h).
+  std::vector<UploadRecord> uploads;
+  if (Result<std::unique_ptr<UploadStore>> u = UploadStore::OpenIfPresent(state_dir); u.ok() && *u) {
+    if (Result<std::vector<UploadRecord>> r = (*u)->ForJob(*id); r.ok()) uploads = std::move(r).value();
+  }
   if (json) {
     Json job_json = JobJson(j, now);
     job_json["spec"] = j.spec;
     job_json["run_request"] = request;
-    Json nodes_json = Json::array();
-    for (const NodeRecord& n : *nodes) {
-      nodes_json.push_back({{"rank", n.rank},
-                            {"role", n.role},
-                            {"host", n.host},
-                            {"container_name", n.container_name},
-                            {"container_id", n.container_id},
-                            {"image_id", n.image_id},
-                            {"exit_code", OptJson(n.exit_code)},
-                            {"log_path", n.log_path}});
-    }
-    Json events_json = Json::array();
-    for (const EventRecord& e : *events) {
-      events_json.push_back({{"at", IsoUtc(e.at)},
-                             {"kind", e.kind},
-                             {"host", OptJson(e.host)},
-                             {"detail", e.detail}});
-    }
-    PrintJson(out, Json{{"job", job_json}, {"nodes", nodes_json}, {"events", events_json}});
+    PrintJson(out, Json{{"job", job_json},
+                        {"nodes", NodesJson(*nodes)},
+                        {"events", EventsJson(*events)},
+                        {"uploads", UploadsJson(uploads, IsFinal(j.status))}});
     return 0;
   }
   auto field = [out](const char* label, const std::string& value) {
@@ -299,6 +353,7 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
                          n.log_path.empty() ? "-" : n.log_path});
   }
   PrintTable(out, node_rows);
+  PrintUploads(out, uploads, IsFinal(j.status), j.run_dir);
 
   std::fprintf(out, "\n");
   std::vector<std::vector<std::string>> event_rows = {{"TIME", "EVENT", "HOST", "DETAIL"}};

@@ -56,11 +56,15 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
                     std::FILE* err = stderr);
 
 // `barge show JOB`: the job's header, its nodes (rank, role, host,
-// container, image id, exit, log path) and its events with timestamps.
+// container, image id, exit, log path), where its files went in object
+// storage when it sent any (runner/store/upload_store.h: file, s3://
+// name, size, MD5, outcome) and its events with timestamps.
 // With a recorded run request, also how the job was run ("run as: barge run
 // FILE --set ...") and how to run it again. With `json`: {"job": {...as in
 // ls, plus spec and run_request (null when none)}, "nodes": [...],
-// "events": [...]}.
+// "events": [...], "uploads": [{name, url, endpoint, local, state, size,
+// md5, etag, parts, parts_sent, upload_id (null when none), detail,
+// outcome, at}]}.
 int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bool json,
                    std::FILE* out, std::FILE* err = stderr);
 

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "runner/store/upload_store.h"
+
 namespace barge::runner {
 namespace {
 
@@ -413,6 +415,82 @@ TEST_F(JobsCliTest, ShowJsonHoldsTheJobItsNodesAndItsEvents) {
   EXPECT_TRUE(j["events"][0]["host"].is_null());
   EXPECT_EQ(j["events"][1]["host"], "local");
   EXPECT_EQ(j["events"][1]["detail"], "bad \xef\xbf\xbd byte");
+}
+
+TEST_F(JobsCliTest, ShowListsWhereEachFileWentWithItsSizeChecksumAndOutcome) {
+  JobRecord j = AddFinished("aaaa1111", "train", At(), seconds(10), JobStatus::kSucceeded, 0);
+  EXPECT_EQ(Show("train").out.find("SENT TO"), std::string::npos);  // none recorded: no table
+  Result<std::unique_ptr<UploadStore>> uploads = UploadStore::Open(state_);
+  ASSERT_TRUE(uploads.ok()) << uploads.status().message();
+  const std::string endpoint = "http://127.0.0.1:9000";
+  ASSERT_TRUE((*uploads)
+                  ->Record({.job_id = "aaaa1111",
+                            .name = "s3://ml/aaaa1111/rank-0/ckpt/model.bin",
+                            .endpoint = endpoint,
+                            .url = endpoint + "/ml/aaaa1111/rank-0/ckpt/model.bin",
+                            .local = j.run_dir + "/artifacts/0/ckpt/model.bin",
+                            .state = UploadState::kSent,
+                            .size = 25165824,
+                            .md5 = "887c9b7f134179475e8ec054ab93597e",
+                            .etag = "1f0e2d3c4b5a69788796a5b4c3d2e1f0-3",
+                            .part_size = 8 << 20,
+                            .parts = 3,
+                            .parts_sent = 3,
+                            .at = At(seconds(9))})
+                  .ok());
+  ASSERT_TRUE((*uploads)
+                  ->Record({.job_id = "aaaa1111",
+                            .name = "s3://ml/aaaa1111/logs/0-local.log",
+                            .endpoint = endpoint,
+                            .local = j.run_dir + "/0-local.log",
+                            .state = UploadState::kFailed,
+                            .size = 51,
+                            .detail = "s3://ml/aaaa1111/logs/0-local.log at " + endpoint + ": HTTP 403 AccessDenied",
+                            .at = At(seconds(9))})
+                  .ok());
+  ASSERT_TRUE((*uploads)
+                  ->Record({.job_id = "aaaa1111",
+                            .name = "s3://ml/aaaa1111/rank-0/ckpt/big.bin",
+                            .endpoint = endpoint,
+                            .local = j.run_dir + "/artifacts/0/ckpt/big.bin",
+                            .state = UploadState::kSending,
+                            .size = 1 << 30,
+                            .upload_id = "up-7",
+                            .at = At(seconds(9))})
+                  .ok());
+  Output o = Show("train");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find(
+                "\nFILE                        SENT TO                                 SIZE      MD5                   "
+                "            OUTCOME\n"
+                "0-local.log                 s3://ml/aaaa1111/logs/0-local.log       51 B      -                     "
+                "            failed: s3://ml/aaaa1111/logs/0-local.log at http://127.0.0.1:9000: HTTP 403 "
+                "AccessDenied\n"
+                "artifacts/0/ckpt/big.bin    s3://ml/aaaa1111/rank-0/ckpt/big.bin    1.0 GiB   -                     "
+                "            interrupted (the job's controller ended while it was sent): its multipart upload up-7 is "
+                "kept for a resume\n"
+                "artifacts/0/ckpt/model.bin  s3://ml/aaaa1111/rank-0/ckpt/model.bin  24.0 MiB  "
+                "887c9b7f134179475e8ec054ab93597e  sent in 3 parts\n\nTIME"),
+            std::string::npos)
+      << o.out;
+
+  Output js = Show("train", /*json=*/true);
+  ASSERT_EQ(js.code, 0) << js.err;
+  const nlohmann::json parsed = nlohmann::json::parse(js.out);
+  ASSERT_EQ(parsed["uploads"].size(), 3u);
+  const nlohmann::json& model = parsed["uploads"][2];
+  EXPECT_EQ(model["name"], "s3://ml/aaaa1111/rank-0/ckpt/model.bin");
+  EXPECT_EQ(model["url"], endpoint + "/ml/aaaa1111/rank-0/ckpt/model.bin");
+  EXPECT_EQ(model["state"], "sent");
+  EXPECT_EQ(model["size"], 25165824);
+  EXPECT_EQ(model["md5"], "887c9b7f134179475e8ec054ab93597e");
+  EXPECT_EQ(model["etag"], "1f0e2d3c4b5a69788796a5b4c3d2e1f0-3");
+  EXPECT_EQ(model["parts"], 3);
+  EXPECT_TRUE(model["upload_id"].is_null());
+  EXPECT_EQ(parsed["uploads"][1]["state"], "interrupted");  // its job ended while it was sent
+  EXPECT_EQ(parsed["uploads"][1]["upload_id"], "up-7");
+  EXPECT_EQ(parsed["uploads"][0]["state"], "failed");
+  EXPECT_EQ(parsed["uploads"][0]["detail"], "s3://ml/aaaa1111/logs/0-local.log at " + endpoint + ": HTTP 403 AccessDenied");
 }
 
 TEST_F(JobsCliTest, ShowAndRmSayWhenAJobCannotBeResolved) {

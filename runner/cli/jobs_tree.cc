@@ -107,9 +107,9 @@ VerbRunner AddListVerbs(CLI::App& app) {
   v->ls->add_option("--limit", v->list.limit, "at most this many jobs")->check(CLI::NonNegativeNumber);
   v->ls->add_flag("--json", v->list.json, "one JSON array");
   v->ls->add_option("array", v->ls_array, "a job array: list its members");
-  v->show = app.add_subcommand("show", "One job: how it was run, its nodes and its events");
+  v->show = app.add_subcommand("show", "One job: how it was run, its nodes, where its files went in object storage, and its events");
   v->show->add_option("job", v->job, "job id, unique id prefix, or name (the latest job of that name)")->required();
-  v->show->add_flag("--json", v->show_json, "one JSON object: the job, its run request, nodes and events");
+  v->show->add_flag("--json", v->show_json, "one JSON object: the job, its run request, nodes, events and uploads");
   v->show->add_flag("--timeline", v->show_timeline, "the timeline: one text bar per node, a letter per phase");
   v->show->add_flag("--diagnostics", v->show_diagnostics,
                     "the diagnostics bundles of its failed attempts: where, why, their files and sizes (with --json: as JSON)");

@@ -1,6 +1,8 @@
 // ArtifactUploads (artifact_uploads.h): the worker and its files.
 #include "runner/controller/artifact_uploads.h"
 
+#include "runner/store/job_lookup.h"
+
 #include <openssl/evp.h>
 
 #include <filesystem>
@@ -73,18 +75,6 @@ LocalDigest Digest(const std::string& path, uint64_t part_size) {
   return d;
 }
 
-// The record file's lines, "UPLOAD-ID<TAB>s3://BUCKET/KEY": (name, id).
-std::vector<std::pair<std::string, std::string>> ReadRecords(const std::string& path) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t tab = line.find('\t');
-    if (tab != std::string::npos && tab > 0) out.emplace_back(line.substr(tab + 1), line.substr(0, tab));
-  }
-  return out;
-}
-
 void Replace(std::string& s, std::string_view from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
     s.replace(at, from.size(), to);
@@ -109,8 +99,8 @@ S3Destination ExpandS3Destination(std::string_view to, const std::string& job, i
   return d;
 }
 
-ArtifactUploads::ArtifactUploads(StorageSpec storage, std::string record_file, S3Limits limits)
-    : storage_(std::move(storage)), record_file_(std::move(record_file)), limits_(limits) {
+ArtifactUploads::ArtifactUploads(StorageSpec storage, std::string state_dir, std::string job_id, S3Limits limits)
+    : storage_(std::move(storage)), state_dir_(std::move(state_dir)), job_id_(std::move(job_id)), limits_(limits) {
   worker_ = std::thread([this] { Work(); });
 }
 
@@ -192,21 +182,47 @@ std::vector<ArtifactSent> ArtifactUploads::TakeSent() {
   return std::exchange(sent_, {});
 }
 
+std::string ArtifactUploads::TakeWarning() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(warning_, {});
+}
+
+void ArtifactUploads::Warn(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (warning_.empty()) warning_ = why;
+}
+
 void ArtifactUploads::Work() {
+  if (!state_dir_.empty()) {
+    Result<std::unique_ptr<JobStore>> jobs = JobStore::Open(state_dir_);
+    Result<std::unique_ptr<UploadStore>> records = UploadStore::Open(state_dir_);
+    if (jobs.ok() && records.ok()) {
+      jobs_ = std::move(jobs).value();
+      records_ = std::move(records).value();
+    } else {
+      Warn((jobs.ok() ? records.status() : jobs.status()).message());
+    }
+  }
   for (;;) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (stopping_ || cancel_) return;
+    if (stopping_ || cancel_) break;
     File f = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    ArtifactSent sent = Send(f);
+    UploadRecord sent = Send(f);
+    sent.at = WallNow();
+    Remember(sent);
     lock.lock();
-    sent_.push_back(std::move(sent));
+    const bool failed = sent.state == UploadState::kFailed || sent.state == UploadState::kInterrupted;
+    sent_.push_back({sent, failed ? sent.detail : "", sent.state == UploadState::kAlreadyThere});
     --busy_[f.tag];
     lock.unlock();
     cv_.notify_all();
   }
+  // The store's connections are the worker's: closed on its thread.
+  records_.reset();
+  jobs_.reset();
 }
 
 S3Client& ArtifactUploads::Client(const std::string& bucket) {
@@ -219,33 +235,52 @@ S3Client& ArtifactUploads::Client(const std::string& bucket) {
   return *c;
 }
 
-ArtifactSent ArtifactUploads::Send(const File& f) {
+UploadRecord ArtifactUploads::Send(const File& f) {
   S3Client& client = Client(f.bucket);
-  ArtifactSent out{.local = f.local, .name = client.Name(f.key), .url = client.Url(f.key)};
-  Result<std::optional<S3ObjectInfo>> held = client.Head(f.key);
-  if (!held.ok()) {
-    out.error = held.status().message();
+  UploadRecord out{.job_id = job_id_,
+                   .name = client.Name(f.key),
+                   .endpoint = client.endpoint().url,
+                   .url = client.Url(f.key),
+                   .local = f.local,
+                   .state = UploadState::kFailed,
+                   .part_size = storage_.part_size};
+  std::error_code ec;
+  out.size = fs::file_size(f.local, ec);
+  if (ec) {
+    out.size = 0;
+    out.detail = "cannot read " + f.local + ": " + ec.message();
     return out;
   }
-  std::error_code ec;
-  const uint64_t size = fs::file_size(f.local, ec);
-  if (ec) {
-    out.error = "cannot read " + f.local + ": " + ec.message();
+  Result<std::optional<S3ObjectInfo>> held = client.Head(f.key);
+  if (!held.ok()) {
+    out.detail = held.status().message();
+    if (cancel_) {
+      out.state = UploadState::kInterrupted;
+      out.detail = "";
+    }
     return out;
   }
   // Read twice only when the destination may hold the same bytes.
-  if (held->has_value() && (*held)->size == size) {
+  if (held->has_value() && (*held)->size == out.size) {
     const LocalDigest local = Digest(f.local, storage_.part_size);
     if (local.ok && local.etag == (*held)->etag) {
-      out.size = local.size;
       out.md5 = local.md5;
-      out.skipped = true;
+      out.etag = local.etag;
+      out.state = UploadState::kAlreadyThere;
       return out;
     }
   }
+  const std::optional<UploadRecord> earlier = Resumable(out);
   std::ifstream in(f.local, std::ios::binary);
   S3Upload upload(&client, f.key, {.part_size = storage_.part_size, .parallel = storage_.parallel},
-                  Recorded(out.name), [this, &out](const std::string& id) { Record(out.name, id); });
+                  earlier ? std::optional<std::string>(earlier->upload_id) : std::nullopt,
+                  [this, &out](const std::string& id) {
+                    UploadRecord sending = out;
+                    sending.state = UploadState::kSending;
+                    sending.upload_id = id;
+                    sending.at = WallNow();
+                    Remember(sending);
+                  });
   std::vector<char> buf(1 << 20);
   Status written;
   while (written.ok() && in) {
@@ -254,40 +289,68 @@ ArtifactSent ArtifactUploads::Send(const File& f) {
   }
   Result<S3Uploaded> done = written.ok() ? upload.Finish() : Result<S3Uploaded>(written);
   if (!done.ok()) {
-    out.error = done.status().message();
-    // Cancelled: the upload stays recorded for a resume; else it is over.
-    if (!cancel_) Record(out.name, "");
+    out.detail = done.status().message();
+    // Cancelled: the multipart upload stays for a resume; else it was
+    // aborted (or never began).
+    if (cancel_) {
+      out.state = UploadState::kInterrupted;
+      out.upload_id = upload.upload_id();
+      out.detail = "";
+    }
     return out;
   }
-  if (!upload.upload_id().empty()) Record(out.name, "");
-  out.size = done->size;
   out.md5 = done->md5;
-  if (done->size != size) out.error = out.name + ": the file changed while it was sent";
+  out.etag = done->etag;
+  out.parts = done->parts;
+  out.parts_sent = done->parts_sent;
+  out.state = UploadState::kSent;
+  if (earlier && done->parts_sent < done->parts) {
+    out.detail = "resumed the upload " + (earlier->job_id == job_id_ ? "begun earlier" : "of job " + earlier->job_id) +
+                 ": " + std::to_string(done->parts - done->parts_sent) + " of " + std::to_string(done->parts) +
+                 " parts were on the server already";
+  }
+  if (earlier && earlier->job_id != job_id_) {
+    // The job that began it reads, from now on, what became of it.
+    UploadRecord before = *earlier;
+    before.state = UploadState::kInterrupted;
+    before.upload_id = "";
+    before.detail = "resumed and finished by job " + job_id_;
+    Remember(before);
+  }
+  if (done->size != out.size) {
+    out.state = UploadState::kFailed;
+    out.detail = out.name + ": the file changed while it was sent";
+  }
   return out;
 }
 
-std::optional<std::string> ArtifactUploads::Recorded(const std::string& name) {
-  if (record_file_.empty()) return std::nullopt;
-  for (const auto& [n, id] : ReadRecords(record_file_)) {
-    if (n == name) return id;
+std::optional<UploadRecord> ArtifactUploads::Resumable(const UploadRecord& r) {
+  if (!records_) return std::nullopt;
+  Result<std::optional<UploadRecord>> latest = records_->Latest(r.endpoint, r.name);
+  if (!latest.ok()) {
+    Warn(latest.status().message());
+    return std::nullopt;
   }
-  return std::nullopt;
+  if (!latest->has_value()) return std::nullopt;
+  const UploadRecord& l = **latest;
+  if (l.upload_id.empty() || (l.state != UploadState::kSending && l.state != UploadState::kInterrupted)) {
+    return std::nullopt;
+  }
+  if (l.job_id != job_id_) {
+    Result<JobRecord> owner = jobs_->GetJob(l.job_id);
+    if (owner.ok() && !IsFinal(owner->status) &&
+        ControllerAlive(owner->controller_pid, owner->controller_identity)) {
+      return std::nullopt;  // its controller is still sending it
+    }
+  }
+  return l;
 }
 
-void ArtifactUploads::Record(const std::string& name, const std::string& upload_id) {
-  if (record_file_.empty()) return;
-  std::vector<std::pair<std::string, std::string>> lines;
-  for (auto& [n, id] : ReadRecords(record_file_)) {
-    if (n != name) lines.emplace_back(std::move(n), std::move(id));
-  }
-  if (!upload_id.empty()) lines.emplace_back(name, upload_id);
-  const std::string tmp = record_file_ + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    for (const auto& [n, id] : lines) out << id << '\t' << n << '\n';
-  }
-  std::error_code ec;
-  fs::rename(tmp, record_file_, ec);
+void ArtifactUploads::Remember(const UploadRecord& r) {
+  if (!records_) return;
+  UploadRecord stamped = r;
+  if (stamped.at == TimePoint{}) stamped.at = WallNow();
+  if (Status s = records_->Record(stamped); !s.ok()) Warn(s.message());
 }
 
 }  // namespace barge::runner::internal

@@ -7,11 +7,21 @@
 // (parallel + 2) x part_size) read from the local copy. Before sending, a
 // file's MD5 (and its multipart ETag for the part size) is compared with
 // what the destination holds (HEAD): the same bytes are not sent again.
-// A multipart upload in progress is recorded in RECORD_FILE (key, upload
-// id) until it ends, and a later queueing of the same key resumes it.
 //
-// Threading: Queue, Busy, Drain and TakeSent from the loop's thread; the
-// uploads run on the worker.
+// Records (runner/store/upload_store.h): each file's outcome is written to
+// the job store as the worker learns it: `sending` with its upload id as
+// soon as a multipart upload exists, then sent, already there, failed (with
+// why) or interrupted (cancelled: its upload id kept). A multipart upload
+// is resumed, by this job or a later one (`barge rerun`, a new job with the
+// same destination key), when the latest record of the same object at the
+// same endpoint is one in progress or interrupted, and the job that wrote
+// it is this one or one whose controller is gone (a live one is still
+// sending it): ListParts, and the parts the server holds with the same size
+// and MD5 are not sent again (s3_upload.h).
+//
+// Threading: Queue, Busy, Drain, TakeSent and TakeWarning from the loop's
+// thread; the uploads and the store's reads and writes (its own
+// connections) run on the worker.
 #pragma once
 
 #include <atomic>
@@ -28,18 +38,16 @@
 #include "runner/controller/s3_client.h"
 #include "runner/controller/s3_upload.h"
 #include "runner/jobfile/job_spec.h"
+#include "runner/store/job_store.h"
+#include "runner/store/upload_store.h"
 
 namespace barge::runner::internal {
 
-// One file's outcome.
-struct ArtifactSent {
-  std::string local = {};  // the local file
-  std::string name = {};   // s3://BUCKET/KEY
-  std::string url = {};
-  uint64_t size = 0;
-  std::string md5 = {};    // hex
-  bool skipped = false;    // the destination already held the same bytes
-  std::string error = {};  // "" = sent (or skipped)
+// One file's outcome: its record (as written to the store) and two views
+// of it.
+struct ArtifactSent : UploadRecord {
+  std::string error = {};  // why it was not sent: failed or interrupted ("" = sent or already there)
+  bool skipped = false;    // already there: the destination held the same bytes
 };
 
 // `to` ("s3://BUCKET/KEY-TEMPLATE") with {job}, {rank}, {host} filled and
@@ -54,8 +62,9 @@ S3Destination ExpandS3Destination(std::string_view to, const std::string& job, i
 
 class ArtifactUploads {
  public:
-  // `record_file`: where upload ids in progress are kept ("" = nowhere).
-  ArtifactUploads(StorageSpec storage, std::string record_file, S3Limits limits = {});
+  // The outcomes are recorded for job `job_id` in the store under
+  // `state_dir` ("" = nowhere, and nothing is resumed).
+  ArtifactUploads(StorageSpec storage, std::string state_dir, std::string job_id = "", S3Limits limits = {});
   // Cancels what is in flight (its multipart upload stays recorded for a
   // resume) and joins the worker.
   ~ArtifactUploads();
@@ -77,8 +86,12 @@ class ArtifactUploads {
   // Waits until everything queued is done, or `limit` passed (then cancels
   // what is in flight); true when everything was done.
   bool Drain(std::chrono::milliseconds limit);
-  // The outcomes since the last call.
+  // The outcomes since the last call: one record per file, as written to
+  // the store (state sent, already_there, failed or interrupted).
   std::vector<ArtifactSent> TakeSent();
+  // The first failure to open or write the store since the last call ("":
+  // none); the uploads go on without their records.
+  std::string TakeWarning();
 
  private:
   struct File {
@@ -86,16 +99,22 @@ class ArtifactUploads {
   };
   bool IdleLocked() const;  // mu_ held
   void Work();
-  ArtifactSent Send(const File& f);
+  UploadRecord Send(const File& f);
   S3Client& Client(const std::string& bucket);
-  std::optional<std::string> Recorded(const std::string& name);
-  void Record(const std::string& name, const std::string& upload_id);
+  // The record of an upload of `r`'s object to resume (see the top).
+  std::optional<UploadRecord> Resumable(const UploadRecord& r);
+  // Writes `r` to the store (the worker's).
+  void Remember(const UploadRecord& r);
+  void Warn(const std::string& why);
 
   const StorageSpec storage_;
-  const std::string record_file_;
+  const std::string state_dir_;
+  const std::string job_id_;
   const S3Limits limits_;
   std::atomic<bool> cancel_{false};
   std::map<std::string, std::unique_ptr<S3Client>> clients_;  // by bucket; the worker's
+  std::unique_ptr<JobStore> jobs_;        // the worker's (nullptr: no records)
+  std::unique_ptr<UploadStore> records_;  // the worker's
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -103,6 +122,7 @@ class ArtifactUploads {
   std::map<std::string, int> busy_;  // tag -> files queued or in flight
   bool stopping_ = false;
   std::vector<ArtifactSent> sent_;
+  std::string warning_;
   std::thread worker_;
 };
 

@@ -72,26 +72,34 @@ void Artifacts::CopyArtifact(CommandGroup& group, NodeState& n, const ArtifactSp
 void Artifacts::SendOn(const NodeState& n, const ArtifactSpec& a, size_t index) {
   if (a.to.empty() || !ctx_.spec.storage) return;
   const std::string run = RunDir(ctx_.options.state_dir, plan_.job_id);
-  if (!uploads_) uploads_ = std::make_unique<ArtifactUploads>(*ctx_.spec.storage, run + "/s3-uploads");
   std::string base = a.path;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   base = base.substr(base.rfind('/') + 1);
   const std::string local = run + "/artifacts/" + std::to_string(n.plan->rank) + "/" + base;
-  uploads_->Queue(std::to_string(n.plan->rank) + ":" + std::to_string(index), local, a.to, plan_.job_id,
+  Uploads().Queue(std::to_string(n.plan->rank) + ":" + std::to_string(index), local, a.to, plan_.job_id,
                   n.plan->rank, n.host->name);
+}
+
+ArtifactUploads& Artifacts::Uploads() {
+  if (!uploads_) {
+    uploads_ = std::make_unique<ArtifactUploads>(*ctx_.spec.storage, ctx_.store ? ctx_.options.state_dir : "",
+                                                 plan_.job_id);
+  }
+  return *uploads_;
 }
 
 void Artifacts::ReportSent() {
   if (!uploads_) return;
+  if (const std::string warning = uploads_->TakeWarning(); !warning.empty()) {
+    Say("warning: job store: where files went to s3:// is not recorded: " + warning);
+  }
   for (const ArtifactSent& s : uploads_->TakeSent()) {
-    if (!s.error.empty()) {
-      ++failed_;
-      Say("artifact " + s.local + " not sent: " + s.error);
+    tally_.Add(s);
+    if (s.state == UploadState::kFailed) {
+      Say("artifact " + s.local + " not sent: " + s.detail);
     } else {
-      ++(s.skipped ? already_there_ : sent_);
-      last_sent_ = s.name;
-      spdlog::debug("Artifacts: {}. [file: {}, to: {}, size: {}, md5: {}]", s.skipped ? "already there" : "sent",
-                    s.local, s.name, s.size, s.md5);
+      spdlog::debug("Artifacts: {}. [file: {}, to: {}, size: {}, md5: {}{}]", ToString(s.state), s.local, s.name,
+                    s.size, s.md5, s.detail.empty() ? "" : ", " + s.detail);
     }
   }
 }
@@ -99,7 +107,6 @@ void Artifacts::ReportSent() {
 void Artifacts::SendLogs() {
   if (!ctx_.spec.storage || ctx_.spec.storage->logs.empty()) return;
   const std::string run = RunDir(ctx_.options.state_dir, plan_.job_id);
-  if (!uploads_) uploads_ = std::make_unique<ArtifactUploads>(*ctx_.spec.storage, run + "/s3-uploads");
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(run, ec)) {
     const std::string name = entry.path().filename().string();
@@ -107,7 +114,7 @@ void Artifacts::SendLogs() {
     const size_t dash = name.find('-');
     if (!entry.is_regular_file(ec) || !name.ends_with(".log") || dash == std::string::npos) continue;
     const std::string host = name.substr(dash + 1, name.size() - dash - 5);
-    uploads_->Queue("logs", entry.path().string(), ctx_.spec.storage->logs, plan_.job_id,
+    Uploads().Queue("logs", entry.path().string(), ctx_.spec.storage->logs, plan_.job_id,
                     std::atoi(name.substr(0, dash).c_str()), host);
   }
 }
@@ -173,14 +180,13 @@ void Artifacts::SendToStorage() {
   }
   if (!uploads_->Idle()) {
     uploads_->Cancel();
-    Say("what was not yet sent to s3:// is left (its multipart uploads are recorded in " +
-        RunDir(ctx_.options.state_dir, plan_.job_id) + "/s3-uploads)");
+    Say("what was not yet sent to s3:// is left; its multipart uploads are recorded for a resume (barge show " +
+        plan_.job_id + ")");
   }
+  // The file in flight ends soon after Cancel (libcurl's progress callback).
+  RunUntil([&] { return uploads_->Idle(); }, Now() + seconds(5));
   ReportSent();
-  if (sent_ + already_there_ + failed_ > 0) {
-    Say("sent to s3://: " + std::to_string(sent_) + " file(s), " + std::to_string(already_there_) +
-        " already there, " + std::to_string(failed_) + " failed (last: " + last_sent_ + ")");
-  }
+  if (!tally_.empty()) Say(tally_.Line());
 }
 
 }  // namespace barge::runner::internal

@@ -13,6 +13,7 @@
 
 #include "runner/controller/artifact_uploads.h"
 #include "runner/controller/attempt.h"
+#include "runner/controller/upload_tally.h"
 #include "runner/controller/job_context.h"
 
 namespace barge::runner::internal {
@@ -52,11 +53,13 @@ class Artifacts : private JobPart {
   // per file at debug level).
   void ReportSent();
   void SendLogs();
+  // Made at the first s3:// copy; it records each file's outcome in the
+  // job's store (none for a job kept in no store).
+  ArtifactUploads& Uploads();
 
   std::set<std::pair<int, size_t>> copying_;  // (rank, artifact index) in flight
-  std::unique_ptr<ArtifactUploads> uploads_;  // made at the first s3:// copy
-  int sent_ = 0, already_there_ = 0, failed_ = 0;  // files, for the last line
-  std::string last_sent_;
+  std::unique_ptr<ArtifactUploads> uploads_;
+  UploadTally tally_;  // files, for the last line
 };
 
 }  // namespace barge::runner::internal

@@ -10,8 +10,10 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/support/s3_server.h"
 
@@ -151,6 +153,59 @@ TEST_F(S3UploadTest, AnUploadWhoseWriterWasKilledIsResumedWithoutResendingItsFin
   Result<std::string> got = c->GetObject("resumed.bin");
   ASSERT_TRUE(got.ok()) << got.status().message();
   EXPECT_EQ(Md5Hex(*got), Md5Hex(data));
+}
+
+// Virtual-host addressing (the default, `addressing: virtual`): the bucket
+// is the first label of the host name, not a path segment. The endpoint is
+// http://s3.localhost:PORT, so an object's host is
+// barge-test.s3.localhost, which libcurl resolves to loopback itself (every
+// *.localhost name, RFC 6761). moto takes the bucket from such a Host
+// header; given the bucket in the path instead, at host s3.localhost, it
+// would take the bucket "s3", which does not exist (checked below), so
+// this test fails if the client puts the bucket in the path.
+TEST_F(S3UploadTest, VirtualHostAddressingSendsTheBucketInTheHostNameNotThePath) {
+  std::vector<std::string> lines;
+  std::mutex mu;
+  FaultProxy proxy(server_->port(), [&](int, const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(line);
+    return false;
+  });
+  const std::string endpoint = "http://s3.localhost:" + proxy.url().substr(proxy.url().rfind(':') + 1);
+  S3Client virtual_host(S3Endpoint{.url = endpoint}, "barge-test",
+                        S3Credentials{server_->access_key(), server_->secret_key()},
+                        S3Limits{.tries = 2, .backoff = std::chrono::milliseconds(20)});
+  EXPECT_EQ(virtual_host.Url("virtual/a b.bin"),
+            "http://barge-test.s3.localhost:" + endpoint.substr(endpoint.rfind(':') + 1) + "/virtual/a%20b.bin");
+  const std::string data = PseudoRandomBytes(2 * kPart + 11, 6);  // 3 parts
+  {
+    S3Upload up(&virtual_host, "virtual/a b.bin", {.part_size = kPart, .parallel = 2});
+    ASSERT_TRUE(WriteInPieces(up, data).ok());
+    Result<S3Uploaded> done = up.Finish();
+    ASSERT_TRUE(done.ok()) << done.status().message();
+    EXPECT_EQ(done->parts, 3);
+  }
+  Result<std::optional<S3ObjectInfo>> head = virtual_host.Head("virtual/a b.bin");
+  ASSERT_TRUE(head.ok() && head->has_value()) << head.status().message();
+  EXPECT_EQ((*head)->size, data.size());
+  // Stored in bucket barge-test under the key: read back path-style.
+  Result<std::string> got = Client()->GetObject("virtual/a b.bin");
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(Md5Hex(*got), Md5Hex(data));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_GE(lines.size(), 6u);  // create, 3 parts, complete, HEAD
+    for (const std::string& line : lines) {
+      EXPECT_NE(line.find(" /virtual/a%20b.bin"), std::string::npos) << line;
+      EXPECT_EQ(line.find("/barge-test/"), std::string::npos) << line;
+    }
+  }
+  // The same server and host name, path-style: moto finds no bucket "s3".
+  S3Client path_style(S3Endpoint{.url = endpoint, .path_style = true}, "barge-test",
+                      S3Credentials{server_->access_key(), server_->secret_key()}, S3Limits{.tries = 1});
+  Result<std::string> wrong = path_style.GetObject("virtual/a b.bin");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("NoSuchBucket"), std::string::npos) << wrong.status().message();
 }
 
 TEST_F(S3UploadTest, AResumeOfAnUploadTheServerNoLongerKnowsStartsANewOne) {

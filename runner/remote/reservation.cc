@@ -140,7 +140,8 @@ std::optional<std::vector<int>> GpuDevices(std::string v) {
 std::string Secs(std::chrono::seconds s) { return std::to_string(LeaseSeconds(s)); }
 
 // The shell helpers every host script starts with. h_dk: a docker call
-// bounded by the engine timeout. h_ls: ONE `docker ps` of the holds and
+// bounded by the engine timeout (one it killed prints "no answer from the
+// engine within Ns"). h_ls: ONE `docker ps` of the holds and
 // leases, read by the shell itself (parameter expansions, no program per
 // line): it sets H_A to the "hold" lines and H_X to the other jobs' holds
 // and leases that are stale by the rule in reservation.h ("ID<tab>what",
@@ -154,7 +155,9 @@ std::string Secs(std::chrono::seconds s) { return std::to_string(LeaseSeconds(s)
 std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_timeout) {
   std::string s;
   s += "H_T=; command -v timeout >/dev/null 2>&1 && H_T='timeout -s KILL " + Secs(engine_timeout) + "'\n";
-  s += "h_dk() { $H_T " + docker.Line({}) + " \"$@\"; }\n";
+  // A call the timeout killed says so (it printed nothing of its own).
+  s += "h_dk() { $H_T " + docker.Line({}) + " \"$@\"; h_rc=$?; [ $h_rc -eq 137 ] && [ -n \"$H_T\" ] && "
+       "echo \"no answer from the engine within " + Secs(engine_timeout) + "s\"; return $h_rc; }\n";
   s += "H_NL='\n'\n";
   s += "h_lt() { [ \"$1\" != \"$2\" ] && [ \"$(printf '%s\\n%s\\n' \"$1\" \"$2\" | LC_ALL=C sort | head -n 1)\" = \"$1\" ]; }\n";
   s += "H_F='{{.ID}}\\t{{.Names}}\\t{{.Label \"barge.job\"}}\\t{{.Label \"barge.hold.name\"}}\\t"

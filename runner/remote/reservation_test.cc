@@ -321,7 +321,7 @@ TEST(HoldScript, QuotesTheOwnerAndTakesTheLowestFreeGpusInOrder) {
   const std::string s = TakeHoldsScript(docker, RequestFor({{"2"}}, 4, {}), owner, std::chrono::seconds(20));
   EXPECT_NE(s.find("'barge.hold.name=it'\\''s'"), std::string::npos) << s;
   EXPECT_NE(s.find("for h_i in 0 1 2 3;"), std::string::npos) << s;
-  EXPECT_NE(s.find("h_dk() { $H_T sudo -n docker \"$@\"; }"), std::string::npos) << s;
+  EXPECT_NE(s.find("h_dk() { $H_T sudo -n docker \"$@\"; h_rc=$?;"), std::string::npos) << s;
   EXPECT_NE(s.find("barge.hold.lease=300"), std::string::npos) << s;
   const std::string excl = TakeHoldsScript(docker, HoldRequest{}, owner, std::chrono::seconds(20));
   EXPECT_NE(excl.find("h_mk barge-hold-host\n"), std::string::npos) << excl;
@@ -464,6 +464,20 @@ TEST_F(HoldScriptRun, AFreeHostIsTakenWithTwoCreatesTheLeaseFirstAndOneListing) 
   EXPECT_EQ(LeaseIdOf(r.holds, a.job_id), r.holds[1].id);
   EXPECT_EQ(Calls(), "create create ps ");
   EXPECT_TRUE(Conflicts(HoldRequest{}, r, a.job_id).empty());
+}
+
+TEST_F(HoldScriptRun, AnEngineCallTheTimeoutKillsSaysItHadNoAnswerWithinTheBound) {
+  std::ofstream(root_ / "frozen") << "#!/bin/sh\nexec sleep 30\n";
+  std::filesystem::permissions(root_ / "frozen", std::filesystem::perms::owner_all);
+  HoldOwner a = Job("a");
+  int exit = -1;
+  const std::string out = Run(
+      TakeHoldsScript(DockerCommands({(root_ / "frozen").string()}), HoldRequest{}, a, std::chrono::seconds(1)),
+      &exit);
+  EXPECT_NE(exit, 0) << out;
+  const HoldReply r = ParseHoldReply(out);
+  EXPECT_NE(r.errors.find("no answer from the engine within 1s"), std::string::npos) << out;
+  EXPECT_TRUE(r.taken.empty());
 }
 
 TEST_F(HoldScriptRun, TheLastRemovalTakesTheJobsContainersAndHoldsInOneDockerCall) {

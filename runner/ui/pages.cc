@@ -291,6 +291,26 @@ std::string HostsPage(const HostsPageData& d, TimePoint now) {
   return PageShell("barge: hosts", b, "./");  // at ROOT/hosts
 }
 
+namespace {
+
+// Where the job's files went in object storage: each object, the local file, its size, MD5 and outcome; nothing when none.
+std::string UploadsSection(const std::vector<UploadRecord>& uploads, bool job_ended) {
+  if (uploads.empty()) return "";
+  std::string b = "<h2>Object storage</h2>\n<table id=\"uploads\"><thead><tr><th>SENT TO</th><th>FILE</th>"
+                  "<th>SIZE</th><th>MD5</th><th>OUTCOME</th></tr></thead><tbody>\n";
+  for (const UploadRecord& u : uploads) {
+    const std::string state = job_ended && u.state == UploadState::kSending ? "interrupted" : ToString(u.state);
+    // The s3:// name; its HTTP(S) URL (signed access only, mostly) as a title.
+    b += "<tr data-state=\"" + state + "\"><td title=\"" + HtmlEscape(u.url) + "\">" + HtmlEscape(u.name) +
+         "</td><td>" + HtmlEscape(u.local) + "</td><td class=\"num\">" + (u.size > 0 ? FormatBytes(u.size) : "-") +
+         "</td><td><code>" + HtmlEscape(u.md5.empty() ? "-" : u.md5) + "</code></td><td>" +
+         HtmlEscape(UploadOutcomeText(u, job_ended)) + "</td></tr>\n";
+  }
+  return b + "</tbody></table>\n";
+}
+
+}  // namespace
+
 std::string JobPage(const JobPageData& d, TimePoint now) {
   const JobRecord& j = d.job;
   std::string b = "<h1>Job " + HtmlEscape(j.id) + " (" + HtmlEscape(j.name) + ") " +
@@ -379,6 +399,8 @@ std::string JobPage(const JobPageData& d, TimePoint now) {
     }
     b += "</ul>\n";
   }
+
+  b += UploadsSection(d.uploads, IsFinal(j.status));
 
   b += "<h2>Events</h2>\n<table id=\"events\"><thead><tr><th>TIME</th><th>EVENT</th><th>HOST</th>"
        "<th>DETAIL</th></tr></thead><tbody>\n";

@@ -13,6 +13,7 @@
 #include "runner/store/job_store.h"
 #include "runner/ui/live_hosts.h"
 #include "runner/store/diagnostics_bundles.h"
+#include "runner/store/upload_store.h"
 #include "runner/ui/log_view.h"
 
 namespace barge::runner::ui {
@@ -72,10 +73,12 @@ struct JobPageData {
   // The diagnostics bundles of its failed attempts (linked: each file at
   // ROOT/jobs/ID/diagnostics/attempt-N/FILE).
   std::vector<DiagnosticsBundle> diagnostics;
+  // Where its files went in object storage (as `barge show` lists them).
+  std::vector<UploadRecord> uploads;
 };
 
 // `/jobs/<id>`: status, stop button, nodes, timeline, logs, diagnostics,
-// events.
+// object storage, events.
 std::string JobPage(const JobPageData& data, TimePoint now);
 
 // A small page for a 4xx or 5xx answer. `root`: the dashboard's root

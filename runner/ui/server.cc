@@ -23,6 +23,7 @@
 #include "runner/store/array_store.h"
 #include "runner/store/array_view.h"
 #include "runner/store/diagnostics_bundles.h"
+#include "runner/store/upload_store.h"
 #include "runner/store/host_use.h"
 #include "runner/store/job_store.h"
 #include "runner/store/job_lookup.h"
@@ -389,6 +390,11 @@ void UiServer::Impl::JobPage(const httplib::Request& req, httplib::Response& res
     data.kept_log = std::move(page).value();
   }
   if (!job->run_dir.empty()) data.diagnostics = ListDiagnostics(job->run_dir);
+  Result<std::unique_ptr<UploadStore>> uploads = UploadStore::Open(options.state_dir);
+  if (!uploads.ok()) return Fail(res, 500, uploads.status().message());
+  Result<std::vector<UploadRecord>> sent = (*uploads)->ForJob(id);
+  if (!sent.ok()) return Fail(res, 500, sent.status().message());
+  data.uploads = std::move(sent).value();
   Html(res, 200, ui::JobPage(data, now));
 }
 

@@ -28,6 +28,7 @@
 
 #include "runner/store/array_store.h"
 #include "runner/store/job_store.h"
+#include "runner/store/upload_store.h"
 
 namespace barge::runner::ui {
 namespace {
@@ -398,6 +399,69 @@ TEST_F(UiServerTest, TheJobPageLinksEachDiagnosticsFileAndTheFileIsServedAsPlain
   auto anonymous = c.Get(P("/jobs/done1/diagnostics/attempt-0/index.txt"));
   ASSERT_TRUE(anonymous);
   EXPECT_EQ(anonymous->status, 401);
+}
+
+TEST_F(UiServerTest, TheJobPageListsWhereEachFileWentWithItsSizeChecksumAndOutcome) {
+  {
+    auto page = Client().Get(P("/jobs/done1"), Authed());
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->body.find("Object storage"), std::string::npos);  // none recorded: no section
+  }
+  Result<std::unique_ptr<UploadStore>> uploads = UploadStore::Open(dir_.path());
+  ASSERT_TRUE(uploads.ok()) << uploads.status().message();
+  const std::string run = dir_.path() + "/runs/done1";
+  ASSERT_TRUE((*uploads)
+                  ->Record({.job_id = "done1",
+                            .name = "s3://ml/done1/rank-0/model.bin",
+                            .endpoint = "http://127.0.0.1:9000",
+                            .url = "http://127.0.0.1:9000/ml/done1/rank-0/model.bin",
+                            .local = run + "/artifacts/0/model.bin",
+                            .state = UploadState::kSent,
+                            .size = 25165824,
+                            .md5 = "887c9b7f134179475e8ec054ab93597e",
+                            .parts = 3,
+                            .parts_sent = 3,
+                            .at = WallNow()})
+                  .ok());
+  ASSERT_TRUE((*uploads)
+                  ->Record({.job_id = "done1",
+                            .name = "s3://ml/done1/logs/0-local.log",
+                            .endpoint = "http://127.0.0.1:9000",
+                            .local = run + "/0-local.log",
+                            .state = UploadState::kFailed,
+                            .size = 51,
+                            .detail = "s3://ml/done1/logs/0-local.log at http://127.0.0.1:9000: HTTP 403 <AccessDenied>",
+                            .at = WallNow()})
+                  .ok());
+  ASSERT_TRUE((*uploads)
+                  ->Record({.job_id = "done1",
+                            .name = "s3://ml/done1/rank-0/big.bin",
+                            .endpoint = "http://127.0.0.1:9000",
+                            .local = run + "/artifacts/0/big.bin",
+                            .state = UploadState::kSending,
+                            .upload_id = "up-7",
+                            .at = WallNow()})
+                  .ok());
+  auto page = Client().Get(P("/jobs/done1"), Authed());
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200);
+  const std::string& b = page->body;
+  EXPECT_NE(b.find("<h2>Object storage</h2>"), std::string::npos) << b;
+  EXPECT_NE(b.find("<tr data-state=\"sent\"><td title=\"http://127.0.0.1:9000/ml/done1/rank-0/model.bin\">"
+                   "s3://ml/done1/rank-0/model.bin</td><td>" + run + "/artifacts/0/model.bin</td><td class=\"num\">"
+                   "24.0 MiB</td><td><code>887c9b7f134179475e8ec054ab93597e</code></td><td>sent in 3 parts</td></tr>"),
+            std::string::npos)
+      << b;
+  EXPECT_NE(b.find("failed: s3://ml/done1/logs/0-local.log at http://127.0.0.1:9000: HTTP 403 &lt;AccessDenied&gt;"),
+            std::string::npos)
+      << b;
+  // Sending when its job ended: interrupted, its upload id kept.
+  EXPECT_NE(b.find("<tr data-state=\"interrupted\">"), std::string::npos) << b;
+  EXPECT_NE(b.find("its multipart upload up-7 is kept for a resume"), std::string::npos) << b;
+  // The running job's page has no such section (nothing recorded for it).
+  auto live = Client().Get(P("/jobs/live1"), Authed());
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->body.find("Object storage"), std::string::npos);
 }
 
 TEST_F(UiServerTest, StopNeedsTheCsrfTokenOfThatJobsPage) {

@@ -12,6 +12,10 @@ Prints one line, `PORT ACCESS_KEY SECRET_KEY`, once the buckets exist and
 authentication is on, then serves until stdin closes or it is signalled
 (the test that started it owns it; no pid file, nothing left behind: moto
 keeps everything in memory).
+
+With S3_SERVER_LOG=FILE in the environment, each request's line and status
+is appended to FILE as it is answered ('"PUT /BUCKET/KEY?partNumber=3&...
+HTTP/1.1" 200 -'), for a test that counts what a client sent.
 """
 import os
 import sys
@@ -32,6 +36,11 @@ from botocore.config import Config  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
+if os.environ.get("S3_SERVER_LOG"):
+    requests_log = logging.FileHandler(os.environ["S3_SERVER_LOG"])
+    requests_log.setFormatter(logging.Formatter("%(message)s"))
+    logging.getLogger("werkzeug").addHandler(requests_log)
+    logging.getLogger("werkzeug").setLevel(logging.INFO)
 
 
 def main():
