@@ -111,19 +111,36 @@ std::string RelayAuthorizeCommand(const std::string& job_dir) {
          " && cat >>\"$f\"";
 }
 
-std::string RelayCleanupCommand(const std::string& job_dir) {
+namespace {
+
+// Removes every line of ~/.ssh/authorized_keys that holds the text of $m
+// (set by the caller), keeping the file's inode, owner and mode; where $own
+// is 1 and "$d/added-newline" exists, the final newline
+// RelayAuthorizeCommand added too. Needs f, m, own and d set.
+constexpr char kRemoveMarkedLines[] =
+    " if [ -f \"$f\" ] && grep -qF -- \"$m\" \"$f\" && t=$(mktemp); then"
+    " grep -vF -- \"$m\" \"$f\" >\"$t\";"
+    " if [ $own = 1 ] && [ -e \"$d/added-newline\" ] && [ -s \"$t\" ] && u=$(mktemp); then"
+    " n=$(wc -c <\"$t\"); head -c $((n - 1)) \"$t\" >\"$u\" && mv \"$u\" \"$t\"; fi;"
+    " cat \"$t\" >\"$f\"; rm -f \"$t\"; fi;";
+
+}  // namespace
+
+std::string RelayCleanupOf(const std::string& job_dir_word) {
   // The lines go whatever became of the job's directory; what it noted
   // (made, added) is trusted only while it is still the job's own.
-  return "(d=" + ShellQuote(RelayDir(job_dir)) + "; m=" + ShellQuote(" " + Marker(job_dir)) +
-         "; f=\"$HOME/.ssh/authorized_keys\"; own=0; " + OwnDirTest(job_dir) +
-         " && [ -d \"$d\" ] && [ ! -L \"$d\" ] && own=1;"
-         " if [ -f \"$f\" ] && grep -qF -- \"$m\" \"$f\" && t=$(mktemp); then"
-         " grep -vF -- \"$m\" \"$f\" >\"$t\";"
-         " if [ $own = 1 ] && [ -e \"$d/added-newline\" ] && [ -s \"$t\" ] && u=$(mktemp); then"
-         " n=$(wc -c <\"$t\"); head -c $((n - 1)) \"$t\" >\"$u\" && mv \"$u\" \"$t\"; fi;"
-         " cat \"$t\" >\"$f\"; rm -f \"$t\"; fi;"
+  return "(j=" + job_dir_word + "; d=\"$j/relay\"; m=\" " + Marker("") +
+         "$j\"; f=\"$HOME/.ssh/authorized_keys\"; own=0; " + OwnDirTestOfWord("\"$j\"") +
+         " && [ -d \"$d\" ] && [ ! -L \"$d\" ] && own=1;" + kRemoveMarkedLines +
          " if [ $own = 1 ]; then [ ! -e \"$d/made-keys\" ] || [ -s \"$f\" ] || rm -f \"$f\";"
          " [ ! -e \"$d/made-ssh-dir\" ] || rmdir \"$HOME/.ssh\" 2>/dev/null; rm -rf \"$d\"; fi; exit 0)";
+}
+
+std::string RelayCleanupCommand(const std::string& job_dir) { return RelayCleanupOf(ShellQuote(job_dir)); }
+
+std::string RelayLinesCleanupCommand(const std::string& job_dir_prefix) {
+  return "(m=" + ShellQuote(" " + Marker(job_dir_prefix)) + "; f=\"$HOME/.ssh/authorized_keys\"; own=0; d=;" +
+         kRemoveMarkedLines + " exit 0)";
 }
 
 std::map<size_t, std::string> ParseRelayFailures(const std::string& stderr_text) {

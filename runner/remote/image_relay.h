@@ -94,6 +94,17 @@ std::string RelayAuthorizeCommand(const std::string& job_dir);
 // RelayDir. Exits 0. A line another process appends to authorized_keys
 // while this runs (a few milliseconds) can be lost: the file is rewritten.
 std::string RelayCleanupCommand(const std::string& job_dir);
+// RelayCleanupCommand for the job directory a shell word names (a quoted
+// path, or "$D" inside a script that sets D): what the watchdog runs when
+// it tears a job down (a controller killed during a push leaves the lines)
+// and what disarming it runs (runner/remote/watchdog.h).
+std::string RelayCleanupOf(const std::string& job_dir_word);
+// Removes from ~/.ssh/authorized_keys every relay line of a job directory
+// whose name starts with `job_dir_prefix` (all of a job's: "/tmp/barge-ID."),
+// whether or not the directory is still there; leaves everything else as
+// it is (a newline RelayAuthorizeCommand added, a file or ~/.ssh it made:
+// those notes were in the directory). Exits 0.
+std::string RelayLinesCleanupCommand(const std::string& job_dir_prefix);
 
 // What a run script prints on stderr for a child whose hop failed:
 // "barge-relay-failed INDEX EXIT: REASON" (REASON: the last line the hop's

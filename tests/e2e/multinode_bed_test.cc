@@ -649,6 +649,133 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
       << ReadWholeFile(dir_ / "ls.txt");
 }
 
+// The controller killed (SIGKILL) while `image_pull: push` relays an image
+// big enough to be caught in flight: the relay's authorized_keys lines
+// (outside the job's directory) must not outlive it. Starts the push of
+// `big` (a 3-host job with `lease`), waits until the receivers' lines are
+// in place and a hop's ssh runs, kills the controller and returns the job
+// id and the kill's wall time; fails the test when the push never got there.
+class RelayKilledTest : public ImageRelayTest {
+ protected:
+  void SetUp() override {
+    ImageRelayTest::SetUp();
+    if (HasFatalFailure()) return;
+    const auto& bed = GetBed();
+    // A relay line left by an earlier run would pass for this push's.
+    for (size_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(before_[i].find("barge-relay:"), std::string::npos) << bed.hosts[i].name << ": " << before_[i];
+    }
+    // 300 MiB that do not compress, on top of the bed's image.
+    const std::string big = ShellQuote((dir_ / "big").string());
+    RunShell("head -c 300M /dev/urandom > " + big + " && cid=$(docker create " + bed.image +
+             " true) && docker cp " + big + " $cid:/big && docker commit $cid " + kBig +
+             " >/dev/null; docker rm $cid >/dev/null; rm -f " + big);
+    ASSERT_NE(RunShell("docker image inspect --format '{{.Id}}' " + kBig), "") << "cannot make " << kBig;
+    for (size_t i = 0; i < 3; ++i) Docker(bed.hosts[i], "rmi -f " + kBig);
+  }
+  void TearDown() override {
+    for (size_t i = 0; i < 3; ++i) Docker(GetBed().hosts[i], "rmi -f " + kBig);
+    RunShell("docker rmi -f " + kBig + " >/dev/null 2>&1");
+    ImageRelayTest::TearDown();
+  }
+  std::pair<std::string, double> KillDuringThePush(const std::string& lease) {
+    const auto& bed = GetBed();
+    std::ofstream(dir_ / "job.yaml") << "name: relaykill\nimage: " << kBig << "\nimage_pull: push\n" << Hosts(3)
+                                     << "lease: " << lease << "\ncommand: [\"true\"]\n";
+    const std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " + BARGE_BINARY +
+                            " run job.yaml >out.txt 2>err.txt </dev/null";
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      _exit(127);
+    }
+    // In flight: both receivers (h2, h3) accept a relay key and a hop runs.
+    auto in_flight = [&] {
+      for (size_t i : {1u, 2u}) {
+        if (InHost(bed.hosts[i], "grep -q barge-relay: /root/.ssh/authorized_keys 2>/dev/null && echo yes") != "yes\n") {
+          return false;
+        }
+      }
+      return RunShell("ps -eo args | grep -c '[H]ostKeyAlias=barge-relay'") != "0\n";
+    };
+    bool caught = false;
+    const double give_up = barge::testing::WallSeconds() + 120;
+    while (!caught && barge::testing::WallSeconds() < give_up) {
+      caught = in_flight();
+      if (!caught) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const double killed = barge::testing::WallSeconds();
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    const std::string err = ReadWholeFile(dir_ / "err.txt");
+    EXPECT_TRUE(caught) << "the relay never ran:\n" << err;
+    EXPECT_EQ(err.find("pushed " + kBig), std::string::npos) << "the push ended before the kill:\n" << err;
+    // barge names the job on stderr only once it starts: before, the id is
+    // in the relay line's marker (its job directory on the receiver).
+    std::smatch m;
+    const std::string keys = InHost(bed.hosts[1], "cat /root/.ssh/authorized_keys 2>/dev/null");
+    std::regex_search(keys, m, std::regex("barge-relay:/tmp/barge-([0-9a-f]{8})\\."));
+    return {m.empty() ? "" : m[1].str(), killed};
+  }
+  // Relay processes of any host (they share one PID namespace): hops' ssh
+  // and run scripts.
+  static std::string RelayProcesses() {
+    return RunShell("ps -eo pid,args | grep -e '[H]ostKeyAlias=barge-relay' -e '[/]relay/run' || true");
+  }
+  // Waits up to `limit` seconds for every host's relay traces to be as
+  // before and no relay process to run; the wall time then, or -1.
+  double WaitUntilClean(double limit) {
+    const double end = barge::testing::WallSeconds() + limit;
+    while (barge::testing::WallSeconds() < end) {
+      bool clean = RelayProcesses().empty();
+      for (size_t i = 0; i < 3 && clean; ++i) clean = RelayTraces(GetBed().hosts[i]) == before_[i];
+      if (clean) return barge::testing::WallSeconds();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return -1;
+  }
+
+  const std::string kBig = "barge/relay-big:local";
+};
+
+TEST_F(RelayKilledTest, TheWatchdogsRemoveTheRelaysKeyLinesDirectoriesAndProcessesWithinTheLease) {
+  const auto [id, killed] = KillDuringThePush("4s");
+  ASSERT_EQ(id.size(), 8u) << ReadWholeFile(dir_ / "err.txt");
+  // The bound: the lease (4 s) + one 2 s tick + 10 s of slack for a busy
+  // machine, as WatchdogsRemoveEverythingWhenTheControllerIsKilled.
+  const double clean = WaitUntilClean(60);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(RelayTraces(GetBed().hosts[i]), before_[i]) << GetBed().hosts[i].name;
+  }
+  EXPECT_EQ(RelayProcesses(), "");
+  ASSERT_GT(clean, 0) << "relay traces left 60 s after the kill";
+  std::printf("relay traces gone %.1f s after SIGKILL (lease 4 s)\n", clean - killed);
+  EXPECT_LT(clean - killed, 4 + 2 + 10);
+  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(30))) << WatchdogPids(id).size() << " watchdog(s) left";
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(LeftOn(GetBed().hosts[i], id), "") << GetBed().hosts[i].name;
+}
+
+TEST_F(RelayKilledTest, BargeDownOfAJobKilledDuringThePushRemovesTheRelaysKeyLines) {
+  const auto [id, killed] = KillDuringThePush("10m");
+  ASSERT_EQ(id.size(), 8u) << ReadWholeFile(dir_ / "err.txt");
+  // Within the 10-minute lease the watchdogs do nothing: barge down does it.
+  int code = -1;
+  const std::string down = RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home " + BARGE_BINARY +
+                                        " down " + id + " 2>&1 </dev/null",
+                                    &code);
+  EXPECT_EQ(code, 0) << down;
+  std::printf("barge down %s:\n%s", id.c_str(), down.c_str());
+  // The hop processes end by themselves once their input is cut (a few
+  // seconds on a busy machine); the lines and directories went with down.
+  EXPECT_GT(WaitUntilClean(20), 0) << "relay traces left 20 s after barge down";
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(RelayTraces(GetBed().hosts[i]), before_[i]) << GetBed().hosts[i].name;
+    EXPECT_EQ(LeftOn(GetBed().hosts[i], id), "") << GetBed().hosts[i].name;
+  }
+  EXPECT_EQ(RelayProcesses(), "");
+  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(10))) << WatchdogPids(id).size() << " watchdog(s) left";
+}
+
 // How many lines of `text` end with `word`.
 size_t CountOf(const std::string& text, const std::string& word) {
   size_t n = 0;
