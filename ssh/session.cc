@@ -79,6 +79,28 @@ class KeyOwner {
   ssh_key key_ = nullptr;
 };
 
+}  // namespace
+
+Result<SessionLogin> LoginOf(ssh_session session) {
+  if (session == nullptr) return Status::Error("no SSH session");
+  SessionLogin login;
+  login.user = GetStringOption(session, SSH_OPTIONS_USER);
+  if (ssh_options_get_port(session, &login.port) != SSH_OK || login.user.empty()) {
+    return Status::Error("cannot read the session's user and port back from libssh");
+  }
+  KeyOwner server_key;
+  char* base64 = nullptr;
+  if (ssh_get_server_publickey(session, server_key.out()) != SSH_OK ||
+      ssh_pki_export_pubkey_base64(server_key.get(), &base64) != SSH_OK || base64 == nullptr) {
+    return Status::Error(std::string("cannot read the session's host key: ") + ssh_get_error(session));
+  }
+  login.host_key = std::string(ssh_key_type_to_char(ssh_key_type(server_key.get()))) + " " + base64;
+  ssh_string_free_char(base64);
+  return login;
+}
+
+namespace {
+
 // `through_jump`: the host is reached through ProxyJump hops (ssh-keyscan
 // from here cannot reach it).
 Status VerifyHostKey(ssh_session session, const SessionOptions& options, const std::string& label,

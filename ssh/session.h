@@ -88,6 +88,17 @@ class Session {
 [[nodiscard]] std::vector<Result<std::unique_ptr<Session>>> ConnectAll(
     const std::vector<SessionOptions>& options, int parallelism);
 
+// Who a connected session is, as another host's OpenSSH client would log in
+// the same way: its user and port (after the ssh config), and the host key
+// the server presented, which Connect verified (unless host_key_checking
+// was off), as one known_hosts key "TYPE BASE64".
+struct SessionLogin {
+  std::string user;
+  unsigned int port = 22;
+  std::string host_key;
+};
+[[nodiscard]] Result<SessionLogin> LoginOf(ssh_session session);
+
 // The SHA256 fingerprint of a public key as OpenSSH prints it,
 // "SHA256:base64-without-padding"; empty if it cannot be computed.
 std::string Sha256Fingerprint(ssh_key key);

@@ -18,6 +18,7 @@
 #include "runner/remote/docker_commands.h"
 #include "runner/remote/gpu_health.h"
 #include "runner/remote/host_address.h"
+#include "runner/remote/image_relay.h"
 #include "runner/remote/rdma.h"
 #include "runner/remote/watchdog.h"
 
@@ -141,9 +142,14 @@ void WriteImageChecks(std::ostream& out, const JobSpec& spec, const DockerComman
     out << docker.Line(container::ImageStorageInspectArgs(image)) << "\n";
     if (spec.image_pull == ImagePull::kMissing) {
       out << "#   when missing: " << docker.Pull(image) << "\n";
-    } else if (spec.image_pull == ImagePull::kPush) {
+    } else if (spec.image_pull == ImagePull::kPushDirect) {
       out << "#   when missing: docker save " << image << " here, streamed into: " << docker.Load()
           << "\n";
+    } else if (spec.image_pull == ImagePull::kPush) {
+      out << "#   when missing: docker save " << image << " here, sent once and relayed host to host"
+          << " (each host: tee into its own " << docker.Load() << " and into ssh to up to "
+          << kRelayFanOut << " more hosts, with a key made for the push); where the relay fails,"
+          << " streamed into: " << docker.Load() << "\n";
     }
   }
   out << "#   when an image check fails, or to pull: " << docker.Version() << "\n";

@@ -592,7 +592,7 @@ void Preflight::Round::StorageDisk(HostState* hs, const std::string& dir) {
 
 // Pushed, pulled, or a problem, as image_pull says.
 void Preflight::Round::MissingImage(HostState* hs, const std::string& image, const std::string& why) {
-  if (ctx_.spec.image_pull == ImagePull::kPush) {
+  if (Pushes(ctx_.spec.image_pull)) {
     to_push_[image].push_back(hs);
   } else if (ctx_.spec.image_pull == ImagePull::kNever) {
     errors_[hs->index].push_back("image " + image + " is not present (image_pull: never): " + Said(why));

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -35,7 +36,8 @@ Outcome LocalFailure(const std::string& why) {
 
 std::map<HostState*, Outcome> Transfers::StreamFile(
     const std::string& file, const std::vector<HostState*>& targets,
-    const std::function<std::string(HostState&)>& command, Phase phase, const std::string& label) {
+    const std::function<std::string(HostState&)>& command, Phase phase, const std::string& label,
+    uint64_t* sent, bool report) {
   struct Target {
     HostState* host = nullptr;
     ssh::Command* cmd = nullptr;
@@ -46,24 +48,24 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
   };
   CommandGroup group(&ctx_.loop, &ctx_.redact);
   std::vector<Target> streams(targets.size());
-  ctx_.observer.StepBegan(phase, label, static_cast<int>(targets.size()));
+  if (report) ctx_.observer.StepBegan(phase, label, static_cast<int>(targets.size()));
   for (size_t i = 0; i < targets.size(); ++i) {
     Target& t = streams[i];
     t.host = targets[i];
     t.in = std::fopen(file.c_str(), "rb");
     Target* tp = &t;
-    Began(t.host->PhaseOf(phase));
+    if (report) Began(t.host->PhaseOf(phase));
     if (!t.in) {
       // Never an empty file in its place: the host's part fails here.
       t.result = LocalFailure("cannot read " + file + ": " + std::strerror(errno));
-      Ended(t.host->PhaseOf(phase), false, t.result->exit.error);
+      if (report) Ended(t.host->PhaseOf(phase), false, t.result->exit.error);
       continue;
     }
     t.cmd = group.Run(*t.host->exec, command(*t.host),
-                      [this, tp, phase](const Outcome& o) {
+                      [this, tp, phase, report](const Outcome& o) {
                         tp->result = o;
                         tp->cmd = nullptr;
-                        Ended(tp->host->PhaseOf(phase), o.ok(), o.ok() ? "" : o.Reason());
+                        if (report) Ended(tp->host->PhaseOf(phase), o.ok(), o.ok() ? "" : o.Reason());
                       },
                       /*keep_stdin=*/true);
   }
@@ -76,7 +78,10 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
       if (t.result || t.sent_all || !t.cmd || !t.in) continue;
       while (t.cmd->stdin_pending() < kWindow) {
         size_t n = std::fread(buf.data(), 1, buf.size(), t.in);
-        if (n > 0) t.cmd->WriteStdin(std::string_view(buf.data(), n));
+        if (n > 0) {
+          t.cmd->WriteStdin(std::string_view(buf.data(), n));
+          if (sent != nullptr) *sent += n;
+        }
         if (n < buf.size()) {
           t.read_failed = std::ferror(t.in) != 0;
           t.sent_all = true;
@@ -94,9 +99,9 @@ std::map<HostState*, Outcome> Transfers::StreamFile(
     ctx_.loop.Poll(milliseconds(5));
   }
   for (Target& t : streams) {
-    if (!t.result) Ended(t.host->PhaseOf(phase), false, ctx_.interrupts ? "interrupted" : "timed out");
+    if (!t.result && report) Ended(t.host->PhaseOf(phase), false, ctx_.interrupts ? "interrupted" : "timed out");
   }
-  ctx_.observer.StepEnded(phase);
+  if (report) ctx_.observer.StepEnded(phase);
   std::map<HostState*, Outcome> out;
   for (Target& t : streams) {
     if (t.in) std::fclose(t.in);

@@ -4,6 +4,7 @@
 // MPI keys): never on a command line.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -20,11 +21,14 @@ class Transfers : private JobPart {
 
   // Streams a local file into `command(host)`'s stdin on every target, in
   // parallel with bounded memory; the outcome per host (missing when
-  // interrupted or timed out).
+  // interrupted or timed out). Adds the bytes written into the commands'
+  // stdin to `*sent` when given. `report` false: no step and no host phases
+  // are reported (the caller reports its own).
   std::map<HostState*, Outcome> StreamFile(const std::string& file,
                                            const std::vector<HostState*>& targets,
                                            const std::function<std::string(HostState&)>& command,
-                                           Phase phase, const std::string& label);
+                                           Phase phase, const std::string& label,
+                                           uint64_t* sent = nullptr, bool report = true);
   // Writes each host's files (path on the host, content) through a
   // command's stdin into 0600 files, never on a command line; one upload
   // step named "writing " + what, and one error listing every host's.

@@ -66,6 +66,18 @@ TEST(Transfers, AStreamedFileRunsTheCommandOnEveryTargetAndGivesEachHostsOutcome
             (std::vector<std::string>{"upload began shipping the payload (2)", "upload ended"}));
 }
 
+TEST(Transfers, AStreamCountsTheBytesItSentAndUnreportedSaysNothingOfStepsOrPhases) {
+  TransfersWorld w;
+  ASSERT_TRUE(w.world.Connect());
+  uint64_t sent = 5;
+  auto results = w.transfers.StreamFile(w.LocalFile(3 << 20), w.world.hosts().All(), &TransfersWorld::Receive,
+                                        Phase::kPush, "relaying", &sent, /*report=*/false);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(sent, 5u + 2u * (3u << 20));  // added to what was there
+  EXPECT_TRUE(w.world.recorder().steps.empty());
+  EXPECT_EQ(Count(w.world.recorder().edges, "push "), 0);
+}
+
 TEST(Transfers, AFileThatCannotBeReadFailsEveryHostsPartAndNoHostGetsAnEmptyOne) {
   TransfersWorld w;
   ASSERT_TRUE(w.world.Connect());

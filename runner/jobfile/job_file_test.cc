@@ -840,7 +840,8 @@ stop_grace: soon
           "job.yaml:5:11: hosts[0].port: expected a port number from 1 to 65535, got '0'",
           "job.yaml:7:12: hosts[1].nodes: expected a number of nodes from 1 to 1024, got '0'",
           "job.yaml:8:13: image_pull: invalid value 'sometimes' (expected always, "
-          "missing, never or push)",
+          "missing, never, push or push-direct: push sends this machine's image once, relayed "
+          "host to host; push-direct sends it from this machine to each host)",
           "job.yaml:9:13: stop_grace: invalid duration 'soon' (expected e.g. 500ms, "
           "10s, 5m, 1h30m, 1d)"));
 }
@@ -850,7 +851,9 @@ TEST_F(JobFileTest, EnumValuesGetSuggestions) {
       Errors("name: x\nimage: i\nimage_pull: mising\nssh: {host_key_checking: accept_new}\n"
              "on_worker_exit: ignroe\nrendezvous: {env: [pytorch, ray, ray]}\n"),
       ElementsAre("job.yaml:3:13: image_pull: invalid value 'mising' (expected always, "
-                  "missing, never or push); did you mean 'missing'?",
+                  "missing, never, push or push-direct: push sends this machine's image once, "
+                  "relayed host to host; push-direct sends it from this machine to each host); did "
+                  "you mean 'missing'?",
                   "job.yaml:4:26: ssh.host_key_checking: invalid value 'accept_new' "
                   "(expected strict, accept-new or off); did you mean 'accept-new'?",
                   "job.yaml:5:17: on_worker_exit: invalid value 'ignroe' (expected fail or "

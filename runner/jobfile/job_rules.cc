@@ -124,6 +124,10 @@ constexpr KeyRule<NetworkSpec> kNetworkRules[] = {
 };
 std::vector<KeyInfo> NetworkKeys() { return Describe(kNetworkRules); }
 
+// What push and push-direct mean, for image_pull's invalid-value message.
+constexpr std::string_view kImagePullPushNote =
+    "push sends this machine's image once, relayed host to host; push-direct sends it from this machine to each host";
+
 constexpr KeyRule<JobDraft> kJobRules[] = {
     {"name",
      {.type = KeyType::kString, .description = "The job's name: letters, digits, _ . - (at most 63)", .required = true},
@@ -176,9 +180,9 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      {.type = KeyType::kBlock, .description = "Rendezvous environment (MASTER_ADDR, RANK, WORLD_SIZE, ...)", .keys = RendezvousKeys},
      [](const Entry& e, JobDraft& d) { ReadRendezvous(e, d.spec.rendezvous); }},
     {"image_pull",
-     {.type = KeyType::kEnum, .description = "When hosts pull the image; push copies it from here", .default_value = NameOf(kImagePullNames, ImagePull::kMissing), .choices = kImagePull},
+     {.type = KeyType::kEnum, .description = "When hosts pull the image; push copies it from here (sent once, relayed host to host), push-direct from here to each host", .default_value = NameOf(kImagePullNames, ImagePull::kMissing), .choices = kImagePull},
      [](const Entry& e, JobDraft& d) {
-       if (auto v = ReadEnum(e, kImagePullNames)) d.spec.image_pull = *v;
+       if (auto v = ReadEnum(e, kImagePullNames, kImagePullPushNote)) d.spec.image_pull = *v;
      }},
     {"on_worker_exit",
      {.type = KeyType::kEnum, .description = "Whether a worker that exits non-zero fails the job", .default_value = NameOf(kOnWorkerExitNames, OnWorkerExit::kFail), .choices = kOnWorkerExit},

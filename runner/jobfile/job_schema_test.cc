@@ -59,7 +59,7 @@ TEST(JobSchema, DefaultsEnumsAndNestedBlocksComeFromTheTables) {
   Json schema = Json::parse(JobSchemaJson());
   const Json& p = schema["properties"];
   EXPECT_EQ(p["image_pull"]["default"], "missing");
-  EXPECT_EQ(p["image_pull"]["enum"], Json::array({"always", "missing", "never", "push"}));
+  EXPECT_EQ(p["image_pull"]["enum"], Json::array({"always", "missing", "never", "push", "push-direct"}));
   EXPECT_EQ(p["stop_grace"]["default"], "10s");
   EXPECT_EQ(p["rendezvous"]["properties"]["port"]["default"], 29500);
   EXPECT_EQ(p["ssh"]["properties"]["host_key_checking"]["enum"],

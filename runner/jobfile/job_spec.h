@@ -50,11 +50,14 @@ struct SshSettings {
   int parallel_connects = 32;
 };
 
-// image_pull: when hosts pull the image; push copies it from here.
-enum class ImagePull { kAlways, kMissing, kNever, kPush };
+// image_pull: when hosts pull the image; push copies it from here (sent
+// once, relayed from host to host), push-direct too (sent to each host).
+enum class ImagePull { kAlways, kMissing, kNever, kPush, kPushDirect };
 inline constexpr auto kImagePullNames = std::to_array<EnumName<ImagePull>>(
     {{ImagePull::kAlways, "always"}, {ImagePull::kMissing, "missing"}, {ImagePull::kNever, "never"},
-     {ImagePull::kPush, "push"}});
+     {ImagePull::kPush, "push"}, {ImagePull::kPushDirect, "push-direct"}});
+// Whether `p` copies the image from this machine.
+constexpr bool Pushes(ImagePull p) { return p == ImagePull::kPush || p == ImagePull::kPushDirect; }
 static_assert(ListsEveryValueInOrder(kImagePullNames));
 
 // on_worker_exit: whether a worker that exits non-zero fails the job.

@@ -124,14 +124,19 @@ inline std::optional<int> ReadPort(const Entry& e) {
 // The values of a boolean key (KeyType::kBoolean), for ReadEnum.
 inline constexpr std::string_view kBooleans[] = {"true", "false"};
 
-inline std::optional<std::string> ReadEnum(const Entry& e, std::span<const std::string_view> values) {
+// `note`, when given, follows the choices in an invalid value's message
+// ("(expected a or b: NOTE)"): what the choices mean where their names
+// alone do not say.
+inline std::optional<std::string> ReadEnum(const Entry& e, std::span<const std::string_view> values,
+                                           std::string_view note = {}) {
   std::string expected = JoinWords(values, " or ");
   std::optional<std::string> s = ReadScalar(e, expected);
   if (!s) return std::nullopt;
   for (std::string_view v : values) {
     if (v == *s) return s;
   }
-  std::string message = "invalid value " + QuoteValue(*s) + " (expected " + expected + ")";
+  std::string message = "invalid value " + QuoteValue(*s) + " (expected " + expected +
+                        (note.empty() ? "" : ": " + std::string(note)) + ")";
   if (auto close = ClosestMatch(*s, values)) message += "; did you mean '" + *close + "'?";
   e.Error(message);
   return std::nullopt;
@@ -139,9 +144,9 @@ inline std::optional<std::string> ReadEnum(const Entry& e, std::span<const std::
 
 // The same, for a key whose choices are an enum's names: its value.
 template <typename E, size_t N>
-std::optional<E> ReadEnum(const Entry& e, const EnumTable<E, N>& table) {
+std::optional<E> ReadEnum(const Entry& e, const EnumTable<E, N>& table, std::string_view note = {}) {
   const std::array<std::string_view, N> names = NamesOf(table);
-  std::optional<std::string> name = ReadEnum(e, names);
+  std::optional<std::string> name = ReadEnum(e, names, note);
   if (!name) return std::nullopt;
   return ValueOf(table, *name);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "runner/remote/image_relay.h"
 #include "ssh/quote.h"
 
 namespace barge::runner {
@@ -49,7 +50,7 @@ std::string DisarmOf(const std::string& job_id, const std::string& dir) {
   // the user's own directory).
   const std::string tmpl = dir + "'.gone.XXXXXX'";
   const std::string title = ssh::ShellQuote(" barge-watchdog-" + job_id + " ");
-  return "(" + OwnDirTestOf(dir) + " || exit 0; g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir +
+  return "(" + RelayCleanupOf(dir) + "; " + OwnDirTestOf(dir) + " || exit 0; g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir +
          " \"$g/d\" 2>/dev/null && d=\"$g/d\" || d=" + dir +
          "; p=; { read -r p < \"$d/watchdog.pid\"; } 2>/dev/null;"
          " case \"$p\" in ''|*[!0-9]*) ;; *)"
@@ -63,6 +64,8 @@ std::string DisarmOf(const std::string& job_id, const std::string& dir) {
 }  // namespace
 
 std::string OwnDirTest(const std::string& dir) { return OwnDirTestOf(ssh::ShellQuote(dir)); }
+
+std::string OwnDirTestOfWord(const std::string& word) { return OwnDirTestOf(word); }
 
 std::string OwnDirGuard(const std::string& dir) {
   return "{ " + OwnDirTest(dir) + " || { echo " +
@@ -134,7 +137,8 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
       " echo \"$(date) barge watchdog: $why; removing job $J\" >> \"$D/watchdog.log\";"
       " ids=$($T " + docker + " ps -aq --filter \"label=barge.job=$J\");"
       " [ -n \"$ids\" ] && $T " + docker + " rm -f $ids >/dev/null 2>&1;"
-      " [ -n \"$HOOK\" ] && sh -c \"$HOOK\" >/dev/null 2>&1;"
+      " [ -n \"$HOOK\" ] && sh -c \"$HOOK\" >/dev/null 2>&1; " +
+      RelayCleanupOf("\"$D\"") + ";"
       " rm -rf \"$D\"; exit 0; fi; done";
   return MakeOwnDir(dir) + " && touch " + ShellQuote(dir + "/lease") + DeadlineLine(p) +
          " && (nohup setsid sh -c " + ShellQuote(script) + " " +
@@ -162,8 +166,9 @@ std::string DisarmJobWatchdogsCommand(const std::string& job_id) {
   // Each directory of the job's name pattern that is ours (another user's
   // is skipped, never read), disarmed as above; `for` gets the pattern
   // itself when nothing matches, which is not a directory of ours.
-  return "(for d in " + ssh::ShellQuote("/tmp/barge-" + job_id + ".") + "????????????; do " + OwnDirTestOf("\"$d\"") +
-         " || continue; " + DisarmOf(job_id, "\"$d\"") + "; done; exit 0)";
+  const std::string prefix = "/tmp/barge-" + job_id + ".";
+  return "(for d in " + ssh::ShellQuote(prefix) + "????????????; do " + OwnDirTestOf("\"$d\"") +
+         " || continue; " + DisarmOf(job_id, "\"$d\"") + "; done; " + RelayLinesCleanupCommand(prefix) + "; exit 0)";
 }
 
 }  // namespace barge::runner

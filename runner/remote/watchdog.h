@@ -17,6 +17,9 @@
 //       on the host's clock, which the loop reads at every tick; while it
 //       is there, (a) and (b) do not apply (the head has exited on purpose,
 //       and the keep may outlast the timeout), (c) still does.
+// Whatever the reason, it also removes the image relay's authorized_keys
+// lines of DIR (RelayCleanupOf), which a controller killed during
+// `image_pull: push` leaves in ~/.ssh.
 // The controller renews the lease (touches DIR/lease) on every host
 // periodically over its open sessions; normal teardown disarms the watchdog
 // (kills it and removes DIR). The watchdog then exits by itself too, since
@@ -61,6 +64,9 @@ std::string HostJobDirShown(const std::string& job_id);
 // user running it, mode 0700: what each step checks before it writes in a
 // job's host directory (that it is still the one barge made).
 std::string OwnDirTest(const std::string& dir);
+// The same for a shell word that names the directory (a quoted path, or
+// "$d" where the caller's command sets d).
+std::string OwnDirTestOfWord(const std::string& word);
 // The same as a guard for a command chain (`GUARD && ...`): false, with an
 // error naming `dir` on stderr, when the test fails.
 std::string OwnDirGuard(const std::string& dir);
@@ -92,12 +98,16 @@ std::string KeepUntilCommand(const std::string& job_dir, std::chrono::seconds ke
 std::string RenewLeaseCommand(const std::string& job_dir);
 
 // Stops the watchdog and everything it started (its process group, once
-// the PID read back is checked to be this job's watchdog of ours) and
-// removes the per-host directory `job_dir`. Exits 0; runs in a subshell.
+// the PID read back is checked to be this job's watchdog of ours), removes
+// the image relay's authorized_keys lines of `job_dir` (RelayCleanupOf:
+// they are in ~/.ssh, not under the directory) and the per-host directory
+// `job_dir`. Exits 0; runs in a subshell.
 std::string DisarmWatchdogCommand(const std::string& job_id, const std::string& job_dir);
 // The same for every directory of job `job_id` on the host that is the SSH
 // user's own (OwnDirTest), whatever its random part: for a job whose
-// controller is gone (`barge down`), which does not know the names.
+// controller is gone (`barge down`), which does not know the names. The
+// relay's authorized_keys lines of every directory of the job go too, also
+// where the directory itself is gone (a host whose /tmp was cleared).
 std::string DisarmJobWatchdogsCommand(const std::string& job_id);
 
 }  // namespace barge::runner

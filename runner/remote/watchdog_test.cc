@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runner/remote/docker_commands.h"
+#include "runner/remote/image_relay.h"
 #include "ssh/quote.h"
 
 namespace barge::runner {
@@ -151,6 +152,43 @@ TEST_F(WatchdogTest, ALapsedLeaseRemovesTheJobsContainersAndDirectoryWithinFiveS
   std::string log = ReadAll(log_);
   EXPECT_THAT(log, ::testing::HasSubstr("ps -aq --filter label=barge.job=" + job_));
   EXPECT_THAT(log, ::testing::HasSubstr("rm -f c1 c2"));
+}
+
+// A controller killed during `image_pull: push` leaves the relay's lines in
+// ~/.ssh/authorized_keys (outside the job's directory): the watchdog that
+// removes the job removes them too, and leaves every other byte as it was.
+TEST_F(WatchdogTest, ALapsedLeaseRemovesTheJobsRelayLinesFromAuthorizedKeysAndNothingElse) {
+  const fs::path home = scratch_ / "home";
+  fs::create_directories(home / ".ssh");
+  const std::string before = "ssh-ed25519 AAAAmine me@here\nssh-ed25519 AAAAother barge-relay:/tmp/other";
+  std::ofstream(home / ".ssh" / "authorized_keys") << before;
+  const std::string env = "export HOME=" + ssh::ShellQuote(home.string()) + "; ";
+  ASSERT_EQ(Sh(env + ArmWatchdogCommand(Params(1s))), 0);
+  const std::string line = RelayAuthorizedKey(jobdir_, "10.0.0.1", "ssh-ed25519 AAAAtest");
+  ASSERT_EQ(Sh(env + "printf %s " + ssh::ShellQuote(line) + " | { " + RelayAuthorizeCommand(jobdir_) + "; }"), 0);
+  ASSERT_EQ(ReadAll((home / ".ssh" / "authorized_keys").string()), before + "\n" + line);
+  EXPECT_TRUE(Within(5000ms, [&] { return !fs::exists(jobdir_); })) << "the job directory is still there";
+  EXPECT_EQ(ReadAll((home / ".ssh" / "authorized_keys").string()), before);
+}
+
+// `barge down` of a job whose controller is gone: the relay's lines of
+// every directory of the job go, also of a directory that is gone itself
+// (a host whose /tmp was cleared); another job's line stays.
+TEST_F(WatchdogTest, DisarmingEveryDirectoryOfAJobRemovesItsRelayLinesAlsoWhereTheDirectoryIsGone) {
+  const fs::path home = scratch_ / "home";
+  fs::create_directories(home / ".ssh");
+  const std::string before = "ssh-ed25519 AAAAmine me@here\nssh-ed25519 AAAAother barge-relay:/tmp/barge-other.abcdefabcdef\n";
+  std::ofstream(home / ".ssh" / "authorized_keys") << before;
+  const std::string env = "export HOME=" + ssh::ShellQuote(home.string()) + "; ";
+  ASSERT_EQ(Sh(env + ArmWatchdogCommand(Params(600s))), 0);
+  const std::string gone = NewHostJobDir(job_);  // never made on this "host"
+  const std::string lines = RelayAuthorizedKey(jobdir_, "10.0.0.1", "ssh-ed25519 AAAAone") +
+                            RelayAuthorizedKey(gone, "10.0.0.2", "ssh-ed25519 AAAAtwo");
+  ASSERT_EQ(Sh(env + "printf %s " + ssh::ShellQuote(lines) + " | { " + RelayAuthorizeCommand(jobdir_) + "; }"), 0);
+  ASSERT_EQ(ReadAll((home / ".ssh" / "authorized_keys").string()), before + lines);
+  ASSERT_EQ(Sh(env + DisarmJobWatchdogsCommand(job_)), 0);
+  EXPECT_FALSE(fs::exists(jobdir_));
+  EXPECT_EQ(ReadAll((home / ".ssh" / "authorized_keys").string()), before);
 }
 
 // Issue #42 (item 5): a failed job kept for a look (on_failure.keep). Its

@@ -418,7 +418,7 @@ write_sshd_config() {
 ListenAddress $listen
 HostKey $hostkey
 PidFile $pidfile
-AuthorizedKeysFile $BED/authorized_keys
+AuthorizedKeysFile $BED/authorized_keys .ssh/authorized_keys
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
 PasswordAuthentication no
@@ -622,6 +622,7 @@ cmd_up() {
   local t0=$SECONDS
   if [[ "${BARGE_BED_REUSE:-0}" == 1 ]] && reusable; then
     log "BARGE_BED_REUSE=1: the bed in $BED is up and matches; reusing it"
+    home_keys
     return 0
   fi
   trap on_up_exit EXIT
@@ -918,6 +919,32 @@ cmd__jump_target() {
   log "jump target $(host_addr "$JUMP_HOST"):$JUMP_PORT up, reachable through $JUMP_VIA only"
 }
 
+# home_keys: every sshd of the bed also reads the login user's own
+# ~/.ssh/authorized_keys (each namespace host has its own /root), as a host
+# with OpenSSH's defaults does: image_pull: push's relay adds its keys
+# there. For a bed made by an older bed.sh: the line is changed and the
+# sshd told to read its config again (SIGHUP). Idempotent.
+home_keys() {
+  local conf pid
+  for conf in "$BED"/*/sshd_config; do
+    [[ -e "$conf" ]] || continue
+    grep -q '^AuthorizedKeysFile .* \.ssh/authorized_keys$' "$conf" && continue
+    sed -i 's|^AuthorizedKeysFile .*|& .ssh/authorized_keys|' "$conf"
+    pid=$(cat "$(dirname "$conf")/sshd.pid" 2>/dev/null) || continue
+    [[ "$pid" =~ ^[0-9]+$ ]] && kill -HUP "$pid" 2>/dev/null || true
+  done
+}
+
+# _home_keys: home_keys on a bed that is up.
+cmd__home_keys() {
+  need_root
+  check_bed_dir
+  take_lock
+  [[ -e "$BED/bed.env" ]] || die "the bed is down (no $BED/bed.env)"
+  home_keys
+  log "every sshd of the bed reads ~/.ssh/authorized_keys too"
+}
+
 cmd_ssh() {
   local h=${1:?usage: bed.sh ssh NAME [CMD...]} addr port=22
   shift
@@ -944,6 +971,7 @@ case "${1:-}" in
   _lo_init) cmd__lo_init ;;
   _host_init) shift; cmd__host_init "$@" ;;
   _jump_target) cmd__jump_target ;;
+  _home_keys) cmd__home_keys ;;
   *)
     sed -n '2,8p' "$SELF" | sed 's/^# \{0,1\}//' >&2
     exit 2

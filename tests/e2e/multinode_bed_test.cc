@@ -252,6 +252,114 @@ TEST_F(MultiNodeTest, ImagePullPushDeliversTheControllersImageToHostsThatLackIt)
   RunShell("docker rmi -f " + tag + " >/dev/null 2>&1");
 }
 
+// What the image relay could leave on a host: its authorized_keys (or
+// their absence), relay directories under /tmp, relay ssh processes.
+std::string RelayTraces(const BedHost& h) {
+  return InHost(h, "if [ -e /root/.ssh/authorized_keys ]; then echo keys:; cat /root/.ssh/authorized_keys; "
+                   "else echo no keys; fi; [ -d /root/.ssh ] && echo ssh dir; "
+                   "find /tmp -path '*/relay*' 2>/dev/null; ps -eo args | grep '[H]ostKeyAlias=barge-relay' | "
+                   "grep -c .");
+}
+
+// "this machine sent N bytes of it (X x the image's S)": {N, S}.
+std::pair<long long, long long> SentAndSize(const std::string& err) {
+  std::smatch m;
+  if (!std::regex_search(err, m, std::regex("this machine sent ([0-9]+) bytes of it \\([0-9.]+ x the image's ([0-9]+)\\)"))) {
+    return {-1, -1};
+  }
+  return {std::stoll(m[1].str()), std::stoll(m[2].str())};
+}
+
+// The bed's sshds must read ~/.ssh/authorized_keys (bed.sh from this
+// branch on): the relay's keys go there, as on a host with OpenSSH's
+// defaults.
+void ExpectSshdReadsHomeKeys(const BedHost& h) {
+  const std::string conf = ReadWholeFile(fs::path(GetBed().dir) / h.name / "sshd_config");
+  ASSERT_NE(conf.find(" .ssh/authorized_keys"), std::string::npos)
+      << h.name << "'s sshd reads no ~/.ssh/authorized_keys: bring the bed up again with tests/bed/bed.sh";
+}
+
+class ImageRelayTest : public MultiNodeTest {
+ protected:
+  void SetUp() override {
+    MultiNodeTest::SetUp();
+    for (size_t i = 0; i < 3; ++i) ExpectSshdReadsHomeKeys(GetBed().hosts[i]);
+    id_ = MakeLocalOnlyImage(dir_, kTag, "image-ok");
+    ASSERT_NE(id_, "");
+    for (size_t i = 0; i < 3; ++i) {
+      Docker(GetBed().hosts[i], "rmi -f " + kTag);
+      before_.push_back(RelayTraces(GetBed().hosts[i]));
+    }
+  }
+  void TearDown() override {
+    for (size_t i = 0; i < 3; ++i) Docker(GetBed().hosts[i], "rmi -f " + kTag);
+    RunShell("docker rmi -f " + kTag + " >/dev/null 2>&1");
+    MultiNodeTest::TearDown();
+  }
+  // Every host holds the image under its ID and nothing of the relay is left.
+  void ExpectDeliveredAndClean() {
+    for (size_t i = 0; i < 3; ++i) {
+      const BedHost& h = GetBed().hosts[i];
+      EXPECT_EQ(Docker(h, "image inspect --format '{{.Id}}' " + kTag), id_ + "\n") << h.name;
+      EXPECT_EQ(RelayTraces(h), before_[i]) << h.name;
+    }
+  }
+
+  const std::string kTag = "barge/relay-test:local";
+  std::string id_;
+  std::vector<std::string> before_;
+};
+
+TEST_F(ImageRelayTest, APushToThreeHostsLeavesThisMachineOnceAndEveryHostGetsTheSameImage) {
+  CliOutcome o = Barge("name: relay\nimage: " + kTag + "\nimage_pull: push\n" + Hosts(3) +
+                       "command: [\"cat\", \"/marker\"]\n");
+  EXPECT_EQ(o.code, 0) << o.err;
+  const auto [sent, size] = SentAndSize(o.err);
+  ASSERT_GT(size, 0) << o.err;
+  EXPECT_EQ(sent, size) << o.err;  // one image, not three
+  EXPECT_NE(o.err.find("3 host(s) by relay, 0 directly"), std::string::npos) << o.err;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NE(o.out.find("[" + std::to_string(i) + " " + (i == 0 ? "head " : "worker ") + GetBed().hosts[i].address +
+                         "] image-ok"),
+              std::string::npos)
+        << o.out;
+  }
+  ExpectDeliveredAndClean();
+}
+
+TEST_F(ImageRelayTest, AHostTheOthersCannotReachGetsTheImageFromThisMachine) {
+  const auto& bed = GetBed();
+  const BedHost& cut = bed.hosts[2];  // a leaf of the tree h1 -> {h2, h3}
+  const std::string rule = "INPUT -p tcp --dport 22 ! -s " + bed.raw.at("BED_GATEWAY") +
+                           " -j REJECT --reject-with tcp-reset -m comment --comment barge-bed";
+  InHost(cut, "iptables -I " + rule);
+  CliOutcome o = Barge("name: relay\nimage: " + kTag + "\nimage_pull: push\n" + Hosts(3) +
+                       "command: [\"cat\", \"/marker\"]\n");
+  InHost(cut, "iptables -D " + rule);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find(cut.address + ": the relay did not deliver " + kTag + " (ssh: connect to host " + cut.address +
+                       " port 22: Connection refused (exit 255)); this machine sends it directly"),
+            std::string::npos)
+      << o.err;
+  const auto [sent, size] = SentAndSize(o.err);
+  ASSERT_GT(size, 0) << o.err;
+  EXPECT_EQ(sent, 2 * size) << o.err;
+  EXPECT_NE(o.err.find("2 host(s) by relay, 1 directly"), std::string::npos) << o.err;
+  EXPECT_NE(o.out.find("[2 worker " + cut.address + "] image-ok"), std::string::npos) << o.out;
+  ExpectDeliveredAndClean();
+}
+
+TEST_F(ImageRelayTest, PushDirectSendsTheImageToEachHostFromThisMachine) {
+  CliOutcome o = Barge("name: direct\nimage: " + kTag + "\nimage_pull: push-direct\n" + Hosts(3) +
+                       "command: [\"cat\", \"/marker\"]\n");
+  EXPECT_EQ(o.code, 0) << o.err;
+  const auto [sent, size] = SentAndSize(o.err);
+  ASSERT_GT(size, 0) << o.err;
+  EXPECT_EQ(sent, 3 * size) << o.err;
+  EXPECT_NE(o.err.find("0 host(s) by relay, 3 directly"), std::string::npos) << o.err;
+  ExpectDeliveredAndClean();
+}
+
 TEST_F(MultiNodeTest, HostsHoldingDifferentImagesUnderOneTagAreRefusedBeforeAnythingStarts) {
   const auto& bed = GetBed();
   const std::string tag = "barge/skew-test:local";
@@ -539,6 +647,133 @@ TEST_F(MultiNodeTest, WatchdogsRemoveEverythingWhenTheControllerIsKilled) {
            &ls.code);
   EXPECT_NE(ReadWholeFile(dir_ / "ls.txt").find("\"status\": \"lost\""), std::string::npos)
       << ReadWholeFile(dir_ / "ls.txt");
+}
+
+// The controller killed (SIGKILL) while `image_pull: push` relays an image
+// big enough to be caught in flight: the relay's authorized_keys lines
+// (outside the job's directory) must not outlive it. Starts the push of
+// `big` (a 3-host job with `lease`), waits until the receivers' lines are
+// in place and a hop's ssh runs, kills the controller and returns the job
+// id and the kill's wall time; fails the test when the push never got there.
+class RelayKilledTest : public ImageRelayTest {
+ protected:
+  void SetUp() override {
+    ImageRelayTest::SetUp();
+    if (HasFatalFailure()) return;
+    const auto& bed = GetBed();
+    // A relay line left by an earlier run would pass for this push's.
+    for (size_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(before_[i].find("barge-relay:"), std::string::npos) << bed.hosts[i].name << ": " << before_[i];
+    }
+    // 300 MiB that do not compress, on top of the bed's image.
+    const std::string big = ShellQuote((dir_ / "big").string());
+    RunShell("head -c 300M /dev/urandom > " + big + " && cid=$(docker create " + bed.image +
+             " true) && docker cp " + big + " $cid:/big && docker commit $cid " + kBig +
+             " >/dev/null; docker rm $cid >/dev/null; rm -f " + big);
+    ASSERT_NE(RunShell("docker image inspect --format '{{.Id}}' " + kBig), "") << "cannot make " << kBig;
+    for (size_t i = 0; i < 3; ++i) Docker(bed.hosts[i], "rmi -f " + kBig);
+  }
+  void TearDown() override {
+    for (size_t i = 0; i < 3; ++i) Docker(GetBed().hosts[i], "rmi -f " + kBig);
+    RunShell("docker rmi -f " + kBig + " >/dev/null 2>&1");
+    ImageRelayTest::TearDown();
+  }
+  std::pair<std::string, double> KillDuringThePush(const std::string& lease) {
+    const auto& bed = GetBed();
+    std::ofstream(dir_ / "job.yaml") << "name: relaykill\nimage: " << kBig << "\nimage_pull: push\n" << Hosts(3)
+                                     << "lease: " << lease << "\ncommand: [\"true\"]\n";
+    const std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " + BARGE_BINARY +
+                            " run job.yaml >out.txt 2>err.txt </dev/null";
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      _exit(127);
+    }
+    // In flight: both receivers (h2, h3) accept a relay key and a hop runs.
+    auto in_flight = [&] {
+      for (size_t i : {1u, 2u}) {
+        if (InHost(bed.hosts[i], "grep -q barge-relay: /root/.ssh/authorized_keys 2>/dev/null && echo yes") != "yes\n") {
+          return false;
+        }
+      }
+      return RunShell("ps -eo args | grep -c '[H]ostKeyAlias=barge-relay'") != "0\n";
+    };
+    bool caught = false;
+    const double give_up = barge::testing::WallSeconds() + 120;
+    while (!caught && barge::testing::WallSeconds() < give_up) {
+      caught = in_flight();
+      if (!caught) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const double killed = barge::testing::WallSeconds();
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    const std::string err = ReadWholeFile(dir_ / "err.txt");
+    EXPECT_TRUE(caught) << "the relay never ran:\n" << err;
+    EXPECT_EQ(err.find("pushed " + kBig), std::string::npos) << "the push ended before the kill:\n" << err;
+    // barge names the job on stderr only once it starts: before, the id is
+    // in the relay line's marker (its job directory on the receiver).
+    std::smatch m;
+    const std::string keys = InHost(bed.hosts[1], "cat /root/.ssh/authorized_keys 2>/dev/null");
+    std::regex_search(keys, m, std::regex("barge-relay:/tmp/barge-([0-9a-f]{8})\\."));
+    return {m.empty() ? "" : m[1].str(), killed};
+  }
+  // Relay processes of any host (they share one PID namespace): hops' ssh
+  // and run scripts.
+  static std::string RelayProcesses() {
+    return RunShell("ps -eo pid,args | grep -e '[H]ostKeyAlias=barge-relay' -e '[/]relay/run' || true");
+  }
+  // Waits up to `limit` seconds for every host's relay traces to be as
+  // before and no relay process to run; the wall time then, or -1.
+  double WaitUntilClean(double limit) {
+    const double end = barge::testing::WallSeconds() + limit;
+    while (barge::testing::WallSeconds() < end) {
+      bool clean = RelayProcesses().empty();
+      for (size_t i = 0; i < 3 && clean; ++i) clean = RelayTraces(GetBed().hosts[i]) == before_[i];
+      if (clean) return barge::testing::WallSeconds();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return -1;
+  }
+
+  const std::string kBig = "barge/relay-big:local";
+};
+
+TEST_F(RelayKilledTest, TheWatchdogsRemoveTheRelaysKeyLinesDirectoriesAndProcessesWithinTheLease) {
+  const auto [id, killed] = KillDuringThePush("4s");
+  ASSERT_EQ(id.size(), 8u) << ReadWholeFile(dir_ / "err.txt");
+  // The bound: the lease (4 s) + one 2 s tick + 10 s of slack for a busy
+  // machine, as WatchdogsRemoveEverythingWhenTheControllerIsKilled.
+  const double clean = WaitUntilClean(60);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(RelayTraces(GetBed().hosts[i]), before_[i]) << GetBed().hosts[i].name;
+  }
+  EXPECT_EQ(RelayProcesses(), "");
+  ASSERT_GT(clean, 0) << "relay traces left 60 s after the kill";
+  std::printf("relay traces gone %.1f s after SIGKILL (lease 4 s)\n", clean - killed);
+  EXPECT_LT(clean - killed, 4 + 2 + 10);
+  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(30))) << WatchdogPids(id).size() << " watchdog(s) left";
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(LeftOn(GetBed().hosts[i], id), "") << GetBed().hosts[i].name;
+}
+
+TEST_F(RelayKilledTest, BargeDownOfAJobKilledDuringThePushRemovesTheRelaysKeyLines) {
+  const auto [id, killed] = KillDuringThePush("10m");
+  ASSERT_EQ(id.size(), 8u) << ReadWholeFile(dir_ / "err.txt");
+  // Within the 10-minute lease the watchdogs do nothing: barge down does it.
+  int code = -1;
+  const std::string down = RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home " + BARGE_BINARY +
+                                        " down " + id + " 2>&1 </dev/null",
+                                    &code);
+  EXPECT_EQ(code, 0) << down;
+  std::printf("barge down %s:\n%s", id.c_str(), down.c_str());
+  // The hop processes end by themselves once their input is cut (a few
+  // seconds on a busy machine); the lines and directories went with down.
+  EXPECT_GT(WaitUntilClean(20), 0) << "relay traces left 20 s after barge down";
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(RelayTraces(GetBed().hosts[i]), before_[i]) << GetBed().hosts[i].name;
+    EXPECT_EQ(LeftOn(GetBed().hosts[i], id), "") << GetBed().hosts[i].name;
+  }
+  EXPECT_EQ(RelayProcesses(), "");
+  EXPECT_TRUE(WaitForNoWatchdog(id, std::chrono::seconds(10))) << WatchdogPids(id).size() << " watchdog(s) left";
 }
 
 // How many lines of `text` end with `word`.
