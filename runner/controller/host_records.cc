@@ -8,7 +8,6 @@
 
 #include "runner/console/table.h"
 #include "runner/controller/job_state.h"
-#include "runner/store/host_faults.h"
 
 namespace barge::runner::internal {
 
@@ -34,12 +33,12 @@ std::string UuidOf(const HostState& hs, int index) {
 
 constexpr std::string_view kFromRecord = "recorded on the host: ";
 
-// A finding of the job's own making (its nodes name GPUs, too few left)
-// or read from the record: not the host's news.
+// The host's hardware failing (gpu::IsHardwareFault), not read from the
+// record itself (a GPU the record put out): the host's news. Not a finding
+// of the job's own making (its nodes name GPUs, too few left), a missing
+// nvidia-smi or a host without the GPUs the job asks for.
 bool WorthRecording(const gpu::Finding& f) {
-  if (f.severity != gpu::Severity::kFatal) return false;
-  return f.problem.rfind(kFromRecord, 0) != 0 && f.problem.rfind("its failure record", 0) != 0 &&
-         f.problem.rfind("the job's nodes there ask", 0) != 0 && f.problem.rfind("too few healthy GPUs", 0) != 0;
+  return gpu::IsHardwareFault(f) && f.problem.rfind(kFromRecord, 0) != 0;
 }
 
 }  // namespace
@@ -126,12 +125,12 @@ void HostRecords::Note(const std::string& host, HostFaultKind kind, const std::s
 
 void HostRecords::HostEnded(const HostPhase& p, TimePoint, bool ok, std::string_view detail) {
   if (ok || p.rank) return;
-  const char* phase = ToString(p.phase);
-  if (!IsHostsOwnFailure(phase, detail)) return;
   // A host whose record put it out is not failing anew.
   if (detail.find("its failure record") != std::string_view::npos) return;
-  Note(p.host, p.phase == Phase::kConnect ? HostFaultKind::kConnect : HostFaultKind::kEngine,
-       std::string(phase) + ": " + std::string(detail));
+  const char* phase = ToString(p.phase);
+  const HostState* hs = Find(p.host);
+  const std::optional<HostFaultKind> kind = RecordedFailureOf(phase, detail, hs && hs->exec);
+  if (kind) Note(p.host, *kind, std::string(phase) + ": " + std::string(detail));
 }
 
 void HostRecords::JobEvent(std::string_view kind, const std::optional<std::string>& host, std::string_view detail,
@@ -145,7 +144,11 @@ void HostRecords::JobEvent(std::string_view kind, const std::optional<std::strin
     HostState* hs = Find(*host);
     if (!hs) return;
     for (int g : hs->gpus.failed_while_running) Note(*host, HostFaultKind::kHealth, std::string(detail), g, UuidOf(*hs, g));
-    if (!hs->gpus.out_while_running.empty()) Note(*host, HostFaultKind::kHealth, hs->gpus.out_while_running);
+    // (Not out_while_running itself: too few GPUs left, or a missing
+    // nvidia-smi, put the host out without its hardware failing.)
+    if (!hs->gpus.hardware_fault_while_running.empty()) {
+      Note(*host, HostFaultKind::kHealth, hs->gpus.hardware_fault_while_running);
+    }
   }
 }
 

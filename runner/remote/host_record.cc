@@ -107,6 +107,21 @@ std::string FaultDetail(std::string_view text) {
   return out.substr(0, cut);
 }
 
+std::optional<HostFaultKind> RecordedFailureOf(std::string_view phase, std::string_view outcome,
+                                               bool reached_before) {
+  if (outcome.empty() || outcome == "ok") return std::nullopt;
+  if (phase == "connect") return reached_before ? std::optional(HostFaultKind::kConnect) : std::nullopt;
+  if (phase != "preflight") return std::nullopt;
+  // The engine's bound (preflight.cc), the holds' h_dk (reservation.cc),
+  // preflight's own bound.
+  static constexpr std::string_view kNoAnswer[] = {"the Docker engine did not answer within",
+                                                   "no answer from the engine within", "preflight did not finish"};
+  for (std::string_view k : kNoAnswer) {
+    if (outcome.find(k) != std::string_view::npos) return HostFaultKind::kEngine;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // Letters, digits, _ . - only: a part of a container name.

@@ -71,6 +71,21 @@ inline constexpr auto kHostFaultKindNames = std::to_array<EnumName<HostFaultKind
 });
 static_assert(ListsEveryValueInOrder(kHostFaultKindNames));
 
+// Which failures of a host the record keeps: the host failing, never a
+// host that does not fit the job. `phase` and `outcome`: a host's phase
+// that ended with that outcome (not "ok"). Connect: only where this job
+// had reached the host before (`reached_before`): a host never reached may
+// be a wrong address or one that is off, and no entry can be written there.
+// Preflight: an engine that did not answer within the engine timeout
+// (preflight's own check, or the holds' engine calls), or a preflight that
+// did not finish. Not: an engine that is not there or refuses the user
+// ("docker is not reachable"), a host without the GPUs the job asks for, a
+// full disk, a watchdog that cannot be armed, a check that did not report,
+// an image or a port the job names. (GPU findings: gpu::IsHardwareFault;
+// a host lost while the job ran is kHostLost.)
+std::optional<HostFaultKind> RecordedFailureOf(std::string_view phase, std::string_view outcome,
+                                               bool reached_before);
+
 // One entry of a host's record, as written or as listed.
 struct FaultEntry {
   std::string id;    // container ID (listed)

@@ -95,6 +95,39 @@ TEST(RecordRule, TheReasonNamesTheRecordTheRuleAndHowToClearIt) {
   EXPECT_NE(why.find("`barge hosts --forgive h2` clears it"), std::string::npos) << why;
 }
 
+// What the record keeps of a host's failed phase: an engine that does not
+// answer, never a host that does not fit the job.
+TEST(RecordedFailure, AnEngineThatDoesNotAnswerIsRecordedAHostThatDoesNotFitTheJobIsNot) {
+  const auto kind = [](std::string_view phase, std::string_view outcome, bool reached = true) {
+    const std::optional<HostFaultKind> k = RecordedFailureOf(phase, outcome, reached);
+    return k ? std::string(NameOf(kHostFaultKindNames, *k)) : std::string("-");
+  };
+  EXPECT_EQ(kind("preflight", "the Docker engine did not answer within 2 s, 1 time(s) in a row (ssh.engine_timeout, "
+                              "ssh.engine_misses)"),
+            "engine");
+  EXPECT_EQ(kind("preflight", "cannot reserve the host (a hold container on its engine): no answer from the engine "
+                              "within 2s"),
+            "engine");
+  EXPECT_EQ(kind("preflight", "preflight did not finish: the session was lost"), "engine");
+  // A host without the GPUs, without an engine the user may use, with a full
+  // disk; the job's own image: none of them is the host failing.
+  EXPECT_EQ(kind("preflight", "GPUs requested but unavailable: docker: Error response from daemon: could not select "
+                              "device driver \"\" with capabilities: [[gpu]]."),
+            "-");
+  EXPECT_EQ(kind("preflight", "docker is not reachable: sh: 1: docker: not found"), "-");
+  EXPECT_EQ(kind("preflight", "docker is not reachable: permission denied while trying to connect to the Docker daemon "
+                              "socket"),
+            "-");
+  EXPECT_EQ(kind("preflight", "disk full: /var/lib/docker has 12 MB free"), "-");
+  EXPECT_EQ(kind("preflight", "image not found: busybox:nope"), "-");
+  EXPECT_EQ(kind("preflight", "cannot reserve the host (a hold container on its engine): held by job 1a2b"), "-");
+  EXPECT_EQ(kind("preflight", "ok"), "-");
+  // A connect failure: only of a host the job had reached before.
+  EXPECT_EQ(kind("connect", "cannot connect to 10.77.0.9:22: connection refused", false), "-");
+  EXPECT_EQ(kind("connect", "cannot connect to 10.77.0.9:22: timed out", true), "connect");
+  EXPECT_EQ(kind("upload", "the Docker engine did not answer within 2 s"), "-") << "not a phase the record reads";
+}
+
 TEST(FaultDetail, IsOneBoundedLineCutAtACharactersStart) {
   EXPECT_EQ(FaultDetail("a\nb\t\tc\r\n"), "a b c");
   const std::string long_text = std::string(kFaultDetailMax - 1, 'x') + "é and more";
