@@ -103,7 +103,7 @@ TEST_F(HostRecordTest, AHostThatFailedTwoJobsIsAvoidedByAnotherStoresJobThatSays
                     "; continue; fi\n  case \"$a\" in --gpus) skip=1; continue;; esac\n  set -- \"$@\" \"$a\"\ndone\n"
                     "exec docker \"$@\"\n");
   // One-host jobs on h2, counting the record's last hour (the bed's
-  // config.yaml counts only its last second: tests/support/bed_job.cc).
+  // config.yaml counts only its last second: tests/support/xdg/barge/config.yaml).
   auto job = [&](const std::string& name, bool gpus, const std::string& health) {
     std::string y = "name: " + name + "\nimage: " + bed.image +
                     "\ncommand: [\"sh\", \"-c\", \"echo started\"]\nstop_grace: 1s\nhosts:\n  - {address: " +

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ssh/quote.h"
+#include "tests/support/bed_hygiene.h"
 
 namespace barge::testing {
 
@@ -97,12 +98,6 @@ JobDir::JobDir(const std::string& name)
     : dir_(fs::temp_directory_path() / ("barge-test-" + name)) {
   fs::remove_all(dir_);
   fs::create_directories(dir_ / "home");
-  // Every bed job counts only the last second of a host's failure record
-  // (runner/remote/host_record.h): tests that fail a shared bed host on
-  // purpose must not put it out of the next tests' choice. A test of the
-  // record sets health.host_window in its job file (the job file wins).
-  fs::create_directories(dir_ / "xdg" / "barge");
-  std::ofstream(dir_ / "xdg" / "barge" / "config.yaml") << "health:\n  host_window: 1s\n";
 }
 
 JobDir::~JobDir() { fs::remove_all(dir_); }
@@ -113,7 +108,7 @@ void JobDir::Write(const std::string& yaml, const std::string& name) const {
 
 CliOutcome JobDir::Barge(const std::string& args) const {
   CliOutcome o;
-  RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home XDG_CONFIG_HOME=\"$PWD/xdg\" timeout -k 60 300 " +
+  RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home XDG_CONFIG_HOME=" + ShellQuote(SuiteConfigHome()) + " timeout -k 60 300 " +
                BARGE_BINARY + " " + args + " >out.txt 2>err.txt </dev/null",
            &o.code);
   o.out = ReadWholeFile(dir_ / "out.txt");
@@ -122,7 +117,7 @@ CliOutcome JobDir::Barge(const std::string& args) const {
 }
 
 pid_t JobDir::Start(const std::string& args, bool own_group) const {
-  const std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home XDG_CONFIG_HOME=\"$PWD/xdg\" exec " +
+  const std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home XDG_CONFIG_HOME=" + ShellQuote(SuiteConfigHome()) + " exec " +
                           BARGE_BINARY + " " + args + " >out.txt 2>err.txt </dev/null";
   pid_t pid = fork();
   if (pid == 0) {
