@@ -8,10 +8,12 @@
 //    wait for it); a GPU the record takes out becomes a fatal finding of
 //    that GPU, which the GPU gate then keeps out of the job's choice.
 //  - While the job runs, as an observer of its phases and events, it notes
-//    each host-caused failure it sees: a connect or preflight failure of the
-//    host's own (its session, its engine; not an image or a port the job
-//    names), a host lost, a fatal GPU finding at the start or while it ran
-//    (by GPU where there is one, with the GPU's UUID).
+//    each failure of the host itself it sees (RecordedFailureOf: an engine
+//    that did not answer, a preflight that did not finish; not a host that
+//    does not fit the job), a host lost, a fatal finding of the GPU
+//    hardware at the start or while it ran (gpu::IsHardwareFault; by GPU
+//    where there is one, with the GPU's UUID; not a missing nvidia-smi nor
+//    too few GPUs).
 //  - WriteRecords, at the job's end while its sessions are still open:
 //    one command per host with something noted (detached on the host: the
 //    engine that just failed may come back later). Each (host, kind, GPU)
