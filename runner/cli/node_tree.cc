@@ -28,6 +28,7 @@ struct NodeVerbs {
   TopOptions top_options;
   std::string hosts_file_arg, hosts_list;
   bool hosts_json = false, hosts_gpus = false;
+  std::string hosts_forgive;
 
   std::optional<int> Run() const;
   int Exec() const;
@@ -52,7 +53,7 @@ std::optional<int> NodeVerbs::Run() const {
       std::fprintf(stderr, "barge: hosts needs a job file or --hosts (one of them)\n");
       return kExitBargeFailure;
     }
-    return Hosts(hosts_file_arg, hosts_list, hosts_json, hosts_gpus);
+    return Hosts(hosts_file_arg, hosts_list, hosts_json, hosts_gpus, hosts_forgive);
   }
   return std::nullopt;
 }
@@ -90,12 +91,15 @@ void NodeVerbs::AddForwardTopAndHosts(CLI::App& app) {
   top->add_option("job", job, "job id, unique id prefix, or name")->required();
   top->add_flag("--once", top_options.once, "print one sample and exit");
   top->add_flag("--json", top_options.json, "with --once: the sample as JSON");
-  hosts = app.add_subcommand("hosts", "Each host's reservations and running barge containers, asked from the hosts");
+  hosts = app.add_subcommand("hosts", "Each host's reservations, running barge containers and failure record, asked from the hosts");
   hosts->add_option("job_file", hosts_file_arg, "a job file whose hosts to look at");
   hosts->add_option("--hosts", hosts_list, "comma-separated hosts (ssh defaults from ~/.ssh/config)");
   hosts->add_flag("--json", hosts_json, "one JSON array, a host per entry");
   hosts->add_flag("--gpus", hosts_gpus,
                   "each host's GPUs as its driver sees them, their health (the preflight gate's rules) and topology");
+  hosts->add_option("--forgive", hosts_forgive,
+                    "clear HOST's failure record (an entry with who and when is left on the host): "
+                    "the failures before it no longer count");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
@@ -76,18 +77,26 @@ std::vector<std::pair<std::string, JobSpec>> HostsSpecs(const JobSpec& spec) {
   return out;
 }
 
-// `barge hosts JOBFILE | --hosts a,b [--json] [--gpus]`: the job's hosts and
-// every host group's, in one table (or JSON); with --gpus, their GPUs.
-int Hosts(const std::string& file, const std::string& hosts, bool json, bool gpus) {
+// `barge hosts JOBFILE | --hosts a,b [--json] [--gpus] [--forgive HOST]`:
+// the job's hosts and every host group's, in one table (or JSON), with
+// their failure records; with --gpus, their GPUs; with --forgive, HOST's
+// record is forgiven first.
+int Hosts(const std::string& file, const std::string& hosts, bool json, bool gpus, const std::string& forgive) {
   std::optional<JobSpec> spec = HostsSpec(file, hosts);
   if (!spec) return kExitBargeFailure;
   ControllerOptions options;
   options.state_dir = StateDir();
   options.hosts_gpus = gpus;
+  options.hosts_forgive = forgive;
   std::vector<HostView> views;
   int code = 0;
   for (const auto& [label, s] : HostsSpecs(*spec)) {
     if (ListJobHosts(s, MakePlanInput(s, "hosts"), options, label, &views) != 0) code = kExitBargeFailure;
+  }
+  if (!forgive.empty() && std::none_of(views.begin(), views.end(), [](const HostView& v) { return v.forgiven; })) {
+    std::fprintf(stderr, "barge: --forgive %s: not one of the hosts listed (or not reached): nothing forgiven\n",
+                 forgive.c_str());
+    code = kExitBargeFailure;
   }
   if (json) {
     std::printf("%s\n", HostsJson(views).dump(2).c_str());

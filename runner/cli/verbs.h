@@ -91,7 +91,8 @@ int Attach(const std::string& job_text);
 // --- node_verbs.cc
 
 // `barge hosts JOBFILE | --hosts a,b [--json]`.
-int Hosts(const std::string& file, const std::string& hosts, bool json, bool gpus = false);
+int Hosts(const std::string& file, const std::string& hosts, bool json, bool gpus = false,
+          const std::string& forgive = "");
 // `barge reap FILE | --hosts a,b`: removes barge containers of no running job.
 int Reap(const std::string& file, const std::string& hosts);
 // `barge exec JOB --node RANK -- CMD...`.

@@ -29,6 +29,7 @@ Controller::Controller(const JobSpec& spec, const cluster::PlanInput& input,
                        HostConnector* connector, JobObserver* observer)
     : JobOwner(spec, input, options, loop, connector), JobPart(&job_context_) {
   if (observer) ctx_.observer.Add(observer);
+  ctx_.observer.Add(&records_);  // notes the host-caused failures it sees
 }
 
 Controller::~Controller() {
@@ -76,6 +77,7 @@ int Controller::Run() {
     ctx_.observer.JobEvent(ToString(JobStatus::kPreflight), std::nullopt, "", slurm_ ? WallNow() : job.created);
     code = Execute();
   }
+  records_.WriteRecords();  // on the hosts it failed on, while the sessions are open
   login_.Logout();
   holds_.ReleaseHolds();
   leases_.DisarmWatchdogs();

@@ -63,6 +63,7 @@
 #include "runner/controller/gpu_watch.h"
 #include "runner/controller/holds.h"
 #include "runner/controller/host_connector.h"
+#include "runner/controller/host_records.h"
 #include "runner/controller/host_set.h"
 #include "runner/controller/job_context.h"
 #include "runner/controller/job_owner.h"
@@ -147,6 +148,7 @@ class Controller : private JobOwner, private JobPart {
   Leases leases_{&job_context_, &hosts_, &plan_, &holds_};
   Transfers transfers_{&job_context_};
   GpuGate gpu_gate_{&job_context_, &planner_, &holds_};
+  HostRecords records_{&job_context_, &hosts_};  // the hosts' failure records: read, judged, written
   Preflight preflight_{&job_context_, &hosts_, &planner_, &holds_, &leases_, &transfers_, &gpu_gate_};
   Mpi mpi_{&job_context_, &hosts_, &planner_, &transfers_};
   Uploads uploads_{&job_context_, &plan_, &transfers_, &mpi_};

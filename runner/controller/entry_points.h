@@ -62,6 +62,10 @@ struct ControllerOptions {
   bool wait_unbounded = false;
   // `barge hosts --gpus`: each host's GPUs too (gpu_health.h).
   bool hosts_gpus = false;
+  // `barge hosts --forgive HOST`: that host's failure record is forgiven
+  // (a "forgiven" entry with who and when; runner/remote/host_record.h)
+  // before it is listed.
+  std::string hosts_forgive;
   // Where a slurm: job's Slurm commands run (runner/controller/
   // slurm_allocation.h), made on the job's loop; unset: ConnectSubmitHost
   // (this machine, or slurm.login over SSH). A unit test gives scripted

@@ -42,6 +42,11 @@ struct HostGpus {
   // ("" when it is not; a spare takes its place, or the job stops).
   std::set<int> failed_while_running;
   std::string out_while_running;
+  // The whole host's finding while the job ran that is its hardware
+  // failing (gpu::IsHardwareFault: a hung driver, an Xid of no GPU of the
+  // query), for its failure record; "" when none (a missing nvidia-smi puts
+  // the host out, but is not recorded).
+  std::string hardware_fault_while_running;
 };
 
 class GpuGate : private JobPart {

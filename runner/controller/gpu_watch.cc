@@ -155,8 +155,11 @@ void GpuWatch::ReadHealth(HostState& hs, HostWatch& w, const PreflightReply& rep
     detail += (i ? "; " : "") + FindingText(f);
     if (f.gpu) {
       hs.gpus.failed_while_running.insert(*f.gpu);
-    } else if (hs.gpus.out_while_running.empty()) {
-      hs.gpus.out_while_running = "GPU health while running: " + FindingText(f);
+    } else {
+      if (hs.gpus.out_while_running.empty()) hs.gpus.out_while_running = "GPU health while running: " + FindingText(f);
+      if (hs.gpus.hardware_fault_while_running.empty() && gpu::IsHardwareFault(f)) {
+        hs.gpus.hardware_fault_while_running = "GPU health while running: " + FindingText(f);
+      }
     }
   }
   if (!hs.gpus.out_while_running.empty()) {

@@ -80,6 +80,8 @@ class HostVerbs : private JobOwner, private JobPart {
   // containers, added to `views` (named with `label` after each host when
   // not empty).
   int ListHosts(const std::string& label, std::vector<HostView>* views);
+  // The shell that forgives `hs`'s failure record (`barge hosts --forgive`).
+  std::string ForgiveCommand(const HostState& hs) const;
 
  private:
   // The job's plan; the store opened when `with_store`. False after saying

@@ -3,6 +3,7 @@
 // restart (or the same host checked again) of every host a fault marked
 // `replace`: connected, logged in, preflighted, its holds secured, its
 // files uploaded.
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -53,26 +54,44 @@ bool Controller::PlaceSpare(size_t h, const std::string& why, const std::functio
 
 Status Controller::GateGpus() {
   std::vector<HostState*> check = hosts_.Connected();
-  std::vector<HostState*> out;  // out, with no spare to take their place
+  std::vector<HostState*> out;      // out, with no spare to take their place
+  std::vector<HostState*> avoided;  // of those, out by their failure record
   while (!check.empty()) {
+    // The failure records first (read by preflight's holds listing): a
+    // host they put out is not asked anything more.
+    std::vector<HostState*> recorded;
+    records_.Apply(check, &recorded);
+    std::vector<HostState*> gated;
+    for (HostState* hs : check) {
+      if (std::find(recorded.begin(), recorded.end(), hs) == recorded.end()) gated.push_back(hs);
+    }
     std::vector<HostState*> unhealthy;
-    gpu_gate_.Diagnose(check);
-    if (Status s = gpu_gate_.Apply(check, &unhealthy); !s.ok()) return s;
+    gpu_gate_.Diagnose(gated);
+    if (Status s = gpu_gate_.Apply(gated, &unhealthy); !s.ok()) return s;
     check.clear();
+    for (HostState* hs : recorded) unhealthy.push_back(hs);
     for (HostState* hs : unhealthy) {
+      const bool by_record = std::find(recorded.begin(), recorded.end(), hs) != recorded.end();
       if (next_spare_ >= ctx_.spec.spare_hosts.size()) {
-        out.push_back(hs);
+        (by_record ? avoided : out).push_back(hs);
         continue;
       }
       LeaveHost(hs, /*disarm=*/true, /*release=*/true);
       const size_t h = hs->index;
-      if (PlaceSpare(h, gpu_gate_.OutReason(*hs), [](HostState&) { return Status::Ok(); })) {
-        Event(event::kGpuUnhealthy, hs->name, "spare host " + hosts_.by_index[h]->name + " takes its place");
+      const std::string why = by_record ? "its failure record puts it out" : gpu_gate_.OutReason(*hs);
+      if (PlaceSpare(h, why, [](HostState&) { return Status::Ok(); })) {
+        Event(by_record ? event::kHostAvoided : event::kGpuUnhealthy, hs->name,
+              "spare host " + hosts_.by_index[h]->name + " takes its place");
         check.push_back(hosts_.by_index[h].get());
       } else {
-        out.push_back(hs);
+        (by_record ? avoided : out).push_back(hs);
       }
     }
+  }
+  if (!avoided.empty()) {
+    Status s = records_.OutError(avoided, plan_.hosts.size());
+    if (out.empty()) return s;
+    return Status::Error(s.message() + gpu_gate_.OutError(out, plan_.hosts.size()).message());
   }
   if (!out.empty()) return gpu_gate_.OutError(out, plan_.hosts.size());
   return Status::Ok();

@@ -85,6 +85,7 @@ struct JobDraft {
   TeardownDraft teardown;
   std::vector<Entry> secret_keys;  // the NAME key of each of spec.secrets
   std::set<std::string> ssh_keys;  // the keys of `ssh:` the job file sets
+  std::set<std::string> health_keys;  // the keys of `health:` the job file sets
   std::optional<Entry> mpi;        // the `mpi:` key, when given
   std::optional<Entry> slurm;      // the `slurm:` key, when given
   const RecordedHostsFile* recorded_hosts = nullptr;  // rerun: read this, not the disk
@@ -127,6 +128,9 @@ std::vector<KeyInfo> HostGroupKeys();
 std::vector<KeyInfo> JobKeys();
 std::vector<KeyInfo> MpiKeys();
 std::vector<KeyInfo> HealthKeys();
+// config.yaml's `health:` (its host_failures and host_window; any other
+// key is an error): the keys read into `h`.
+SeenKeys ReadConfigHealth(const Entry& e, HealthSpec& h);
 std::vector<KeyInfo> NetworkKeys();
 std::vector<KeyInfo> OnFailureKeys();
 std::vector<KeyInfo> PasswordKeys();

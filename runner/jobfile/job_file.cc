@@ -188,6 +188,8 @@ void CopySshKeys(const SshSettings& from, const std::set<std::string>& keys, Ssh
 struct ConfigDraft {
   SshSettings ssh;
   std::set<std::string> ssh_keys;
+  HealthSpec health;  // health.host_failures and health.host_window only
+  std::set<std::string> health_keys;
 };
 
 constexpr KeyRule<ConfigDraft> kConfigRules[] = {
@@ -197,12 +199,18 @@ constexpr KeyRule<ConfigDraft> kConfigRules[] = {
      [](const Entry& e, ConfigDraft& c) {
        for (const auto& [key, entry] : ReadSsh(e, c.ssh)) c.ssh_keys.insert(key);
      }},
+    {"health",
+     {.type = KeyType::kBlock, .description = "Defaults for every job file's health.host_failures and health.host_window (the hosts' failure records)",
+      .keys = HealthKeys},
+     [](const Entry& e, ConfigDraft& c) {
+       for (const auto& [key, entry] : ReadConfigHealth(e, c.health)) c.health_keys.insert(key);
+     }},
 };
 
-// Reads `path` (absent: nothing to do) and fills in the ssh settings the
-// job file left unset.
+// Reads `path` (absent: nothing to do) and fills in the ssh settings and
+// the health.host_failures/host_window the job file left unset.
 void ApplyConfigFile(const std::string& path, std::vector<JobFileError>* errors, JobSpec& spec,
-                     const std::set<std::string>& job_ssh_keys) {
+                     const std::set<std::string>& job_ssh_keys, const std::set<std::string>& job_health_keys) {
   std::string text, why;
   std::error_code ec;
   if (path.empty() || !fs::exists(path, ec)) return;
@@ -225,6 +233,12 @@ void ApplyConfigFile(const std::string& path, std::vector<JobFileError>* errors,
     if (!job_ssh_keys.contains(key)) unset.insert(key);
   }
   CopySshKeys(c.ssh, unset, spec.ssh);
+  if (c.health_keys.contains("host_failures") && !job_health_keys.contains("host_failures")) {
+    spec.health.host_failures = c.health.host_failures;
+  }
+  if (c.health_keys.contains("host_window") && !job_health_keys.contains("host_window")) {
+    spec.health.host_window = c.health.host_window;
+  }
 }
 
 // Each host group's ssh: the job's, with the group's own keys over it.
@@ -263,7 +277,8 @@ LoadedJob ParseJobText(std::string_view text, const std::string& file_name,
       if (applied) {
         jobfile::ReadJob(src, *root, *draft);
         jobfile::NameOverrides(file_name, layers.overrides, &result.errors);
-        jobfile::ApplyConfigFile(layers.config_file, &result.errors, draft->spec, draft->ssh_keys);
+        jobfile::ApplyConfigFile(layers.config_file, &result.errors, draft->spec, draft->ssh_keys,
+                                 draft->health_keys);
         jobfile::LayGroupSsh(draft->spec);
       }
     }

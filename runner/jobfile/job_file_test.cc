@@ -762,6 +762,19 @@ TEST_F(JobFileTest, BadXidListsAndAHalfGpuUtilAreNamed) {
               ElementsAre(::testing::StartsWith("job.yaml:3:30: progress.gpu_util.below: expected a percentage from 1 to 100")));
 }
 
+TEST_F(JobFileTest, HealthHostFailuresAndWindowAreReadWithTheirDefaultsAndBounds) {
+  const JobSpec plain = Spec("name: x\nimage: i\n");
+  EXPECT_EQ(plain.health.host_failures, 1);
+  EXPECT_EQ(plain.health.host_window, std::chrono::hours(24));
+  const JobSpec job = Spec("name: x\nimage: i\nhealth: {host_failures: 3, host_window: 2h}\n");
+  EXPECT_EQ(job.health.host_failures, 3);
+  EXPECT_EQ(job.health.host_window, std::chrono::hours(2));
+  EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {host_window: 31d}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:23: health.host_window: at most 30d")));
+  EXPECT_THAT(Errors("name: x\nimage: i\nhealth: {host_failures: -1}\n"),
+              ElementsAre(::testing::StartsWith("job.yaml:3:25: health.host_failures: expected an integer from 0")));
+}
+
 TEST_F(JobFileTest, BadRestartSpareAndPreemptionEntriesAreNamed) {
   EXPECT_THAT(Errors("name: x\nimage: i\nrestart: {max_restarts: -1, on: [host_lost, oom]}\n"),
               ElementsAre(::testing::StartsWith("job.yaml:3:25: restart.max_restarts: "),

@@ -102,6 +102,22 @@ constexpr KeyRule<HealthSpec> kHealthRules[] = {
      [](const Entry& e, HealthSpec& h) {
        if (auto t = ReadDuration(e, /*allow_zero=*/false)) h.xid_window = *t;
      }},
+    {"host_failures",
+     {.type = KeyType::kInteger, .description = "A host whose failure record (kept on the host, shared by every barge user of it) has more host-caused failures than this in health.host_window is out of the job's choice (a spare takes its place); a GPU with a fatal entry there is out of what its host offers", .default_value = "1"},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto v = ReadInteger(e, 0, 1000)) h.host_failures = static_cast<int>(*v);
+     }},
+    {"host_window",
+     {.type = KeyType::kDuration, .description = "How far back a host's failure record counts (at most 30d: the record keeps nothing older)", .default_value = "24h"},
+     [](const Entry& e, HealthSpec& h) {
+       if (auto t = ReadDuration(e, /*allow_zero=*/false)) {
+         if (*t > std::chrono::hours(24 * 30)) {
+           e.Error("at most 30d: a host's failure record keeps nothing older");
+         } else {
+           h.host_window = *t;
+         }
+       }
+     }},
     {"nvidia_smi",
      {.type = KeyType::kString, .description = "The nvidia-smi program on the hosts (a path or a name on the login shell's PATH)", .default_value = "nvidia-smi"},
      [](const Entry& e, HealthSpec& h) {
@@ -114,6 +130,19 @@ constexpr KeyRule<HealthSpec> kHealthRules[] = {
      }},
 };
 std::vector<KeyInfo> HealthKeys() { return Describe(kHealthRules); }
+
+SeenKeys ReadConfigHealth(const Entry& e, HealthSpec& h) {
+  SeenKeys seen = ReadMapping(e, kHealthRules, h);
+  for (auto it = seen.begin(); it != seen.end();) {
+    if (it->first == "host_failures" || it->first == "host_window") {
+      ++it;
+      continue;
+    }
+    it->second.KeyError("only health.host_failures and health.host_window have a default in config.yaml");
+    it = seen.erase(it);
+  }
+  return seen;
+}
 
 constexpr KeyRule<NetworkSpec> kNetworkRules[] = {
     {"rdma",
@@ -211,7 +240,9 @@ constexpr KeyRule<JobDraft> kJobRules[] = {
      }},
     {"health",
      {.type = KeyType::kBlock, .description = "The GPU health gate at preflight: an unhealthy GPU is taken out of what its host offers, an unhealthy host never starts a container", .keys = HealthKeys},
-     [](const Entry& e, JobDraft& d) { ReadMapping(e, kHealthRules, d.spec.health); }},
+     [](const Entry& e, JobDraft& d) {
+       for (const auto& [key, entry] : ReadMapping(e, kHealthRules, d.spec.health)) d.health_keys.insert(key);
+     }},
     {"network",
      {.type = KeyType::kBlock, .description = "The collective network's plumbing: RDMA devices and NCCL_IB_HCA per host (the socket interface is set by itself)", .keys = NetworkKeys},
      [](const Entry& e, JobDraft& d) { ReadMapping(e, kNetworkRules, d.spec.network); }},

@@ -331,6 +331,10 @@ struct HealthSpec {
   std::vector<int> xids_fatal;
   std::vector<int> xids_warning;
   std::vector<int> xids_ignore;
+  // A host with more host-caused failures than this in `host_window`, by
+  // its failure record on the host, is out (runner/remote/host_record.h).
+  int host_failures = 1;
+  std::chrono::milliseconds host_window{std::chrono::hours(24)};
 };
 
 // `slurm:` — the job's hosts are a Slurm allocation of this shape, asked

@@ -202,13 +202,26 @@ TEST_F(OverridesTest, ConfigFileFillsInOnlyWhatTheJobFileLeavesUnset) {
   EXPECT_EQ(job.spec->ssh.user, "bob");
 }
 
+TEST_F(OverridesTest, ConfigFileGivesTheHostRecordRuleADefaultAndNothingElseOfHealth) {
+  JobLayers layers;
+  layers.config_file = Write("config/barge/config.yaml", "health:\n  host_failures: 3\n  host_window: 2h\n");
+  LoadedJob job = Parse(layers, std::string(kJob) + "health:\n  host_window: 6h\n");
+  ASSERT_TRUE(job.spec) << job.errors[0].ToString();
+  EXPECT_EQ(job.spec->health.host_failures, 3);
+  EXPECT_EQ(job.spec->health.host_window, std::chrono::hours(6));  // the job file wins
+  layers.config_file = Write("config.yaml", "health:\n  every: 1m\n");
+  EXPECT_THAT(Errors(layers), ElementsAre(layers.config_file +
+                                          ":2:3: health.every: only health.host_failures and health.host_window "
+                                          "have a default in config.yaml"));
+}
+
 TEST_F(OverridesTest, ConfigFileErrorsNameItsFileLineAndKey) {
   JobLayers layers;
   layers.config_file = Write("config.yaml", "ssh:\n  usr: alice\n  port: x\nimage: no\n");
   EXPECT_THAT(Errors(layers),
               ElementsAre(layers.config_file + ":2:3: ssh.usr: unknown key; did you mean 'user'?",
                           layers.config_file + ":3:9: ssh.port: expected a port number from 1 to 65535, got 'x'",
-                          layers.config_file + ":4:1: image: unknown key (expected ssh)"));
+                          layers.config_file + ":4:1: image: unknown key (expected ssh or health)"));
   layers.config_file = dir_ + "/absent.yaml";
   EXPECT_TRUE(Parse(layers).spec);
 }

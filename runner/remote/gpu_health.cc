@@ -21,6 +21,15 @@ namespace barge::runner::gpu {
 
 namespace {
 
+// The starts of the findings' problems that IsHardwareFault reads: each is
+// written only here.
+constexpr std::string_view kSmiNoAnswer = "nvidia-smi did not answer in time (killed by its timeout)";
+constexpr std::string_view kDcgmNoAnswer = "dcgmi diag did not answer in time (killed by its timeout)";
+constexpr std::string_view kXidStart = "Xid ";
+constexpr std::string_view kRemappedStart = "remapped rows: ";
+constexpr std::string_view kRemappingStart = "row remapping ";
+constexpr std::string_view kDcgmTestStart = "DCGM diagnostic: ";
+
 struct XidRule {
   int code;
   bool fatal;
@@ -332,7 +341,7 @@ GpuReport ReadGpuReport(const std::optional<SectionText>& query, const std::opti
       text.remove_prefix(std::min(text.size(), size_t{12}));
     }
     if (query->exit == 137) {
-      r.query_error = "nvidia-smi did not answer in time (killed by its timeout)";
+      r.query_error = std::string(kSmiNoAnswer);
     } else if (query->exit != 0) {
       const std::string said = FirstLine(text);
       r.query_error = "nvidia-smi failed (exit " + std::to_string(query->exit) + ")" + (said.empty() ? "" : ": " + said);
@@ -417,14 +426,14 @@ std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_
       // one per GPU; else the whole host's.
       if (!gpu && IsDriverError(r.uuid) && rows.size() == report.gpus.size()) gpu = report.gpus[i].index;
       if (!r.errors.empty()) {
-        out.push_back({gpu, "remapped rows: " + ErrorsProblem(r.errors, QueryFields(kRemapQuery).size()), "now",
+        out.push_back({gpu, std::string(kRemappedStart) + ErrorsProblem(r.errors, QueryFields(kRemapQuery).size()), "now",
                        Severity::kFatal});
         continue;
       }
       if (r.failure) {
-        out.push_back({gpu, "row remapping failed (contact support)", "now", Severity::kFatal});
+        out.push_back({gpu, std::string(kRemappingStart) + "failed (contact support)", "now", Severity::kFatal});
       } else if (r.pending) {
-        out.push_back({gpu, "row remapping pending (reset the GPU)", "now", Severity::kFatal});
+        out.push_back({gpu, std::string(kRemappingStart) + "pending (reset the GPU)", "now", Severity::kFatal});
       }
     }
   } else if (std::any_of(report.gpus.begin(), report.gpus.end(),
@@ -463,11 +472,21 @@ std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_
       const std::string what = rule ? std::string(rule->what) + " (" + rule->action + ")"
                                     : std::string(cls == XidClass::kFatal ? "fatal" : "a warning") +
                                           " by health.xids";
-      out.push_back({gpu, "Xid " + std::to_string(e.code) + ": " + what + (gpu ? "" : " on PCI " + e.pci),
+      out.push_back({gpu, std::string(kXidStart) + std::to_string(e.code) + ": " + what + (gpu ? "" : " on PCI " + e.pci),
                      age ? Ago(*age) : "since boot", cls == XidClass::kFatal ? Severity::kFatal : Severity::kWarning});
     }
   }
   return out;
+}
+
+bool IsHardwareFault(const Finding& f) {
+  if (f.severity != Severity::kFatal) return false;
+  if (f.gpu) return true;  // Judge and ReadDcgmDiag name a GPU only for its own errors
+  const std::string_view p = f.problem;
+  for (std::string_view start : {kXidStart, kRemappedStart, kRemappingStart, kDcgmTestStart}) {
+    if (p.rfind(start, 0) == 0) return true;
+  }
+  return p == kSmiNoAnswer || p == kDcgmNoAnswer;
 }
 
 std::vector<int> UnhealthyGpus(const std::vector<Finding>& findings) {
@@ -583,7 +602,7 @@ void CollectFailures(const nlohmann::json& v, const std::string& test, std::vect
     std::transform(status.begin(), status.end(), status.begin(), [](unsigned char c) { return std::tolower(c); });
     if (status == "fail") {
       const std::string words = ResultWords(v);
-      const std::string problem = "DCGM diagnostic: " + (name.empty() ? std::string("a test") : name) + " failed" +
+      const std::string problem = std::string(kDcgmTestStart) + (name.empty() ? std::string("a test") : name) + " failed" +
                                   (words.empty() ? "" : ": " + words);
       const std::vector<int> gpus = ResultGpus(v);
       if (gpus.empty()) {
@@ -610,7 +629,7 @@ std::vector<Finding> ReadDcgmDiag(const SectionText& answer) {
     return {{std::nullopt, "DCGM diagnostic unknown: dcgmi is not installed", "", Severity::kUnknown}};
   }
   if (answer.exit == 137 || answer.exit == 124) {
-    return {{std::nullopt, "dcgmi diag did not answer in time (killed by its timeout)", "now", Severity::kFatal}};
+    return {{std::nullopt, std::string(kDcgmNoAnswer), "now", Severity::kFatal}};
   }
   const size_t open = t.find('{');
   const size_t close = t.rfind('}');

@@ -185,6 +185,18 @@ std::vector<Finding> Judge(const GpuReport& report, std::optional<int> expected_
 std::vector<int> UnhealthyGpus(const std::vector<Finding>& findings);
 bool HostUnhealthy(const std::vector<Finding>& findings);
 
+// Whether a finding of Judge or ReadDcgmDiag is the host's hardware failing
+// (what a host's failure record keeps, runner/remote/host_record.h): a
+// fatal finding of one GPU (its error answers, uncorrectable ECC, pages
+// pending retirement, row remapping, a fatal Xid, a failed DCGM test), a
+// fatal Xid, remapping or DCGM failure of the whole host, or a driver that
+// does not answer (nvidia-smi or dcgmi killed by their timeout). Not: a
+// host without the GPUs a job asks for or without a working nvidia-smi
+// (nvidia-smi missing, exit 127, or failing: no driver there; the driver
+// seeing no GPU, or fewer than the inventory says), a DCGM diagnostic that
+// named no test, warnings and unknowns.
+bool IsHardwareFault(const Finding& f);
+
 // HOST | GPU | PROBLEM | SEEN, one row per finding of each host.
 struct HostFindings {
   std::string host;

@@ -272,6 +272,61 @@ TEST(GpuHealth, FewerGpusThanTheInventorySaysOrNoDriverPutsTheHostOut) {
       << g[0].problem;
 }
 
+// What a host's failure record keeps (IsHardwareFault): the hardware
+// failing, never a host that lacks a working nvidia-smi or the GPUs a job
+// asks for.
+TEST(GpuHealth, AMissingOrFailingNvidiaSmiOrTooFewGpusIsNoHardwareFault) {
+  const std::optional<SectionText> log = SectionText{0, "uptime 1\nsource dmesg\n"};
+  for (const SectionText& q : {SectionText{127, "fields full\nsh: 1: nvidia-smi: not found"},
+                               SectionText{126, "fields full\nsh: 1: nvidia-smi: Permission denied"},
+                               SectionText{9, "fields full\nNVIDIA-SMI has failed because it couldn't communicate "
+                                              "with the NVIDIA driver."},
+                               SectionText{6, "fields full\nNo devices were found"}}) {
+    const std::vector<Finding> f = Judge(ReadGpuReport(q, std::nullopt, log), std::nullopt, kDay);
+    ASSERT_EQ(f.size(), 1u) << q.text;
+    EXPECT_TRUE(HostUnhealthy(f)) << "the job still cannot use the host";
+    EXPECT_FALSE(IsHardwareFault(f[0])) << f[0].problem;
+  }
+  EXPECT_FALSE(IsHardwareFault(Judge(ReadGpuReport(std::nullopt, std::nullopt, log), 1, kDay)[0]))
+      << "a query that did not report";
+  const std::vector<Finding> fewer =
+      Judge(ReadGpuReport(SectionText{0, "fields full\n" + Fixture("query-health-nounits.txt")},
+                          SectionText{0, Fixture("query-remapped-nounits.txt")}, log),
+            8, kDay);
+  ASSERT_EQ(fewer.size(), 1u) << FindingsTable({{"h", fewer}});
+  EXPECT_FALSE(IsHardwareFault(fewer[0])) << fewer[0].problem;
+  const std::vector<Finding> none = Judge(ReadGpuReport(SectionText{0, "fields full\n"}, std::nullopt, log), 1, kDay);
+  ASSERT_FALSE(none.empty());
+  EXPECT_EQ(none[0].problem, "the driver sees no GPU");
+  EXPECT_FALSE(IsHardwareFault(none[0]));
+  EXPECT_FALSE(IsHardwareFault({std::nullopt, "DCGM diagnostic failed (exit 3) and named no test", "now",
+                                Severity::kFatal}));
+  EXPECT_FALSE(IsHardwareFault({0, "Xid 94: warning", "1m ago", Severity::kWarning})) << "a warning";
+  EXPECT_FALSE(IsHardwareFault({std::nullopt, "Xid events unknown", "", Severity::kUnknown})) << "an unknown";
+}
+
+TEST(GpuHealth, AFatalXidEccRemapOrAHungDriverIsAHardwareFault) {
+  const std::vector<Finding> hung = Judge(Report(RunScript("STANDIN_HANG=1", std::chrono::seconds(1))), 1, kDay);
+  ASSERT_EQ(hung.size(), 1u);
+  EXPECT_TRUE(IsHardwareFault(hung[0])) << hung[0].problem;
+  for (const char* env : {"STANDIN_REMAP_PENDING=1", "STANDIN_ECC=2", "STANDIN_GPUS=2 STANDIN_LOST=1"}) {
+    const std::vector<Finding> f = Judge(Report(RunScript(env)), std::nullopt, kDay);
+    ASSERT_FALSE(f.empty()) << env;
+    for (const Finding& one : f) {
+      if (one.severity == Severity::kFatal) EXPECT_TRUE(IsHardwareFault(one)) << env << ": " << one.problem;
+    }
+  }
+  // An Xid on a bus no GPU of the query has: the whole host's, still fatal.
+  const std::vector<Finding> xid = Judge(
+      H100WithLog("[  345500.000000] NVRM: Xid (PCI:0000:00:09): 79, pid=1896, GPU has fallen off the bus.\n"), 1,
+      kDay);
+  ASSERT_EQ(xid.size(), 1u) << FindingsTable({{"h", xid}});
+  EXPECT_FALSE(xid[0].gpu.has_value());
+  EXPECT_TRUE(IsHardwareFault(xid[0])) << xid[0].problem;
+  EXPECT_TRUE(IsHardwareFault(ReadDcgmDiag({137, ""})[0])) << "dcgmi that hung";
+  EXPECT_TRUE(IsHardwareFault(ReadDcgmDiag({226, R"({"DCGM Diagnostic": {"tests": [{"name": "memory", "results": [{"status": "Fail"}]}]}})"})[0]));
+}
+
 // The driver's answers in place of a value (shared/TESTBED.md): a GPU that
 // fell off the bus answers "[GPU is lost]" for every field, with exit 0.
 TEST(GpuHealth, ALostGpuAmongHealthyOnesIsTheOnlyGpuTakenOutAndTheFindingNamesItsFields) {

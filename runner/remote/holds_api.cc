@@ -55,6 +55,10 @@ std::string HoldCreateBody(const HoldOwner& owner, const std::string& name, long
   return body.dump();
 }
 
+bool IsHoldOrRecordEntry(const container::PsEntry& e) {
+  return !LabelOf(e, std::string(kHoldLabel)).empty() || !LabelOf(e, std::string(kFaultLabel)).empty();
+}
+
 std::vector<Hold> HoldsOf(const std::vector<container::PsEntry>& listed) {
   std::vector<Hold> out;
   for (const container::PsEntry& e : listed) {
@@ -70,6 +74,10 @@ std::vector<Hold> HoldsOf(const std::vector<container::PsEntry>& listed) {
     h.expires = NumberOr(LabelOf(e, "barge.hold.expires"), 0);
     h.lease = NumberOr(LabelOf(e, "barge.hold.lease"), 0);
     h.format = static_cast<int>(NumberOr(LabelOf(e, "barge.hold.v"), 1));
+    h.fault_kind = LabelOf(e, "barge.fault");
+    h.fault_job = LabelOf(e, "barge.fault.job");
+    h.fault_serial = LabelOf(e, "barge.fault.serial");
+    h.fault_detail = LabelOf(e, "barge.fault.detail");
     out.push_back(std::move(h));
   }
   ApplyEngineLeases(&out);
@@ -284,7 +292,7 @@ class Taker : public std::enable_shared_from_this<Taker> {
   void List(std::function<void(bool)> then) {
     container::HttpRequest req;
     req.target = "/containers/json?all=1&filters=" +
-                 container::UrlEncode(nlohmann::json({{"label", {std::string(kHoldLabel)}}}).dump());
+                 container::UrlEncode(nlohmann::json({{"name", {std::string(kRecordsNameFilter)}}}).dump());
     auto self = shared_from_this();
     Http(
         req,
@@ -298,6 +306,9 @@ class Taker : public std::enable_shared_from_this<Taker> {
             self->Error("error: listing holds: " + listed.status().message());
             return then(false);
           }
+          // Listed by name (kRecordsNameFilter): only what carries a
+          // hold's or a record entry's label counts.
+          std::erase_if(*listed, [](const container::PsEntry& e) { return !IsHoldOrRecordEntry(e); });
           self->reply_.holds = HoldsOf(*listed);
           then(true);
         },

@@ -55,6 +55,11 @@ std::string HoldCreateBody(const HoldOwner& owner, const std::string& name, long
 // barge.hold), with the leases applied (ApplyEngineLeases).
 std::vector<Hold> HoldsOf(const std::vector<container::PsEntry>& listed);
 
+// Whether a container the holds' listing took by name (kRecordsNameFilter)
+// is a hold, lease, ticket or failure record entry: it carries barge.hold or
+// barge.fault. A container only named like one is not.
+bool IsHoldOrRecordEntry(const container::PsEntry& e);
+
 // The host's clock, seconds since the epoch, from an HTTP Date header
 // ("Wed, 25 Nov 2026 04:23:13 GMT", RFC 7231's IMF-fixdate); nullopt when
 // it is not one.

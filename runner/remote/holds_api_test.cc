@@ -82,6 +82,21 @@ TEST(HoldsOf, ReadsTheLabelsAndEachJobsNewestLeaseOnTheEngine) {
   EXPECT_EQ(holds[2].lease, 60);
 }
 
+TEST(IsHoldOrRecordEntry, TakesWhatCarriesAHoldsOrAnEntrysLabelNotWhatIsOnlyNamedLikeOne) {
+  container::PsEntry hold;
+  hold.names = "barge-hold-host";
+  hold.labels = {{"barge.hold", "host"}};
+  container::PsEntry entry;
+  entry.names = "barge-fault-1990-j9-0-0";
+  entry.labels = {{"barge.fault", "engine"}};
+  container::PsEntry named;
+  named.names = "barge-hold-gpu-7";
+  named.labels = {{"owner", "someone"}};
+  EXPECT_TRUE(IsHoldOrRecordEntry(hold));
+  EXPECT_TRUE(IsHoldOrRecordEntry(entry));
+  EXPECT_FALSE(IsHoldOrRecordEntry(named));
+}
+
 TEST(ParseHttpDate, ReadsAnImfFixdateAsUtcAndRefusesAnythingElse) {
   EXPECT_EQ(ParseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT"), 784111777);
   EXPECT_EQ(ParseHttpDate("Wed, 25 Nov 2026 04:23:13 GMT"), 1795580593);

@@ -36,6 +36,47 @@ std::string HoldWhat(const Hold& h, long long now, const std::vector<Hold>& queu
   return "hold " + what;
 }
 
+// The record's rows of a host: each entry, then its verdict.
+void RecordRows(const HostView& v, std::vector<std::vector<std::string>>* rows) {
+  const std::vector<FaultEntry> record = RecordOf(v.holds);
+  if (record.empty()) return;
+  for (const FaultEntry& e : record) {
+    const bool forgiven = e.kind == kForgivenKind;
+    rows->push_back({v.host, forgiven ? "forgiven" : "failure " + e.kind,
+                     forgiven ? e.user + "@" + e.machine : e.job_id + " " + e.job_name + " " + e.user + "@" + e.machine,
+                     ShortDuration(v.now - e.at) + " ago", e.gpu ? std::to_string(*e.gpu) : "-",
+                     e.detail.empty() ? "-" : e.detail});
+  }
+  const RecordVerdict verdict = JudgeRecord(record, v.now, v.rule);
+  std::string what = std::to_string(verdict.counted.size()) + " host-caused failure(s) in " +
+                     ShortDuration(v.rule.window.count()) + ", " + std::to_string(v.rule.allowed) + " allowed";
+  if (!verdict.gpus_out.empty()) {
+    what += "; GPU(s) out:";
+    for (const auto& [g, e] : verdict.gpus_out) what += " " + std::to_string(g);
+  }
+  rows->push_back({v.host, verdict.host_out ? "record: OUT" : "record: usable", what, "", "",
+                   verdict.host_out ? "barge hosts --forgive " + v.host : ""});
+}
+
+nlohmann::json RecordJson(const HostView& v) {
+  const std::vector<FaultEntry> record = RecordOf(v.holds);
+  const RecordVerdict verdict = JudgeRecord(record, v.now, v.rule);
+  nlohmann::json out = {{"out", verdict.host_out},
+                        {"counted", verdict.counted.size()},
+                        {"allowed", v.rule.allowed},
+                        {"window_s", v.rule.window.count()},
+                        {"gpus_out", nlohmann::json::array()},
+                        {"entries", nlohmann::json::array()}};
+  for (const auto& [g, e] : verdict.gpus_out) out["gpus_out"].push_back(g);
+  for (const FaultEntry& e : record) {
+    out["entries"].push_back({{"at", Utc(e.at)}, {"kind", e.kind}, {"job", e.job_id}, {"job_name", e.job_name},
+                              {"user", e.user}, {"machine", e.machine},
+                              {"gpu", e.gpu ? nlohmann::json(*e.gpu) : nlohmann::json(nullptr)},
+                              {"gpu_uuid", e.serial}, {"detail", e.detail}, {"name", e.name}});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<BargeContainer> ParseBargeContainers(std::string_view text) {
@@ -81,9 +122,11 @@ std::string HostsTable(const std::vector<HostView>& hosts) {
       rows.push_back({v.host, "?", "cannot ask: " + v.error, "", "", ""});
       continue;
     }
-    if (v.holds.empty() && v.containers.empty()) rows.push_back({v.host, "free", "", "", "", ""});
+    const bool held = std::any_of(v.holds.begin(), v.holds.end(), [](const Hold& h) { return !IsFault(h); });
+    if (!held && v.containers.empty()) rows.push_back({v.host, "free", "", "", "", ""});
     const std::vector<Hold> queue = Queue(v.holds, v.now);
     for (const Hold& h : v.holds) {
+      if (IsFault(h)) continue;  // RecordRows
       std::optional<long long> at = StaleAt(h);
       std::string stale = !at ? "never (not barge's)" : v.now > *at ? "stale now" : "in " + ShortDuration(*at - v.now);
       rows.push_back({v.host, HoldWhat(h, v.now, queue),
@@ -94,6 +137,7 @@ std::string HostsTable(const std::vector<HostView>& hosts) {
       rows.push_back({v.host, "container " + c.name + (c.rank.empty() ? "" : " (rank " + c.rank + ")"),
                       c.job_id, "", "", c.status});
     }
+    RecordRows(v, &rows);
   }
   return FormatTable(rows);
 }
@@ -104,7 +148,9 @@ nlohmann::json HostsJson(const std::vector<HostView>& hosts) {
     nlohmann::json host = {{"host", v.host}, {"holds", nlohmann::json::array()}, {"containers", nlohmann::json::array()}};
     if (!v.error.empty()) host["error"] = v.error;
     const std::vector<Hold> queue = Queue(v.holds, v.now);
+    host["record"] = RecordJson(v);
     for (const Hold& h : v.holds) {
+      if (IsFault(h)) continue;  // in "record"
       std::optional<long long> at = StaleAt(h);
       host["holds"].push_back({{"name", h.name}, {"job", h.job_id}, {"job_name", h.job_name}, {"user", h.user},
                                {"machine", h.machine}, {"gpus", h.gpus}, {"since", Utc(h.since)},

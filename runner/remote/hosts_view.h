@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/remote/gpu_health.h"
+#include "runner/remote/host_record.h"
 #include "runner/remote/reservation.h"
 
 namespace barge::runner {
@@ -28,7 +29,13 @@ struct BargeContainer {
 struct HostView {
   std::string host;
   long long now = 0;  // the host's clock
+  // Holds, leases, tickets and the failure record's entries (IsFault), as
+  // the host listed them.
   std::vector<Hold> holds;
+  // The rule the record is judged by (the job file's health.host_failures
+  // and health.host_window).
+  RecordRule rule;
+  bool forgiven = false;  // `barge hosts --forgive` wrote its entry here
   std::vector<BargeContainer> containers;
   std::string error;  // could not be asked: why
   // `barge hosts --gpus`: what the driver said (nullopt: not asked), what
@@ -56,7 +63,11 @@ HostView ParseHostView(const std::string& host, std::string_view text);
 
 // HOST | WHAT | JOB (id, name, user@machine) | SINCE | GPUS | STALE, one row
 // per hold, lease, ticket ("queued #N", N its place in the host's queue)
-// and container, "free" for a host with none.
+// and container, "free" for a host with none; then its failure record: one
+// row per entry ("failure KIND", "forgiven") and one that says whether the
+// record puts the host out ("record: OUT ..." / "record: usable ...").
+// JSON: each host's "record" {"out", "counted", "allowed", "window_s",
+// "gpus_out", "entries"}.
 std::string HostsTable(const std::vector<HostView>& hosts);
 nlohmann::json HostsJson(const std::vector<HostView>& hosts);
 

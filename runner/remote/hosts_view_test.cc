@@ -96,6 +96,37 @@ TEST(HostsView, WithGpusReadsTheDriversSectionsJudgesThemAndShowsTheTopologyWith
   EXPECT_FALSE(HostsJson({ParseHostView("h1", text)})[0].contains("gpus"));
 }
 
+TEST(HostsView, ShowsEachHostsFailureRecordAndWhetherItPutsTheHostOut) {
+  const std::string listing =
+      "now 2000\n"
+      "hold\tf1\tbarge-fault-1900-j1-1-0\t\ttrain\talice\tbox\t\t1900\t\t\t\tengine\tj1\t\tno answer\n"
+      "hold\tf2\tbarge-fault-1950-j2-1-0\t\teval\tbob\tbox2\t\t1950\t\t\t\thost_lost\tj2\t\tlost\n"
+      "hold\tf3\tbarge-fault-1960-j3-1-0\t\teval\tbob\tbox2\t1\t1960\t\t\t\tgpu_health\tj3\tGPU-u1\tXid 79\n";
+  HostView out = ParseHostView("h1", listing);
+  HostView free = ParseHostView("h2", "now 2000\n");
+  const std::string t = HostsTable({out, free});
+  EXPECT_NE(t.find("failure engine"), std::string::npos) << t;
+  EXPECT_NE(t.find("j2 eval bob@box2"), std::string::npos) << t;
+  EXPECT_NE(t.find("Xid 79"), std::string::npos) << t;
+  EXPECT_NE(t.find("record: OUT"), std::string::npos) << t;
+  EXPECT_NE(t.find("2 host-caused failure(s) in 24h00m, 1 allowed; GPU(s) out: 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("barge hosts --forgive h1"), std::string::npos) << t;
+  EXPECT_NE(t.find("h2    free"), std::string::npos) << t;  // a record is not a hold
+  EXPECT_EQ(t.find("hold fault"), std::string::npos) << t;
+  // Allowed 2 (the job file's rule): usable.
+  out.rule.allowed = 2;
+  EXPECT_NE(HostsTable({out}).find("record: usable"), std::string::npos);
+  out.rule.allowed = 1;
+  const nlohmann::json j = HostsJson({out});
+  EXPECT_TRUE(j[0]["holds"].empty());
+  EXPECT_EQ(j[0]["record"]["out"], true);
+  EXPECT_EQ(j[0]["record"]["counted"], 2);
+  EXPECT_EQ(j[0]["record"]["gpus_out"], nlohmann::json::array({1}));
+  ASSERT_EQ(j[0]["record"]["entries"].size(), 3u);
+  EXPECT_EQ(j[0]["record"]["entries"][0]["kind"], "gpu_health");
+  EXPECT_EQ(j[0]["record"]["entries"][0]["gpu_uuid"], "GPU-u1");
+}
+
 TEST(HostsView, AHostThatCouldNotListSaysWhy) {
   HostView v = ParseHostView("h3", "now 5\nerror: listing holds: Cannot connect to the Docker daemon\n");
   EXPECT_EQ(v.error, "listing holds: Cannot connect to the Docker daemon");

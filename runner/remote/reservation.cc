@@ -40,6 +40,8 @@ bool IsLease(const Hold& h) { return h.name.rfind(std::string(kLeasePrefix), 0) 
 
 bool IsTicket(const Hold& h) { return h.name.rfind(std::string(kTicketPrefix), 0) == 0; }
 
+bool IsFault(const Hold& h) { return h.name.rfind(std::string(kFaultPrefix), 0) == 0; }
+
 bool TicketBefore(const Hold& a, const Hold& b) {
   return a.since != b.since ? a.since < b.since : a.job_id < b.job_id;
 }
@@ -163,20 +165,27 @@ std::string Prelude(const DockerCommands& docker, std::chrono::seconds engine_ti
   s += "H_F='{{.ID}}\\t{{.Names}}\\t{{.Label \"barge.job\"}}\\t{{.Label \"barge.hold.name\"}}\\t"
        "{{.Label \"barge.hold.user\"}}\\t{{.Label \"barge.hold.machine\"}}\\t{{.Label \"barge.hold.gpus\"}}\\t"
        "{{.Label \"barge.hold.since\"}}\\t{{.Label \"barge.hold.expires\"}}\\t{{.Label \"barge.hold.lease\"}}\\t"
-       "{{.Label \"barge.hold.v\"}}'\n";
+       "{{.Label \"barge.hold.v\"}}\\t{{.Label \"barge.fault\"}}\\t{{.Label \"barge.fault.job\"}}\\t"
+       "{{.Label \"barge.fault.serial\"}}\\t{{.Label \"barge.fault.detail\"}}\\t"
+       "{{.Label \"barge.hold\"}}{{.Label \"barge.fault\"}}'\n";
   s += "h_lr() { h_m=; IFS=$H_NL; for h_e in $H_L; do case $h_e in \"$1\".*) h_t=${h_e##*.}; "
        "{ [ -z \"$h_m\" ] || [ \"$h_t\" -gt \"$h_m\" ]; } && h_m=$h_t;; esac; done; IFS=$h_f; }\n";
   // Fields of a listed line: 1 ID, 2 name, 3 job, 4 job name, 5-7 user,
-  // machine, GPUs, 8 since, 9 expires, 10 lease, 11 format.
-  s += "h_ls() { h_o=$(h_dk ps -a --filter label=barge.hold --format \"$H_F\" 2>&1) || "
+  // machine, GPUs, 8 since, 9 expires, 10 lease, 11 format, 12-15 a
+  // failure record entry's kind, job, GPU serial and detail,
+  // 16 the hold's or the entry's kind: a line without one (ending in a tab)
+  // is a container only named like them, dropped first.
+  s += "h_ls() { h_o=$(h_dk ps -a --filter " + ShellQuote("name=" + std::string(kRecordsNameFilter)) +
+       " --format \"$H_F\" 2>&1) || "
        "{ H_A=\"error: listing holds: $h_o\"; return 1; }; H_A=; H_X=; H_L=; H_Q=; set -f; h_f=$IFS; IFS=$H_NL; "
+       "h_k=; for h_l in $h_o; do case $h_l in *\"\t\") ;; *) h_k=\"$h_k${h_k:+$H_NL}$h_l\";; esac; done; h_o=$h_k; "
        "for h_l in $h_o; do h_r=${h_l#*\t}; h_n=${h_r%%\t*}; case $h_n in " + std::string(kLeasePrefix) +
        "*.*) h_t=${h_n##*.}; case $h_t in ''|*[!0-9]*) ;; *) H_L=\"$H_L$H_NL${h_n#" + std::string(kLeasePrefix) +
        "}\";; esac;; esac; done; "
        "for h_l in $h_o; do IFS=$h_f; "
        "h_r=${h_l#*\t}; h_n=${h_r%%\t*}; h_r=${h_r#*\t}; h_j=${h_r%%\t*}; h_r=${h_r#*\t}; h_jn=${h_r%%\t*}; "
        "h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_r=${h_r#*\t}; h_s=${h_r%%\t*}; h_r=${h_r#*\t}; "
-       "h_e=${h_r%%\t*}; h_r=${h_r#*\t}; h_le=${h_r%%\t*}; h_v=${h_r#*\t}; "
+       "h_e=${h_r%%\t*}; h_r=${h_r#*\t}; h_le=${h_r%%\t*}; h_v=${h_r#*\t}; h_v=${h_v%%\t*}; "
        "h_sl=; if [ \"$h_j\" != \"$H_J\" ] && [ -n \"$H_now\" ] && [ -n \"$h_j\" ]; then "
        "case $h_le in ''|*[!0-9]*) h_le=0;; esac; case $h_s in ''|*[!0-9]*) h_s=0;; esac; "
        "case $h_e in ''|*[!0-9]*) h_e=0;; esac; "
@@ -341,6 +350,12 @@ HoldReply ParseHoldReply(std::string_view text) {
       h.expires = NumberOr(f[9], 0);
       h.lease = NumberOr(f[10], 0);
       h.format = static_cast<int>(NumberOr(f[11], 1));
+      if (f.size() >= 16) {
+        h.fault_kind = f[12];
+        h.fault_job = f[13];
+        h.fault_serial = f[14];
+        h.fault_detail = f[15];
+      }
       reply.holds.push_back(std::move(h));
     } else if (!line.empty()) {
       reply.errors += (reply.errors.empty() ? "" : "; ") + std::string(line);
@@ -357,7 +372,7 @@ std::vector<Hold> Conflicts(const HoldRequest& request, const HoldReply& reply, 
     if (h.job_id == job_id && IsTicket(h)) mine = &h;
   }
   for (const Hold& h : reply.holds) {
-    if (h.job_id == job_id || IsLease(h) || IsStale(h, reply.now)) continue;
+    if (h.job_id == job_id || IsLease(h) || IsFault(h) || IsStale(h, reply.now)) continue;
     if (IsTicket(h)) {
       // First come, first served: a ticket before the job's own (or any,
       // when it has none here) stands in the way, whatever either asks.

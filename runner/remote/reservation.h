@@ -111,6 +111,20 @@ inline constexpr std::string_view kHoldPrefix = "barge-hold-";
 inline constexpr std::string_view kLeasePrefix = "barge-lease-";
 // A waiting job's ticket: barge-ticket-JOB (see "Queue" above).
 inline constexpr std::string_view kTicketPrefix = "barge-ticket-";
+// An entry of the host's failure record (runner/remote/host_record.h),
+// labelled barge.fault=KIND and never barge.hold: barge versions from before
+// the record list holds by that label and would take an entry for a hold
+// that never goes stale.
+inline constexpr std::string_view kFaultPrefix = "barge-fault-";
+// The label that marks an entry of the failure record; its value is the kind.
+inline constexpr std::string_view kFaultLabel = "barge.fault";
+// The holds' ONE listing (every job's preflight makes it) reads holds,
+// leases, tickets and the failure record together. An engine ANDs label
+// filters, so it lists by name instead: its name filter is a regular
+// expression, matched with and without the leading '/'. What it lists is
+// then kept only where it carries kHoldLabel or kFaultLabel,
+// so that a user's container named like them is never taken for one.
+inline constexpr std::string_view kRecordsNameFilter = "^/?barge-(hold|lease|ticket|fault)-";
 // The hold format barge.hold.v labels: 2 = the job's lease is on the engine.
 inline constexpr int kHoldFormat = 2;
 // The label that marks a hold; its value is the hold's kind ("host", "gpu",
@@ -216,12 +230,23 @@ struct Hold {
   // When the holder's newest lease on this engine was renewed (host
   // clock); nullopt when the listing shows none. Set by ApplyEngineLeases.
   std::optional<long long> lease_renewed;
+  // An entry of the host's failure record (barge-fault-..., labelled
+  // barge.fault and no barge.job: runner/remote/host_record.h): its
+  // kind, the job it failed, the GPU's serial and what was seen. Empty for
+  // holds, leases and tickets.
+  std::string fault_kind;
+  std::string fault_job;
+  std::string fault_serial;
+  std::string fault_detail;
 };
 
 // Whether `h` is a lease (barge-lease-...), not a hold.
 bool IsLease(const Hold& h);
 // Whether `h` is a ticket (barge-ticket-...), not a hold.
 bool IsTicket(const Hold& h);
+// Whether `h` is an entry of the host's failure record (barge-fault-...),
+// not a hold: it stands in nobody's way and is never stale.
+bool IsFault(const Hold& h);
 // Whether ticket `a` comes before ticket `b` (since, then job id).
 bool TicketBefore(const Hold& a, const Hold& b);
 // The live tickets of `reply`'s listing (stale ones left out), first

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runner/store/job_store.h"
@@ -22,9 +23,15 @@ namespace barge::runner {
 std::map<std::string, std::string> HostCausedFailures(const std::vector<EventRecord>& events,
                                                       const std::vector<PhaseRecord>& phases);
 
+// Whether a host's `phase` that ended with `outcome` (not "ok") failed for
+// the host's own state: any connect failure; a preflight failure of its
+// engine, disk, GPUs or session, not an image or a port the job names.
+bool IsHostsOwnFailure(std::string_view phase, std::string_view outcome);
+
 // The hosts (by address) that a member job found unavailable rather than
 // busy: those the GPU health gate put out (event kGpuUnhealthy, "the host
-// is out"), where nothing of the job started.
+// is out") or whose failure record did (event kHostAvoided), where nothing
+// of the job started.
 std::set<std::string> UnavailableHosts(const std::vector<EventRecord>& events);
 
 }  // namespace barge::runner

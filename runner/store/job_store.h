@@ -122,6 +122,9 @@ inline constexpr const char* kKept = "kept";
 // The GPU health gate took GPUs out of what a host offers, or put the host
 // out ("the host is out").
 inline constexpr const char* kGpuUnhealthy = "gpu_unhealthy";
+// A host's failure record (on the host) put it out of the job's choice;
+// the detail says why (runner/remote/host_record.h).
+inline constexpr const char* kHostAvoided = "host_avoided";
 // A failed attempt's diagnostics bundle was kept; the detail is "DIR: WHY"
 // (runner/controller/diagnostics.h).
 inline constexpr const char* kDiagnostics = "diagnostics";

@@ -255,6 +255,22 @@ remove_dirs() {
   fi
 }
 
+# The failure record's entries (runner/remote/host_record.h: created, never
+# started, named barge-fault-*, labelled barge.fault) that tests left, on
+# the engines of DOCKER_HOST... ("" or none: the machine's default engine,
+# which the loopback host uses and which outlives the bed).
+remove_fault_records() {
+  local e ids
+  (($#)) || set -- ""
+  for e in "$@"; do
+    ids=$(env ${e:+DOCKER_HOST="$e"} timeout 20 docker ps -aq --filter 'name=^/?barge-fault-' \
+      --filter label=barge.fault 2>/dev/null) || continue
+    # shellcheck disable=SC2086  # one word per ID
+    [[ -z "$ids" ]] || env ${e:+DOCKER_HOST="$e"} timeout 20 docker rm -f $ids >/dev/null 2>&1 ||
+      log "WARNING: cannot remove the failure record on ${e:-the default engine}"
+  done
+}
+
 clean() {
   # The bed's Slurm cluster (tests/bed/slurm.sh) first, if one runs: its
   # munged and slurmctld live in the root namespaces, where nothing below looks.
@@ -272,7 +288,7 @@ clean() {
   fi
   local step
   for step in kill_bed_processes umount_bed_mounts remove_links_and_netns \
-    remove_iptables_rules remove_cgroups remove_dirs; do
+    remove_iptables_rules remove_cgroups remove_dirs remove_fault_records; do
     [[ "${BARGE_BED_VERBOSE:-0}" == 1 ]] && log "clean: $step"
     "$step"
   done
@@ -623,6 +639,9 @@ cmd_up() {
   if [[ "${BARGE_BED_REUSE:-0}" == 1 ]] && reusable; then
     log "BARGE_BED_REUSE=1: the bed in $BED is up and matches; reusing it"
     home_keys
+    local h engines=("")
+    for h in $(host_names); do engines+=("$(env_get "BED_HOST_${h}_DOCKER_HOST")"); done
+    remove_fault_records "${engines[@]}"
     return 0
   fi
   trap on_up_exit EXIT

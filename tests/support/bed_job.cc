@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ssh/quote.h"
+#include "tests/support/bed_hygiene.h"
 
 namespace barge::testing {
 
@@ -107,7 +108,7 @@ void JobDir::Write(const std::string& yaml, const std::string& name) const {
 
 CliOutcome JobDir::Barge(const std::string& args) const {
   CliOutcome o;
-  RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home timeout -k 60 300 " +
+  RunShell("cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home XDG_CONFIG_HOME=" + ShellQuote(SuiteConfigHome()) + " timeout -k 60 300 " +
                BARGE_BINARY + " " + args + " >out.txt 2>err.txt </dev/null",
            &o.code);
   o.out = ReadWholeFile(dir_ / "out.txt");
@@ -116,7 +117,7 @@ CliOutcome JobDir::Barge(const std::string& args) const {
 }
 
 pid_t JobDir::Start(const std::string& args, bool own_group) const {
-  const std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home exec " +
+  const std::string cmd = "cd " + ShellQuote(dir_.string()) + " && BARGE_HOME=home XDG_CONFIG_HOME=" + ShellQuote(SuiteConfigHome()) + " exec " +
                           BARGE_BINARY + " " + args + " >out.txt 2>err.txt </dev/null";
   pid_t pid = fork();
   if (pid == 0) {
