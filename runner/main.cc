@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
       barge::runner::AddLogsVerb(app),
       barge::runner::AddNodeVerbs(app),  // reap, exec, forward, top, hosts
       barge::runner::AddPruneVerb(app),
+      barge::runner::AddUsageVerb(app),
   };
   try {
     app.parse(argc, argv);

@@ -168,14 +168,15 @@ TEST_F(ArrayCliTest, LsJsonShowsTheArrayWithSourceCountsAndMemberJobIdsAmongUnch
   EXPECT_EQ(a["members"][1]["job_ids"], (nlohmann::json{"m1a", "m1b"}));
   EXPECT_EQ(a["members"][1]["job"], "m1b");
   EXPECT_EQ(a["members"][0]["params"], "lr=0.1");
-  // The job's object has exactly the fields it had before arrays were listed.
+  // The job's object has exactly the fields ls gives a job.
   const nlohmann::json& j = ls[1];
   EXPECT_EQ(j["id"], "solo");
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
   std::sort(keys.begin(), keys.end());
-  EXPECT_EQ(keys, (std::vector<std::string>{"controller_pid", "created", "duration_s", "ended", "exit_code", "id",
-                                            "name", "nodes", "restart_count", "run_dir", "started", "status"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"controller_pid", "created", "duration_s", "ended", "exit_code",
+                                            "gpu_hours", "gpus_unknown", "host_hours", "id", "name", "nodes",
+                                            "restart_count", "run_dir", "started", "status"}));
 
   Captured show = Capture([&](std::FILE* out, std::FILE*) { return ShowArray(state_, "arr", out, true); });
   ASSERT_EQ(show.code, 0);

@@ -16,6 +16,7 @@
 #include "runner/console/failure.h"
 #include "runner/console/table.h"
 #include "runner/console/time_format.h"
+#include "runner/cli/usage_cli.h"
 #include "runner/controller/slurm_run.h"
 #include "runner/store/diagnostics_bundles.h"
 #include "runner/store/job_lookup.h"
@@ -45,8 +46,9 @@ Json OptJson(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
 
-Json JobJson(const JobRecord& j, TimePoint now) {
-  return Json{
+// With the hours it held (usage_cli.h) where they could be read.
+Json JobJson(const JobRecord& j, TimePoint now, const Result<Usage>& usage) {
+  Json job{
       {"id", j.id},
       {"name", j.name},
       {"status", ToString(j.status)},
@@ -60,6 +62,10 @@ Json JobJson(const JobRecord& j, TimePoint now) {
       {"controller_pid", OptJson(j.controller_pid)},
       {"run_dir", j.run_dir},
   };
+  job["host_hours"] = usage.ok() ? Json(usage->host_hours) : Json(nullptr);
+  job["gpu_hours"] = usage.ok() ? Json(usage->gpu_hours) : Json(nullptr);
+  job["gpus_unknown"] = usage.ok() && usage->gpus_unknown;
+  return job;
 }
 
 // Job text may hold bytes that are not UTF-8 (a container's output in an
@@ -235,14 +241,14 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
     };
     for (const JobRecord& j : jobs) {
       while (extra != options.extra_json.end() && extra->first >= j.created) add_extra();
-      array.push_back(JobJson(j, now));
+      array.push_back(JobJson(j, now, JobUsage(**store, j, now)));
     }
     while (extra != options.extra_json.end()) add_extra();
     PrintJson(out, array);
     return 0;
   }
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "NAME", "STATUS", "NODES", "STARTED", "DURATION", "EXIT"}};
+      {"ID", "NAME", "STATUS", "NODES", "STARTED", "DURATION", "EXIT", "HOST-H", "GPU-H"}};
   auto extra = options.extra_rows.begin();  // newest first, as the jobs
   for (const JobRecord& j : jobs) {
     for (; extra != options.extra_rows.end() && extra->first >= j.created; ++extra) rows.push_back(extra->second);
@@ -252,9 +258,11 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
       Result<RecordedAllocation> allocation = ReadRecordedAllocation(**store, j.id);
       if (allocation.ok() && !allocation->slurm_id.empty()) status += " (slurm " + allocation->slurm_id + ")";
     }
+    const Result<Usage> usage = JobUsage(**store, j, now);
     rows.push_back({j.id, j.name, status, std::to_string(j.nodes),
                     LocalTime(j.created, false), FormatDuration(Duration(j, now)),
-                    ExitText(j.exit_code)});
+                    ExitText(j.exit_code), usage.ok() ? FormatHours(usage->host_hours) : "-",
+                    usage.ok() ? FormatHours(usage->gpu_hours, usage->gpus_unknown) : "-"});
   }
   for (; extra != options.extra_rows.end(); ++extra) rows.push_back(extra->second);
   PrintTable(out, rows);
@@ -274,6 +282,7 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
   if (!events.ok()) return SayFailure(err, events.status().message());
   const JobRecord& j = *job;
   const TimePoint now = WallNow();
+  const Result<Usage> usage = JobUsage(store, j, now);
   // How the job was run (a RunRequest, runner/jobfile/overrides.h), when recorded.
   Json request;
   if (Result<std::optional<std::string>> text = store.GetRunRequest(*id); text.ok() && *text) {
@@ -286,7 +295,7 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
     if (Result<std::vector<UploadRecord>> r = (*u)->ForJob(*id); r.ok()) uploads = std::move(r).value();
   }
   if (json) {
-    Json job_json = JobJson(j, now);
+    Json job_json = JobJson(j, now, usage);
     job_json["spec"] = j.spec;
     job_json["run_request"] = request;
     PrintJson(out, Json{{"job", job_json},
@@ -307,6 +316,13 @@ int ShowJobCommand(const std::string& state_dir, const std::string& job_text, bo
   field("duration:", FormatDuration(Duration(j, now)) + (j.ended ? "" : " so far"));
   field("nodes:", std::to_string(j.nodes));
   field("restarts:", std::to_string(j.restart_count));
+  field("user:", JobUser(j));
+  if (usage.ok()) {
+    field("held:", FormatHours(usage->host_hours) + " host-hours, " +
+                       FormatHours(usage->gpu_hours, usage->gpus_unknown) + " GPU-hours" +
+                       (usage->gpus_unknown ? " (* leaves out nodes given `gpus: all` whose count was not asked)" : "") +
+                       (IsFinal(j.status) ? "" : " so far"));
+  }
   field("controller:", j.controller_pid ? "pid " + std::to_string(*j.controller_pid) +
                                               (IsFinal(j.status) ? "" : " (running)")
                                         : "-");

@@ -45,17 +45,20 @@ struct ListOptions {
 };
 
 // `barge ls`: one line per job, newest first:
-//   ID  NAME  STATUS  NODES  STARTED  DURATION  EXIT
+//   ID  NAME  STATUS  NODES  STARTED  DURATION  EXIT  HOST-H  GPU-H
 // STARTED is when `barge run` began (the record's `created`); DURATION runs
 // from then to the end, or to now while the job is live; EXIT is "-" until
-// the job has one. With `json`, one JSON array of objects: id, name, status,
-// exit_code (int|null), nodes, created, started (the first container
-// started; null if none did), ended (null while live), duration_s,
-// restart_count, controller_pid, run_dir.
+// the job has one; HOST-H and GPU-H are the hours it held its hosts and
+// GPUs (usage_cli.h; "*": GPUs of an unknown count left out). With `json`,
+// one JSON array of objects: id, name, status, exit_code (int|null), nodes,
+// created, started (the first container started; null if none did), ended
+// (null while live), duration_s, restart_count, controller_pid, run_dir,
+// host_hours, gpu_hours (null when unreadable), gpus_unknown.
 int ListJobsCommand(const std::string& state_dir, const ListOptions& options, std::FILE* out,
                     std::FILE* err = stderr);
 
-// `barge show JOB`: the job's header, its nodes (rank, role, host,
+// `barge show JOB`: the job's header (with the user it ran as and the
+// hours it held, as ls), its nodes (rank, role, host,
 // container, image id, exit, log path), where its files went in object
 // storage when it sent any (runner/store/upload_store.h: file, s3://
 // name, size, MD5, outcome) and its events with timestamps.

@@ -195,19 +195,30 @@ TEST(JobsCliFormat, DurationsBytesAndTimes) {
 TEST_F(JobsCliTest, LsPrintsOneRowPerJobNewestFirstWithEveryColumn) {
   AddFinished("aaaa1111", "train", At(), minutes(62) + seconds(5), JobStatus::kSucceeded, 0, 2);
   AddFinished("bbbb2222", "eval", At(days(1)), seconds(45), JobStatus::kFailed, 1);
+  // aaaa1111's node held its host and 2 GPUs for an hour (runner/store/usage.h).
+  ASSERT_TRUE(Store()
+                  .WritePhases({{0, "aaaa1111", 0, "h1", 0, "start", At(), At(seconds(1)), "ok", 2},
+                                {0, "aaaa1111", 0, "h1", std::nullopt, "remove", At(minutes(59)), At(hours(1)), "ok",
+                                 std::nullopt}})
+                  .ok());
   Output o = Ls();
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_EQ(o.err, "");
   EXPECT_EQ(o.out,
-            "ID        NAME   STATUS     NODES  STARTED              DURATION  EXIT\n"
-            "bbbb2222  eval   failed     1      2024-05-02 12:00:00  45s       1\n"
-            "aaaa1111  train  succeeded  2      2024-05-01 12:00:00  1h02m     0\n");
+            "ID        NAME   STATUS     NODES  STARTED              DURATION  EXIT  HOST-H  GPU-H\n"
+            "bbbb2222  eval   failed     1      2024-05-02 12:00:00  45s       1     0.00    0.00\n"
+            "aaaa1111  train  succeeded  2      2024-05-01 12:00:00  1h02m     0     1.00    2.00\n");
+  o = Ls(Json());
+  const nlohmann::json ls = nlohmann::json::parse(o.out);
+  EXPECT_DOUBLE_EQ(ls[1]["host_hours"].get<double>(), 1.0) << o.out;
+  EXPECT_DOUBLE_EQ(ls[1]["gpu_hours"].get<double>(), 2.0) << o.out;
+  EXPECT_EQ(ls[1]["gpus_unknown"], false) << o.out;
 }
 
 TEST_F(JobsCliTest, LsOfAStateDirWithoutADatabasePrintsTheHeaderAndCreatesNothing) {
   Output o = Ls();
   EXPECT_EQ(o.code, 0);
-  EXPECT_EQ(o.out, "ID  NAME  STATUS  NODES  STARTED  DURATION  EXIT\n");
+  EXPECT_EQ(o.out, "ID  NAME  STATUS  NODES  STARTED  DURATION  EXIT  HOST-H  GPU-H\n");
   EXPECT_FALSE(fs::exists(state_));
   o = Ls(Json());
   EXPECT_EQ(o.code, 0);
@@ -291,8 +302,8 @@ TEST_F(JobsCliTest, LsShowsAJobWhoseControllerIsGoneAsLost) {
   Output o = Ls();
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_EQ(o.out,
-            "ID        NAME   STATUS  NODES  STARTED              DURATION  EXIT\n"
-            "dead0001  train  lost    1      2024-05-01 12:00:00  3m00s     -\n");
+            "ID        NAME   STATUS  NODES  STARTED              DURATION  EXIT  HOST-H  GPU-H\n"
+            "dead0001  train  lost    1      2024-05-01 12:00:00  3m00s     -     0.00    0.00\n");
   Result<std::vector<EventRecord>> events = Store().GetEvents(j.id);
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->back().kind, "lost");
@@ -314,6 +325,12 @@ TEST_F(JobsCliTest, ShowPrintsTheHeaderTheNodesAndTheEvents) {
                   .AddEvent("aaaa1111", event::kHostLost, "10.0.0.2", "ssh: timeout\nno keepalive",
                             At(minutes(61) + milliseconds(5)))
                   .ok());
+  // Node 0 held its host and 4 GPUs from 12:00:02 to 13:02:00: 3,718 s.
+  ASSERT_TRUE(Store()
+                  .WritePhases({{0, "aaaa1111", 0, "10.0.0.1", 0, "start", At(seconds(2)), At(seconds(3)), "ok", 4},
+                                {0, "aaaa1111", 0, "10.0.0.1", std::nullopt, "remove", At(minutes(61)), At(minutes(62)),
+                                 "ok", std::nullopt}})
+                  .ok());
   Output o = Show("train");
   ASSERT_EQ(o.code, 0) << o.err;
   const std::string runs = state_ + "/runs/aaaa1111";
@@ -326,6 +343,8 @@ TEST_F(JobsCliTest, ShowPrintsTheHeaderTheNodesAndTheEvents) {
             "duration:   1h02m\n"
             "nodes:      2\n"
             "restarts:   0\n"
+            "user:       -\n"
+            "held:       1.03 host-hours, 4.13 GPU-hours\n"
             "controller: pid " + std::to_string(*j.controller_pid) + "\n"
             "run dir:    " + runs + "\n"
             "\n"

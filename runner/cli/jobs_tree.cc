@@ -1,6 +1,6 @@
-// The job history on the command tree (verb_tree.h): ls, show, rm, prune;
-// each of a job or, where one is named, of a job array. The verbs are
-// jobs_cli.h's and array_cli.h's.
+// The job history on the command tree (verb_tree.h): ls, show, rm, prune, usage;
+// each of a job or, where one is named, of a job array (usage: of every
+// job). The verbs are jobs_cli.h's, usage_cli.h's and array_cli.h's.
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -8,6 +8,7 @@
 
 #include "runner/cli/array_cli.h"
 #include "runner/cli/jobs_cli.h"
+#include "runner/cli/usage_cli.h"
 #include "runner/cli/verb_tree.h"
 #include "runner/console/exit_codes.h"
 #include "runner/console/failure.h"
@@ -133,6 +134,21 @@ VerbRunner AddPruneVerb(CLI::App& app) {
   return [prune, older_than]() -> std::optional<int> {
     if (!*prune) return std::nullopt;
     return PruneJobsAndArrays(*older_than);
+  };
+}
+
+VerbRunner AddUsageVerb(CLI::App& app) {
+  auto options = std::make_shared<UsageOptions>();
+  auto since = std::make_shared<std::string>();
+  CLI::App* usage = app.add_subcommand("usage", "Host-hours and GPU-hours the jobs held, per user, job or host");
+  usage->add_option("--since", *since, "only what was held after this time or duration ago (e.g. 7d, 2024-05-01T00:00:00Z)");
+  usage->add_option("--by", options->by, "user (the default), job or host")
+      ->check(CLI::IsMember({"user", "job", "host"}));
+  usage->add_flag("--json", options->json, "one JSON object");
+  return [usage, options, since]() -> std::optional<int> {
+    if (!*usage) return std::nullopt;
+    if (!since->empty()) options->since = *since;
+    return UsageCommand(StateDir(), *options, stdout);
   };
 }
 

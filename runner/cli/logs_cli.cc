@@ -28,11 +28,6 @@
 
 namespace barge::runner {
 
-namespace {
-
-constexpr std::chrono::milliseconds kPollInterval{200};
-
-// --since as nanoseconds since the epoch: a time, or a duration before now.
 Result<int64_t> SinceStamp(const std::string& text) {
   Result<int64_t> at = container::ParseTimestamp(text);
   if (at.ok()) return at;
@@ -49,6 +44,10 @@ Result<int64_t> SinceStamp(const std::string& text) {
   if (ago->count() >= now_ms) return kNoStamp + 1;
   return (now_ms - ago->count()) * 1'000'000;
 }
+
+namespace {
+
+constexpr std::chrono::milliseconds kPollInterval{200};
 
 // "job ab12cd34 (train) has no node 5; its ranks are 0, 1". The ranks are
 // the recorded nodes' and those the job was planned with.

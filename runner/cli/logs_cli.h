@@ -30,8 +30,16 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <cstdint>
+
+#include "base/status.h"
 
 namespace barge::runner {
+
+// --since as nanoseconds since the epoch: a time (2024-05-01T12:00:00Z) or
+// a duration before now (10m, 1h30m, 7d); one reaching before 1970 is the
+// earliest stamp (kNoStamp + 1). An error quoting `text` otherwise.
+[[nodiscard]] Result<int64_t> SinceStamp(const std::string& text);
 
 struct LogsOptions {
   // After printing what is there, print lines as they are appended, until

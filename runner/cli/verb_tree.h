@@ -53,6 +53,8 @@ VerbRunner AddLogsVerb(CLI::App& app);
 VerbRunner AddNodeVerbs(CLI::App& app);
 // prune (jobs_tree.cc).
 VerbRunner AddPruneVerb(CLI::App& app);
+// usage (jobs_tree.cc).
+VerbRunner AddUsageVerb(CLI::App& app);
 
 // The job array that `text` (an id or a name) names in `state_dir`, into
 // `*array_id` (nullopt when none does): the verbs that take a job take an

@@ -11,7 +11,8 @@ namespace {
 // Every family on one tree, as main.cc wires it.
 std::vector<VerbRunner> AddAll(CLI::App& app) {
   return {AddRunVerbs(app),   AddAboutVerbs(app, {"1.2.3", "abc123"}), AddListVerbs(app), AddUiVerb(app),
-          AddRmVerb(app),     AddJobVerbs(app),   AddLogsVerb(app),  AddNodeVerbs(app), AddPruneVerb(app)};
+          AddRmVerb(app),     AddJobVerbs(app),   AddLogsVerb(app),  AddNodeVerbs(app), AddPruneVerb(app),
+          AddUsageVerb(app)};
 }
 
 void Parse(CLI::App& app, std::vector<const char*> args) {
@@ -44,7 +45,8 @@ TEST(VerbTree, TheFamiliesAddEveryVerbInTheOrderTheHelpListsThem) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"plan", "run", "rerun", "version", "schema", "completion", "manpage",
                                              "__complete-jobs", "ls", "show", "ui", "rm", "down", "attach", "logs",
-                                             "reap", "exec", "forward", "top", "hosts", "prune"}));
+                                             "reap", "exec", "forward", "top", "hosts", "prune",
+                                             "usage"}));
 }
 
 TEST(VerbTree, OnlyTheChosenVerbsFamilyRunsAndSaysWhyItRefuses) {

@@ -2,7 +2,7 @@
 // each family's options and its call are in the family's *_tree.cc), one
 // family per file: run_verbs.cc (plan, run, rerun), job_verbs.cc (down,
 // attach), node_verbs.cc (hosts, reap, exec, forward, top). The job history
-// (ls, show, rm, prune) is jobs_cli.h, logs logs_cli.h, arrays array_cli.h,
+// (ls, show, rm, prune) is jobs_cli.h, usage usage_cli.h, logs logs_cli.h, arrays array_cli.h,
 // the dashboard runner/ui/ui_cli.h.
 //
 // Each verb prints what it has to say and returns barge's exit code: the

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "cluster/gpu_slices.h"
 #include "cluster/plan.h"
 #include "runner/controller/job_state.h"
 
@@ -17,6 +18,19 @@ std::string Indices(const std::vector<int>& v) {
 }
 
 }  // namespace
+
+std::optional<int> GpusGiven(const cluster::NodePlan& node, const HostGpus& host) {
+  if (!node.container.options.gpus) return 0;
+  if (!node.gpu_devices.empty()) return static_cast<int>(node.gpu_devices.size());
+  std::string value = *node.container.options.gpus;
+  value.erase(std::remove(value.begin(), value.end(), '"'), value.end());
+  if (std::optional<int> count = cluster::GpuCount(value)) return *count;
+  if (value.rfind("device=", 0) == 0) {
+    return static_cast<int>(std::count(value.begin(), value.end(), ',')) + 1;
+  }
+  if (value == "all" && host.report && host.report->query_ok) return static_cast<int>(host.report->gpus.size());
+  return std::nullopt;
+}
 
 seconds GpuCallLimit(const JobSpec& spec) {
   return std::clamp(std::chrono::duration_cast<seconds>(spec.ssh.engine_timeout), seconds(5), seconds(30));

@@ -49,6 +49,14 @@ struct HostGpus {
   std::string hardware_fault_while_running;
 };
 
+// How many GPUs node `node` is given on a host whose GPUs are `host` (the
+// accounting's count, runner/store/usage.h): the devices barge chose for
+// it, else what its --gpus value names (a count, a device list), or for
+// `all` every GPU the host's driver listed at preflight (a host with an
+// unhealthy one is out); 0 without --gpus; nullopt for `all` where the
+// driver was not asked (`health: {gpus: off}`) or did not answer.
+std::optional<int> GpusGiven(const cluster::NodePlan& node, const HostGpus& host);
+
 class GpuGate : private JobPart {
  public:
   // A GPU the gate takes out is a fact for `planner` (not owned).

@@ -101,6 +101,28 @@ TEST(GpuGate, TheDriverIsAskedOnlyWhereTheJobAsksForGpusAndNeverWithHealthOff) {
   EXPECT_EQ(off.gate.LinesFor(off.world.host_state(0)), "");
 }
 
+TEST(GpusGiven, CountsTheDevicesChosenTheValueNamesOrForAllWhatTheDriverListed) {
+  cluster::NodePlan node;
+  internal::HostGpus unasked;
+  EXPECT_EQ(internal::GpusGiven(node, unasked), 0) << "no --gpus: no GPU";
+  node.container.options.gpus = "2";
+  EXPECT_EQ(internal::GpusGiven(node, unasked), 2);
+  node.container.options.gpus = "\"device=0,3\"";
+  EXPECT_EQ(internal::GpusGiven(node, unasked), 2);
+  node.container.options.gpus = "device=GPU-a,GPU-b,GPU-c";
+  EXPECT_EQ(internal::GpusGiven(node, unasked), 3);
+  node.container.options.gpus = "all";
+  EXPECT_EQ(internal::GpusGiven(node, unasked), std::nullopt) << "all, and the driver was not asked";
+  GateWorld w("container: {gpus: all}\n");
+  ASSERT_TRUE(w.world.Connect());
+  internal::HostState& h1 = w.world.host_state(0);
+  w.gate.Note(h1, DriverSays(FourGpus(0)));
+  EXPECT_EQ(internal::GpusGiven(node, h1.gpus), 4);
+  node.container.options.gpus = "2";
+  node.gpu_devices = {1, 2, 3};  // the slices barge chose win
+  EXPECT_EQ(internal::GpusGiven(node, h1.gpus), 3);
+}
+
 TEST(GpuGate, AnUnhealthyGpuIsTakenOutOfWhatItsHostOffersAndTheNodeGetsOthers) {
   GateWorld w("container: {gpus: 2}\n");
   ASSERT_TRUE(w.world.Connect());

@@ -29,6 +29,9 @@ struct HostPhase {
   int host_id = 0;           // stable for the job (see HostRecord)
   std::string host;          // the user's name for the host
   std::optional<int> rank;   // node phases: start, ready, running, stop
+  // Node phases: how many GPUs the node was given (0: none; nullopt: not
+  // known, as PhaseRecord::gpus). Host phases: nullopt.
+  std::optional<int> gpus;
   // What the status line calls it: the host, or "0 on h1" for a node.
   std::string label() const {
     return rank ? std::to_string(*rank) + " on " + host : host;

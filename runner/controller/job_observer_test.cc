@@ -29,9 +29,9 @@ TEST(EventStream, EveryPhaseEdgeAndJobEventIsOneJsonObjectPerLineInOrder) {
   ObserverList list;
   list.Add(&events);
   const TimePoint t{std::chrono::milliseconds(1764000000123)};
-  list.HostBegan(HostPhase{Phase::kPreflight, 1, "h1", std::nullopt}, t);
-  list.HostEnded(HostPhase{Phase::kPreflight, 1, "h1", std::nullopt}, t, false, "disk full: \"quoted\"\nnext");
-  list.HostBegan(HostPhase{Phase::kStart, 2, "h2", 1}, t);
+  list.HostBegan(HostPhase{Phase::kPreflight, 1, "h1", std::nullopt, std::nullopt}, t);
+  list.HostEnded(HostPhase{Phase::kPreflight, 1, "h1", std::nullopt, std::nullopt}, t, false, "disk full: \"quoted\"\nnext");
+  list.HostBegan(HostPhase{Phase::kStart, 2, "h2", 1, std::nullopt}, t);
   list.JobEvent("head_ready", std::string("h1"), "port 29500 open", t);
   std::vector<std::string> lines = Lines(f);
   std::fclose(f);
@@ -66,10 +66,10 @@ TEST(ProgressObserver, OnlyTheCurrentStepsHostsAreCountedOnTheStatusLine) {
     ProgressObserver status(&progress);
     const TimePoint t{};
     status.StepBegan(Phase::kPreflight, "preflight", 2);
-    status.HostEnded(HostPhase{Phase::kPreflight, 1, "h1", std::nullopt}, t, true, "");
+    status.HostEnded(HostPhase{Phase::kPreflight, 1, "h1", std::nullopt, std::nullopt}, t, true, "");
     // Another phase's end is not this step's.
-    status.HostEnded(HostPhase{Phase::kConnect, 2, "h2", std::nullopt}, t, false, "refused");
-    status.HostEnded(HostPhase{Phase::kPreflight, 2, "h2", std::nullopt}, t, false, "disk full");
+    status.HostEnded(HostPhase{Phase::kConnect, 2, "h2", std::nullopt, std::nullopt}, t, false, "refused");
+    status.HostEnded(HostPhase{Phase::kPreflight, 2, "h2", std::nullopt, std::nullopt}, t, false, "disk full");
     status.StepEnded(Phase::kPreflight);
     status.StepEnded(Phase::kPreflight);  // no step open: nothing
   }
@@ -92,7 +92,7 @@ TEST(ProgressObserver, AStepWithNoLabelPrintsNoStatusLine) {
     ProgressObserver status(&progress);
     const TimePoint t{};
     status.StepBegan(Phase::kConnect, "", 1);
-    status.HostEnded(HostPhase{Phase::kConnect, 1, "local", std::nullopt}, t, true, "");
+    status.HostEnded(HostPhase{Phase::kConnect, 1, "local", std::nullopt, std::nullopt}, t, true, "");
     status.StepEnded(Phase::kConnect);
   }
   std::string all;

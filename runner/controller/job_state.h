@@ -57,7 +57,7 @@ struct HostState {
   HostGpus gpus;      // gpu_gate.h: its GPUs' health, as preflight found it
 
   HostPhase PhaseOf(Phase p, std::optional<int> rank = std::nullopt) const {
-    return HostPhase{p, id, name, rank};
+    return HostPhase{p, id, name, rank, std::nullopt};
   }
 };
 
@@ -124,7 +124,12 @@ struct NodeState {
   };
   Live live;
 
-  HostPhase PhaseOf(Phase p) const { return host->PhaseOf(p, plan->rank); }
+  // With the GPUs it was given (GpusGiven), for the accounting.
+  HostPhase PhaseOf(Phase p) const {
+    HostPhase out = host->PhaseOf(p, plan->rank);
+    out.gpus = GpusGiven(*plan, host->gpus);
+    return out;
+  }
 };
 
 }  // namespace barge::runner::internal

@@ -20,6 +20,7 @@ void StoreObserver::HostBegan(const HostPhase& p, TimePoint at) {
   r.host_id = p.host_id;
   r.host = p.host;
   r.rank = p.rank;
+  r.gpus = p.gpus;
   r.phase = ToString(p.phase);
   r.began = at;
   const Key key{p.host_id, p.rank.value_or(-1), static_cast<int>(p.phase)};

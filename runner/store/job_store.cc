@@ -108,6 +108,11 @@ ALTER TABLE jobs ADD COLUMN controller_boot_id TEXT;
 ALTER TABLE jobs ADD COLUMN controller_start_time INTEGER;
 ALTER TABLE jobs ADD COLUMN controller_uid INTEGER;
 )sql"},
+    // The GPUs a node was given, on its node phases' spans (PhaseRecord::
+    // gpus), for the accounting (usage.h); NULL in rows of an older barge.
+    {5, R"sql(
+ALTER TABLE phases ADD COLUMN gpus INTEGER;
+)sql"},
 };
 static_assert(std::size(kMigrations) == JobStore::kSchemaVersion,
               "kSchemaVersion must be the last migration's version");
@@ -360,8 +365,8 @@ Result<std::vector<int64_t>> JobStore::WritePhases(const std::vector<PhaseRecord
   if (!tx.begun()) return Error("cannot begin a transaction");
   // Prepared once for the whole batch.
   Statement insert(db_, R"sql(
-      INSERT INTO phases (job_id, host_id, host, rank, phase, began_ms, ended_ms, outcome)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
+      INSERT INTO phases (job_id, host_id, host, rank, phase, began_ms, ended_ms, outcome, gpus)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9))sql");
   Statement update(db_, "UPDATE phases SET ended_ms = ?2, outcome = ?3 WHERE id = ?1");
   std::vector<std::string> known_jobs;  // checked in this transaction
   for (const PhaseRecord& r : records) {
@@ -372,7 +377,7 @@ Result<std::vector<int64_t>> JobStore::WritePhases(const std::vector<PhaseRecord
       }
       insert.Reset();
       insert.Bind(1, r.job_id).Bind(2, r.host_id).Bind(3, r.host).Bind(4, r.rank).Bind(5, r.phase)
-          .Bind(6, r.began).Bind(7, r.ended).Bind(8, r.outcome);
+          .Bind(6, r.began).Bind(7, r.ended).Bind(8, r.outcome).Bind(9, r.gpus);
       if (!insert.Run()) {
         return Error("cannot record phase " + r.phase + " of host " + r.host + " of job " +
                      r.job_id);
@@ -395,7 +400,7 @@ Result<std::vector<int64_t>> JobStore::WritePhases(const std::vector<PhaseRecord
 
 Result<std::vector<PhaseRecord>> JobStore::GetPhases(const std::string& job_id) {
   Statement st(db_, R"sql(
-      SELECT id, job_id, host_id, host, rank, phase, began_ms, ended_ms, outcome
+      SELECT id, job_id, host_id, host, rank, phase, began_ms, ended_ms, outcome, gpus
       FROM phases WHERE job_id = ?1 ORDER BY began_ms, id)sql");
   st.Bind(1, job_id);
   std::vector<PhaseRecord> phases;
@@ -410,6 +415,7 @@ Result<std::vector<PhaseRecord>> JobStore::GetPhases(const std::string& job_id) 
     p.began = FromMs(st.Int(6));
     if (auto v = st.OptInt(7)) p.ended = FromMs(*v);
     p.outcome = st.Text(8);
+    if (auto v = st.OptInt(9)) p.gpus = static_cast<int>(*v);
     phases.push_back(std::move(p));
   });
   if (rc != SQLITE_DONE) return Error("cannot read the phases of job " + job_id);

@@ -219,6 +219,10 @@ struct PhaseRecord {
   TimePoint began{};
   std::optional<TimePoint> ended;
   std::string outcome;  // "" while open; "ok", or what went wrong
+  // Node phases: how many GPUs the node was given (0: none); nullopt where
+  // barge did not know (`gpus: all` with `health: {gpus: off}`), for host
+  // phases, and in rows of a barge before schema version 5.
+  std::optional<int> gpus;
 };
 
 struct JobFilter {
@@ -238,7 +242,7 @@ class JobStore {
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
   static constexpr std::chrono::milliseconds kBusyTimeout{10000};
   const std::string& path() const { return path_; }
 

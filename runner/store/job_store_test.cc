@@ -416,7 +416,7 @@ TEST(JobStore, MigratesAVersion1DatabaseKeepingItsRows) {
   EXPECT_TRUE(store->GetHosts("old1")->empty());
   EXPECT_TRUE(store->GetPhases("old1")->empty());
   ASSERT_TRUE(store->UpsertHost({"old1", 0, "local", "", std::nullopt}).ok());
-  ASSERT_TRUE(store->WritePhases({{0, "old1", 0, "local", 0, "running", At(), At(), "ok"}}).ok());
+  ASSERT_TRUE(store->WritePhases({{0, "old1", 0, "local", 0, "running", At(), At(), "ok", std::nullopt}}).ok());
   EXPECT_EQ(store->GetPhases("old1")->size(), 1u);
   // A new job after the migration.
   ASSERT_TRUE(store->CreateJob(MakeJob("new1", "train", At(hours(1)))).ok());
@@ -524,7 +524,7 @@ TEST(JobStore, RemoveJobDeletesItsHostsAndPhasesAndNoOtherJobs) {
   for (const char* id : {"j1", "j2"}) {
     ASSERT_TRUE(store->CreateJob(MakeJob(id, "train", At())).ok());
     ASSERT_TRUE(store->UpsertHost({id, 0, "h", "10.0.0.1", std::nullopt}).ok());
-    ASSERT_TRUE(store->WritePhases({{0, id, 0, "h", 0, "start", At(), At(seconds(1)), "ok"}}).ok());
+    ASSERT_TRUE(store->WritePhases({{0, id, 0, "h", 0, "start", At(), At(seconds(1)), "ok", std::nullopt}}).ok());
   }
   ASSERT_TRUE(store->RemoveJob("j1").ok());
   EXPECT_TRUE(store->GetHosts("j1")->empty());
@@ -564,9 +564,9 @@ TEST(JobStore, WritePhasesInsertsNewSpansAndClosesOpenOnesByIdInOneBatch) {
   ASSERT_TRUE(store);
   ASSERT_TRUE(store->CreateJob(MakeJob("j1", "train", At())).ok());
   PhaseRecord connect{0, "j1", 0, "gpu-a", std::nullopt, "connect", At(), At(milliseconds(90)),
-                      "ok"};
-  PhaseRecord start{0, "j1", 0, "gpu-a", 0, "start", At(seconds(2)), std::nullopt, ""};
-  PhaseRecord start1{0, "j1", 1, "gpu-b", 1, "start", At(seconds(1)), std::nullopt, ""};
+                      "ok", std::nullopt};
+  PhaseRecord start{0, "j1", 0, "gpu-a", 0, "start", At(seconds(2)), std::nullopt, "", 4};
+  PhaseRecord start1{0, "j1", 1, "gpu-b", 1, "start", At(seconds(1)), std::nullopt, "", 0};
   Result<std::vector<int64_t>> ids = store->WritePhases({connect, start, start1});
   ASSERT_TRUE(ids.ok()) << ids.status().message();
   ASSERT_EQ(ids->size(), 3u);
@@ -577,7 +577,7 @@ TEST(JobStore, WritePhasesInsertsNewSpansAndClosesOpenOnesByIdInOneBatch) {
   start.id = (*ids)[1];
   start.ended = At(seconds(3));
   start.outcome = "exit status 125: no such image";
-  PhaseRecord stop{0, "j1", 0, "gpu-a", 0, "stop", At(seconds(4)), At(seconds(5)), "ok"};
+  PhaseRecord stop{0, "j1", 0, "gpu-a", 0, "stop", At(seconds(4)), At(seconds(5)), "ok", std::nullopt};
   Result<std::vector<int64_t>> more = store->WritePhases({start, stop});
   ASSERT_TRUE(more.ok()) << more.status().message();
   EXPECT_EQ((*more)[0], (*ids)[1]);
@@ -599,6 +599,10 @@ TEST(JobStore, WritePhasesInsertsNewSpansAndClosesOpenOnesByIdInOneBatch) {
   EXPECT_EQ((*phases)[2].began, At(seconds(2)));
   EXPECT_EQ((*phases)[2].ended, At(seconds(3)));
   EXPECT_EQ((*phases)[2].outcome, "exit status 125: no such image");
+  // The GPUs a node was given (schema version 5), kept as given: none is not unknown.
+  EXPECT_EQ((*phases)[2].gpus, 4);
+  EXPECT_EQ((*phases)[1].gpus, 0);
+  EXPECT_EQ((*phases)[0].gpus, std::nullopt);
   EXPECT_EQ((*phases)[3].phase, "stop");
   EXPECT_EQ((*phases)[3].job_id, "j1");
   EXPECT_TRUE(store->WritePhases({})->empty());
@@ -609,12 +613,12 @@ TEST(JobStore, ABatchWithOneBadRecordWritesNothing) {
   auto store = OpenOrDie(tmp.path());
   ASSERT_TRUE(store);
   ASSERT_TRUE(store->CreateJob(MakeJob("j1", "train", At())).ok());
-  PhaseRecord good{0, "j1", 0, "h", 0, "start", At(), std::nullopt, ""};
-  PhaseRecord unknown_row{999, "j1", 0, "h", 0, "start", At(), At(seconds(1)), "ok"};
+  PhaseRecord good{0, "j1", 0, "h", 0, "start", At(), std::nullopt, "", std::nullopt};
+  PhaseRecord unknown_row{999, "j1", 0, "h", 0, "start", At(), At(seconds(1)), "ok", std::nullopt};
   Result<std::vector<int64_t>> ids = store->WritePhases({good, unknown_row});
   ASSERT_FALSE(ids.ok());
   EXPECT_EQ(ids.status().message(), "no phase row 999 (phase start of host h of job j1)");
-  PhaseRecord unknown_job{0, "nope", 0, "h", 0, "start", At(), std::nullopt, ""};
+  PhaseRecord unknown_job{0, "nope", 0, "h", 0, "start", At(), std::nullopt, "", std::nullopt};
   ids = store->WritePhases({good, unknown_job});
   ASSERT_FALSE(ids.ok());
   EXPECT_EQ(ids.status().message(), "no job 'nope'");
@@ -636,7 +640,7 @@ TEST(JobStore, ABatchOfTwoThousandPhasesIsWrittenAndClosedWithEveryRowReadBack) 
   for (int h = 0; h < 1000; ++h) {
     for (const char* phase : {"connect", "preflight"}) {
       batch.push_back({0, "j1", h, "host-" + std::to_string(h), std::nullopt, phase,
-                       At(milliseconds(h)), std::nullopt, ""});
+                       At(milliseconds(h)), std::nullopt, "", std::nullopt});
     }
   }
   Result<std::vector<int64_t>> ids = store->WritePhases(batch);
