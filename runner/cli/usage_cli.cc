@@ -27,8 +27,42 @@ struct UsageRow {
   std::string key;
   const JobRecord* job = nullptr;  // --by job
   std::set<std::string> jobs;
+  std::vector<NodeHold> holds;  // of its jobs, that reach into the window
   Usage usage;
 };
+
+// A job and its holds.
+using JobHolds = std::pair<const JobRecord*, std::vector<NodeHold>>;
+
+// The rows of `held` by `by`, in the order they print (--by job: as the
+// jobs are, newest first; else by key), each with its usage in [from, now].
+std::vector<UsageRow> Rows(const std::string& by, const std::vector<JobHolds>& held, TimePoint from, TimePoint now) {
+  std::map<std::string, UsageRow> rows;
+  std::vector<std::string> order;
+  for (const auto& [job, holds] : held) {
+    for (const NodeHold& h : holds) {
+      if (h.ended <= from) continue;
+      const std::string key = by == "host" ? h.host : by == "job" ? job->id : JobUser(*job);
+      auto [it, added] = rows.try_emplace(key);
+      if (added) order.push_back(key);
+      it->second.key = key;
+      it->second.job = job;
+      it->second.jobs.insert(job->id);
+      it->second.holds.push_back(h);
+    }
+  }
+  if (by != "job") {
+    order.clear();
+    for (const auto& [key, r] : rows) order.push_back(key);
+  }
+  std::vector<UsageRow> out;
+  for (const std::string& key : order) {
+    UsageRow r = std::move(rows.at(key));
+    r.usage = TotalUsage(r.holds, from, now);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
 
 Json UsageJson(const Usage& u) {
   return Json{{"host_hours", u.host_hours}, {"gpu_hours", u.gpu_hours}, {"gpus_unknown", u.gpus_unknown}};
@@ -123,29 +157,17 @@ int UsageCommand(const std::string& state_dir, const UsageOptions& options, std:
     if (!all.ok()) return SayFailure(err, all.status().message());
     jobs = std::move(all).value();
   }
-  std::map<std::string, UsageRow> rows;
-  std::vector<std::string> order;  // --by job: newest first, as ls
-  Usage total;
+  std::vector<JobHolds> held;
+  std::vector<NodeHold> all;
   for (JobRecord& job : jobs) {
     if (Status s = MarkLostIfControllerGone(**store, &job); !s.ok()) return SayFailure(err, s.message());
     Result<std::vector<PhaseRecord>> phases = (*store)->GetPhases(job.id);
     if (!phases.ok()) return SayFailure(err, phases.status().message());
-    for (const auto& [host, u] : UsageByHost(NodeHolds(job, *phases, now), from, now)) {
-      const std::string key = by == "host" ? host : by == "job" ? job.id : JobUser(job);
-      auto [it, added] = rows.try_emplace(key);
-      if (added && by == "job") order.push_back(key);
-      it->second.key = key;
-      it->second.job = &job;
-      it->second.jobs.insert(job.id);
-      it->second.usage += u;
-      total += u;
-    }
+    held.emplace_back(&job, NodeHolds(job, *phases, now));
+    all.insert(all.end(), held.back().second.begin(), held.back().second.end());
   }
-  if (by != "job") {
-    for (const auto& [key, r] : rows) order.push_back(key);
-  }
-  std::vector<UsageRow> listed;
-  for (const std::string& key : order) listed.push_back(rows.at(key));
+  const std::vector<UsageRow> listed = Rows(by, held, from, now);
+  const Usage total = TotalUsage(all, from, now);
   if (options.json) {
     Json j{{"since", options.since ? Json(IsoUtc(from)) : Json(nullptr)}, {"until", IsoUtc(now)}, {"by", by}};
     j["rows"] = Json::array();

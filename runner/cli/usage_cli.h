@@ -9,7 +9,9 @@
 // Table:   USER  JOBS  HOST-HOURS  GPU-HOURS          (--by user, the default)
 //          JOB  NAME  USER  STATUS  HOST-HOURS  GPU-HOURS
 //          HOST  JOBS  HOST-HOURS  GPU-HOURS
-// then a TOTAL line. Hours print with two decimals; a GPU-hours value
+// then a TOTAL line. In each row and in the total, a host counts once while
+// any of its jobs' nodes holds it (usage.h); GPU-hours add up. Hours print
+// with two decimals; a GPU-hours value
 // marked "*" leaves out nodes whose GPU count barge did not know (`gpus:
 // all` with `health: {gpus: off}`), and a note under the table says so.
 // JSON: {"since": ISO|null, "until": ISO, "by": "user", "rows": [{"user"

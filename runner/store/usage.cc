@@ -101,4 +101,17 @@ Usage TotalUsage(const std::vector<NodeHold>& holds, TimePoint from, TimePoint t
   return total;
 }
 
+Result<std::map<std::string, Usage>> UsageByHostInStore(JobStore& store, TimePoint from, TimePoint now) {
+  Result<std::vector<JobRecord>> jobs = store.ListJobs();
+  if (!jobs.ok()) return jobs.status();
+  std::vector<NodeHold> holds;
+  for (const JobRecord& job : *jobs) {
+    if (job.ended && *job.ended < from) continue;  // held nothing after `from`
+    Result<std::vector<PhaseRecord>> phases = store.GetPhases(job.id);
+    if (!phases.ok()) return phases.status();
+    for (NodeHold& h : NodeHolds(job, *phases, now)) holds.push_back(std::move(h));
+  }
+  return UsageByHost(holds, from, now);
+}
+
 }  // namespace barge::runner

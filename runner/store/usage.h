@@ -1,5 +1,6 @@
 // The accounting: how long a job held its hosts and GPUs, from its per-host
-// phase spans (job_store.h). Pure: no store access, the clock is a value.
+// phase spans (job_store.h). Pure but for UsageByHostInStore, which reads
+// a store; the clock is a value.
 //
 // A node holds its host from the moment its `start` began (`docker run`)
 // until the end of the first `remove` on its host that began after that
@@ -7,8 +8,9 @@
 // mid-job has no remove); else until the job's end; else, while the job
 // lives, until `now`. A restart's new nodes are new spans.
 //
-// Host-hours count each host once while any of the job's nodes holds it (a
-// head and two workers on one machine hold it once). GPU-hours are each
+// Host-hours count each host once while any of the nodes given holds it (a
+// head and two workers on one machine hold it once; so do two jobs that
+// share a host at once, when their holds are summed together). GPU-hours are each
 // node's span times the GPUs it was given (PhaseRecord::gpus); a node whose
 // GPU count barge did not know counts none and is flagged.
 #pragma once
@@ -49,5 +51,11 @@ struct Usage {
 std::map<std::string, Usage> UsageByHost(const std::vector<NodeHold>& holds, TimePoint from, TimePoint to);
 // The same, summed over the hosts.
 Usage TotalUsage(const std::vector<NodeHold>& holds, TimePoint from, TimePoint to);
+
+// UsageByHost of the holds of every job of `store` together, for [from,
+// now]: a host two jobs held at once counts once for host-hours (the
+// dashboard's hosts page: each host's recent use).
+[[nodiscard]] Result<std::map<std::string, Usage>> UsageByHostInStore(JobStore& store, TimePoint from,
+                                                                      TimePoint now);
 
 }  // namespace barge::runner

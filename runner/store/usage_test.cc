@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/raw_sql.h"
+
 namespace barge::runner {
 namespace {
 
@@ -116,6 +118,33 @@ TEST(UsageByHost, OnlyThePartInsideTheWindowCountsAndAnUnknownGpuCountIsFlagged)
   EXPECT_DOUBLE_EQ(total.host_hours, 1.0);
   EXPECT_DOUBLE_EQ(total.gpu_hours, 2.0);
   EXPECT_TRUE(total.gpus_unknown);
+}
+
+TEST(UsageByHostInStore, CountsAHostTwoJobsHeldAtOnceOnceAndOnlyInsideTheWindow) {
+  barge::testing::TempDir tmp;
+  auto store = JobStore::Open(tmp.path());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto add = [&](const std::string& id, seconds began, seconds removed, int gpus) {
+    JobRecord j;
+    j.id = id;
+    j.name = id;
+    j.status = JobStatus::kSucceeded;
+    j.created = kT0 + began;
+    j.ended = kT0 + removed;
+    ASSERT_TRUE((*store)->CreateJob(j).ok());
+    std::vector<PhaseRecord> spans = {Span(0, "h1", 0, "start", began, began, gpus),
+                                      Span(0, "h1", std::nullopt, "remove", removed, removed)};
+    for (PhaseRecord& p : spans) p.job_id = id;
+    ASSERT_TRUE((*store)->WritePhases(spans).ok());
+  };
+  add("old", seconds(0), seconds(3600), 8);           // ended before the window
+  add("a", seconds(7200), seconds(9000), 2);          // 30 min
+  add("b", seconds(8100), seconds(10800), 1);         // 45 min, 15 of them inside a's
+  Result<std::map<std::string, Usage>> use = UsageByHostInStore(**store, kT0 + seconds(7000), kT0 + seconds(20000));
+  ASSERT_TRUE(use.ok()) << use.status().message();
+  ASSERT_EQ(use->size(), 1u);
+  EXPECT_DOUBLE_EQ(use->at("h1").host_hours, 1.0);
+  EXPECT_DOUBLE_EQ(use->at("h1").gpu_hours, 2 * 0.5 + 1 * 0.75);
 }
 
 }  // namespace

@@ -134,6 +134,34 @@ std::string LastLine(const std::string& text) {
   return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
 }
 
+std::optional<int> JsonInt(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int>();
+}
+
+// A host's "record" object, as HostsJson writes it.
+LiveRecord ReadLiveRecord(const nlohmann::json& r) {
+  LiveRecord out;
+  out.out = Flag(r, "out");
+  out.counted = JsonInt(r, "counted").value_or(0);
+  out.allowed = JsonInt(r, "allowed").value_or(0);
+  if (auto w = r.find("window_s"); w != r.end() && w->is_number_integer()) out.window_s = w->get<long long>();
+  if (auto g = r.find("gpus_out"); g != r.end() && g->is_array()) {
+    for (const nlohmann::json& x : *g) {
+      if (x.is_number_integer()) out.gpus_out.push_back(x.get<int>());
+    }
+  }
+  if (auto e = r.find("entries"); e != r.end() && e->is_array()) {
+    for (const nlohmann::json& x : *e) {
+      if (!x.is_object()) continue;
+      out.entries.push_back({Str(x, "at"), Str(x, "kind"), Str(x, "job"), Str(x, "job_name"), Str(x, "user"),
+                             Str(x, "machine"), JsonInt(x, "gpu"), Str(x, "detail")});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<LiveHost>> ParseHostsJson(const std::string& text) {
@@ -155,6 +183,7 @@ Result<std::vector<LiveHost>> ParseHostsJson(const std::string& text) {
         v.holds.push_back(std::move(hold));
       }
     }
+    if (auto record = h.find("record"); record != h.end() && record->is_object()) v.record = ReadLiveRecord(*record);
     if (auto ctrs = h.find("containers"); ctrs != h.end() && ctrs->is_array()) {
       for (const nlohmann::json& x : *ctrs) {
         if (!x.is_object()) continue;

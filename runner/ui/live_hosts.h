@@ -40,11 +40,34 @@ struct LiveContainer {
   std::string status;
 };
 
+// One entry of a host's failure record (runner/remote/host_record.h).
+struct LiveFault {
+  std::string at;  // ISO-8601 UTC, the host's clock
+  std::string kind;
+  std::string job;
+  std::string job_name;
+  std::string user;
+  std::string machine;
+  std::optional<int> gpu;
+  std::string detail;
+};
+
+// The host's failure record and how it is judged.
+struct LiveRecord {
+  bool out = false;  // out of every job's choice
+  int counted = 0;   // host-caused failures inside the window
+  int allowed = 0;
+  long long window_s = 0;
+  std::vector<int> gpus_out;
+  std::vector<LiveFault> entries;
+};
+
 struct LiveHost {
   std::string host;
   std::string error;  // could not be asked: why ("" when it answered)
   std::vector<LiveHold> holds;
   std::vector<LiveContainer> containers;
+  LiveRecord record;
 };
 
 // The JSON `barge hosts --json` prints (HostsJson), read back.

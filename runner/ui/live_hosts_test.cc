@@ -75,6 +75,31 @@ TEST(UiLiveHosts, TheJsonOfBargeHostsReadsBackHoldsLeasesTicketsAndContainers) {
   EXPECT_FALSE(ParseHostsJson("{}").ok());
 }
 
+TEST(UiLiveHosts, AHostsFailureRecordReadsBackWithWhetherItIsOut) {
+  HostView v = ParseHostView(
+      "h1", "now 2000\n"
+            "hold\tf1\tbarge-fault-1900-j1-1-0\t\ttrain\talice\tbox\t\t1900\t\t\t\tengine\tj1\t\tno answer\n"
+            "hold\tf2\tbarge-fault-1960-j3-1-0\t\teval\tbob\tbox2\t1\t1960\t\t\t\tgpu_health\tj3\tGPU-u1\tXid 79\n"
+            "hold\tf3\tbarge-fault-1970-j4-1-0\t\teval\tbob\tbox2\t\t1970\t\t\t\thost_lost\tj4\t\tlost\n");
+  v.rule.allowed = 1;
+  Result<std::vector<LiveHost>> back = ParseHostsJson(HostsJson({v}).dump());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const LiveRecord& r = (*back)[0].record;
+  EXPECT_TRUE(r.out);
+  EXPECT_EQ(r.counted, 2);
+  EXPECT_EQ(r.allowed, 1);
+  EXPECT_EQ(r.window_s, 24 * 3600);
+  EXPECT_EQ(r.gpus_out, std::vector<int>{1});
+  ASSERT_EQ(r.entries.size(), 3u);
+  EXPECT_EQ(r.entries[1].kind, "gpu_health");  // newest first
+  EXPECT_EQ(r.entries[1].gpu, 1);
+  EXPECT_EQ(r.entries[1].job, "j3");
+  EXPECT_EQ(r.entries[1].user, "bob");
+  EXPECT_EQ(r.entries[1].detail, "Xid 79");
+  EXPECT_EQ(r.entries[2].gpu, std::nullopt);
+  EXPECT_TRUE((*back)[0].holds.empty()) << "a record entry is not a hold";
+}
+
 class LiveHostsTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -194,15 +194,43 @@ std::string LiveWhat(const LiveHold& h) {
   return "hold " + (h.name.rfind(kHold, 0) == 0 ? h.name.substr(kHold.size()) : h.name);
 }
 
+// The host's failure record: whether it is out of every job's choice, its
+// GPUs out, and each entry; nothing when it has none.
+std::string RecordSection(const LiveHost& h) {
+  const LiveRecord& r = h.record;
+  if (r.entries.empty()) return "";
+  std::string in = "<h4>failure record</h4>\n";
+  const std::string rule = std::to_string(r.counted) + " host-caused failure(s) in the last " +
+                           FormatDuration(std::chrono::seconds(r.window_s)) + " (more than " +
+                           std::to_string(r.allowed) + " put it out)";
+  in += std::string("<p class=\"") + (r.out ? "notice error\" id=\"record-out" : "muted") + "\">" +
+        (r.out ? "Out of every job's choice: " : "") + HtmlEscape(rule) + ". <code>barge hosts --forgive " +
+        HtmlEscape(h.host) + "</code> clears it.</p>\n";
+  if (!r.gpus_out.empty()) {
+    std::string gpus;
+    for (int g : r.gpus_out) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+    in += "<p class=\"notice\">GPU(s) " + gpus + " out of every job's choice.</p>\n";
+  }
+  in += "<table class=\"record\"><thead><tr><th>AT (UTC)</th><th>KIND</th><th>GPU</th><th>JOB</th><th>NAME</th>"
+        "<th>USER@MACHINE</th><th>DETAIL</th></tr></thead><tbody>\n";
+  for (const LiveFault& f : r.entries) {
+    in += "<tr class=\"fault\" data-kind=\"" + HtmlEscape(f.kind) + "\">" + Td(HtmlEscape(f.at)) + Td(HtmlEscape(f.kind)) +
+          Td(f.gpu ? std::to_string(*f.gpu) : "-") + Td(JobLink(f.job)) + Td(HtmlEscape(f.job_name)) +
+          Td(HtmlEscape(f.user + "@" + f.machine)) + Td(HtmlEscape(f.detail)) + "</tr>\n";
+  }
+  return in + "</tbody></table>\n";
+}
+
 std::string LiveHostSection(const LiveHost& h) {
   std::string in;
   if (!h.error.empty()) in += "<p class=\"notice error\">cannot ask: " + HtmlEscape(h.error) + "</p>\n";
+  in += RecordSection(h);
   std::vector<const LiveHold*> holds, queue;
   for (const LiveHold& x : h.holds) (x.ticket ? queue : holds).push_back(&x);
   std::stable_sort(queue.begin(), queue.end(), [](const LiveHold* a, const LiveHold* b) {
     return a->queue_position.value_or(INT32_MAX) < b->queue_position.value_or(INT32_MAX);
   });
-  if (h.error.empty() && h.holds.empty() && h.containers.empty()) in += "<p class=\"free\">free</p>\n";
+  if (h.error.empty() && h.holds.empty() && h.containers.empty() && !h.record.out) in += "<p class=\"free\">free</p>\n";
   if (!holds.empty()) {
     in += "<table class=\"holds\"><thead><tr><th>WHAT</th><th>JOB</th><th>NAME</th><th>USER@MACHINE</th>"
           "<th>SINCE (UTC)</th><th>GPUS</th><th>STALE AT</th></tr></thead><tbody>\n";
@@ -264,6 +292,26 @@ std::string StoreHostSection(const HostUse& u, const std::string& owner, TimePoi
   return HostSection(u.host, "host stored", in);
 }
 
+// Each host's host-hours and GPU-hours of this store's jobs in the recent window.
+std::string RecentUseSection(const HostsPageData& d) {
+  const std::string days = std::to_string(d.recent_days) + "d";
+  std::string b = "<h2>Recent use</h2>\n<div id=\"recent-use\">\n<p class=\"muted\">What the jobs of " +
+                  HtmlEscape(d.store_owner) + " held in the last " + std::to_string(d.recent_days) +
+                  " days, as <code>barge usage --by host --since " + days +
+                  "</code>: from each node's start to its container's removal.</p>\n";
+  if (d.recent_use.empty()) return b + "<p class=\"muted\" id=\"no-recent-use\">None.</p>\n</div>\n";
+  b += "<table class=\"use\"><thead><tr><th>HOST</th><th>HOST-HOURS</th><th>GPU-HOURS</th></tr></thead><tbody>\n";
+  for (const auto& [host, u] : d.recent_use) {
+    char hours[64];
+    std::snprintf(hours, sizeof hours, "%.2f", u.host_hours);
+    char gpu_hours[64];
+    std::snprintf(gpu_hours, sizeof gpu_hours, "%.2f%s", u.gpu_hours, u.gpus_unknown ? "*" : "");
+    b += "<tr class=\"use\" data-host=\"" + HtmlEscape(host) + "\">" + Td(HtmlEscape(host)) + Td(hours, true) +
+         Td(gpu_hours, true) + "</tr>\n";
+  }
+  return b + "</tbody></table>\n</div>\n";
+}
+
 }  // namespace
 
 std::string HostsPage(const HostsPageData& d, TimePoint now) {
@@ -287,7 +335,7 @@ std::string HostsPage(const HostsPageData& d, TimePoint now) {
        "host's queue from when it began to wait.</p>\n";
   for (const HostUse& u : d.store) b += StoreHostSection(u, d.store_owner, now);
   if (d.store.empty()) b += "<p class=\"muted\" id=\"no-stored-hosts\">No live job holds or waits for a host.</p>\n";
-  b += "</div>\n";
+  b += "</div>\n" + RecentUseSection(d);
   return PageShell("barge: hosts", b, "./");  // at ROOT/hosts
 }
 

@@ -14,6 +14,7 @@
 #include "runner/ui/live_hosts.h"
 #include "runner/store/diagnostics_bundles.h"
 #include "runner/store/upload_store.h"
+#include "runner/store/usage.h"
 #include "runner/ui/log_view.h"
 
 namespace barge::runner::ui {
@@ -51,10 +52,15 @@ struct HostsPageData {
   // (nullopt while being asked for the first time).
   bool live_enabled = false;
   std::optional<LiveHostsReading> live;
+  // What this store's jobs held of each host in the last `recent_days`
+  // days (runner/store/usage.h UsageByHostInStore).
+  int recent_days = 7;
+  std::map<std::string, Usage> recent_use;
 };
 
 // `/hosts`: per host, from the store, the jobs that hold it (since when)
-// and its queue; and, when enabled, each host's own listing: its holds and
+// and its queue, and its recent use; and, when enabled, each host's own
+// listing: its failure record (out or not, each entry), its holds and
 // leases, its queue of tickets in order, its barge containers.
 std::string HostsPage(const HostsPageData& data, TimePoint now);
 

@@ -273,6 +273,43 @@ TEST(UiPages, TheHostsPageShowsEachHostsHoldersAndQueueFromTheStoreAndFromTheHos
   EXPECT_NE(live.find("<a href=\"hosts\" id=\"nav-hosts\">hosts</a>"), std::string::npos);
 }
 
+TEST(UiPages, TheHostsPageShowsAHostsFailureRecordAndEachHostsRecentUse) {
+  HostsPageData d;
+  d.store_owner = "ann@laptop";
+  d.live_enabled = true;
+  LiveHostsReading r;
+  LiveHost lemon;
+  lemon.host = "h1";
+  lemon.record.out = true;
+  lemon.record.counted = 2;
+  lemon.record.allowed = 1;
+  lemon.record.window_s = 24 * 3600;
+  lemon.record.gpus_out = {3};
+  lemon.record.entries = {LiveFault{"2024-05-01T12:00:00Z", "gpu_health", "j3", "eval", "bob", "box2", 3, "Xid <79>"}};
+  r.hosts = {lemon};
+  d.live = r;
+  d.recent_use = {{"h1", Usage{2.5, 10.0, false}}, {"h2", Usage{0.25, 0.0, true}}};
+  const std::string html = HostsPage(d, At());
+  EXPECT_NE(html.find("id=\"record-out\">Out of every job's choice: 2 host-caused failure(s) in the last 1d00h "
+                      "(more than 1 put it out). <code>barge hosts --forgive h1</code> clears it."),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("GPU(s) 3 out of every job's choice."), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"fault\" data-kind=\"gpu_health\"><td>2024-05-01T12:00:00Z</td><td>gpu_health</td>"
+                      "<td>3</td><td><a href=\"jobs/j3\">j3</a></td><td>eval</td><td>bob@box2</td><td>Xid &lt;79&gt;</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<p class=\"free\">free</p>"), std::string::npos) << "a host out is not free";
+  EXPECT_NE(html.find("barge usage --by host --since 7d"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"use\" data-host=\"h1\"><td>h1</td><td class=\"num\">2.50</td>"
+                      "<td class=\"num\">10.00</td></tr>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("data-host=\"h2\"><td>h2</td><td class=\"num\">0.25</td><td class=\"num\">0.00*</td>"),
+            std::string::npos);
+  EXPECT_NE(HostsPage(HostsPageData{}, At()).find("id=\"no-recent-use\""), std::string::npos);
+}
+
 TEST(UiPages, EachPageResolvesItsLinksAgainstTheRootAsSeenFromWhereItIsServed) {
   JobPageData job;
   job.job = Job("ab12", "train", JobStatus::kRunning);

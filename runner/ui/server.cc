@@ -25,6 +25,7 @@
 #include "runner/store/diagnostics_bundles.h"
 #include "runner/store/upload_store.h"
 #include "runner/store/host_use.h"
+#include "runner/store/usage.h"
 #include "runner/store/job_store.h"
 #include "runner/store/job_lookup.h"
 #include "runner/ui/auth.h"
@@ -451,6 +452,11 @@ void UiServer::Impl::HostsPage(const httplib::Request&, httplib::Response& res) 
     Result<std::vector<HostUse>> use = HostsInUse(**store);
     if (!use.ok()) return Fail(res, 500, use.status().message());
     data.store = std::move(use).value();
+    const TimePoint now = WallNow();
+    Result<std::map<std::string, Usage>> recent =
+        UsageByHostInStore(**store, now - std::chrono::hours(24) * data.recent_days, now);
+    if (!recent.ok()) return Fail(res, 500, recent.status().message());
+    data.recent_use = std::move(recent).value();
   }
   data.live_enabled = live_hosts->enabled();
   if (data.live_enabled) data.live = live_hosts->Read();

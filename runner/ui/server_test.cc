@@ -681,6 +681,13 @@ TEST_F(UiServerTest, TheHostsPageShowsWhoHoldsAndWaitsForEachHostFromTheStore) {
   ASSERT_TRUE(store_->CreateJob(w).ok());
   ASSERT_TRUE(store_->UpsertHost({"wait1", 0, "local", "", std::nullopt}).ok());
   ASSERT_TRUE(store_->AddEvent("wait1", "waiting", std::nullopt, "for local (held by live1)").ok());
+  // done1's node held host "local" and 2 GPUs for 36 s, an hour ago: its recent use.
+  const TimePoint hour_ago = WallNow() - std::chrono::hours(1);
+  ASSERT_TRUE(store_
+                  ->WritePhases({{0, "done1", 0, "local", 0, "start", hour_ago, hour_ago, "ok", 2},
+                                 {0, "done1", 0, "local", std::nullopt, "remove", hour_ago + seconds(30),
+                                  hour_ago + seconds(36), "ok", std::nullopt}})
+                  .ok());
   auto c = Client();
   auto page = c.Get(P("/hosts"), Authed());
   ASSERT_TRUE(page);
@@ -692,6 +699,10 @@ TEST_F(UiServerTest, TheHostsPageShowsWhoHoldsAndWaitsForEachHostFromTheStore) {
   EXPECT_NE(page->body.find("barge ui --job-file FILE"), std::string::npos);  // not asked live
   EXPECT_EQ(page->body.find("class=\"host live\""), std::string::npos);
   EXPECT_EQ(page->body.find("data-job=\"done1\""), std::string::npos);  // ended: holds nothing
+  EXPECT_NE(page->body.find("<tr class=\"use\" data-host=\"local\"><td>local</td><td class=\"num\">0.01</td>"
+                            "<td class=\"num\">0.02</td></tr>"),
+            std::string::npos)
+      << page->body;
 }
 
 TEST_F(UiServerTest, GivenHostsTheHostsPageAlsoShowsWhatBargeHostsReadsFromThem) {
