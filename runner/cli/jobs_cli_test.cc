@@ -177,6 +177,15 @@ class JobsCliTest : public ::testing::Test {
   std::unique_ptr<JobStore> store_;
 };
 
+TEST(JobsCliFormat, Hours) {
+  EXPECT_EQ(FormatHours(0), "0");
+  EXPECT_EQ(FormatHours(0.25), "0.25");
+  EXPECT_EQ(FormatHours(0.0010866), "0.0011");
+  EXPECT_EQ(FormatHours(1), "1.00");
+  EXPECT_EQ(FormatHours(12.345, true), "12.35*");
+  EXPECT_EQ(FormatHours(0, true), "0*");
+}
+
 TEST(JobsCliFormat, DurationsBytesAndTimes) {
   EXPECT_EQ(FormatDuration(milliseconds(-5)), "0s");
   EXPECT_EQ(FormatDuration(milliseconds(999)), "0s");
@@ -206,7 +215,7 @@ TEST_F(JobsCliTest, LsPrintsOneRowPerJobNewestFirstWithEveryColumn) {
   EXPECT_EQ(o.err, "");
   EXPECT_EQ(o.out,
             "ID        NAME   STATUS     NODES  STARTED              DURATION  EXIT  HOST-H  GPU-H\n"
-            "bbbb2222  eval   failed     1      2024-05-02 12:00:00  45s       1     0.00    0.00\n"
+            "bbbb2222  eval   failed     1      2024-05-02 12:00:00  45s       1     0       0\n"
             "aaaa1111  train  succeeded  2      2024-05-01 12:00:00  1h02m     0     1.00    2.00\n");
   o = Ls(Json());
   const nlohmann::json ls = nlohmann::json::parse(o.out);
@@ -303,7 +312,7 @@ TEST_F(JobsCliTest, LsShowsAJobWhoseControllerIsGoneAsLost) {
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_EQ(o.out,
             "ID        NAME   STATUS  NODES  STARTED              DURATION  EXIT  HOST-H  GPU-H\n"
-            "dead0001  train  lost    1      2024-05-01 12:00:00  3m00s     -     0.00    0.00\n");
+            "dead0001  train  lost    1      2024-05-01 12:00:00  3m00s     -     0       0\n");
   Result<std::vector<EventRecord>> events = Store().GetEvents(j.id);
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->back().kind, "lost");

@@ -125,12 +125,6 @@ std::string JobUser(const JobRecord& job) {
   return "uid " + std::to_string(uid);
 }
 
-std::string FormatHours(double hours, bool unknown) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f%s", hours, unknown ? "*" : "");
-  return text;
-}
-
 Result<Usage> JobUsage(JobStore& store, const JobRecord& job, TimePoint now) {
   Result<std::vector<PhaseRecord>> phases = store.GetPhases(job.id);
   if (!phases.ok()) return phases.status();

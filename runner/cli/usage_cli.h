@@ -11,7 +11,7 @@
 //          HOST  JOBS  HOST-HOURS  GPU-HOURS
 // then a TOTAL line. In each row and in the total, a host counts once while
 // any of its jobs' nodes holds it (usage.h); GPU-hours add up. Hours print
-// with two decimals; a GPU-hours value
+// as FormatHours (runner/console/time_format.h); a GPU-hours value
 // marked "*" leaves out nodes whose GPU count barge did not know (`gpus:
 // all` with `health: {gpus: off}`), and a note under the table says so.
 // JSON: {"since": ISO|null, "until": ISO, "by": "user", "rows": [{"user"
@@ -50,9 +50,5 @@ int UsageCommand(const std::string& state_dir, const UsageOptions& options, std:
 // The user a job ran as: its controller's uid, by name where the system
 // knows it ("uid 1234" otherwise), "-" when the record has none.
 std::string JobUser(const JobRecord& job);
-
-// Hours as the tables print them: "0.52", with "*" when GPUs were unknown
-// (`unknown`).
-std::string FormatHours(double hours, bool unknown = false);
 
 }  // namespace barge::runner

@@ -80,4 +80,16 @@ std::string FormatBytes(uint64_t bytes) {
   return buf;
 }
 
+std::string FormatHours(double hours, bool unknown) {
+  char text[32];
+  if (hours <= 0) {
+    std::snprintf(text, sizeof text, "0");
+  } else if (hours >= 1) {
+    std::snprintf(text, sizeof text, "%.2f", hours);
+  } else {
+    std::snprintf(text, sizeof text, "%.2g", hours);
+  }
+  return std::string(text) + (unknown ? "*" : "");
+}
+
 }  // namespace barge::runner

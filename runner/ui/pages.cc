@@ -302,12 +302,8 @@ std::string RecentUseSection(const HostsPageData& d) {
   if (d.recent_use.empty()) return b + "<p class=\"muted\" id=\"no-recent-use\">None.</p>\n</div>\n";
   b += "<table class=\"use\"><thead><tr><th>HOST</th><th>HOST-HOURS</th><th>GPU-HOURS</th></tr></thead><tbody>\n";
   for (const auto& [host, u] : d.recent_use) {
-    char hours[64];
-    std::snprintf(hours, sizeof hours, "%.2f", u.host_hours);
-    char gpu_hours[64];
-    std::snprintf(gpu_hours, sizeof gpu_hours, "%.2f%s", u.gpu_hours, u.gpus_unknown ? "*" : "");
-    b += "<tr class=\"use\" data-host=\"" + HtmlEscape(host) + "\">" + Td(HtmlEscape(host)) + Td(hours, true) +
-         Td(gpu_hours, true) + "</tr>\n";
+    b += "<tr class=\"use\" data-host=\"" + HtmlEscape(host) + "\">" + Td(HtmlEscape(host)) +
+         Td(FormatHours(u.host_hours), true) + Td(FormatHours(u.gpu_hours, u.gpus_unknown), true) + "</tr>\n";
   }
   return b + "</tbody></table>\n</div>\n";
 }

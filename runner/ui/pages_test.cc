@@ -305,7 +305,7 @@ TEST(UiPages, TheHostsPageShowsAHostsFailureRecordAndEachHostsRecentUse) {
                       "<td class=\"num\">10.00</td></tr>"),
             std::string::npos)
       << html;
-  EXPECT_NE(html.find("data-host=\"h2\"><td>h2</td><td class=\"num\">0.25</td><td class=\"num\">0.00*</td>"),
+  EXPECT_NE(html.find("data-host=\"h2\"><td>h2</td><td class=\"num\">0.25</td><td class=\"num\">0*</td>"),
             std::string::npos);
   EXPECT_NE(HostsPage(HostsPageData{}, At()).find("id=\"no-recent-use\""), std::string::npos);
 }
