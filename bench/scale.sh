@@ -20,8 +20,11 @@
 # barge's CPU seconds (user+system, /usr/bin/time) and per host; peak RSS;
 # the most open file descriptors and threads seen (/proc, every 0.2 s; the
 # threads also as last seen, after the connects' pool has ended); the
-# pdsh script's wall and CPU. Then the cost of barge's watchdog per host
-# (CPU of the hosts' watchdog loops over 20 s of a running job).
+# pdsh script's wall and CPU. Per size also, for barge and the script: the
+# engine calls per host (fake-docker counts each, by subcommand) and the
+# hosts' CPU per host for the job's sessions. Then the cost of barge's
+# watchdog per host (CPU of the hosts' watchdog loops over 20 s of a
+# running job).
 # Writes bench/results/scale-DATE.txt and .png (gnuplot); a failed run is a
 # row too. `bench/scale.sh --plot TABLE.txt OUT.png` redraws a plot.
 set -euo pipefail
@@ -172,6 +175,23 @@ SCRIPT
       'BEGIN {printf "%.2f %.2f\n", w, u + s}'
 }
 
+# The engine calls of one job: forgets those counted so far.
+calls_reset() { find "$EMU_DIR/hosts" -mindepth 1 -maxdepth 2 -name fake-docker.calls -delete; }
+# The engine calls counted since calls_reset, per host of $1: "TOTAL
+# sub1 n1, sub2 n2, ..." (means per host, by subcommand, most first).
+calls_per_host() {
+  cat "$EMU_DIR"/hosts/*/fake-docker.calls 2>/dev/null | sort | uniq -c | sort -rn |
+    awk -v n="$1" '{t += $1; s = s sprintf("%s%s %.2f", NR > 1 ? ", " : "", $2, $1 / n)} END {printf "%.2f %s\n", t / n, s}'
+}
+# CPU the emulated hosts spent on the sessions that ended (sshd's reaped
+# children: the sessions, their shells, the engine's calls; not a detached
+# watchdog), in ms, once no session is left (at most 20 s).
+host_cpu_ms() {
+  local sshd; sshd=$(cat "$EMU_DIR/sshd.pid")
+  for _ in $(seq 200); do [[ -z $(pgrep -P "$sshd") ]] && break; sleep 0.1; done
+  sed 's/.*) //' "/proc/$sshd/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.0f\n", 1000 * ($14 + $15) / hz}'
+}
+
 # CPU of the watchdog loops on $1 hosts over 20 s of a running job, per host.
 watchdog_cost() {
   local n=$1 f=$WORK/job-wd.yaml pid id pids a b
@@ -207,9 +227,17 @@ txt=$OUT/scale-$stamp.txt
 } | tee "$txt"
 printf "%-6s %-8s %-9s %-7s %-7s %-9s %-8s %-9s %-8s %-5s %-7s %-9s %-8s %s\n" hosts "wall" "all-run" "p50" "p99" \
   "teardown" "CPU" "CPU/host" "RSS(MB)" "fds" "thr:max/end" "pdsh" "pdshCPU" "barge/pdsh" | tee -a "$txt"
+calls_txt=$WORK/calls.txt
 for n in $SIZES; do
+  calls_reset; c0=$(host_cpu_ms)
   b=$(run_barge "$n")
+  c1=$(host_cpu_ms); bcalls=$(calls_per_host "$n"); calls_reset
   p=$(run_pdsh "$n")
+  c2=$(host_cpu_ms); pcalls=$(calls_per_host "$n")
+  printf "%-6s %-12s %-12s %-14s %-14s\n" "$n" "${bcalls%% *}" "${pcalls%% *}" \
+    "$(( (c1 - c0) / n ))ms" "$(( (c2 - c1) / n ))ms" >>"$calls_txt"
+  echo "#   $n hosts, barge: ${bcalls#* }" >>"$calls_txt"
+  echo "#   $n hosts, pdsh:  ${pcalls#* }" >>"$calls_txt"
   read -r pw pc <<<"$p"
   if [[ $b == *FAILED* ]]; then
     read -r _ _ w cpu rss fds thr left <<<"$b"
@@ -224,6 +252,13 @@ for n in $SIZES; do
     "$td" "$cpu" "${cph}ms" "$rss" "$fds" "$thr" "$pw" "$pc" "$(awk -v a="$w" -v b="$pw" 'BEGIN {print a / b}')" | tee -a "$txt"
   [[ $left -eq 0 ]] || echo "# $n hosts: $left leftovers on the emulated hosts" | tee -a "$txt"
 done
+{
+  echo "# Per host per job: engine calls (fake-docker invocations; barge's preflight, holds, lease, tickets, run,"
+  echo "# logs, wait, stop, rm; a detached watchdog's renewals included) and the hosts' CPU for the job's sessions"
+  echo "# (sshd, shells, engine calls; not a detached watchdog's loop, measured below)."
+  printf "%-6s %-12s %-12s %-14s %-14s\n" hosts "calls:barge" "calls:pdsh" "hostCPU:barge" "hostCPU:pdsh"
+  cat "$calls_txt"
+} | tee -a "$txt"
 echo "# watchdog: $(watchdog_cost "$WATCH_HOSTS")" | tee -a "$txt"
 
 plot "$txt" "$OUT/scale-$stamp.png"

@@ -214,17 +214,14 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
   filter.limit = options.limit;
 
   std::vector<JobRecord> jobs;
-  Result<std::unique_ptr<JobStore>> store = OpenIfPresent(state_dir);
-  if (!store.ok()) return SayFailure(err, store.status().message());
-  if (*store) {
-    // Jobs whose controller died become lost first, so a status filter sees
-    // what is true now.
-    Result<std::vector<JobRecord>> all = (*store)->ListJobs();
-    if (!all.ok()) return SayFailure(err, all.status().message());
-    for (JobRecord& j : *all) {
-      if (Status s = MarkLostIfControllerGone(**store, &j); !s.ok()) return SayFailure(err, s.message());
-    }
-    Result<std::vector<JobRecord>> listed = (*store)->ListJobs(filter);
+  // Jobs whose controller died become lost first, so a status filter sees
+  // what is true now.
+  std::unique_ptr<JobStore> store;
+  if (Result<std::vector<JobRecord>> all = ListJobsNow(state_dir, &store); !all.ok()) {
+    return SayFailure(err, all.status().message());
+  }
+  if (store) {
+    Result<std::vector<JobRecord>> listed = store->ListJobs(filter);
     if (!listed.ok()) return SayFailure(err, listed.status().message());
     jobs = std::move(listed).value();
     std::erase_if(jobs, [&](const JobRecord& j) { return options.hide.contains(j.id); });
@@ -241,7 +238,7 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
     };
     for (const JobRecord& j : jobs) {
       while (extra != options.extra_json.end() && extra->first >= j.created) add_extra();
-      array.push_back(JobJson(j, now, JobUsage(**store, j, now)));
+      array.push_back(JobJson(j, now, JobUsage(*store, j, now)));
     }
     while (extra != options.extra_json.end()) add_extra();
     PrintJson(out, array);
@@ -254,11 +251,11 @@ int ListJobsCommand(const std::string& state_dir, const ListOptions& options, st
     for (; extra != options.extra_rows.end() && extra->first >= j.created; ++extra) rows.push_back(extra->second);
     // A slurm: job's allocation, by Slurm's id.
     std::string status = ToString(j.status);
-    if (*store) {
-      Result<RecordedAllocation> allocation = ReadRecordedAllocation(**store, j.id);
+    if (store) {
+      Result<RecordedAllocation> allocation = ReadRecordedAllocation(*store, j.id);
       if (allocation.ok() && !allocation->slurm_id.empty()) status += " (slurm " + allocation->slurm_id + ")";
     }
-    const Result<Usage> usage = JobUsage(**store, j, now);
+    const Result<Usage> usage = JobUsage(*store, j, now);
     rows.push_back({j.id, j.name, status, std::to_string(j.nodes),
                     LocalTime(j.created, false), FormatDuration(Duration(j, now)),
                     ExitText(j.exit_code), usage.ok() ? FormatHours(usage->host_hours) : "-",

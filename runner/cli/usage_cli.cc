@@ -143,19 +143,13 @@ int UsageCommand(const std::string& state_dir, const UsageOptions& options, std:
     if (!stamp.ok()) return SayFailure(err, stamp.status().message());
     from = std::max(TimePoint{}, TimePoint(std::chrono::milliseconds(*stamp / 1'000'000)));
   }
-  std::vector<JobRecord> jobs;
-  Result<std::unique_ptr<JobStore>> store = OpenIfPresent(state_dir);
-  if (!store.ok()) return SayFailure(err, store.status().message());
-  if (*store) {
-    Result<std::vector<JobRecord>> all = (*store)->ListJobs();
-    if (!all.ok()) return SayFailure(err, all.status().message());
-    jobs = std::move(all).value();
-  }
+  std::unique_ptr<JobStore> store;
+  Result<std::vector<JobRecord>> jobs = ListJobsNow(state_dir, &store);
+  if (!jobs.ok()) return SayFailure(err, jobs.status().message());
   std::vector<JobHolds> held;
   std::vector<NodeHold> all;
-  for (JobRecord& job : jobs) {
-    if (Status s = MarkLostIfControllerGone(**store, &job); !s.ok()) return SayFailure(err, s.message());
-    Result<std::vector<PhaseRecord>> phases = (*store)->GetPhases(job.id);
+  for (const JobRecord& job : *jobs) {
+    Result<std::vector<PhaseRecord>> phases = store->GetPhases(job.id);
     if (!phases.ok()) return SayFailure(err, phases.status().message());
     held.emplace_back(&job, NodeHolds(job, *phases, now));
     all.insert(all.end(), held.back().second.begin(), held.back().second.end());

@@ -30,6 +30,19 @@ Result<std::unique_ptr<JobStore>> OpenIfPresent(const std::string& state_dir) {
   return JobStore::Open(state_dir);
 }
 
+Result<std::vector<JobRecord>> ListJobsNow(const std::string& state_dir, std::unique_ptr<JobStore>* store) {
+  Result<std::unique_ptr<JobStore>> opened = OpenIfPresent(state_dir);
+  if (!opened.ok()) return opened.status();
+  *store = std::move(opened).value();
+  if (!*store) return std::vector<JobRecord>();
+  Result<std::vector<JobRecord>> all = (*store)->ListJobs();
+  if (!all.ok()) return all.status();
+  for (JobRecord& j : *all) {
+    if (Status s = MarkLostIfControllerGone(**store, &j); !s.ok()) return s;
+  }
+  return all;
+}
+
 bool ControllerAlive(std::optional<int> pid, const std::optional<ProcessIdentity>& identity) {
   if (!pid || *pid <= 0) return false;
   // Not a zombie either: a dead process lingers as one until its parent

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "runner/store/job_store.h"
@@ -15,6 +16,13 @@ namespace barge::runner {
 
 // The store under `state_dir`, or nullptr when no database exists yet.
 [[nodiscard]] Result<std::unique_ptr<JobStore>> OpenIfPresent(const std::string& state_dir);
+
+// Every job of the store under `state_dir` (ListJobs: newest first), each
+// whose controller is gone marked lost first (MarkLostIfControllerGone),
+// so what is listed is true now; the store stays open in `*store` for more
+// reads (nullptr, and no job, when no database exists: nothing is made).
+[[nodiscard]] Result<std::vector<JobRecord>> ListJobsNow(const std::string& state_dir,
+                                                         std::unique_ptr<JobStore>* store);
 
 // True while the controller recorded as `pid` with `identity` still runs:
 // /proc/PID exists, the process has not exited (not a zombie), and its
