@@ -124,7 +124,7 @@ std::optional<HangTrace> TraceHang(const std::vector<RankSign>& ranks, Clock::du
   // Per host: when its last rank went quiet, and when its first one did.
   std::map<std::string, std::pair<Clock::time_point, Clock::time_point>> hosts;
   for (const RankSign& r : ranks) {
-    auto [it, added] = hosts.try_emplace(r.host, r.last, r.last);
+    auto it = hosts.try_emplace(r.host, r.last, r.last).first;
     it->second.first = std::max(it->second.first, r.last);
     it->second.second = std::min(it->second.second, r.last);
   }
@@ -144,7 +144,10 @@ void ProgressWatch::Check(bool heartbeats) {
   if (hang.why.empty()) return;
   declared_ = true;
   std::string detail = "the job made no progress: " + hang.why + " (progress:)\n";
-  const std::optional<HangTrace> trace = TraceHang(Signs(hang.sign), hang.bound);
+  // Any line is no sign of progress: a rank that prints only as it starts
+  // (ranks other than 0 often do) would look like a host that went quiet.
+  const std::optional<HangTrace> trace =
+      hang.sign == Sign::kLine ? std::nullopt : TraceHang(Signs(hang.sign), hang.bound);
   if (trace) {
     auto span = [](Clock::duration d) { return FormatDuration(std::chrono::duration_cast<milliseconds>(d)); };
     detail += std::string(kTracedTo) + trace->host + ": its ranks went quiet " + span(trace->lead) +
@@ -185,8 +188,9 @@ std::vector<RankSign> ProgressWatch::Signs(Sign sign) const {
   for (size_t rank = 0; rank < ranks_.size() && rank < attempt_.nodes.size(); ++rank) {
     const RankClock& r = ranks_[rank];
     const bool gave = sign == Sign::kLine ? r.printed : sign == Sign::kProgress ? r.progressed : r.beat;
+    if (!gave) continue;
     const Clock::time_point at = sign == Sign::kLine ? r.output : sign == Sign::kProgress ? r.progress : r.heartbeat;
-    out.push_back({attempt_.nodes[rank]->host->name, gave ? at : started_});
+    out.push_back({attempt_.nodes[rank]->host->name, at});
   }
   return out;
 }

@@ -14,10 +14,13 @@
 // ones still printing are the hint to where it hangs), and notes a fault of
 // cause `hang` (Faults): the attempt ends; Faults::Restartable says whether
 // the job restarts (`on_hang: restart` and `restart:` allowing it). A hang
-// TraceHang traces to one host names that host (the fault's and its
-// event's host; a line of the detail that starts with kTracedTo): the
-// host's failure record keeps it (host_records.h). Any other hang names
-// no host.
+// declared on progress lines (`within`) or heartbeats that TraceHang
+// traces to one host names that host (the fault's and its event's host; a
+// line of the detail that starts with kTracedTo): the host's failure
+// record keeps it (host_records.h). Any other hang names no host: a
+// `silence` hang never does (any line is no sign of progress: a rank that
+// prints only as it starts, as ranks other than 0 often do, would look
+// like a host that went quiet).
 //
 // Stragglers (`stragglers:`) are only reported: a rank whose last `steps`
 // step times were each more than `factor` times the median rank's (its own
@@ -54,9 +57,10 @@ std::vector<FileAge> ParseFileTimes(std::string_view answer);
 // The lower median of `values` (not empty).
 double LowerMedian(std::vector<double> values);
 
-// One rank's last sign of the kind a hang was declared on (a line for
-// `silence`, a line matching the pattern for `within`, a heartbeat), with
-// its host; the attempt's start for a rank that gave none.
+// One rank's last sign of the kind a hang was declared on (a line matching
+// the pattern for `within`, a heartbeat), with its host. A rank that gave
+// none in the attempt has none (it tells nothing of its host: the job may
+// show progress on some ranks only).
 struct RankSign {
   std::string host;
   Clock::time_point last{};
@@ -69,8 +73,8 @@ struct HangTrace {
 };
 // The host a hang is traced to, if any: the ranks are on two hosts or more,
 // and every rank of that host went quiet (the last of them) at least
-// `bound` (the hang's own bound: progress.silence, .within or
-// .heartbeat.within) before the first rank of any other host did: the other
+// `bound` (the hang's own bound: progress.within or .heartbeat.within)
+// before the first rank of any other host did: the other
 // hosts' ranks went on for a whole bound while every rank of that host gave
 // no sign, before they stopped too (waiting for it). Ranks that stall
 // together (a hang of the whole job, or one rank that blocks a collective
@@ -113,7 +117,7 @@ class ProgressWatch : private JobPart {
     Clock::duration bound{};
   };
   Hang HangOf(Clock::time_point now, bool heartbeats) const;
-  // Each rank's last sign of `sign`, with its host.
+  // The last sign of `sign` of each rank that gave one, with its host.
   std::vector<RankSign> Signs(Sign sign) const;
   // Asks every host of the attempt for its ranks' heartbeat files.
   void AskHeartbeats();

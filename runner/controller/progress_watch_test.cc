@@ -138,10 +138,10 @@ struct TracedWorld : WatchWorld {
 };
 
 TEST(ProgressWatch, AHangWhoseRanksOnOneHostWentQuietABoundBeforeTheOthersIsRecordedOnThatHostOnly) {
-  TracedWorld w("progress: {silence: 20s, every: 5s}\n");
+  TracedWorld w("progress: {pattern: 'step', within: 20s, every: 5s}\n");
   w.watch.Start();
-  // Rank 1 (h2) prints until 10 s; ranks 0 (h1) and 2 (h3) every 2 s until
-  // 50 s (then they wait for it, silent).
+  // Rank 1 (h2) steps until 10 s; ranks 0 (h1) and 2 (h3) every 2 s until
+  // 50 s (then they wait for it).
   for (int s = 2; s <= 10; s += 2) w.LineAt(seconds(s), 1, "step");
   for (int s = 2; s <= 50; s += 2) {
     w.LineAt(seconds(s), 0, "step");
@@ -185,6 +185,34 @@ TEST(ProgressWatch, AHangOfTheWholeJobNamesNoHostAndIsRecordedNowhere) {
   w.records.WriteRecords();
   for (const char* h : {"h1", "h2", "h3"}) EXPECT_TRUE(w.Writes(h).empty()) << h << ": " << w.Writes(h).front();
   EXPECT_FALSE(w.world.recorder().Said("recorded on the host")) << w.world.recorder().AllMessages();
+}
+
+TEST(ProgressWatch, ASilenceHangOrOneWhereOnlySomeRanksShowProgressNamesNoHost) {
+  // Ranks 1 and 2 print only as they start; rank 0 steps until 50 s.
+  for (const char* progress : {"{silence: 20s, every: 5s}", "{pattern: 'step', within: 20s, every: 5s}"}) {
+    TracedWorld w(std::string("progress: ") + progress + "\n");
+    w.watch.Start();
+    w.LineAt(seconds(1), 1, "loading shards");
+    w.LineAt(seconds(1), 2, "loading shards");
+    for (int s = 2; s <= 50; s += 2) w.LineAt(seconds(s), 0, "step");
+    w.RunToFault();
+    ASSERT_TRUE(w.world.attempt().fault.has_value()) << progress;
+    EXPECT_EQ(w.world.attempt().fault->host, "") << progress;
+    EXPECT_EQ(w.world.attempt().fault->detail.find("traced to"), std::string::npos) << w.world.attempt().fault->detail;
+    w.records.WriteRecords();
+    for (const char* h : {"h1", "h2", "h3"}) EXPECT_TRUE(w.Writes(h).empty()) << progress << " " << h;
+  }
+  // The silence hang of the traced test's ranks: no host either.
+  TracedWorld w("progress: {silence: 20s, every: 5s}\n");
+  w.watch.Start();
+  for (int s = 2; s <= 10; s += 2) w.LineAt(seconds(s), 1, "step");
+  for (int s = 2; s <= 50; s += 2) {
+    w.LineAt(seconds(s), 0, "step");
+    w.LineAt(seconds(s), 2, "step");
+  }
+  w.RunToFault();
+  ASSERT_TRUE(w.world.attempt().fault.has_value());
+  EXPECT_EQ(w.world.attempt().fault->host, "");
 }
 
 TEST(ProgressWatch, StepsThatKeepComingAreNoHang) {

@@ -201,8 +201,9 @@ std::string HangEntriesOn(const barge::testing::BedHost& h) {
 // Three ranks print a step every half second for 20 s, then wait silently
 // (as ranks that reached a collective the frozen one never joins would);
 // rank 1's process is frozen (SIGSTOP) after its third step. With
-// progress.silence 6s the hang is declared once every rank is silent: rank
-// 1's host went quiet about 17 s before the others, more than the bound,
+// progress.within 6s (pattern '^step') the hang is declared once no rank
+// has stepped for 6 s: rank 1's host went quiet about 17 s before the
+// others, more than the bound,
 // so the hang is traced to it (issue #44): the error and the hang event
 // name it, and its engine gets a `hang` entry in its failure record; the
 // other two hosts' engines get none.
@@ -210,7 +211,7 @@ TEST_F(HealthTest, ARankFrozenWhileTheOthersGoOnIsAHangTracedToItsHostWhoseFailu
   const auto& bed = GetBed();
   const std::string frozen_host = bed.hosts[1].address;
   job_->Write("name: hostquiet\nimage: " + bed.image + "\n" + BedHostsYaml(0, 3) +
-              "stop_grace: 1s\nprogress: {silence: 6s, every: 1s}\n"
+              "stop_grace: 1s\nprogress: {pattern: '^step', within: 6s, every: 1s}\n"
               "command: [sh, -c, 'i=0; while [ $i -lt 40 ]; do echo step $i; i=$((i+1)); sleep 0.5; done; "
               "exec sleep 3600']\n");
   const pid_t barge = job_->Start("run job.yaml");
@@ -223,7 +224,7 @@ TEST_F(HealthTest, ARankFrozenWhileTheOthersGoOnIsAHangTracedToItsHostWhoseFailu
   kill(frozen, SIGCONT);
   EXPECT_EQ(o.code, 123) << o.err;
   EXPECT_NE(o.out.find("step 39"), std::string::npos) << "the other ranks did not go on:\n" << o.out;
-  EXPECT_TRUE(std::regex_search(o.err, std::regex("no rank printed anything for [0-9]+s \\(progress:\\)")))
+  EXPECT_TRUE(std::regex_search(o.err, std::regex("no rank printed a line matching /\\^step/ for [0-9]+s \\(progress:\\)")))
       << o.err;
   EXPECT_NE(o.err.find("traced to " + frozen_host + ": its ranks went quiet "), std::string::npos) << o.err;
   const nlohmann::json hang = FirstEvent(Show("hostquiet"), "hang");
@@ -247,12 +248,13 @@ TEST_F(HealthTest, ARankFrozenWhileTheOthersGoOnIsAHangTracedToItsHostWhoseFailu
 TEST_F(HealthTest, RanksThatAllGoSilentTogetherAreAHangOfTheWholeJobThatNoHostsRecordKeeps) {
   const auto& bed = GetBed();
   job_->Write("name: allquiet\nimage: " + bed.image + "\n" + BedHostsYaml(0, 3) +
-              "stop_grace: 1s\nprogress: {silence: 4s, every: 1s}\n"
+              "stop_grace: 1s\nprogress: {pattern: '^step', within: 4s, every: 1s}\n"
               "command: [sh, -c, 'i=0; while [ $i -lt 10 ]; do echo step $i; i=$((i+1)); sleep 0.5; done; "
               "exec sleep 3600']\n");
   CliOutcome o = job_->Barge("run job.yaml");
   EXPECT_EQ(o.code, 123) << o.err;
-  EXPECT_NE(o.err.find("the job made no progress: no rank printed anything for"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("the job made no progress: no rank printed a line matching /^step/ for"), std::string::npos)
+      << o.err;
   EXPECT_EQ(o.err.find("traced to"), std::string::npos) << o.err;
   EXPECT_EQ(o.err.find("recorded on the host"), std::string::npos) << o.err;
   // A write would be in the background: give it the time the traced test's took.
