@@ -323,6 +323,22 @@ TEST(ProgressWatch, OneRanksFreshHeartbeatIsNoHangAndNoFileAtAllIsOneFromTheStar
       << none.world.attempt().fault->detail;
 }
 
+TEST(ProgressWatch, AHeartbeatHangWhoseOneHostStoppedABoundBeforeTheOthersIsTracedToIt) {
+  WatchWorld w("progress: {heartbeat: {file: /beat, within: 30s}, every: 10s}\n", "[h1, h2, h3]");
+  AllRunning(w.world);
+  // Rank 1 (h2) touches its file every 5 s until 20 s; ranks 0 and 2 until 60 s.
+  AnswerHeartbeats(w.world, 0, 200, [](size_t r, int now) { return std::min(now, r == 1 ? 20 : 60) / 5 * 5; });
+  w.watch.Start();
+  w.RunToFault();
+  ASSERT_TRUE(w.world.attempt().fault.has_value());
+  const internal::Fault& f = *w.world.attempt().fault;
+  EXPECT_EQ(f.host, "h2") << f.detail;
+  EXPECT_NE(f.detail.find("traced to h2: its ranks went quiet 40s before any rank of another host did (the bound: "
+                          "30s)"),
+            std::string::npos)
+      << f.detail;
+}
+
 TEST(ProgressWatch, ARankWhoseStepsTakeTwiceTheMediansIsAStragglerUntilItKeepsUpAgain) {
   WatchWorld w("progress: {pattern: 'step \\d+', stragglers: {factor: 1.5, steps: 3}, every: 5s}\n", "[h1, h2, h3]");
   w.watch.Start();
