@@ -468,6 +468,35 @@ TEST_F(ControllerTest, ALostHostIsReplacedByASpareAndTheWholeJobRestarts) {
   EXPECT_EQ(*(*hosts)[3].replaces, (*hosts)[1].host_id);
 }
 
+// Issue #44: a spare that would take a lost host's place at a restart is
+// judged by its failure record (read by its preflight's holds listing), as
+// the first choice is: one the record puts out is passed over, named in a
+// host_avoided event, and left (its watchdog disarmed, its holds released)
+// before the next spare is tried.
+TEST_F(ControllerTest, AtARestartASpareItsFailureRecordPutsOutIsPassedOverForTheNext) {
+  fake_.host("s1").Section("hold",
+                           "now 1000\ntook barge-hold-host\n"
+                           "hold\tf1\tbarge-fault-990-j1-1-0\t\ttrain\talice\tbox\t\t990\t\t\t\tengine\tj1\t\tno answer");
+  fake_.SetNode(0, FakeNode{milliseconds(1500), 0});
+  const int code =
+      Run(Job("spare_hosts: [s1, s2]\nhealth: {host_failures: 0}\n"
+              "restart: {max_restarts: 1, on: [host_lost], backoff: 100ms}\n"),
+          [&](internal::Controller&) { fake_.host("h2").When("docker logs", [&] { fake_.host("h2").Drop("link down"); }); });
+  EXPECT_EQ(code, 0) << rec_.AllMessages();
+  EXPECT_EQ(Count("s1", "docker run -d"), 0) << "the spare its record puts out ran a node";
+  EXPECT_EQ(Count("s2", "BARGE_RESTART_COUNT=1"), 1) << rec_.AllMessages();
+  EXPECT_TRUE(rec_.Said("spare host s1 cannot be used: its failure record (on the host) has 1 host-caused failure(s) "
+                        "in the last 24h00m, more than the 0 allowed (health.host_failures): engine "))
+      << rec_.AllMessages();
+  const auto avoided = std::find_if(rec_.events.begin(), rec_.events.end(), [](const std::string& e) {
+    return e.rfind("host_avoided s1: its failure record (on the host) has 1 host-caused failure(s)", 0) == 0;
+  });
+  EXPECT_NE(avoided, rec_.events.end()) << ::testing::PrintToString(rec_.events);
+  EXPECT_EQ(Count("s1", ReleaseHoldsCommand(DockerCommands({"docker"}), "abcd1234")), 1) << "s1's holds were kept";
+  EXPECT_EQ(Count("s1", ".gone.XXXXXX"), 1) << "s1's watchdog was not disarmed";  // DisarmWatchdogCommand
+  EXPECT_TRUE(fake_.host("s2").containers().empty());
+}
+
 TEST_F(ControllerTest, WithNoRestartLeftALostHostFailsTheJobNamingIt) {
   fake_.SetNode(0, FakeNode{seconds(5), 0});
   const int code = Run(Job("restart: {max_restarts: 0, on: [host_lost]}\n"),

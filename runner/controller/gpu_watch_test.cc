@@ -7,12 +7,19 @@
 #include "runner/controller/gpu_watch.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "runner/controller/gpu_gate.h"
+#include "runner/controller/host_records.h"
 #include "runner/controller/job_state.h"
 #include "tests/support/part_world.h"
 
@@ -203,6 +210,92 @@ TEST(GpuWatch, OneBusyGpuOfANodeIsNoHangAndWithoutEitherCheckNothingIsSampled) {
   quiet.watch.Start();
   quiet.RunToFault(std::chrono::hours(1));
   EXPECT_EQ(quiet.Samples("h1") + quiet.Samples("h2"), 0);
+}
+
+// GpuWatch's own command, run by sh on this machine against the stand-in
+// driver (tests/data/nvidia-smi/standin.sh: the real outputs of an H100,
+// driver 580.159.04, replayed; STANDIN_GPUS=N repeats its line for N GPUs
+// on PCI 00:06 + i) and a stand-in dmesg first on PATH that prints the
+// captured kernel log (dmesg-xid.txt: the driver's lines, no Xid) and,
+// with `xid79_on`, one line in the driver's Xid format (the edit: Xid 79 on
+// that PCI device, logged 0.05 s before the call, on this machine's clock
+// as /proc/uptime reads it). Its output is what the fake host answers.
+struct StandinDriver {
+  StandinDriver() : dir("/tmp/barge-gpu-watch-standin-" + std::to_string(getpid())) {
+    std::filesystem::create_directories(dir);
+  }
+  ~StandinDriver() { std::filesystem::remove_all(dir); }
+  static std::string Smi() { return std::string(BARGE_SOURCE_DIR) + "/tests/data/nvidia-smi/standin.sh"; }
+  std::string Answer(const std::string& command, int gpus, const std::string& xid79_on = "") const {
+    std::string dmesg = "#!/bin/sh\ncat " + std::string(BARGE_SOURCE_DIR) +
+                        "/tests/data/nvidia-smi/driver-580.159.04-h100-80gb-hbm3/dmesg-xid.txt\n";
+    if (!xid79_on.empty()) {
+      dmesg += "awk '{ printf \"[%12.6f] NVRM: Xid (PCI:" + xid79_on +
+               "): 79, pid=1896, name=python3, GPU has fallen off the bus.\\n\", $1 - 0.05 }' /proc/uptime\n";
+    }
+    std::ofstream(dir + "/dmesg") << dmesg;
+    std::filesystem::permissions(dir + "/dmesg", std::filesystem::perms::owner_all);
+    std::ofstream(dir + "/watch.sh") << command;
+    const std::string line = "STANDIN_GPUS=" + std::to_string(gpus) + " PATH=" + dir + ":$PATH sh " + dir + "/watch.sh";
+    std::string out;
+    FILE* p = popen(line.c_str(), "r");
+    char buf[4096];
+    for (size_t n; p && (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    if (p) pclose(p);
+    return out;
+  }
+  std::string dir;
+};
+
+TEST(GpuWatch, AGpuThatFellOffTheBusMidJobIsAHardwareFaultOfTheHostThatItsRecordKeeps) {
+  WatchWorld w("health: {every: 10s, nvidia_smi: " + StandinDriver::Smi() + "}\n");
+  internal::HostRecords records(&w.world.ctx(), &w.world.hosts());
+  w.world.ctx().observer.Add(&records);
+  StandinDriver driver;
+  // The command GpuWatch sends (health only), answered as the stand-in does.
+  const std::string command = gpu::GpuWatchCommand(StandinDriver::Smi(), internal::GpuCallLimit(w.world.spec()),
+                                                   /*health=*/true, /*util=*/false);
+  const std::string healthy = driver.Answer(command, 4);
+  ASSERT_NE(healthy.find("00000000:00:09.0"), std::string::npos) << "the stand-in did not list 4 GPUs:\n" << healthy;
+  for (const char* h : {"h1", "h2"}) w.world.host(h).On("echo barge-gpuwatch", {0, healthy});
+  w.watch.Start();
+  // At 25 s h2's GPU 3 (PCI 00:09) falls off the bus: the driver lists 3
+  // GPUs, the kernel log has its Xid 79. (A real pause first: the Xid must
+  // come after the kernel log's clock of the first sample, this machine's.)
+  w.At(seconds(25), [&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    w.world.host("h2").On("echo barge-gpuwatch", {0, driver.Answer(command, 3, "0000:00:09")});
+  });
+  w.RunToFault();
+  ASSERT_TRUE(w.world.attempt().fault.has_value());
+  const internal::Fault& f = *w.world.attempt().fault;
+  EXPECT_EQ(f.cause, RestartCause::kGpuUnhealthy);
+  EXPECT_EQ(f.host, "h2");
+  ASSERT_NE(std::find(w.world.host("h2").lines().begin(), w.world.host("h2").lines().end(), command),
+            w.world.host("h2").lines().end())
+      << "GpuWatch sent another command than the one the stand-in answered";
+  // Set by GpuWatch itself: the host is out (its driver sees 3 of 4 GPUs),
+  // and for its hardware (the Xid of no GPU the driver lists).
+  const internal::HostState& h2 = w.world.host_state(1);
+  EXPECT_NE(h2.gpus.out_while_running.find("the driver sees 3 GPU(s), the inventory says 4"), std::string::npos)
+      << h2.gpus.out_while_running;
+  EXPECT_EQ(h2.gpus.hardware_fault_while_running.rfind(
+                "GPU health while running: Xid 79: GPU has fallen off the bus (reboot the host) on PCI 0000:00:09", 0),
+            0u)
+      << h2.gpus.hardware_fault_while_running;
+  EXPECT_TRUE(w.world.host_state(0).gpus.hardware_fault_while_running.empty());
+  // Which the host's failure record keeps, as a failure of the whole host.
+  records.WriteRecords();
+  std::vector<std::string> writes;
+  for (const std::string& l : w.world.host("h2").lines()) {
+    if (l.find("barge-fault-") != std::string::npos) writes.push_back(l);
+  }
+  ASSERT_EQ(writes.size(), 1u) << w.world.recorder().AllMessages();
+  EXPECT_NE(writes[0].find("barge.fault=gpu_health"), std::string::npos) << writes[0];
+  EXPECT_NE(writes[0].find("Xid 79: GPU has fallen off the bus (reboot the host) on PCI 0000:00:09"), std::string::npos)
+      << writes[0];
+  EXPECT_NE(writes[0].find("--label barge.hold.gpus= --label"), std::string::npos) << "a GPU-level entry:\n" << writes[0];
+  for (const std::string& l : w.world.host("h1").lines()) EXPECT_EQ(l.find("barge-fault-"), std::string::npos) << l;
 }
 
 }  // namespace gpu_watch_test

@@ -8,6 +8,7 @@
 
 #include "runner/console/table.h"
 #include "runner/controller/job_state.h"
+#include "runner/controller/progress_watch.h"
 
 namespace barge::runner::internal {
 
@@ -39,6 +40,17 @@ constexpr std::string_view kFromRecord = "recorded on the host: ";
 // nvidia-smi or a host without the GPUs the job asks for.
 bool WorthRecording(const gpu::Finding& f) {
   return gpu::IsHardwareFault(f) && f.problem.rfind(kFromRecord, 0) != 0;
+}
+
+// The line of a hang's detail that names the host it is traced to
+// (progress_watch.h), else its first line.
+std::string TracedLine(std::string_view detail) {
+  size_t at = 0;
+  if (detail.rfind(kTracedTo, 0) != 0) {
+    const size_t line = detail.find("\n" + std::string(kTracedTo));
+    if (line != std::string_view::npos) at = line + 1;
+  }
+  return std::string(detail.substr(at, detail.find('\n', at) - at));
 }
 
 }  // namespace
@@ -81,6 +93,13 @@ void HostRecords::Apply(const std::vector<HostState*>& hosts, std::vector<HostSt
       hs->gpus.findings.push_back({index, GpuOutReason(entry), "", gpu::Severity::kFatal});
     }
   }
+}
+
+Status HostRecords::Admit(HostState& host) {
+  std::vector<HostState*> out;
+  Apply({&host}, &out);
+  if (out.empty()) return Status::Ok();
+  return Status::Error(out_why_[host.name]);
 }
 
 Status HostRecords::OutError(const std::vector<HostState*>& out, size_t total) const {
@@ -135,9 +154,13 @@ void HostRecords::HostEnded(const HostPhase& p, TimePoint, bool ok, std::string_
 
 void HostRecords::JobEvent(std::string_view kind, const std::optional<std::string>& host, std::string_view detail,
                            TimePoint) {
-  if (!host) return;
+  if (!host || host->empty()) return;
   if (kind == event::kHostLost) {
     Note(*host, HostFaultKind::kHostLost, std::string(detail));
+  } else if (kind == event::kHang) {
+    // A hang that names a host is traced to it (progress_watch.h): the
+    // entry keeps the line that says why.
+    Note(*host, HostFaultKind::kHang, TracedLine(detail));
   } else if (kind == event::kGpuUnhealthy) {
     // While the job ran (gpu_watch.h): its GPUs found unhealthy, or the
     // whole host; the start's findings are read at the end.

@@ -7,13 +7,16 @@
 //    naming the record: unavailable, not busy, so a waiting job does not
 //    wait for it); a GPU the record takes out becomes a fatal finding of
 //    that GPU, which the GPU gate then keeps out of the job's choice.
+//    Admit: the same for a spare that would take a host's place at a
+//    restart (spares.cc): one its record puts out is passed over.
 //  - While the job runs, as an observer of its phases and events, it notes
 //    each failure of the host itself it sees (RecordedFailureOf: an engine
 //    that did not answer, a preflight that did not finish; not a host that
 //    does not fit the job), a host lost, a fatal finding of the GPU
 //    hardware at the start or while it ran (gpu::IsHardwareFault; by GPU
 //    where there is one, with the GPU's UUID; not a missing nvidia-smi nor
-//    too few GPUs).
+//    too few GPUs), a hang traced to the host (a `hang` event that names
+//    it: progress_watch.h's TraceHang; a hang of the whole job names none).
 //  - WriteRecords, at the job's end while its sessions are still open:
 //    one command per host with something noted (detached on the host: the
 //    engine that just failed may come back later). Each (host, kind, GPU)
@@ -45,6 +48,10 @@ class HostRecords : private JobPart, public JobObserver {
   // See above. Hosts out by their record are added to `out`, each with a
   // fatal finding that names the record and a kHostAvoided event.
   void Apply(const std::vector<HostState*>& hosts, std::vector<HostState*>* out);
+  // Apply for one host that would take another's place (a spare at a
+  // restart): an error naming its record when the record puts it out (then
+  // said and evented as Apply does).
+  Status Admit(HostState& host);
   // Why the job stops with `out` (of `total` hosts) out by their records.
   Status OutError(const std::vector<HostState*>& out, size_t total) const;
   // Writes what was noted (see above); waits only for the commands to be

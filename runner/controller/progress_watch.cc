@@ -120,15 +120,43 @@ void ProgressWatch::NoteStep(RankClock& r, std::string_view text, Clock::time_po
   while (r.steps.size() > static_cast<size_t>(s.steps)) r.steps.pop_front();
 }
 
-void ProgressWatch::Check(bool heartbeats) {
-  const std::string why = HangReason(Now(), heartbeats);
-  if (why.empty()) return;
-  declared_ = true;
-  const std::string detail = "the job made no progress: " + why + " (progress:)\n" + RankLines();
-  faults_.NoteFault(Fault{RestartCause::kHang, "", detail});
+std::optional<HangTrace> TraceHang(const std::vector<RankSign>& ranks, Clock::duration bound) {
+  // Per host: when its last rank went quiet, and when its first one did.
+  std::map<std::string, std::pair<Clock::time_point, Clock::time_point>> hosts;
+  for (const RankSign& r : ranks) {
+    auto it = hosts.try_emplace(r.host, r.last, r.last).first;
+    it->second.first = std::max(it->second.first, r.last);
+    it->second.second = std::min(it->second.second, r.last);
+  }
+  if (hosts.size() < 2) return std::nullopt;
+  for (const auto& [host, quiet] : hosts) {
+    Clock::duration lead = Clock::duration::max();
+    for (const auto& [other, went] : hosts) {
+      if (other != host) lead = std::min(lead, went.second - quiet.first);
+    }
+    if (lead >= bound) return HangTrace{host, lead};
+  }
+  return std::nullopt;
 }
 
-std::string ProgressWatch::HangReason(Clock::time_point now, bool heartbeats) const {
+void ProgressWatch::Check(bool heartbeats) {
+  const Hang hang = HangOf(Now(), heartbeats);
+  if (hang.why.empty()) return;
+  declared_ = true;
+  std::string detail = "the job made no progress: " + hang.why + " (progress:)\n";
+  // Any line is no sign of progress: a rank that prints only as it starts
+  // (ranks other than 0 often do) would look like a host that went quiet.
+  const std::optional<HangTrace> trace =
+      hang.sign == Sign::kLine ? std::nullopt : TraceHang(Signs(hang.sign), hang.bound);
+  if (trace) {
+    auto span = [](Clock::duration d) { return FormatDuration(std::chrono::duration_cast<milliseconds>(d)); };
+    detail += std::string(kTracedTo) + trace->host + ": its ranks went quiet " + span(trace->lead) +
+              " before any rank of another host did (the bound: " + span(hang.bound) + ")\n";
+  }
+  faults_.NoteFault(Fault{RestartCause::kHang, trace ? trace->host : "", detail + RankLines()});
+}
+
+ProgressWatch::Hang ProgressWatch::HangOf(Clock::time_point now, bool heartbeats) const {
   const ProgressSpec& p = *ctx_.spec.progress;
   Clock::time_point last_output = started_;
   Clock::time_point last_progress = started_;
@@ -139,16 +167,32 @@ std::string ProgressWatch::HangReason(Clock::time_point now, bool heartbeats) co
     if (r.beat) last_beat = std::max(last_beat, r.heartbeat);
   }
   auto for_ = [now](Clock::time_point t) { return FormatDuration(std::chrono::duration_cast<milliseconds>(now - t)); };
-  if (p.silence && now - last_output >= *p.silence) return "no rank printed anything for " + for_(last_output);
+  if (p.silence && now - last_output >= *p.silence) {
+    return {"no rank printed anything for " + for_(last_output), Sign::kLine, *p.silence};
+  }
   if (pattern_ && p.within && now - last_progress >= *p.within) {
-    return "no rank printed a line matching /" + *p.pattern + "/ for " + for_(last_progress);
+    return {"no rank printed a line matching /" + *p.pattern + "/ for " + for_(last_progress), Sign::kProgress,
+            *p.within};
   }
   // Judged when a round of asking ends (AskHeartbeats), on its answers: a
   // round's answers are older than the file by the time of the next one.
   if (p.heartbeat && heartbeats && now - last_beat >= p.heartbeat->within) {
-    return "no rank touched " + p.heartbeat->file + " for " + for_(last_beat);
+    return {"no rank touched " + p.heartbeat->file + " for " + for_(last_beat), Sign::kHeartbeat,
+            p.heartbeat->within};
   }
-  return "";
+  return {};
+}
+
+std::vector<RankSign> ProgressWatch::Signs(Sign sign) const {
+  std::vector<RankSign> out;
+  for (size_t rank = 0; rank < ranks_.size() && rank < attempt_.nodes.size(); ++rank) {
+    const RankClock& r = ranks_[rank];
+    const bool gave = sign == Sign::kLine ? r.printed : sign == Sign::kProgress ? r.progressed : r.beat;
+    if (!gave) continue;
+    const Clock::time_point at = sign == Sign::kLine ? r.output : sign == Sign::kProgress ? r.progress : r.heartbeat;
+    out.push_back({attempt_.nodes[rank]->host->name, at});
+  }
+  return out;
 }
 
 void ProgressWatch::AskHeartbeats() {

@@ -13,7 +13,14 @@
 // On a hang it says which ranks still print and which went silent (the
 // ones still printing are the hint to where it hangs), and notes a fault of
 // cause `hang` (Faults): the attempt ends; Faults::Restartable says whether
-// the job restarts (`on_hang: restart` and `restart:` allowing it).
+// the job restarts (`on_hang: restart` and `restart:` allowing it). A hang
+// declared on progress lines (`within`) or heartbeats that TraceHang
+// traces to one host names that host (the fault's and its event's host; a
+// line of the detail that starts with kTracedTo): the host's failure
+// record keeps it (host_records.h). Any other hang names no host: a
+// `silence` hang never does (any line is no sign of progress: a rank that
+// prints only as it starts, as ranks other than 0 often do, would look
+// like a host that went quiet).
 //
 // Stragglers (`stragglers:`) are only reported: a rank whose last `steps`
 // step times were each more than `factor` times the median rank's (its own
@@ -29,6 +36,7 @@
 #include <deque>
 #include <optional>
 #include <regex>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +56,33 @@ std::vector<FileAge> ParseFileTimes(std::string_view answer);
 
 // The lower median of `values` (not empty).
 double LowerMedian(std::vector<double> values);
+
+// One rank's last sign of the kind a hang was declared on (a line matching
+// the pattern for `within`, a heartbeat), with its host. A rank that gave
+// none in the attempt has none (it tells nothing of its host: the job may
+// show progress on some ranks only).
+struct RankSign {
+  std::string host;
+  Clock::time_point last{};
+};
+// A hang traced to one host: its ranks went quiet `lead` before any rank of
+// another host did.
+struct HangTrace {
+  std::string host;
+  Clock::duration lead{};
+};
+// The host a hang is traced to, if any: the ranks are on two hosts or more,
+// and every rank of that host went quiet (the last of them) at least
+// `bound` (the hang's own bound: progress.within or .heartbeat.within)
+// before the first rank of any other host did: the other
+// hosts' ranks went on for a whole bound while every rank of that host gave
+// no sign, before they stopped too (waiting for it). Ranks that stall
+// together (a hang of the whole job, or one rank that blocks a collective
+// all ranks wait in within a step) went quiet within one bound of each
+// other: no host. At most one host can be traced.
+std::optional<HangTrace> TraceHang(const std::vector<RankSign>& ranks, Clock::duration bound);
+// The start of the detail's line that names the host a hang is traced to.
+inline constexpr std::string_view kTracedTo = "traced to ";
 
 class ProgressWatch : private JobPart {
  public:
@@ -74,8 +109,16 @@ class ProgressWatch : private JobPart {
   // Declares a hang when the bounds are past (once per attempt); the
   // heartbeat's only with `heartbeats` (a round of answers just ended).
   void Check(bool heartbeats);
-  // Why the attempt hangs, or "".
-  std::string HangReason(Clock::time_point now, bool heartbeats) const;
+  // Which sign a hang was declared on.
+  enum class Sign { kLine, kProgress, kHeartbeat };
+  struct Hang {
+    std::string why;  // "" when the attempt does not hang
+    Sign sign = Sign::kLine;
+    Clock::duration bound{};
+  };
+  Hang HangOf(Clock::time_point now, bool heartbeats) const;
+  // The last sign of `sign` of each rank that gave one, with its host.
+  std::vector<RankSign> Signs(Sign sign) const;
   // Asks every host of the attempt for its ranks' heartbeat files.
   void AskHeartbeats();
   void NoteStep(RankClock& r, std::string_view text, Clock::time_point now);

@@ -10,7 +10,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "runner/controller/host_records.h"
 #include "runner/controller/job_state.h"
 #include "tests/support/part_world.h"
 
@@ -80,6 +82,137 @@ TEST(ProgressWatch, NoProgressLineForWithinIsAHangAndTheRanksStillPrintingAreNam
             std::string::npos)
       << d;
   EXPECT_NE(d.find("ranks silent:\n  rank 0 (h1): last line 31s ago, last progress 31s ago"), std::string::npos) << d;
+}
+
+TEST(TraceHang, OneHostsRanksQuietABoundBeforeEveryRankOfTheOtherHostsAreTracedToIt) {
+  const internal::Clock::time_point t0{};
+  // h2's ranks went quiet at 10 s and 12 s; h1's and h3's went on to 58 s
+  // and more.
+  const std::vector<internal::RankSign> ranks = {{"h1", t0 + seconds(60)}, {"h1", t0 + seconds(62)},
+                                                 {"h2", t0 + seconds(10)}, {"h2", t0 + seconds(12)},
+                                                 {"h3", t0 + seconds(58)}};
+  const std::optional<internal::HangTrace> trace = internal::TraceHang(ranks, seconds(30));
+  ASSERT_TRUE(trace.has_value());
+  EXPECT_EQ(trace->host, "h2");
+  EXPECT_EQ(trace->lead, seconds(46)) << "from h2's last rank (12 s) to the first of another host (h3, 58 s)";
+  // Exactly the bound still counts; a millisecond less does not.
+  EXPECT_TRUE(internal::TraceHang(ranks, seconds(46)).has_value());
+  EXPECT_FALSE(internal::TraceHang(ranks, seconds(46) + milliseconds(1)).has_value());
+}
+
+TEST(TraceHang, RanksThatStallTogetherTwoQuietHostsOrOneHostAloneAreTracedToNoHost) {
+  const internal::Clock::time_point t0{};
+  // The whole job stalls: every rank's last sign within one bound.
+  EXPECT_FALSE(internal::TraceHang({{"h1", t0 + seconds(40)}, {"h2", t0 + seconds(31)}, {"h3", t0 + seconds(45)}},
+                                   seconds(30))
+                   .has_value());
+  // Two hosts went quiet early: not one host's doing.
+  EXPECT_FALSE(internal::TraceHang({{"h1", t0 + seconds(90)}, {"h2", t0 + seconds(10)}, {"h3", t0 + seconds(12)}},
+                                   seconds(30))
+                   .has_value());
+  // One rank of a host went on while its other rank stopped early: the
+  // host's last rank counts, which went on with the others.
+  EXPECT_FALSE(internal::TraceHang({{"h1", t0 + seconds(90)}, {"h2", t0 + seconds(10)}, {"h2", t0 + seconds(88)}},
+                                   seconds(30))
+                   .has_value());
+  // Every rank on one host.
+  EXPECT_FALSE(internal::TraceHang({{"h1", t0 + seconds(90)}, {"h1", t0 + seconds(10)}}, seconds(30)).has_value());
+  EXPECT_FALSE(internal::TraceHang({}, seconds(30)).has_value());
+}
+
+// ProgressWatch with HostRecords listening (as the controller has it): the
+// hang's event names the host it is traced to, and its record gets the entry.
+struct TracedWorld : WatchWorld {
+  explicit TracedWorld(const std::string& extra) : WatchWorld(extra, "[h1, h2, h3]"), records(&world.ctx(), &world.hosts()) {
+    world.ctx().observer.Add(&records);
+  }
+  // The command lines that write `host`'s failure record.
+  std::vector<std::string> Writes(const std::string& host) {
+    std::vector<std::string> out;
+    for (const std::string& l : world.host(host).lines()) {
+      if (l.find("barge-fault-") != std::string::npos) out.push_back(l);
+    }
+    return out;
+  }
+  internal::HostRecords records;
+};
+
+TEST(ProgressWatch, AHangWhoseRanksOnOneHostWentQuietABoundBeforeTheOthersIsRecordedOnThatHostOnly) {
+  TracedWorld w("progress: {pattern: 'step', within: 20s, every: 5s}\n");
+  w.watch.Start();
+  // Rank 1 (h2) steps until 10 s; ranks 0 (h1) and 2 (h3) every 2 s until
+  // 50 s (then they wait for it).
+  for (int s = 2; s <= 10; s += 2) w.LineAt(seconds(s), 1, "step");
+  for (int s = 2; s <= 50; s += 2) {
+    w.LineAt(seconds(s), 0, "step");
+    w.LineAt(seconds(s), 2, "step");
+  }
+  w.RunToFault();
+  ASSERT_TRUE(w.world.attempt().fault.has_value());
+  const internal::Fault& f = *w.world.attempt().fault;
+  EXPECT_EQ(f.cause, RestartCause::kHang);
+  EXPECT_EQ(f.host, "h2");
+  EXPECT_NE(f.detail.find("(progress:)\ntraced to h2: its ranks went quiet 40s before any rank of another host did "
+                          "(the bound: 20s)\nranks silent:"),
+            std::string::npos)
+      << f.detail;
+  ASSERT_EQ(w.world.recorder().events.size(), 1u);
+  EXPECT_EQ(w.world.recorder().events[0].rfind("hang h2: ", 0), 0u) << w.world.recorder().events[0];
+  w.records.WriteRecords();
+  const std::vector<std::string> writes = w.Writes("h2");
+  ASSERT_EQ(writes.size(), 1u) << w.world.recorder().AllMessages();
+  EXPECT_NE(writes[0].find("barge.fault=hang"), std::string::npos) << writes[0];
+  EXPECT_NE(writes[0].find("traced to h2: its ranks went quiet 40s"), std::string::npos) << writes[0];
+  EXPECT_TRUE(w.Writes("h1").empty()) << w.Writes("h1").front();
+  EXPECT_TRUE(w.Writes("h3").empty()) << w.Writes("h3").front();
+}
+
+TEST(ProgressWatch, AHangOfTheWholeJobNamesNoHostAndIsRecordedNowhere) {
+  TracedWorld w("progress: {pattern: 'step', within: 20s, every: 5s}\n");
+  w.watch.Start();
+  // Every rank steps until about 30 s (within a second of each other),
+  // then none does; rank 1 keeps printing other lines.
+  for (int s = 2; s <= 30; s += 2) {
+    for (int rank = 0; rank < 3; ++rank) w.LineAt(seconds(s) + milliseconds(300 * rank), rank, "step");
+  }
+  for (int s = 31; s <= 90; ++s) w.LineAt(seconds(s), 1, "waiting for the others");
+  w.RunToFault();
+  ASSERT_TRUE(w.world.attempt().fault.has_value());
+  const internal::Fault& f = *w.world.attempt().fault;
+  EXPECT_EQ(f.cause, RestartCause::kHang);
+  EXPECT_EQ(f.host, "");
+  EXPECT_EQ(f.detail.find("traced to"), std::string::npos) << f.detail;
+  w.records.WriteRecords();
+  for (const char* h : {"h1", "h2", "h3"}) EXPECT_TRUE(w.Writes(h).empty()) << h << ": " << w.Writes(h).front();
+  EXPECT_FALSE(w.world.recorder().Said("recorded on the host")) << w.world.recorder().AllMessages();
+}
+
+TEST(ProgressWatch, ASilenceHangOrOneWhereOnlySomeRanksShowProgressNamesNoHost) {
+  // Ranks 1 and 2 print only as they start; rank 0 steps until 50 s.
+  for (const char* progress : {"{silence: 20s, every: 5s}", "{pattern: 'step', within: 20s, every: 5s}"}) {
+    TracedWorld w(std::string("progress: ") + progress + "\n");
+    w.watch.Start();
+    w.LineAt(seconds(1), 1, "loading shards");
+    w.LineAt(seconds(1), 2, "loading shards");
+    for (int s = 2; s <= 50; s += 2) w.LineAt(seconds(s), 0, "step");
+    w.RunToFault();
+    ASSERT_TRUE(w.world.attempt().fault.has_value()) << progress;
+    EXPECT_EQ(w.world.attempt().fault->host, "") << progress;
+    EXPECT_EQ(w.world.attempt().fault->detail.find("traced to"), std::string::npos) << w.world.attempt().fault->detail;
+    w.records.WriteRecords();
+    for (const char* h : {"h1", "h2", "h3"}) EXPECT_TRUE(w.Writes(h).empty()) << progress << " " << h;
+  }
+  // The silence hang of the traced test's ranks: no host either.
+  TracedWorld w("progress: {silence: 20s, every: 5s}\n");
+  w.watch.Start();
+  for (int s = 2; s <= 10; s += 2) w.LineAt(seconds(s), 1, "step");
+  for (int s = 2; s <= 50; s += 2) {
+    w.LineAt(seconds(s), 0, "step");
+    w.LineAt(seconds(s), 2, "step");
+  }
+  w.RunToFault();
+  ASSERT_TRUE(w.world.attempt().fault.has_value());
+  EXPECT_EQ(w.world.attempt().fault->host, "");
 }
 
 TEST(ProgressWatch, StepsThatKeepComingAreNoHang) {
@@ -188,6 +321,22 @@ TEST(ProgressWatch, OneRanksFreshHeartbeatIsNoHangAndNoFileAtAllIsOneFromTheStar
   EXPECT_NE(none.world.attempt().fault->detail.find("rank 0 (h1): no line since the attempt began 30s ago, no heartbeat file seen"),
             std::string::npos)
       << none.world.attempt().fault->detail;
+}
+
+TEST(ProgressWatch, AHeartbeatHangWhoseOneHostStoppedABoundBeforeTheOthersIsTracedToIt) {
+  WatchWorld w("progress: {heartbeat: {file: /beat, within: 30s}, every: 10s}\n", "[h1, h2, h3]");
+  AllRunning(w.world);
+  // Rank 1 (h2) touches its file every 5 s until 20 s; ranks 0 and 2 until 60 s.
+  AnswerHeartbeats(w.world, 0, 200, [](size_t r, int now) { return std::min(now, r == 1 ? 20 : 60) / 5 * 5; });
+  w.watch.Start();
+  w.RunToFault();
+  ASSERT_TRUE(w.world.attempt().fault.has_value());
+  const internal::Fault& f = *w.world.attempt().fault;
+  EXPECT_EQ(f.host, "h2") << f.detail;
+  EXPECT_NE(f.detail.find("traced to h2: its ranks went quiet 40s before any rank of another host did (the bound: "
+                          "30s)"),
+            std::string::npos)
+      << f.detail;
 }
 
 TEST(ProgressWatch, ARankWhoseStepsTakeTwiceTheMediansIsAStragglerUntilItKeepsUpAgain) {

@@ -1,7 +1,9 @@
-// spares: a spare host takes the place of a host the GPU health gate puts
-// out at the start (connected, logged in, preflighted, gated), and at a
-// restart (or the same host checked again) of every host a fault marked
-// `replace`: connected, logged in, preflighted, its holds secured, its
+// spares: a spare host takes the place of a host the GPU health gate or
+// its failure record puts out at the start (connected, logged in,
+// preflighted, judged by its own record, gated), and at a restart (or the
+// same host checked again) of every host a fault marked `replace`:
+// connected, logged in, preflighted, judged by its own record (one it puts
+// out is passed over, with a host_avoided event), its holds secured, its
 // files uploaded.
 #include <algorithm>
 #include <optional>
@@ -105,9 +107,15 @@ Status Controller::ReplaceHosts() {
     const cluster::Host old_inventory = planner_.facts().hosts[h];
     HostState* old_state = host_ptr.get();
     LeaveHost(old_state, /*disarm=*/true, /*release=*/false);
-    // A spare in its place: connected, preflighted, its holds secured (a
-    // spare another job holds is not used), given the workdir.
+    // A spare in its place: connected, preflighted, not out by its failure
+    // record (read by preflight's holds listing, as at the start), its
+    // holds secured (a spare another job holds is not used), given the
+    // workdir.
     const bool placed = PlaceSpare(h, "", [&](HostState& spare) {
+      if (Status s = records_.Admit(spare); !s.ok()) {
+        LeaveHost(&spare, /*disarm=*/true, /*release=*/true);
+        return s;
+      }
       Status s = holds_.SecureHoldsOn(spare);
       if (s.ok()) s = uploads_.Upload({&spare});
       if (s.ok()) {

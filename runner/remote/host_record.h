@@ -60,7 +60,7 @@ enum class HostFaultKind {
   kEngine,    // its engine did not answer or failed (preflight, or mid-run)
   kHealth,    // a fatal GPU health finding (at the start or while it ran)
   kHostLost,  // the host was lost while the job ran
-  kHang,      // a hang traced to the host (its ranks went silent)
+  kHang,      // a hang traced to the host (controller/progress_watch.h: TraceHang)
 };
 inline constexpr auto kHostFaultKindNames = std::to_array<EnumName<HostFaultKind>>({
     {HostFaultKind::kConnect, "connect"},

@@ -23,6 +23,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "runner/remote/docker_commands.h"
+#include "runner/remote/host_record.h"
 #include "tests/support/bed_job.h"
 
 namespace fs = std::filesystem;
@@ -187,6 +189,63 @@ TEST_F(FaultTest, AWorkerHostsCutLinkIsHostLostWithinDeadAfterPlusOneSecondAndTh
   EXPECT_EQ(JobContainers(bed.hosts[1]), "") << "the cut host's watchdog did not clean up";
   FaultRow("worker host's link cut (veth down)", lost_at - cut, "dead_after 3 s",
            "host_lost; restarted on the spare host, succeeded");
+}
+
+// Issue #44: the spare that would take a lost host's place at the restart
+// has a failure record that puts it out (one `engine` entry, written on its
+// engine by barge's own writer, RecordFaultsNowCommand; the job allows no
+// host-level failure in the last hour): it is passed over with a
+// host_avoided event naming the record, and with no spare left the lost
+// host, back during the backoff, is checked again and used.
+TEST_F(FaultTest, AtARestartASpareItsFailureRecordPutsOutIsPassedOverAndNoNodeRunsThere) {
+  const auto& bed = GetBed();
+  const BedHost& spare = bed.hosts[2];
+  barge::runner::FaultEntry seeded;
+  seeded.kind = "engine";
+  seeded.job_id = "seed1234";
+  seeded.job_name = "seeded";
+  seeded.user = "bedtest";
+  seeded.machine = "bed";
+  seeded.detail = "preflight: the Docker engine did not answer (written by the test)";
+  int code = -1;
+  const std::string wrote = barge::testing::OnHost(
+      spare, barge::runner::RecordFaultsNowCommand(barge::runner::DockerCommands({"docker"}), {seeded}, 1,
+                                                   std::chrono::seconds(20)),
+      &code);
+  ASSERT_EQ(code, 0) << wrote;
+  const std::string yaml =
+      "name: avoid\nimage: " + bed.image + "\n" + BedHostsYaml(0, 2, "  dead_after: 3s\n") + kCommon +
+      "spare_hosts: [" + spare.address + "]\nhealth: {host_failures: 0, host_window: 1h}\n"
+      "restart: {max_restarts: 1, on: [host_lost], backoff: 4s}\n"
+      "roles:\n"
+      "  head:\n"
+      "    command: [\"sh\", \"-c\", \"if [ $BARGE_RESTART_COUNT = 0 ]; then sleep 300; else sleep 3; fi\"]\n"
+      "  worker:\n"
+      "    command: [\"sh\", \"-c\", \"echo worker up attempt $BARGE_RESTART_COUNT; sleep 300\"]\n";
+  pid_t pid = StartJob(yaml, "[1 worker " + bed.hosts[1].address + "] worker up attempt 0");
+  ASSERT_GT(pid, 0);
+  InHost(bed.hosts[1], "ip link set eth0 down");
+  ASSERT_TRUE(job_->WaitFor("err.txt", "restarting the job", std::chrono::seconds(30)))
+      << barge::testing::ReadWholeFile(job_->path() / "err.txt");
+  InHost(bed.hosts[1], "ip link set eth0 up");
+  CliOutcome o = job_->Wait(pid);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find("spare host " + spare.address + " cannot be used: its failure record (on the host) has 1 "
+                       "host-caused failure(s) in the last 1h00m, more than the 0 allowed (health.host_failures): engine "),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find(" seeded (bedtest@bed)"), std::string::npos) << "the entry's job is not named:\n" << o.err;
+  EXPECT_NE(o.err.find("no spare host left; checking " + bed.hosts[1].address + " again"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("[1 worker " + spare.address + "]"), std::string::npos) << "a node ran on the spare:\n" << o.out;
+  EXPECT_NE(o.out.find("[1 worker " + bed.hosts[1].address + "] worker up attempt 1"), std::string::npos) << o.out;
+  const nlohmann::json show = Show("avoid");
+  bool avoided = false;
+  for (const auto& e : show["events"]) {
+    avoided = avoided || (e["kind"] == "host_avoided" && e["host"] == spare.address &&
+                          e["detail"].get<std::string>().find("its failure record") != std::string::npos);
+  }
+  EXPECT_TRUE(avoided) << show.dump(2);
+  EXPECT_EQ(show["job"]["restart_count"], 1);
 }
 
 TEST_F(FaultTest, ALostHostThatComesBackIsCheckedAgainAndReusedWhenNoSpareIsLeft) {

@@ -1,6 +1,10 @@
 // A running job that goes wrong, on the test bed (issue #42): a real
 // PyTorch gloo job with one rank frozen mid all-reduce (a hang, found by
 // the heartbeat files, restarted from the job's checkpoint), about 45 s;
+// a rank frozen while the others go on, a hang traced to its host and
+// written to that host's failure record only (issue #44), about 30 s, and
+// ranks that all go silent together, a hang no host's record keeps, about
+// 15 s;
 // and a rank whose container's CPU is cut (a straggler, named with its
 // host), about 15 s.
 #include <gtest/gtest.h>
@@ -184,6 +188,78 @@ TEST_F(HealthTest, AFrozenGlooRankIsAHangWithinTheBoundPlusOnePeriodAndTheRestar
               took);
   std::printf("%s\n", o.err.c_str());
   for (size_t i = 0; i < 3; ++i) barge::testing::InHost(bed.hosts[i], "rm -rf /tmp/barge-health-ckpt");
+}
+
+// The failure record's hang entries on `h`'s engine ("hang JOBNAME DETAIL"
+// lines), asked from this machine.
+std::string HangEntriesOn(const barge::testing::BedHost& h) {
+  return RunShell("DOCKER_HOST=" + h.docker_host +
+                  " timeout 20 docker ps -a --filter label=barge.fault=hang --format "
+                  "'{{.Label \"barge.fault\"}} {{.Label \"barge.hold.name\"}} {{.Label \"barge.fault.detail\"}}'");
+}
+
+// Three ranks print a step every half second for 20 s, then wait silently
+// (as ranks that reached a collective the frozen one never joins would);
+// rank 1's process is frozen (SIGSTOP) after its third step. With
+// progress.within 6s (pattern '^step') the hang is declared once no rank
+// has stepped for 6 s: rank 1's host went quiet about 17 s before the
+// others, more than the bound,
+// so the hang is traced to it (issue #44): the error and the hang event
+// name it, and its engine gets a `hang` entry in its failure record; the
+// other two hosts' engines get none.
+TEST_F(HealthTest, ARankFrozenWhileTheOthersGoOnIsAHangTracedToItsHostWhoseFailureRecordAloneKeepsIt) {
+  const auto& bed = GetBed();
+  const std::string frozen_host = bed.hosts[1].address;
+  job_->Write("name: hostquiet\nimage: " + bed.image + "\n" + BedHostsYaml(0, 3) +
+              "stop_grace: 1s\nprogress: {pattern: '^step', within: 6s, every: 1s}\n"
+              "command: [sh, -c, 'i=0; while [ $i -lt 40 ]; do echo step $i; i=$((i+1)); sleep 0.5; done; "
+              "exec sleep 3600']\n");
+  const pid_t barge = job_->Start("run job.yaml");
+  ASSERT_TRUE(job_->WaitFor("out.txt", "[1 worker " + frozen_host + "] step 2\n", std::chrono::seconds(60)))
+      << barge::testing::ReadWholeFile(job_->path() / "err.txt");
+  const int frozen = MainPid(1, 1);
+  ASSERT_GT(frozen, 1);
+  ASSERT_EQ(kill(frozen, SIGSTOP), 0);
+  CliOutcome o = job_->Wait(barge, std::chrono::seconds(90));
+  kill(frozen, SIGCONT);
+  EXPECT_EQ(o.code, 123) << o.err;
+  EXPECT_NE(o.out.find("step 39"), std::string::npos) << "the other ranks did not go on:\n" << o.out;
+  EXPECT_TRUE(std::regex_search(o.err, std::regex("no rank printed a line matching /\\^step/ for [0-9]+s \\(progress:\\)")))
+      << o.err;
+  EXPECT_NE(o.err.find("traced to " + frozen_host + ": its ranks went quiet "), std::string::npos) << o.err;
+  const nlohmann::json hang = FirstEvent(Show("hostquiet"), "hang");
+  ASSERT_FALSE(hang.is_null());
+  EXPECT_EQ(hang["host"], frozen_host) << hang.dump();
+  // Written in the background on the host: polled.
+  std::string entries;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((entries = HangEntriesOn(bed.hosts[1])).empty() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_EQ(entries.rfind("hang hostquiet traced to " + frozen_host + ": its ranks went quiet ", 0), 0u) << entries;
+  EXPECT_EQ(HangEntriesOn(bed.hosts[0]), "");
+  EXPECT_EQ(HangEntriesOn(bed.hosts[2]), "");
+  std::printf("%s\nrecord on %s: %s\n", o.err.c_str(), frozen_host.c_str(), entries.c_str());
+}
+
+// The same ranks all going silent together after their steps (a hang of
+// the whole job): the hang names no host, and no host's record gets an
+// entry.
+TEST_F(HealthTest, RanksThatAllGoSilentTogetherAreAHangOfTheWholeJobThatNoHostsRecordKeeps) {
+  const auto& bed = GetBed();
+  job_->Write("name: allquiet\nimage: " + bed.image + "\n" + BedHostsYaml(0, 3) +
+              "stop_grace: 1s\nprogress: {pattern: '^step', within: 4s, every: 1s}\n"
+              "command: [sh, -c, 'i=0; while [ $i -lt 10 ]; do echo step $i; i=$((i+1)); sleep 0.5; done; "
+              "exec sleep 3600']\n");
+  CliOutcome o = job_->Barge("run job.yaml");
+  EXPECT_EQ(o.code, 123) << o.err;
+  EXPECT_NE(o.err.find("the job made no progress: no rank printed a line matching /^step/ for"), std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.err.find("traced to"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("recorded on the host"), std::string::npos) << o.err;
+  // A write would be in the background: give it the time the traced test's took.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(HangEntriesOn(bed.hosts[i]), "") << bed.hosts[i].address;
 }
 
 // Three ranks step through a fixed amount of work, each timing its own
