@@ -42,7 +42,7 @@ struct HeldPort {
 
 TEST(Forwarding, ARankThePlanLacksIsRefusedNamingTheEntryAndTheRanks) {
   ForwardingWorld w;  // two nodes: ranks 0..1
-  const std::vector<ForwardSpec> forwards = {{0, 6006, 0}, {0, 8265, 5}};
+  const std::vector<ForwardSpec> forwards = {{0, 6006, 0, ""}, {0, 8265, 5, ""}};
   Status s = w.forwarding.Bind(forwards, "forward");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(), "forward[1].node: the job has no node 5 (ranks 0..1)");
@@ -53,7 +53,7 @@ TEST(Forwarding, ABusyLocalPortFailsTheBindNamingThePortAndNothingIsServed) {
   ASSERT_TRUE(w.world.Connect());
   HeldPort busy;
   ASSERT_GT(busy.port, 0);
-  Status s = w.forwarding.Bind({{busy.port, 6006, 0}}, "forward");
+  Status s = w.forwarding.Bind({{busy.port, 6006, 0, ""}}, "forward");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find(std::to_string(busy.port)), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("forward[0]"), std::string::npos) << s.message();
@@ -67,7 +67,7 @@ TEST(Forwarding, ABusyLocalPortFailsTheBindNamingThePortAndNothingIsServed) {
 TEST(Forwarding, AForwardToANodeOnItsOwnNetworkAsksItsHostForTheContainersAddress) {
   ForwardingWorld w;
   ASSERT_TRUE(w.world.Connect());
-  Status s = w.forwarding.Bind({{0, 6006, 1}}, "forward");  // port 0: any free one
+  Status s = w.forwarding.Bind({{0, 6006, 1, ""}}, "forward");  // port 0: any free one
   ASSERT_TRUE(s.ok()) << s.message();
   CommandGroup group(&w.world.loop());
   std::vector<std::string> fatal;

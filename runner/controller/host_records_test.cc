@@ -29,7 +29,7 @@ struct RecordsWorld {
     }
     return out;
   }
-  HostPhase Preflight() { return {Phase::kPreflight, 0, "h1", std::nullopt}; }
+  HostPhase Preflight() { return {Phase::kPreflight, 0, "h1", std::nullopt, std::nullopt}; }
 };
 
 TEST(HostRecords, AMissingNvidiaSmiOrTooFewGpusAtTheStartIsNotRecorded) {
@@ -81,7 +81,7 @@ TEST(HostRecords, AConnectFailureOfAHostNeverReachedIsNotNoted) {
   RecordsWorld w;
   w.world.host("h1").RefuseConnect("connection refused");
   EXPECT_FALSE(w.world.Connect());
-  w.records.HostEnded({Phase::kConnect, 0, "h1", std::nullopt}, TimePoint{}, false,
+  w.records.HostEnded({Phase::kConnect, 0, "h1", std::nullopt, std::nullopt}, TimePoint{}, false,
                       "cannot connect to h1: connection refused");
   w.records.WriteRecords();
   EXPECT_FALSE(w.world.recorder().Said("failure record")) << w.world.recorder().AllMessages();
