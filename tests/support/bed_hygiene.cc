@@ -40,13 +40,14 @@ std::string ClearFaultRecords() {
 namespace {
 
 class BedHygiene : public ::testing::EmptyTestEventListener {
+  // At the program's start: entries an earlier program left (one killed
+  // mid-test; bed programs run one at a time). After each test: its own.
+  // Only said, never a failure of the test: a machine without an engine of
+  // its own still runs the bed's tests.
   void OnTestProgramStart(const ::testing::UnitTest&) override {
     setenv("XDG_CONFIG_HOME", SuiteConfigHome().c_str(), 1);
+    Say(ClearFaultRecords());
   }
-  // Before: entries an earlier program left (one killed mid-test). After:
-  // this test's own. Only said, never a failure of the test: a machine
-  // without an engine of its own still runs the bed's tests.
-  void OnTestStart(const ::testing::TestInfo&) override { Say(ClearFaultRecords()); }
   void OnTestEnd(const ::testing::TestInfo&) override { Say(ClearFaultRecords()); }
   static void Say(const std::string& problems) {
     if (!problems.empty()) std::fprintf(stderr, "bed hygiene: %s", problems.c_str());

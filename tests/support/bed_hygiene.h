@@ -4,7 +4,7 @@
 //    whose barge/config.yaml is the suite's user defaults (a host's failure
 //    record counts only its last second); every barge a test runs
 //    inherits it;
-//  - before and after each test, the failure record's entries
+//  - before the first test and after each test, the failure record's entries
 //    (runner/remote/host_record.h) on every bed host's engine and on this
 //    machine's own engine are removed (ClearFaultRecords).
 // Registered by bed_hygiene.cc itself (a gtest event listener), in every
