@@ -125,9 +125,10 @@ job() {  # $1 = hosts, $2 = file: the head (an emu-barrier) ends once all N node
     echo "hosts:"
     head -n "$n" "$EMU_ADDRS" | while read -r a; do echo "  - $a"; done
     # The emulated hosts share this machine's cores (with whatever else runs on it):
-    # a host answering late is load, not a lost host.
+    # a host answering late is load, not a lost host, and an engine call
+    # that waits its turn for a core is load, not a frozen engine.
     echo "ssh: {user: root, port: $EMU_PORT, identity_file: $EMU_KEY, known_hosts: $EMU_KNOWN_HOSTS,"
-    echo "      connect_timeout: 60s, dead_after: 60s}"
+    echo "      connect_timeout: 60s, dead_after: 60s, engine_timeout: 60s}"
     echo "stop_grace: 2s"
     echo "roles:"
     echo "  head: {command: [emu-barrier, \"$n\"]}"

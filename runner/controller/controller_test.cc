@@ -1149,9 +1149,9 @@ class KeepTest : public ControllerTest {
       if (during) At(after, during);
     });
   }
-  // Lease renewals on `host` so far (RenewLeaseCommand's touch; the arming
+  // Lease renewals on `host` so far (RenewLeaseCommand's stamp; the arming
   // once, before any keep, has one too).
-  int Renewals(const std::string& host) { return CountRe(host, R"(&& touch '?/tmp/barge-abcd1234\.[a-z0-9]+/lease)"); }
+  int Renewals(const std::string& host) { return CountRe(host, R"(&& : > '?/tmp/barge-abcd1234\.[a-z0-9]+/lease)"); }
   const ssh::EventLoop::Clock::time_point loop_start_ = loop_.Now();
   std::optional<ssh::EventLoop::Clock::time_point> kept_at_;
   int renewals_at_keep_ = 0;

@@ -80,8 +80,10 @@ std::string MakeOwnDir(const std::string& dir) {
 }
 
 std::chrono::seconds WatchdogTick(const WatchdogParams& p) {
-  return std::clamp<std::chrono::seconds>(std::min(p.lease, p.grace) / 2, std::chrono::seconds(1),
-                                          std::chrono::seconds(10));
+  using std::chrono::seconds;
+  if (!p.head_container.empty()) return std::clamp<seconds>(std::min(p.lease, p.grace) / 2, seconds(1), seconds(10));
+  const seconds judged = p.deadline_after.count() > 0 ? std::min(p.lease, p.deadline_after) : p.lease;
+  return std::clamp<seconds>(judged / 2, seconds(1), seconds(60));
 }
 
 namespace {
@@ -140,8 +142,11 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
       " [ -n \"$HOOK\" ] && sh -c \"$HOOK\" >/dev/null 2>&1; " +
       RelayCleanupOf("\"$D\"") + ";"
       " rm -rf \"$D\"; exit 0; fi; done";
-  return MakeOwnDir(dir) + " && touch " + ShellQuote(dir + "/lease") + DeadlineLine(p) +
-         " && (nohup setsid sh -c " + ShellQuote(script) + " " +
+  // The lease is stamped by the shell itself (`: >` marks the file
+  // modified, as `touch` does, without a program); setsid alone detaches
+  // the loop (no terminal: nothing sends it a hangup).
+  return MakeOwnDir(dir) + " && : > " + ShellQuote(dir + "/lease") + DeadlineLine(p) +
+         " && (setsid sh -c " + ShellQuote(script) + " " +
          ShellQuote("barge-watchdog-" + p.job_id) +
          " >/dev/null 2>&1 </dev/null & echo $! > " + ShellQuote(dir + "/watchdog.pid") + ")";
 }
@@ -155,7 +160,7 @@ std::string KeepUntilCommand(const std::string& job_dir, std::chrono::seconds ke
 }
 
 std::string RenewLeaseCommand(const std::string& job_dir) {
-  return OwnDirTest(job_dir) + " && touch " + ssh::ShellQuote(job_dir + "/lease");
+  return OwnDirTest(job_dir) + " && : > " + ssh::ShellQuote(job_dir + "/lease");
 }
 
 std::string DisarmWatchdogCommand(const std::string& job_id, const std::string& job_dir) {

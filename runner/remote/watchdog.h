@@ -1,6 +1,6 @@
 // The teardown guarantee that needs no controller: before any container of
 // a job starts, barge arms on every host a watchdog, a plain POSIX shell loop
-// started with nohup/setsid (nothing is installed), that removes the host's
+// started with setsid (nothing is installed), that removes the host's
 // containers of the job, runs the host teardown hook and removes the job's
 // per-host directory when
 //   (a) on the head's host, the head container has exited and the controller
@@ -75,8 +75,15 @@ std::string OwnDirGuard(const std::string& dir);
 // a host (arming the watchdog; the registry login, which comes before).
 std::string MakeOwnDir(const std::string& dir);
 
-// How often the watchdog looks: half the shorter of lease and grace, from
-// 1 to 10 s (a tick runs two small programs; at 10 s that is ~0.2 a second).
+// How often the watchdog looks (a look runs two small programs: `sleep` and
+// `stat`). On the head's host, which also watches the head's exit: half
+// the shorter of lease and grace, from 1 to 10 s. On every other host,
+// which only has the lease, the timeout and the keep to judge: half the
+// shorter of the lease and the time left to the timeout's deadline, from 1
+// to 60 s (60 s with the default lease), so a fleet's
+// watchdogs cost its hosts a sixth of what a 10 s look would; a killed
+// controller's workers then go at most one such look after their lease
+// or deadline.
 std::chrono::seconds WatchdogTick(const WatchdogParams& p);
 
 // A command line that creates the per-host directory (0700), the lease and

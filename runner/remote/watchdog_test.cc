@@ -81,11 +81,33 @@ class WatchdogTest : public ::testing::Test {
   std::string log_, docker_;
 };
 
-TEST(WatchdogTick, IsHalfTheShorterOfLeaseAndGraceFromOneToTenSeconds) {
+TEST(WatchdogTick, OnTheHeadsHostIsHalfTheShorterOfLeaseAndGraceFromOneToTenSeconds) {
   WatchdogParams p;
+  p.head_container = "barge-x-abcd1234-0";
   p.lease = 600s;
   p.grace = 90s;
   EXPECT_EQ(WatchdogTick(p), 10s);
+  p.lease = 4s;
+  p.grace = 5s;
+  EXPECT_EQ(WatchdogTick(p), 2s);
+  p.lease = 1s;
+  EXPECT_EQ(WatchdogTick(p), 1s);
+}
+
+// A host without the head has no exit to watch: its look only judges the
+// lease, the timeout and the keep, and comes six times less often with the
+// default lease (60 s, not 10 s).
+TEST(WatchdogTick, ElsewhereIsHalfTheLeaseFromOneToSixtySeconds) {
+  WatchdogParams p;
+  p.lease = 600s;
+  p.grace = 90s;
+  EXPECT_EQ(WatchdogTick(p), 60s);
+  p.lease = 90s;
+  EXPECT_EQ(WatchdogTick(p), 45s);
+  p.lease = 600s;
+  p.deadline_after = 10s;  // a deadline nearer than the lease: judged within half of it
+  EXPECT_EQ(WatchdogTick(p), 5s);
+  p.deadline_after = 0s;
   p.lease = 4s;
   p.grace = 5s;
   EXPECT_EQ(WatchdogTick(p), 2s);
@@ -122,8 +144,8 @@ TEST(ArmWatchdog, TheLineCarriesTheTimeLeftAsADurationAndNoTimeOfThisMachinesClo
 // watchdog ends the job once the host's clock reaches it.
 TEST_F(WatchdogTest, TheTimeoutsDeadlineIsTheHostsClockAtTheFirstArmingPlusTheTimeLeftAndArmingAgainKeepsIt) {
   WatchdogParams p = Params(600s);
-  p.grace = 2s;  // 1 s ticks
-  p.deadline_after = 4s;
+  p.grace = 2s;
+  p.deadline_after = 4s;  // 2 s ticks (half the time left to the deadline)
   const long long before = static_cast<long long>(time(nullptr));
   ASSERT_EQ(Sh(ArmWatchdogCommand(p)), 0);
   const long long after = static_cast<long long>(time(nullptr));
