@@ -110,6 +110,9 @@ void ConnectQueue::Rewatch(size_t i) {
   const SessionHandshake& h = *a.handshake;
   if (h.fd() != a.watched_fd || h.events() != a.watched_events) {
     if (a.watched_fd >= 0) loop_->UnwatchFd(a.watched_fd, a.watch);
+    a.watched_fd = -1;
+  }
+  if (a.watched_fd < 0 && h.fd() >= 0) {  // (no socket: only the deadline ends it)
     a.watched_fd = h.fd();
     a.watched_events = h.events();
     a.watch = loop_->WatchFd(a.watched_fd, a.watched_events, [this, i](short) { attempts_[i].ready = true; });

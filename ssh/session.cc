@@ -635,7 +635,10 @@ bool SessionHandshake::Authenticate() {
   ssh_session raw = session_->raw();
   const int rc = identity_ != nullptr ? ssh_userauth_publickey(raw, nullptr, identity_)
                                       : ssh_userauth_publickey_auto(raw, nullptr, nullptr);
-  if (rc == SSH_AUTH_AGAIN) return false;
+  if (rc == SSH_AUTH_AGAIN) {
+    if (fd() >= 0) return false;
+    return Fail(Status::Error(label_ + ": connection lost while authenticating: " + ssh_get_error(raw)));
+  }
   Status st = identity_ != nullptr ? IdentityOutcome(raw, rc, *options_.identity_file, label_)
                                    : AutoOutcome(raw, rc, label_);
   if (!st.ok()) return Fail(st);
