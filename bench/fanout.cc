@@ -19,6 +19,7 @@
 
 #include "ssh/event_loop.h"
 #include "ssh/session.h"
+#include "ssh/connect_all.h"
 #include "ssh/ssh_executor.h"
 
 using Clock = std::chrono::steady_clock;
@@ -59,7 +60,7 @@ double BargeFanout(const std::vector<std::string>& hosts, const std::string& use
     opts.push_back(o);
   }
   barge::ssh::EventLoop loop;
-  auto sessions = barge::ssh::ConnectAll(opts, 32);
+  auto sessions = barge::ssh::ConnectAll(opts, 32, &loop);
   std::vector<std::unique_ptr<barge::ssh::SshExecutor>> execs;
   for (auto& s : sessions) {
     if (!s.ok()) {

@@ -21,9 +21,10 @@
 // hop reads DIR/config.
 //
 // Lifetime: the directory lives as long as the JumpTunnel; its destructor
-// removes DIR/config, DIR/stderr and DIR. Session::Connect destroys the
-// tunnel as soon as ssh_connect returns (the hops have read their config by
-// then), so nothing is left on disk once connected. The ssh processes are
+// removes DIR/config, DIR/stderr and DIR. The handshake (SessionHandshake,
+// session.h) destroys the tunnel as soon as ssh_connect has finished or
+// timed out (the hops have read their config by then), so nothing is left
+// on disk once connected. The ssh processes are
 // not the tunnel's: libssh starts them and ends them with its session; they
 // keep their open stderr file after the directory is gone.
 //

@@ -5,18 +5,18 @@
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -174,38 +174,41 @@ Status VerifyHostKey(ssh_session session, const SessionOptions& options, const s
   }
 }
 
-Status Authenticate(ssh_session session, const SessionOptions& options, const std::string& label) {
-  if (options.identity_file) {
-    const std::string& path = *options.identity_file;
-    if (access(path.c_str(), R_OK) != 0) {
-      return Status::Error(label + ": cannot read identity file " + path + ": " +
-                           std::strerror(errno));
-    }
-    KeyOwner key;
-    if (ssh_pki_import_privkey_file(path.c_str(), nullptr, nullptr, nullptr, key.out()) != SSH_OK) {
-      return Status::Error(label + ": identity file " + path +
-                           " is not a private key barge can use (unknown format, or protected "
-                           "by a passphrase: load such keys into ssh-agent instead)");
-    }
-    int rc = ssh_userauth_publickey(session, nullptr, key.get());
-    if (rc == SSH_AUTH_SUCCESS) return Status::Ok();
-    if (rc == SSH_AUTH_DENIED) {
-      return Status::Error(label + ": permission denied: the host refused the key in " + path);
-    }
-    if (rc == SSH_AUTH_PARTIAL) {
-      return Status::Error(label + ": the key in " + path +
-                           " was accepted but the host asks for more authentication, which "
-                           "barge does not do");
-    }
-    return Status::Error(label + ": authentication with " + path + " failed: " +
-                         ssh_get_error(session));
+// Reads identity_file's key `path` into *key before anything is offered,
+// or says why it cannot be used.
+Status ImportIdentity(const std::string& path, const std::string& label, ssh_key* key) {
+  if (access(path.c_str(), R_OK) != 0) {
+    return Status::Error(label + ": cannot read identity file " + path + ": " + std::strerror(errno));
   }
+  if (ssh_pki_import_privkey_file(path.c_str(), nullptr, nullptr, nullptr, key) != SSH_OK) {
+    return Status::Error(label + ": identity file " + path +
+                         " is not a private key barge can use (unknown format, or protected "
+                         "by a passphrase: load such keys into ssh-agent instead)");
+  }
+  return Status::Ok();
+}
 
-  // Tries ssh-agent first (when SSH_AUTH_SOCK is set), then the config's
-  // IdentityFile entries and the default identities. One call, so that a
-  // refused agent key is not offered twice (sshd counts every offer against
-  // MaxAuthTries).
-  int rc = ssh_userauth_publickey_auto(session, nullptr, nullptr);
+// What ssh_userauth_publickey's final `rc` (not SSH_AUTH_AGAIN) for the
+// key in `path` means.
+Status IdentityOutcome(ssh_session session, int rc, const std::string& path, const std::string& label) {
+  if (rc == SSH_AUTH_SUCCESS) return Status::Ok();
+  if (rc == SSH_AUTH_DENIED) {
+    return Status::Error(label + ": permission denied: the host refused the key in " + path);
+  }
+  if (rc == SSH_AUTH_PARTIAL) {
+    return Status::Error(label + ": the key in " + path +
+                         " was accepted but the host asks for more authentication, which "
+                         "barge does not do");
+  }
+  return Status::Error(label + ": authentication with " + path + " failed: " + ssh_get_error(session));
+}
+
+// What ssh_userauth_publickey_auto's final `rc` (not SSH_AUTH_AGAIN)
+// means. That one call tries ssh-agent first (when SSH_AUTH_SOCK is set),
+// then the config's IdentityFile entries and the default identities, so
+// that a refused agent key is not offered twice (sshd counts every offer
+// against MaxAuthTries).
+Status AutoOutcome(ssh_session session, int rc, const std::string& label) {
   if (rc == SSH_AUTH_SUCCESS) return Status::Ok();
   if (rc == SSH_AUTH_PARTIAL) {
     return Status::Error(label +
@@ -464,38 +467,6 @@ Result<std::unique_ptr<JumpTunnel>> MakeJumpTunnelFor(ssh_session raw, const Ses
   return tunnel;
 }
 
-// 5. The TCP connect (or the proxy's), banner and key exchange, each
-// network step bounded by `timeout_ms`. `tunnel` (may be null) is destroyed
-// as soon as ssh_connect returns: its hops have read their config by then.
-// Fails with "LABEL: connection[ through ProxyJump HOPS] timed out after
-// Ns (why)" when libssh says it timed out or the attempt ran
-// options.connect_timeout since `started`, else with "LABEL: cannot
-// connect[ through ProxyJump HOPS]: why", where why is the hops' own
-// failure (DescribeJumpFailure) when they wrote one.
-Status ConnectBounded(ssh_session raw, const SessionOptions& options, const std::string& label,
-                      long timeout_ms, std::chrono::steady_clock::time_point started,
-                      std::unique_ptr<JumpTunnel> tunnel, const std::string& jump_known_hosts) {
-  const int connected = ssh_connect(raw);
-  // The jump hosts' ssh processes have read their config by now (the target
-  // answered through them, or the attempt is over).
-  const std::string jump_errors = tunnel ? tunnel->ErrorOutput() : "";
-  const std::string via = tunnel ? " through ProxyJump " + tunnel->hops() : "";
-  tunnel.reset();
-  if (connected == SSH_OK) return Status::Ok();
-  std::string why = ssh_get_error(raw);
-  if (!jump_errors.empty()) {
-    // libssh only saw the proxy go away.
-    why = DescribeJumpFailure(jump_errors, jump_known_hosts);
-  }
-  auto elapsed = std::chrono::steady_clock::now() - started;
-  bool timed_out = why.find("imeout") != std::string::npos || elapsed >= options.connect_timeout;
-  if (timed_out) {
-    return Status::Error(label + ": connection" + via + " timed out after " +
-                         FormatSeconds(timeout_ms) + " (" + why + ")");
-  }
-  return Status::Error(label + ": cannot connect" + via + ": " + why);
-}
-
 }  // namespace
 
 std::string Sha256Fingerprint(ssh_key key) {
@@ -523,16 +494,40 @@ Session::~Session() {
 }
 
 Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options) {
+  Result<std::unique_ptr<SessionHandshake>> started = SessionHandshake::Start(options);
+  if (!started.ok()) return started.status();
+  SessionHandshake& handshake = **started;
+  while (!handshake.Advance()) {
+    const auto left = handshake.deadline() - SessionHandshake::Clock::now();
+    if (left <= SessionHandshake::Clock::duration::zero()) {
+      handshake.Expire();
+      break;
+    }
+    pollfd socket{handshake.fd(), handshake.events(), 0};
+    const auto wait_ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    if (poll(&socket, 1, static_cast<int>(std::min<long long>(wait_ms, INT_MAX))) < 0 && errno != EINTR) {
+      return Status::Error(handshake.label() + ": cannot wait for the connection: " + std::strerror(errno));
+    }
+  }
+  return handshake.TakeResult();
+}
+
+// The steps, in the order they run: Start (1 to 4), then from Advance the
+// TCP connect (or the proxy's), banner and key exchange (5), the host key
+// (6) and the authentication (7).
+Result<std::unique_ptr<SessionHandshake>> SessionHandshake::Start(const SessionOptions& options) {
   EnsureLibsshInitialized();
-  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<SessionHandshake> h(new SessionHandshake());
+  h->options_ = options;
+  h->started_ = Clock::now();
   // A label for errors before the config file is read.
   std::string label = MakeLabel(options.user.value_or(""), options.host, options.port.value_or(22), "");
   if (options.host.empty()) return Status::Error("ssh: no host given");
 
   ssh_session raw = ssh_new();
   if (raw == nullptr) return Status::Error(label + ": cannot create an ssh session");
-  // Owns `raw` until it is handed to the Session.
-  std::unique_ptr<Session> session(new Session(raw, label));
+  // Owns `raw` until it is handed over by TakeResult.
+  h->session_.reset(new Session(raw, label));
 
   // Resolve: barge's options, the ssh config file, OpenSSH's reading of it
   // for an alias, then the job's own options; then read back where to go.
@@ -541,62 +536,133 @@ Result<std::unique_ptr<Session>> Session::Connect(const SessionOptions& options)
   if (Status st = ReadSshConfig(raw, config, label); !st.ok()) return st;
   Result<OpenSshReading> reading = ApplyOpenSshReading(raw, options, config, label);
   if (!reading.ok()) return reading.status();
-  const long timeout_ms = ConnectTimeoutMs(options);
-  if (Status st = SetJobOptions(raw, options, label, timeout_ms); !st.ok()) return st;
+  h->timeout_ms_ = ConnectTimeoutMs(options);
+  if (Status st = SetJobOptions(raw, options, label, h->timeout_ms_); !st.ok()) return st;
   const ConnectTarget target = ReadBackTarget(raw, options);
-  label = target.label;
-  session->label_ = label;
+  h->label_ = target.label;
+  h->session_->label_ = target.label;
+  h->host_ = target.host;
+  h->port_ = target.port;
 
-  std::string jump_known_hosts;
   Result<std::unique_ptr<JumpTunnel>> made =
-      MakeJumpTunnelFor(raw, options, config, *reading, target, &jump_known_hosts);
+      MakeJumpTunnelFor(raw, options, config, *reading, target, &h->jump_known_hosts_);
   if (!made.ok()) return made.status();
-  std::unique_ptr<JumpTunnel> tunnel = std::move(made).value();
-  spdlog::debug("SSH connect: start. [host: {}, config: {}, timeout_ms: {}, proxy_jump: {}]", label,
-                config.empty() ? "none" : config, timeout_ms, tunnel ? tunnel->hops() : "none");
-
-  const bool through_jump = tunnel != nullptr;
-  session->through_proxy_ = through_jump || !GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND).empty();
-  if (Status st = ConnectBounded(raw, options, label, timeout_ms, started, std::move(tunnel),
-                                 jump_known_hosts);
-      !st.ok()) {
-    return st;
-  }
-  if (Status st = VerifyHostKey(raw, options, label, target.host, target.port, through_jump); !st.ok()) {
-    return st;
-  }
-  if (Status st = Authenticate(raw, options, label); !st.ok()) return st;
-  if (!session->through_proxy_) session->peer_address_ = PeerAddress(ssh_get_fd(raw));
-
-  spdlog::debug("SSH connect: done. [host: {}, peer: {}, ms: {}]", label,
-                session->peer_address_.empty() ? "none" : session->peer_address_,
-                std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::steady_clock::now() - started)
-                    .count());
-  return session;
+  h->tunnel_ = std::move(made).value();
+  spdlog::debug("SSH connect: start. [host: {}, config: {}, timeout_ms: {}, proxy_jump: {}]", h->label_,
+                config.empty() ? "none" : config, h->timeout_ms_, h->tunnel_ ? h->tunnel_->hops() : "none");
+  h->through_jump_ = h->tunnel_ != nullptr;
+  h->session_->through_proxy_ = h->through_jump_ || !GetStringOption(raw, SSH_OPTIONS_PROXYCOMMAND).empty();
+  ssh_set_blocking(raw, 0);
+  h->deadline_ = h->started_ + options.connect_timeout;
+  return h;
 }
 
-std::vector<Result<std::unique_ptr<Session>>> ConnectAll(const std::vector<SessionOptions>& options,
-                                                         int parallelism) {
-  EnsureLibsshInitialized();
-  std::vector<std::optional<Result<std::unique_ptr<Session>>>> slots(options.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < options.size(); i = next++) {
-      slots[i].emplace(Session::Connect(options[i]));
-    }
-  };
-  size_t threads = std::min<size_t>(options.size(), static_cast<size_t>(std::max(1, parallelism)));
-  std::vector<std::thread> pool;
-  // The calling thread works too.
-  for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+SessionHandshake::~SessionHandshake() { ssh_key_free(identity_); }
 
-  std::vector<Result<std::unique_ptr<Session>>> results;
-  results.reserve(options.size());
-  for (auto& slot : slots) results.push_back(std::move(*slot));
-  return results;
+int SessionHandshake::fd() const {
+  return session_ ? static_cast<int>(ssh_get_fd(session_->raw())) : -1;
+}
+
+short SessionHandshake::events() const {
+  short want = POLLIN;
+  if (session_ && (ssh_get_poll_flags(session_->raw()) & SSH_WRITE_PENDING)) want |= POLLOUT;
+  return want;
+}
+
+bool SessionHandshake::Fail(Status why) {
+  failed_ = std::move(why);
+  step_ = Step::kEnded;
+  tunnel_.reset();
+  return true;
+}
+
+bool SessionHandshake::Advance() {
+  if (step_ == Step::kConnecting) {
+    const int rc = ssh_connect(session_->raw());
+    if (rc == SSH_AGAIN) {
+      if (fd() < 0) return Fail(Status::Error(label_ + ": cannot connect: libssh has no socket"));
+      return false;
+    }
+    // 5. The connection, 6. the host key (local), then the identity file.
+    if (Status st = EndConnect(rc == SSH_OK, /*expired=*/false); !st.ok()) return Fail(st);
+    if (Status st = VerifyHostKey(session_->raw(), options_, label_, host_, port_, through_jump_); !st.ok()) {
+      return Fail(st);
+    }
+    if (Status st = PrepareAuthentication(); !st.ok()) return Fail(st);
+  }
+  if (step_ == Step::kAuthenticating) return Authenticate();
+  return true;
+}
+
+// Ends step 5, successful or not: the jump hosts' ssh processes have read
+// their config by now (the target answered through them, or the attempt is
+// over), so the tunnel's directory goes. Fails with "LABEL: connection[
+// through ProxyJump HOPS] timed out after Ns (why)" when the deadline
+// passed (`expired`), libssh says it timed out or the attempt ran
+// options.connect_timeout, else with "LABEL: cannot connect[ through
+// ProxyJump HOPS]: why", where why is the hops' own failure
+// (DescribeJumpFailure) when they wrote one.
+Status SessionHandshake::EndConnect(bool connected, bool expired) {
+  const std::string jump_errors = tunnel_ ? tunnel_->ErrorOutput() : "";
+  const std::string via = tunnel_ ? " through ProxyJump " + tunnel_->hops() : "";
+  tunnel_.reset();
+  if (connected) return Status::Ok();
+  std::string why = expired ? "Timeout connecting to " + host_ : ssh_get_error(session_->raw());
+  if (!jump_errors.empty()) {
+    // libssh only saw the proxy go away.
+    why = DescribeJumpFailure(jump_errors, jump_known_hosts_);
+  }
+  const bool timed_out = expired || why.find("imeout") != std::string::npos ||
+                         Clock::now() - started_ >= options_.connect_timeout;
+  if (timed_out) {
+    return Status::Error(label_ + ": connection" + via + " timed out after " + FormatSeconds(timeout_ms_) +
+                         " (" + why + ")");
+  }
+  return Status::Error(label_ + ": cannot connect" + via + ": " + why);
+}
+
+// 7, first: with identity_file, that key only, read before anything is
+// offered; otherwise libssh's automatic public key auth (AutoOutcome).
+// The authentication gets a deadline of its own.
+Status SessionHandshake::PrepareAuthentication() {
+  step_ = Step::kAuthenticating;
+  deadline_ = Clock::now() + options_.connect_timeout;
+  if (!options_.identity_file) return Status::Ok();
+  return ImportIdentity(*options_.identity_file, label_, &identity_);
+}
+
+bool SessionHandshake::Authenticate() {
+  ssh_session raw = session_->raw();
+  const int rc = identity_ != nullptr ? ssh_userauth_publickey(raw, nullptr, identity_)
+                                      : ssh_userauth_publickey_auto(raw, nullptr, nullptr);
+  if (rc == SSH_AUTH_AGAIN) {
+    if (fd() >= 0) return false;
+    return Fail(Status::Error(label_ + ": connection lost while authenticating: " + ssh_get_error(raw)));
+  }
+  Status st = identity_ != nullptr ? IdentityOutcome(raw, rc, *options_.identity_file, label_)
+                                   : AutoOutcome(raw, rc, label_);
+  if (!st.ok()) return Fail(st);
+  if (!session_->through_proxy_) session_->peer_address_ = PeerAddress(ssh_get_fd(raw));
+  ssh_set_blocking(raw, 1);
+  step_ = Step::kEnded;
+  spdlog::debug("SSH connect: done. [host: {}, peer: {}, ms: {}]", label_,
+                session_->peer_address_.empty() ? "none" : session_->peer_address_,
+                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count());
+  return true;
+}
+
+void SessionHandshake::Expire() {
+  if (step_ == Step::kConnecting) {
+    Fail(EndConnect(/*connected=*/false, /*expired=*/true));
+  } else if (step_ == Step::kAuthenticating) {
+    Fail(Status::Error(label_ + ": authentication timed out after " + FormatSeconds(timeout_ms_)));
+  }
+}
+
+Result<std::unique_ptr<Session>> SessionHandshake::TakeResult() {
+  if (failed_) return *failed_;
+  if (step_ != Step::kEnded || !session_) return Status::Error(label_ + ": the handshake has not ended");
+  return std::move(session_);
 }
 
 }  // namespace barge::ssh

@@ -1,8 +1,10 @@
-// One authenticated SSH connection to one host, and a way to open many of
-// them in parallel.
+// One authenticated SSH connection to one host, and its handshake as a
+// state machine that an event loop can drive (connect_all.h drives many).
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,18 +15,22 @@
 
 namespace barge::ssh {
 
+class JumpTunnel;
+
 // The RAII owner of one connected, host-verified, authenticated
 // `ssh_session`. Neither copyable nor movable (its address may be libssh
 // userdata).
 //
-// Threading: Connect may run on any thread, one session per thread. After
-// that the session belongs to one thread at a time; once it is handed to an
-// SshExecutor, only the event loop's thread touches it.
+// Threading: a session belongs to one thread at a time; once it is handed
+// to an SshExecutor, only the event loop's thread touches it.
 class Session {
  public:
-  // Connects, verifies the host key and authenticates, blocking for up to
-  // about options.connect_timeout per network round trip of the handshake
-  // (the TCP connect, banner and key exchange are bounded as a whole).
+  // Connects, verifies the host key and authenticates, blocking the calling
+  // thread (no event loop: it polls the one socket itself) for up to
+  // options.connect_timeout for the TCP connect, banner and key exchange
+  // as a whole, then up to options.connect_timeout again for the
+  // authentication. ConnectAll (connect_all.h) runs the same handshake for
+  // many hosts on an event loop instead.
   //
   // Precedence, as `ssh -o` has it: every option set in `options` wins over
   // the ssh config file (options.config_file, else ~/.ssh/config if it
@@ -74,6 +80,7 @@ class Session {
   ssh_session raw() const { return session_; }
 
  private:
+  friend class SessionHandshake;
   Session(ssh_session session, std::string label);
 
   ssh_session session_;
@@ -82,11 +89,85 @@ class Session {
   bool through_proxy_ = false;
 };
 
-// Connects to every host in parallel on up to `parallelism` threads (at
-// least one) and returns one result per input, in input order. Blocks until
-// every attempt has finished; each is bounded by its own connect_timeout.
-[[nodiscard]] std::vector<Result<std::unique_ptr<Session>>> ConnectAll(
-    const std::vector<SessionOptions>& options, int parallelism);
+// Session::Connect's handshake as a non-blocking state machine: the libssh
+// session is in non-blocking mode until the handshake ends, and no call
+// waits on the network. Its steps, checks and error messages are
+// Session::Connect's. Its caller waits for fd() to have events() (or
+// POLLERR/POLLHUP), then calls Advance again, and calls Expire once the
+// clock passes deadline().
+//
+// What still runs synchronously inside Advance: local work only (reading
+// key and known_hosts files, the host key check, recording a new key with
+// accept-new), a DNS lookup of a host name (libssh 0.10 resolves with
+// getaddrinfo inside its first ssh_connect; an address needs none), and,
+// when ssh-agent is used (no identity_file and SSH_AUTH_SOCK set), libssh's
+// exchanges with the agent over its local socket. Every exchange with the
+// host, and with ProxyJump hops or a ProxyCommand (libssh talks to those
+// over a socketpair), waits on fd() instead.
+//
+// Threading: belongs to the thread that made it. Neither copyable nor
+// movable.
+class SessionHandshake {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Resolves where and how to connect (Session::Connect's precedence: the
+  // job's options, the ssh config, OpenSSH's reading of it for an alias,
+  // ProxyJump), without sending anything yet. Fails as Session::Connect
+  // does for bad options or config.
+  [[nodiscard]] static Result<std::unique_ptr<SessionHandshake>> Start(const SessionOptions& options);
+  ~SessionHandshake();
+  SessionHandshake(const SessionHandshake&) = delete;
+  SessionHandshake& operator=(const SessionHandshake&) = delete;
+
+  // Runs the handshake as far as it goes without waiting. Returns true once
+  // it has ended (TakeResult then says how), false while it waits on fd().
+  bool Advance();
+  // Ends a handshake that is still running at deadline(): "LABEL:
+  // connection[ through ProxyJump HOPS] timed out after Ns (why)" while it
+  // connects, "LABEL: authentication timed out after Ns" after that.
+  void Expire();
+
+  // The socket (or ProxyCommand socketpair) to wait on: -1 until the first
+  // Advance has started the connection.
+  int fd() const;
+  // POLLIN, with POLLOUT while libssh has something to write or the TCP
+  // connect is in progress.
+  short events() const;
+  // When the current step gives up: options.connect_timeout after Start
+  // for the connect, banner and key exchange, then options.connect_timeout
+  // after the host key was verified for the authentication.
+  Clock::time_point deadline() const { return deadline_; }
+  const std::string& label() const { return label_; }
+
+  // The connected session (back in blocking mode, as Session::Connect
+  // returns it) or why there is none. Only once, after Advance returned
+  // true or Expire ran.
+  [[nodiscard]] Result<std::unique_ptr<Session>> TakeResult();
+
+ private:
+  enum class Step { kConnecting, kAuthenticating, kEnded };
+  SessionHandshake() = default;
+  bool Fail(Status why);
+  Status EndConnect(bool connected, bool expired);
+  Status PrepareAuthentication();
+  bool Authenticate();
+
+  SessionOptions options_;
+  std::unique_ptr<Session> session_;
+  std::string label_;
+  std::string host_;        // where libssh connects, after the config
+  unsigned int port_ = 22;
+  long timeout_ms_ = 0;
+  Clock::time_point started_;
+  Clock::time_point deadline_;
+  Step step_ = Step::kConnecting;
+  std::unique_ptr<JumpTunnel> tunnel_;  // until the connect ends
+  std::string jump_known_hosts_;
+  bool through_jump_ = false;
+  ssh_key identity_ = nullptr;  // identity_file's key, while authenticating
+  std::optional<Status> failed_;
+};
 
 // Who a connected session is, as another host's OpenSSH client would log in
 // the same way: its user and port (after the ssh config), and the host key

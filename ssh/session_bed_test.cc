@@ -22,6 +22,7 @@
 
 #include "tests/support/bed_test_util.h"
 #include "ssh/event_loop.h"
+#include "ssh/connect_all.h"
 #include "ssh/ssh_executor.h"
 
 namespace barge::ssh {
@@ -446,7 +447,8 @@ TEST(Session, ConnectAllReturnsOneResultPerHostInInputOrder) {
   bad.known_hosts_file = dir.File("empty_known_hosts");
   WriteFile(bad.known_hosts_file, "");
   std::vector<SessionOptions> all = {good, bad, good, good, bad, good, good, good};
-  auto results = ConnectAll(all, 4);
+  EventLoop loop;
+  auto results = ConnectAll(all, 4, &loop);
   ASSERT_EQ(results.size(), all.size());
   for (size_t i = 0; i < all.size(); ++i) {
     bool expect_ok = all[i].known_hosts_file == good.known_hosts_file;
@@ -455,7 +457,7 @@ TEST(Session, ConnectAllReturnsOneResultPerHostInInputOrder) {
       EXPECT_NE(results[i].status().message().find("unknown host key"), std::string::npos);
     }
   }
-  EXPECT_TRUE(ConnectAll({}, 4).empty());
+  EXPECT_TRUE(ConnectAll({}, 4, &loop).empty());
 }
 
 // --- ProxyJump -------------------------------------------------------------

@@ -1,6 +1,7 @@
 // SshExecutor against the real sshd of the test bed: exec channels, streams,
 // exit codes, quoting through a real remote shell, concurrency, stdin, a
 // connection that is cut, and hosts that stop answering (dead_after).
+#include "ssh/connect_all.h"
 #include "ssh/ssh_executor.h"
 
 #include <dirent.h>
@@ -532,7 +533,7 @@ TEST(SshExecutor, DrivesManySessionsFromOneLoop) {
   EventLoop loop;
   TempDir dir;
   std::vector<SessionOptions> options(8, BedOptions(dir));
-  auto sessions = ConnectAll(options, 4);
+  auto sessions = ConnectAll(options, 4, &loop);
   std::vector<std::unique_ptr<SshExecutor>> executors;
   for (auto& s : sessions) {
     ASSERT_TRUE(s.ok()) << s.status().message();

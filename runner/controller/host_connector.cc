@@ -1,7 +1,8 @@
-// SshHostConnector: parallel libssh handshakes, then one SshExecutor per
+// SshHostConnector: libssh handshakes driven by the job's loop, then one SshExecutor per
 // session on the loop; the local engine through ssh::LocalExecutor.
 #include "runner/controller/host_connector.h"
 
+#include "ssh/connect_all.h"
 #include "ssh/local_executor.h"
 #include "ssh/session.h"
 #include "ssh/ssh_executor.h"
@@ -38,7 +39,7 @@ std::vector<Result<std::unique_ptr<ssh::Executor>>> SshHostConnector::Connect(
     }
   }
   if (remote.empty()) return out;
-  auto sessions = ssh::ConnectAll(remote, parallelism);
+  auto sessions = ssh::ConnectAll(remote, parallelism, loop_);
   for (size_t r = 0; r < sessions.size(); ++r) {
     const size_t i = remote_index[r];
     if (!sessions[r].ok()) {

@@ -49,8 +49,8 @@ class HostConnector {
   [[nodiscard]] virtual std::unique_ptr<ssh::Executor> Local() = 0;
 };
 
-// The real connector: libssh sessions (ssh::ConnectAll, then one
-// SshExecutor each on `loop`) and ssh::LocalExecutor for the local engine.
+// The real connector: libssh sessions (ssh::ConnectAll on `loop`, then one
+// SshExecutor each on it) and ssh::LocalExecutor for the local engine.
 class SshHostConnector : public HostConnector {
  public:
   explicit SshHostConnector(ssh::EventLoop* loop) : loop_(loop) {}

@@ -44,8 +44,8 @@ struct SshSettings {
   // Jump hosts for hosts that set none (ssh.proxy_jump; runner/jobfile/proxy_jump.h);
   // empty = the ssh config's ProxyJump, if any.
   std::vector<std::string> proxy_jump;
-  // At most this many SSH handshakes in flight at once (ssh::ConnectAll's
-  // pool): bounds the controller's CPU burst and keeps a jump host's or a
+  // At most this many SSH handshakes in flight at once on the job's loop
+  // (ssh::ConnectAll's queue): bounds the controller's CPU burst and keeps a jump host's or a
   // host's sshd MaxStartups (default 10:30:100) from refusing logins.
   int parallel_connects = 32;
 };
