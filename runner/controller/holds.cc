@@ -375,6 +375,9 @@ void Holds::ReleaseHoldsOn(const std::vector<HostState*>& hosts) {
   CommandGroup group(&ctx_.loop, &ctx_.redact);
   for (HostState* hs : hosts) {
     if (!hs->holds.holding || hs->lost || !hs->exec) continue;
+    // The lease goes with the holds: a renewal from now on (they run until
+    // the watchdogs are disarmed) would find it gone and put it back.
+    hs->lease.releasing = true;
     group.Run(*hs->exec, ReleaseHoldsCommand(*hs->docker, plan_.job_id), [this, hs](const Outcome& o) {
       if (o.ok()) {
         hs->holds.holding = false;

@@ -118,6 +118,12 @@ void Leases::PutBack(HostState& host) {
   ctx_.job_commands.Run(*host.exec, holds_.PutBackLine(host), [this, hs](const Outcome& o) {
     hs->lease.putting_back = false;
     if (hs->lost) return;
+    if (hs->lease.releasing) {
+      // The job let its holds there go while this put back ran: what it put
+      // back goes too, or it would stay after the job.
+      ctx_.job_commands.Run(*hs->exec, ReleaseHoldsCommand(*hs->docker, plan_.job_id), [](const Outcome&) {});
+      return;
+    }
     const std::vector<Hold> taken = holds_.NotePutBack(*hs, o.out);
     if (!o.ok() || LeaseIdOf(hs->holds.reply->holds, plan_.job_id).empty()) {
       // Tried again at the next renewal: its rename fails the same way, or,

@@ -27,9 +27,11 @@ struct HostLease {
   // A put back failed and its listing showed no lease of the job: tried
   // again at each renewal until one takes.
   bool put_back_due = false;
-  // The job's last removal on this host has begun: its lease and holds go
-  // with it, so a renewal that then finds the lease gone must not put it
-  // back (that would leave them after the job), and no renewal starts.
+  // The job's last removal on this host has begun, or its holds were let go
+  // (a failed or abandoned preflight, a spare not taken): its lease goes
+  // with them, so a renewal that then finds the lease gone must not put it
+  // back (that would leave them after the job), no renewal starts, and a
+  // put back still running then is undone when it ends.
   bool releasing = false;
 };
 
