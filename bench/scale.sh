@@ -5,7 +5,17 @@
 # for Docker). It measures the controller, not Docker and not real networks.
 #
 #   bench/scale.sh [N...]        (default: 250 1000; e.g. 16 64 250 1000; root)
+#   BENCH_ENGINE=api bench/scale.sh [N...]
 #
+# BENCH_ENGINE=cli (the default): barge's job names fake-docker as its
+# docker_command:, so barge drives every host through the Docker CLI (a
+# process per engine call on the host). BENCH_ENGINE=api: the emulation is
+# up with --api (bench/emu/fake-engine.py serves an emulated Engine API on
+# a socket per host) and barge's job has plain `docker`, so barge takes its
+# main path, the Engine API over its SSH session; the pdsh script still
+# calls fake-docker (that is what a script does). Engine calls per host
+# then count the API's requests too ("api:create", ...), and the hosts'
+# CPU includes the API server's own (not its containers' `sleep`s).
 # The job: a head (rank 0) and N-1 workers, one per host, no readiness probe;
 # the head (a fake `emu-barrier`) ends once all N nodes run, so the job ends
 # as soon as every node is up; barge then stops and removes everything. The
@@ -63,6 +73,8 @@ SIZES=${*:-250 1000}
 BARGE=${BARGE:-$ROOT/build/runner/barge}
 WATCH_HOSTS=${BENCH_WATCHDOG_HOSTS:-64}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
+ENGINE=${BENCH_ENGINE:-cli}
+case $ENGINE in cli) API= ;; api) API=--api ;; *) echo "bench: BENCH_ENGINE is cli or api, not '$ENGINE'" >&2; exit 2 ;; esac
 [[ -x "$BARGE" ]] || { echo "bench: build barge first ($BARGE)" >&2; exit 1; }
 # bench only: /usr/bin/time, gnuplot, pdsh
 "$ROOT/scripts/install-deps.sh" time gnuplot-nox pdsh >&2
@@ -71,7 +83,7 @@ MAX=$WATCH_HOSTS; for n in $SIZES; do (( n > MAX )) && MAX=$n; done
 EMU=$ROOT/bench/emu/emu.sh
 WORK=$(mktemp -d)
 trap '"$EMU" down >&2 || true; rm -rf "$WORK"' EXIT
-"$EMU" up "$MAX" >&2
+"$EMU" up "$MAX" $API >&2
 # shellcheck disable=SC1091
 . "${BARGE_EMU_DIR:-/var/tmp/barge-emu}/emu.env"
 export BARGE_HOME=$WORK/home
@@ -186,10 +198,15 @@ calls_per_host() {
 # CPU the emulated hosts spent on the sessions that ended (sshd's reaped
 # children: the sessions, their shells, the engine's calls; not a detached
 # watchdog), in ms, once no session is left (at most 20 s).
+# With the Engine API, plus the API server's own CPU (utime+stime: not its
+# reaped containers' processes, which fake-docker's `sleep`s are not either).
 host_cpu_ms() {
-  local sshd; sshd=$(cat "$EMU_DIR/sshd.pid")
+  local sshd engine=0; sshd=$(cat "$EMU_DIR/sshd.pid")
   for _ in $(seq 200); do [[ -z $(pgrep -P "$sshd") ]] && break; sleep 0.1; done
-  sed 's/.*) //' "/proc/$sshd/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.0f\n", 1000 * ($14 + $15) / hz}'
+  if [[ -n $API ]]; then
+    engine=$(sed 's/.*) //' "/proc/$(cat "$EMU_DIR/engine.ready")/stat" | awk '{print $12 + $13}')
+  fi
+  sed 's/.*) //' "/proc/$sshd/stat" | awk -v hz="$(getconf CLK_TCK)" -v e="$engine" '{printf "%.0f\n", 1000 * ($14 + $15 + e) / hz}'
 }
 
 # CPU of the watchdog loops on $1 hosts over 20 s of a running job, per host.
@@ -218,10 +235,13 @@ watchdog_cost() {
 
 mkdir -p "$OUT"
 stamp=$(date -u +%Y-%m-%d)
-txt=$OUT/scale-$stamp.txt
+txt=$OUT/scale${API:+-api}-$stamp.txt
 {
   echo "# bench/scale.sh $SIZES -- $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "# EMULATED hosts and engine (bench/emu): one sshd, hosts = loopback addresses, fake-docker as the engine."
+  if [[ -n $API ]]; then
+    echo "# Engine: barge through the EMULATED Engine API (bench/emu/fake-engine.py, one socket per host, over its SSH session); the pdsh script through fake-docker."
+  fi
   echo "# It measures barge's controller, not Docker. Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r); shared with other work."
   echo "# barge: $($BARGE version), ssh.parallel_connects default; pdsh -R ssh -f 32; times in s, CPU = user+system, RSS = peak."
 } | tee "$txt"
@@ -256,10 +276,11 @@ done
   echo "# Per host per job: engine calls (fake-docker invocations; barge's preflight, holds, lease, tickets, run,"
   echo "# logs, wait, stop, rm; a detached watchdog's renewals included) and the hosts' CPU for the job's sessions"
   echo "# (sshd, shells, engine calls; not a detached watchdog's loop, measured below)."
+  [[ -z $API ]] || echo "# Engine API requests count as calls too (api:WHAT), and the API server's CPU as the hosts'."
   printf "%-6s %-12s %-12s %-14s %-14s\n" hosts "calls:barge" "calls:pdsh" "hostCPU:barge" "hostCPU:pdsh"
   cat "$calls_txt"
 } | tee -a "$txt"
 echo "# watchdog: $(watchdog_cost "$WATCH_HOSTS")" | tee -a "$txt"
 
-plot "$txt" "$OUT/scale-$stamp.png"
-echo "bench: wrote $txt and $OUT/scale-$stamp.png" >&2
+plot "$txt" "${txt%.txt}.png"
+echo "bench: wrote $txt and ${txt%.txt}.png" >&2
