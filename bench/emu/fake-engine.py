@@ -14,9 +14,10 @@ carries a Date header (barge reads the host's clock from it).
 
 State: the SAME on-disk layout as bench/emu/fake-docker, in the host's /tmp
 ($BARGE_EMU_DIR/hosts/ADDR/fake-docker/NAME/: id, labels, started,
-finished, exit, log, lock, pid; plus config.json, the create body's Image,
-Cmd and Tty), so a CLI call on that host (`docker` there is fake-docker:
-barge's hold release, its watchdog) sees and changes the same containers.
+finished, exit, log, lock, pid, cmd; plus config.json, the create body's
+Image, Cmd and Tty), so a CLI call on that host (`docker` there is
+fake-docker: barge's queue tickets, its watchdog, a `docker create` for
+run_options) sees and changes the same containers.
 Names are taken atomically (mkdir), renames and removals hold the host's
 names lock as fake-docker does. A started container's lifetime follows its
 command, as fake-docker's:
@@ -34,7 +35,8 @@ A stop ends the container with exit code 143 (137 after its grace, or by
 kill/delete), as fake-docker's.
 
   fake-engine.py EMU_DIR     # serves every address in EMU_DIR/addrs; writes
-                             # EMU_DIR/engine.ready once all sockets listen
+                             # EMU_DIR/engine.ready (its pid) once all listen
+  FAKE_ENGINE_TRACE=1        # every request and error answer on stderr
 """
 import asyncio
 import calendar
@@ -210,8 +212,14 @@ class Host:
         return out
 
     def config(self, name):
+        """Image, Cmd and Tty: the create body's, or, for a container the
+        CLI created (fake-docker create), its command from `cmd`."""
+        text = read(self.path(name, "config.json"))
+        if text is None:
+            cmd = read(self.path(name, "cmd"))
+            return {"Cmd": cmd.splitlines()} if cmd else {}
         try:
-            return json.loads(read(self.path(name, "config.json")) or "{}")
+            return json.loads(text)
         except ValueError:
             return {}
 
