@@ -16,6 +16,7 @@
 # calls fake-docker (that is what a script does). Engine calls per host
 # then count the API's requests too ("api:create", ...), and the hosts'
 # CPU includes the API server's own (not its containers' `sleep`s).
+#
 # The job: a head (rank 0) and N-1 workers, one per host, no readiness probe;
 # the head (a fake `emu-barrier`) ends once all N nodes run, so the job ends
 # as soon as every node is up; barge then stops and removes everything. The
@@ -25,8 +26,8 @@
 # step).
 #
 # Per size: wall time of the whole job; time from start until all nodes run;
-# p50/p99 of the per-host start latency (start -> that host's `run -d`, from
-# the fake engine's own timestamps); teardown (head ended -> barge exited);
+# p50/p99 of the per-host start latency (start -> that host's `run -d`, or
+# its API start, from the fake engine's own timestamps); teardown (head ended -> barge exited);
 # barge's CPU seconds (user+system, /usr/bin/time) and per host; peak RSS;
 # the most open file descriptors and threads seen (/proc, every 0.2 s; the
 # threads also as last seen, after the connects' pool has ended); the
@@ -35,8 +36,9 @@
 # hosts' CPU per host for the job's sessions. Then the cost of barge's
 # watchdog per host (CPU of the hosts' watchdog loops over 20 s of a
 # running job).
-# Writes bench/results/scale-DATE.txt and .png (gnuplot); a failed run is a
-# row too. `bench/scale.sh --plot TABLE.txt OUT.png` redraws a plot.
+# Writes bench/results/scale-DATE.txt (scale-api-DATE.txt with
+# BENCH_ENGINE=api; BENCH_OUT=DIR writes there instead) and .png (gnuplot);
+# a failed run is a row too. `bench/scale.sh --plot TABLE.txt OUT.png` redraws a plot.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # Plots a table written by this script (its rows; FAILED rows as gaps).
