@@ -15,7 +15,7 @@ carries a Date header (barge reads the host's clock from it).
 State: the SAME on-disk layout as bench/emu/fake-docker, in the host's /tmp
 ($BARGE_EMU_DIR/hosts/ADDR/fake-docker/NAME/: id, labels, started,
 finished, exit, log, lock, pid, cmd; plus config.json, the create body's
-Image, Cmd and Tty), so a CLI call on that host (`docker` there is
+Image, Cmd, Tty, AutoRemove, NetworkMode), so a CLI call on that host (`docker` there is
 fake-docker: barge's queue tickets, its watchdog, a `docker create` for
 run_options) sees and changes the same containers.
 Names are taken atomically (mkdir), renames and removals hold the host's
@@ -127,6 +127,7 @@ class Host:
         self.calls = self.root + ".calls"
         self.running = {}  # id -> Running
         self.attached = {}  # id -> [Attachment]
+        self.exit_waiters = {}  # id -> [Future]: waits for the next exit
 
     def count(self, what):
         """One line per request in fake-docker.calls (bench/scale.sh's tally)."""
@@ -244,13 +245,27 @@ class Host:
                 await asyncio.sleep(0.01)
 
     async def until_ended(self, name, cid):
-        """Returns once the container has ended (or is gone)."""
+        """Returns once the container has ended (or is gone): its exit code."""
         r = self.running.get(cid)
         if r is not None:
-            await asyncio.shield(r.ended)
-            return
+            return await asyncio.shield(r.ended)
         while os.path.isdir(self.path(name)) and self.alive(name):
             await asyncio.sleep(0.05)
+        return self.exit_code(name)
+
+    async def next_exit(self, name, cid):
+        """The exit code of the container's next end: this run's, or, when it
+        is not running, that of the run a later start begins."""
+        if self.alive(name):
+            return await self.until_ended(name, cid)
+        fut = asyncio.get_running_loop().create_future()
+        self.exit_waiters.setdefault(cid, []).append(fut)
+        try:
+            return await fut
+        finally:
+            waiters = self.exit_waiters.get(cid, [])
+            if fut in waiters:
+                waiters.remove(fut)
 
     # --- The lifecycle.
 
@@ -371,7 +386,12 @@ class Host:
                 write(os.path.join(d, "finished"), stamp() + "\n")
         if not r.ended.done():
             r.ended.set_result(code)
+        for fut in self.exit_waiters.pop(cid, []):
+            if not fut.done():
+                fut.set_result(code)
         self.detach(cid)
+        if d and self.config(os.path.basename(d)).get("AutoRemove"):
+            shutil.rmtree(d, ignore_errors=True)
 
     def detach(self, cid):
         for a in self.attached.pop(cid, []):
@@ -593,10 +613,24 @@ class Engine:
         if verb == "wait":
             name = h.resolve(ref)
             cid = h.id_of(name)
-            if h.state(name) == "running" or (cid in h.running):
-                if not await unless_gone(reader, h.until_ended(name, cid)):
+            code = h.exit_code(name)
+            cond = query.get("condition") or "not-running"
+            # The head at once, the body at the end, as an engine does: its
+            # head tells a client the wait is in place (docker run starts the
+            # container only then). The body runs until close.
+            writer.write(head(200, [("Content-Type", "application/json"), ("Connection", "close")]))
+            await writer.drain()
+            if cond == "next-exit" or (cond == "not-running" and h.alive(name)):
+                # (a client that goes away cancels it, as Go's net/http does)
+                waited = asyncio.ensure_future(h.next_exit(name, cid))
+                if not await unless_gone(reader, waited):
                     return
-            return answer(writer, 200, {"StatusCode": h.exit_code(name), "Error": None})
+                code = waited.result()
+            elif cond == "removed":
+                while os.path.isdir(h.path(name)):
+                    code = h.exit_code(name)
+                    await asyncio.sleep(0.1)
+            return writer.write((json.dumps({"StatusCode": code, "Error": None}) + "\n").encode())
         if verb == "stop":
             name = h.resolve(ref)
             if not h.alive(name):
@@ -664,8 +698,11 @@ class Engine:
         write(h.path(name, "id"), cid + "\n")
         write(h.path(name, "started"), ZERO_TIME + "\n")
         write(h.path(name, "created"), stamp() + "\n")
+        host_config = spec.get("HostConfig") or {}
         write(h.path(name, "config.json"), json.dumps({"Image": spec.get("Image", ""), "Cmd": spec.get("Cmd"),
-                                                       "Tty": bool(spec.get("Tty"))}))
+                                                       "Tty": bool(spec.get("Tty")),
+                                                       "AutoRemove": bool(host_config.get("AutoRemove")),
+                                                       "NetworkMode": host_config.get("NetworkMode") or "default"}))
         write(h.path(name, "labels"), "".join("%s=%s\n" % (k, v) for k, v in labels.items()))
         return {"Id": cid, "Warnings": []}
 
@@ -695,7 +732,11 @@ class Engine:
                           "StartedAt": started, "FinishedAt": fin},
                 "RestartCount": 0,
                 "Config": {"Image": cfg.get("Image", ""), "Cmd": cfg.get("Cmd"), "Tty": cfg.get("Tty", False),
-                           "Labels": h.labels(name)}}
+                           "AttachStdin": False, "AttachStdout": True, "AttachStderr": True, "OpenStdin": False,
+                           "Labels": h.labels(name)},
+                "HostConfig": {"NetworkMode": cfg.get("NetworkMode", "default"),
+                               "AutoRemove": cfg.get("AutoRemove", False),
+                               "RestartPolicy": {"Name": "no", "MaximumRetryCount": 0}}}
 
     def list(self, h, query):
         try:
@@ -753,6 +794,9 @@ class Engine:
                 await self.end(h, name, signal.SIGKILL, 137, grace=0)
             shutil.rmtree(h.path(name), ignore_errors=True)
             h.detach(cid)
+            for fut in h.exit_waiters.pop(cid, []):
+                if not fut.done():
+                    fut.set_result(h.exit_code(name))
         finally:
             os.close(lock)
 
@@ -792,9 +836,14 @@ class Engine:
             return
         a = Attachment(writer, tty, truthy(query, "stdout"))
         h.attached.setdefault(cid, []).append(a)
+        # The client's input is the container's stdin: dropped. Its end (the
+        # docker CLI half-closes without -i) ends nothing, as on an engine: the
+        # stream lasts as long as the container's stdio.
+        stdin = asyncio.ensure_future(until_eof(reader))
         try:
-            await unless_gone(reader, a.done)
+            await a.done
         finally:
+            stdin.cancel()
             if a in h.attached.get(cid, []):
                 h.attached[cid].remove(a)
 
