@@ -45,13 +45,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 plot() {  # $1 = table .txt, $2 = .png
   local data
   data=$(mktemp)
-  awk '/^[0-9]/ {
+  awk '/^[0-9]/ && NF >= 13 {  # rows of the main table, not of the calls table
          if ($2 == "FAILED") print $1, "NaN", $12, "NaN", $13, "NaN";
          else print $1, $2, $12, $7, $13, $9 }' "$1" >"$data"
   gnuplot <<GP
 set terminal pngcairo size 1100,420 font ",10"
 set output "$2"
-set multiplot layout 1,3 title "barge and a pdsh script on EMULATED hosts and engine (bench/scale.sh): $(sed -n 's/^# bench.* -- //p' "$1" | head -1), $(nproc) shared cores"
+set multiplot layout 1,3 title "barge$(grep -q '^# Engine: barge through the EMULATED Engine API' "$1" && echo ' (Engine API)') and a pdsh script on EMULATED hosts and engine (bench/scale.sh): $(sed -n 's/^# bench.* -- //p' "$1" | head -1), $(nproc) shared cores"
 set logscale x 2
 set xtics (16, 64, 250, 1000)
 set xlabel "hosts"
