@@ -5,6 +5,17 @@
 # for Docker). It measures the controller, not Docker and not real networks.
 #
 #   bench/scale.sh [N...]        (default: 250 1000; e.g. 16 64 250 1000; root)
+#   BENCH_ENGINE=api bench/scale.sh [N...]
+#
+# BENCH_ENGINE=cli (the default): barge's job names fake-docker as its
+# docker_command:, so barge drives every host through the Docker CLI (a
+# process per engine call on the host). BENCH_ENGINE=api: the emulation is
+# up with --api (bench/emu/fake-engine.py serves an emulated Engine API on
+# a socket per host) and barge's job has plain `docker`, so barge takes its
+# main path, the Engine API over its SSH session; the pdsh script still
+# calls fake-docker (that is what a script does). Engine calls per host
+# then count the API's requests too ("api:create", ...), and the hosts'
+# CPU includes the API server's own (not its containers' `sleep`s).
 #
 # The job: a head (rank 0) and N-1 workers, one per host, no readiness probe;
 # the head (a fake `emu-barrier`) ends once all N nodes run, so the job ends
@@ -15,8 +26,8 @@
 # step).
 #
 # Per size: wall time of the whole job; time from start until all nodes run;
-# p50/p99 of the per-host start latency (start -> that host's `run -d`, from
-# the fake engine's own timestamps); teardown (head ended -> barge exited);
+# p50/p99 of the per-host start latency (start -> that host's `run -d`, or
+# its API start, from the fake engine's own timestamps); teardown (head ended -> barge exited);
 # barge's CPU seconds (user+system, /usr/bin/time) and per host; peak RSS;
 # the most open file descriptors and threads seen (/proc, every 0.2 s; the
 # threads also as last seen, after the connects' pool has ended); the
@@ -25,21 +36,22 @@
 # hosts' CPU per host for the job's sessions. Then the cost of barge's
 # watchdog per host (CPU of the hosts' watchdog loops over 20 s of a
 # running job).
-# Writes bench/results/scale-DATE.txt and .png (gnuplot); a failed run is a
-# row too. `bench/scale.sh --plot TABLE.txt OUT.png` redraws a plot.
+# Writes bench/results/scale-DATE.txt (scale-api-DATE.txt with
+# BENCH_ENGINE=api; BENCH_OUT=DIR writes there instead) and .png (gnuplot);
+# a failed run is a row too. `bench/scale.sh --plot TABLE.txt OUT.png` redraws a plot.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # Plots a table written by this script (its rows; FAILED rows as gaps).
 plot() {  # $1 = table .txt, $2 = .png
   local data
   data=$(mktemp)
-  awk '/^[0-9]/ {
+  awk '/^[0-9]/ && NF >= 13 {  # rows of the main table, not of the calls table
          if ($2 == "FAILED") print $1, "NaN", $12, "NaN", $13, "NaN";
          else print $1, $2, $12, $7, $13, $9 }' "$1" >"$data"
   gnuplot <<GP
 set terminal pngcairo size 1100,420 font ",10"
 set output "$2"
-set multiplot layout 1,3 title "barge and a pdsh script on EMULATED hosts and engine (bench/scale.sh): $(sed -n 's/^# bench.* -- //p' "$1" | head -1), $(nproc) shared cores"
+set multiplot layout 1,3 title "barge$(grep -q '^# Engine: barge through the EMULATED Engine API' "$1" && echo ' (Engine API)') and a pdsh script on EMULATED hosts and engine (bench/scale.sh): $(sed -n 's/^# bench.* -- //p' "$1" | head -1), $(nproc) shared cores"
 set logscale x 2
 set xtics (16, 64, 250, 1000)
 set xlabel "hosts"
@@ -63,6 +75,8 @@ SIZES=${*:-250 1000}
 BARGE=${BARGE:-$ROOT/build/runner/barge}
 WATCH_HOSTS=${BENCH_WATCHDOG_HOSTS:-64}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
+ENGINE=${BENCH_ENGINE:-cli}
+case $ENGINE in cli) API= ;; api) API=--api ;; *) echo "bench: BENCH_ENGINE is cli or api, not '$ENGINE'" >&2; exit 2 ;; esac
 [[ -x "$BARGE" ]] || { echo "bench: build barge first ($BARGE)" >&2; exit 1; }
 # bench only: /usr/bin/time, gnuplot, pdsh
 "$ROOT/scripts/install-deps.sh" time gnuplot-nox pdsh >&2
@@ -71,7 +85,7 @@ MAX=$WATCH_HOSTS; for n in $SIZES; do (( n > MAX )) && MAX=$n; done
 EMU=$ROOT/bench/emu/emu.sh
 WORK=$(mktemp -d)
 trap '"$EMU" down >&2 || true; rm -rf "$WORK"' EXIT
-"$EMU" up "$MAX" >&2
+"$EMU" up "$MAX" $API >&2
 # shellcheck disable=SC1091
 . "${BARGE_EMU_DIR:-/var/tmp/barge-emu}/emu.env"
 export BARGE_HOME=$WORK/home
@@ -186,10 +200,15 @@ calls_per_host() {
 # CPU the emulated hosts spent on the sessions that ended (sshd's reaped
 # children: the sessions, their shells, the engine's calls; not a detached
 # watchdog), in ms, once no session is left (at most 20 s).
+# With the Engine API, plus the API server's own CPU (utime+stime: not its
+# reaped containers' processes, which fake-docker's `sleep`s are not either).
 host_cpu_ms() {
-  local sshd; sshd=$(cat "$EMU_DIR/sshd.pid")
+  local sshd engine=0; sshd=$(cat "$EMU_DIR/sshd.pid")
   for _ in $(seq 200); do [[ -z $(pgrep -P "$sshd") ]] && break; sleep 0.1; done
-  sed 's/.*) //' "/proc/$sshd/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.0f\n", 1000 * ($14 + $15) / hz}'
+  if [[ -n $API ]]; then
+    engine=$(sed 's/.*) //' "/proc/$(cat "$EMU_DIR/engine.ready")/stat" | awk '{print $12 + $13}')
+  fi
+  sed 's/.*) //' "/proc/$sshd/stat" | awk -v hz="$(getconf CLK_TCK)" -v e="$engine" '{printf "%.0f\n", 1000 * ($14 + $15 + e) / hz}'
 }
 
 # CPU of the watchdog loops on $1 hosts over 20 s of a running job, per host.
@@ -218,10 +237,13 @@ watchdog_cost() {
 
 mkdir -p "$OUT"
 stamp=$(date -u +%Y-%m-%d)
-txt=$OUT/scale-$stamp.txt
+txt=$OUT/scale${API:+-api}-$stamp.txt
 {
   echo "# bench/scale.sh $SIZES -- $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "# EMULATED hosts and engine (bench/emu): one sshd, hosts = loopback addresses, fake-docker as the engine."
+  if [[ -n $API ]]; then
+    echo "# Engine: barge through the EMULATED Engine API (bench/emu/fake-engine.py, one socket per host, over its SSH session); the pdsh script through fake-docker."
+  fi
   echo "# It measures barge's controller, not Docker. Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r); shared with other work."
   echo "# barge: $($BARGE version), ssh.parallel_connects default; pdsh -R ssh -f 32; times in s, CPU = user+system, RSS = peak."
 } | tee "$txt"
@@ -256,10 +278,11 @@ done
   echo "# Per host per job: engine calls (fake-docker invocations; barge's preflight, holds, lease, tickets, run,"
   echo "# logs, wait, stop, rm; a detached watchdog's renewals included) and the hosts' CPU for the job's sessions"
   echo "# (sshd, shells, engine calls; not a detached watchdog's loop, measured below)."
+  [[ -z $API ]] || echo "# Engine API requests count as calls too (api:WHAT), and the API server's CPU as the hosts'."
   printf "%-6s %-12s %-12s %-14s %-14s\n" hosts "calls:barge" "calls:pdsh" "hostCPU:barge" "hostCPU:pdsh"
   cat "$calls_txt"
 } | tee -a "$txt"
 echo "# watchdog: $(watchdog_cost "$WATCH_HOSTS")" | tee -a "$txt"
 
-plot "$txt" "$OUT/scale-$stamp.png"
-echo "bench: wrote $txt and $OUT/scale-$stamp.png" >&2
+plot "$txt" "${txt%.txt}.png"
+echo "bench: wrote $txt and ${txt%.txt}.png" >&2

@@ -6,6 +6,11 @@
 // in a mount namespace of its own where /tmp is that host's directory
 // $BARGE_EMU_DIR/hosts/ADDR, so emulated hosts share no /tmp (barge's
 // per-host job directory /tmp/barge-<job id>.<random>, the fake engine's state).
+// With BARGE_EMU_API set (the sshd's SetEnv under `emu.sh up N --api`), the
+// command also sees that host's Engine API socket as
+// DOCKER_HOST=unix://$BARGE_EMU_DIR/hosts-api/ADDR/docker.sock (served by
+// bench/emu/fake-engine.py) and $BARGE_EMU_DIR/bin first on PATH, where
+// `docker` is fake-docker (for the CLI calls a plain-docker client makes).
 #include <sched.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -40,6 +45,11 @@ int main(int argc, char** argv) {
     return 255;
   }
   setenv("BARGE_EMU_HOST", server, 1);
+  if (const char* api = std::getenv("BARGE_EMU_API"); api && *api) {
+    setenv("DOCKER_HOST", ("unix://" + std::string(root) + "/hosts-api/" + server + "/docker.sock").c_str(), 1);
+    const char* path = std::getenv("PATH");
+    setenv("PATH", (std::string(root) + "/bin:" + (path && *path ? path : "/usr/bin:/bin")).c_str(), 1);
+  }
   const char* cmd = argc >= 3 && std::strcmp(argv[1], "-c") == 0 ? argv[2] : nullptr;
   if (cmd && *cmd) {
     execl("/bin/sh", "sh", "-c", cmd, static_cast<char*>(nullptr));
