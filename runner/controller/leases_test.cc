@@ -30,6 +30,9 @@ struct LeasesWorld {
         leases(&world.ctx(), &world.hosts(), &world.plan(), &holds) {}
   // Lets `d` of the loop's virtual time pass.
   void Pass(milliseconds d) { world.RunUntil([] { return false; }, d); }
+  // h1 as preflight leaves it (after Connect): holding the whole host, its
+  // lease on the engine renamed by ID id1, its watchdog armed.
+  internal::HostState& HoldingH1();
   PartWorld world;
   internal::Holds holds;
   internal::Leases leases;
@@ -47,6 +50,13 @@ std::string HoldLine(const std::string& id, const std::string& name, const std::
 std::string TookTheHostWithLeaseId1() {
   return "now 1000\ntook barge-hold-host\n" + HoldLine("id1", "barge-lease-abcd1234.1000", "abcd1234", "", 1000, 8) +
          HoldLine("id2", "barge-hold-host", "abcd1234", "all", 1000, 8);
+}
+
+internal::HostState& LeasesWorld::HoldingH1() {
+  internal::HostState& h1 = world.host_state(0);
+  holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
+  h1.lease.armed = true;
+  return h1;
 }
 
 int Count(const std::vector<std::string>& lines, const std::string& part) {
@@ -78,9 +88,7 @@ TEST(Leases, TheWatchdogsDeadlineIsWhatIsLeftOfTheJobsTimeoutPlusTheGraceAndTheH
 TEST(Leases, ArmedHostsRenewTheLeaseFileAndTheEngineLeaseEveryQuarterLease) {
   LeasesWorld w("lease: 8s\n");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.world.host_state(0);
-  w.holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
-  h1.lease.armed = true;  // h2's watchdog is not armed
+  internal::HostState& h1 = w.HoldingH1();  // h2's watchdog is not armed
   w.leases.RenewLeases();
   w.leases.RenewLeases();  // renewing already: no second chain
   w.Pass(milliseconds(9000));
@@ -98,9 +106,7 @@ TEST(Leases, ArmedHostsRenewTheLeaseFileAndTheEngineLeaseEveryQuarterLease) {
 TEST(Leases, ALeaseTheEngineLostIsPutBackOnceAndAJobThatTookTheHostMeanwhileIsNamed) {
   LeasesWorld w("lease: 8s\n", "[h1]");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.world.host_state(0);
-  w.holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
-  h1.lease.armed = true;
+  internal::HostState& h1 = w.HoldingH1();
   // `docker container prune`: the rename finds no lease; the put back
   // makes a new one (id3), but another job took the host in between.
   w.world.host("h1").On("rename id1", FakeReply{1, "", kNoLease});
@@ -138,9 +144,7 @@ TEST(Leases, ALeaseTheEngineLostIsPutBackOnceAndAJobThatTookTheHostMeanwhileIsNa
 TEST(Leases, AHostWhoseHoldsWereLetGoIsNeitherRenamedNorPutBack) {
   LeasesWorld w("lease: 8s\n", "[h1]");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.world.host_state(0);
-  w.holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
-  h1.lease.armed = true;
+  internal::HostState& h1 = w.HoldingH1();
   w.world.host("h1").On("rename id1", FakeReply{1, "", kNoLease});  // gone with the holds
   w.leases.RenewLeases();
   w.holds.ReleaseHolds();
@@ -157,9 +161,7 @@ TEST(Leases, AHostWhoseHoldsWereLetGoIsNeitherRenamedNorPutBack) {
 TEST(Leases, APutBackRunningWhenTheHoldsAreLetGoIsUndoneWhenItEnds) {
   LeasesWorld w("lease: 8s\n", "[h1]");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.world.host_state(0);
-  w.holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
-  h1.lease.armed = true;
+  internal::HostState& h1 = w.HoldingH1();
   w.world.host("h1").On("rename id1", FakeReply{1, "", kNoLease});
   w.world.host("h1").On(kPutBack, FakeReply{0, "now 1002\ntook barge-lease-abcd1234.1002\n" +
                                                    HoldLine("id3", "barge-lease-abcd1234.1002", "abcd1234", "", 1002, 8) +
@@ -180,9 +182,7 @@ TEST(Leases, APutBackRunningWhenTheHoldsAreLetGoIsUndoneWhenItEnds) {
 TEST(Leases, APutBackThatFailsIsTriedAgainAtEachRenewalAndSaidOnceWithTheEnginesWords) {
   LeasesWorld w("lease: 8s\n", "[h1]");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.world.host_state(0);
-  w.holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
-  h1.lease.armed = true;
+  internal::HostState& h1 = w.HoldingH1();
   // A flaky engine: every rename finds no lease, and every put back makes
   // one (listed) but then fails.
   w.world.host("h1").On("rename id", FakeReply{1, "", kNoLease});
@@ -213,9 +213,7 @@ TEST(Leases, APutBackThatFailsIsTriedAgainAtEachRenewalAndSaidOnceWithTheEngines
 TEST(Leases, APutBackWhoseEngineDidNotAnswerIsTriedAgainAtTheNextRenewal) {
   LeasesWorld w("lease: 8s\n", "[h1]");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.world.host_state(0);
-  w.holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
-  h1.lease.armed = true;
+  internal::HostState& h1 = w.HoldingH1();
   w.world.host("h1").On("rename id1", FakeReply{1, "", kNoLease});
   w.world.host("h1").On(kPutBack, FakeReply{1, "now 1002\nerror: Cannot connect to the Docker daemon\n"});
   w.leases.RenewLeases();
@@ -254,9 +252,7 @@ TEST(Leases, DisarmingReachesEveryArmedHostStillThereAndNoRenewalFollows) {
 TEST(Leases, ARenewalThatFindsTheLeaseGoneAfterDisarmingPutsNothingBack) {
   LeasesWorld w("lease: 8s\n", "[h1]");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.world.host_state(0);
-  w.holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
-  h1.lease.armed = true;
+  internal::HostState& h1 = w.HoldingH1();
   // The renewal at 2 s answers at 5 s: the job's end removed the lease.
   w.world.host("h1").On("rename id1", FakeReply{1, "", kNoLease, milliseconds(3000)});
   w.leases.RenewLeases();
@@ -275,9 +271,7 @@ TEST(Leases, ARenewalThatFindsTheLeaseGoneAfterDisarmingPutsNothingBack) {
 TEST(Leases, ARenewalThatFindsTheLeaseGoneOnceTheHostsRemovalBeganPutsNothingBack) {
   LeasesWorld w("lease: 8s\n", "[h1]");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.world.host_state(0);
-  w.holds.NoteHolds(h1, TookTheHostWithLeaseId1(), 0);
-  h1.lease.armed = true;
+  internal::HostState& h1 = w.HoldingH1();
   w.world.host("h1").On("rename id1", FakeReply{1, "", kNoLease, milliseconds(3000)});
   w.leases.RenewLeases();
   w.Pass(milliseconds(2500));
