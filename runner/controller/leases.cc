@@ -177,7 +177,7 @@ void Leases::DisarmWatchdogs() {
   for (auto& [h, host] : hosts_.by_index) {
     if (!host->lease.armed || host->lost || !host->exec) continue;
     HostState* hs = host.get();
-    group.Run(*hs->exec, hs->job_dir.empty() ? DisarmJobWatchdogsCommand(plan_.job_id) : DisarmWatchdogCommand(plan_.job_id, hs->job_dir), [this, hs](const Outcome& o) {
+    group.Run(*hs->exec, hs->job_dir.empty() ? DisarmJobWatchdogsCommand(plan_.job_id) : DisarmWatchdogCommand(hs->job_dir), [this, hs](const Outcome& o) {
       hs->lease.armed = false;
       if (!o.ok()) Say(hs->name + ": disarming the watchdog failed: " + o.Reason());
     });

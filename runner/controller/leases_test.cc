@@ -213,7 +213,7 @@ TEST(Leases, APutBackThatFailsIsTriedAgainAtEachRenewalAndSaidOnceWithTheEngines
 TEST(Leases, APutBackWhoseEngineDidNotAnswerIsTriedAgainAtTheNextRenewal) {
   LeasesWorld w("lease: 8s\n", "[h1]");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.HoldingH1();
+  w.HoldingH1();
   w.world.host("h1").On("rename id1", FakeReply{1, "", kNoLease});
   w.world.host("h1").On(kPutBack, FakeReply{1, "now 1002\nerror: Cannot connect to the Docker daemon\n"});
   w.leases.RenewLeases();
@@ -235,7 +235,7 @@ TEST(Leases, DisarmingReachesEveryArmedHostStillThereAndNoRenewalFollows) {
   w.leases.DisarmWatchdogs();
   const std::vector<std::string>& h1 = w.world.host("h1").lines();
   ASSERT_EQ(h1.size(), 2u);
-  EXPECT_EQ(h1.back(), DisarmWatchdogCommand("abcd1234", w.world.host_state(0).job_dir));
+  EXPECT_EQ(h1.back(), DisarmWatchdogCommand(w.world.host_state(0).job_dir));
   ASSERT_FALSE(w.world.host("h4").lines().empty());
   EXPECT_EQ(w.world.host("h4").lines().back(), DisarmJobWatchdogsCommand("abcd1234"));
   EXPECT_TRUE(w.world.host("h2").lines().empty()) << "a lost host was asked";
@@ -252,7 +252,7 @@ TEST(Leases, DisarmingReachesEveryArmedHostStillThereAndNoRenewalFollows) {
 TEST(Leases, ARenewalThatFindsTheLeaseGoneAfterDisarmingPutsNothingBack) {
   LeasesWorld w("lease: 8s\n", "[h1]");
   ASSERT_TRUE(w.world.Connect());
-  internal::HostState& h1 = w.HoldingH1();
+  w.HoldingH1();
   // The renewal at 2 s answers at 5 s: the job's end removed the lease.
   w.world.host("h1").On("rename id1", FakeReply{1, "", kNoLease, milliseconds(3000)});
   w.leases.RenewLeases();

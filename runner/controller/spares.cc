@@ -20,7 +20,7 @@ void Controller::LeaveHost(HostState* old, bool disarm, bool release) {
   // Still reachable: its watchdog is not needed any more, and the job's
   // holds there go now (a lost one's go with its watchdog; ReleaseHolds
   // tries again at the end).
-  if (disarm) ctx_.job_commands.Run(*old->exec, DisarmWatchdogCommand(plan_.job_id, old->job_dir), [](const Outcome&) {});
+  if (disarm) ctx_.job_commands.Run(*old->exec, DisarmWatchdogCommand(old->job_dir), [](const Outcome&) {});
   if (release && old->holds.holding) {
     ctx_.job_commands.Run(*old->exec, ReleaseHoldsCommand(*old->docker, plan_.job_id), [old](const Outcome& o) {
       if (o.ok()) old->holds.holding = false;
@@ -146,7 +146,7 @@ Status Controller::ReplaceHosts() {
       if (s.ok()) {
         std::optional<Outcome> disarmed;
         CommandGroup group(&ctx_.loop, &ctx_.redact);
-        group.Run(*hosts_.by_index[h]->exec, DisarmWatchdogCommand(plan_.job_id, old_state->job_dir),
+        group.Run(*hosts_.by_index[h]->exec, DisarmWatchdogCommand(old_state->job_dir),
                   [&](const Outcome& o) { disarmed = o; });
         RunUntil([&] { return disarmed.has_value(); }, Now() + ctx_.spec.ssh.dead_after + seconds(60));
         if (!disarmed || !disarmed->ok()) {

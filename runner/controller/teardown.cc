@@ -198,7 +198,7 @@ void Teardown::StartRemoval(Execution& ex, const TeardownRemoval& removal) {
     std::vector<std::string> targets = removal.names;
     targets.insert(targets.end(), removal.hold_ids.begin(), removal.hold_ids.end());
     RemoveWithApi(ex.removals, *hs, targets, /*sweep=*/removal.release,
-                  AfterApiRemovalLine(removal, plan_.job_id, hs->job_dir), on_removed);
+                  AfterApiRemovalLine(removal, hs->job_dir), on_removed);
     return;
   }
   ex.removals.Run(*hs->exec, RemoveLine(*hs->docker, removal, plan_.job_id, hs->job_dir), on_removed);

@@ -62,13 +62,12 @@ std::string RemoveLine(const DockerCommands& docker, const TeardownRemoval& remo
       line = "{ " + line + "; s=$?; " + ReleaseHoldsCommand(docker, job_id) + " || s=1; [ $s -eq 0 ]; }";
     }
   }
-  if (removal.disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(job_id, job_dir) + "; exit $s; }";
+  if (removal.disarm) line = "{ " + line + "; s=$?; " + DisarmWatchdogCommand(job_dir) + "; exit $s; }";
   return line;
 }
 
-std::string AfterApiRemovalLine(const TeardownRemoval& removal, const std::string& job_id,
-                                const std::string& job_dir) {
-  return removal.disarm ? DisarmWatchdogCommand(job_id, job_dir) : "";
+std::string AfterApiRemovalLine(const TeardownRemoval& removal, const std::string& job_dir) {
+  return removal.disarm ? DisarmWatchdogCommand(job_dir) : "";
 }
 
 std::vector<TeardownHook> PlanTeardownHooks(const TeardownHooks& hooks, const std::vector<TeardownHost>& hosts) {

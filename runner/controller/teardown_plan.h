@@ -106,8 +106,7 @@ std::string RemoveLine(const DockerCommands& docker, const TeardownRemoval& remo
                        const std::string& job_dir);
 // The command line that follows `removal` through the Engine API: the
 // watchdog's disarming, or empty.
-std::string AfterApiRemovalLine(const TeardownRemoval& removal, const std::string& job_id,
-                                const std::string& job_dir);
+std::string AfterApiRemovalLine(const TeardownRemoval& removal, const std::string& job_dir);
 
 // One teardown hook for one host.
 struct TeardownHook {

@@ -143,7 +143,7 @@ TEST(TeardownPlan, TheRemovalLineReleasesTheHoldsThenDisarmsAndExitsWithTheRemov
   TeardownRemoval r;
   r.names = {"a", "b"};
   EXPECT_EQ(RemoveLine(docker, r, "j1", "/tmp/d"), docker.Remove({"a", "b"}));
-  EXPECT_EQ(AfterApiRemovalLine(r, "j1", "/tmp/d"), "");
+  EXPECT_EQ(AfterApiRemovalLine(r, "/tmp/d"), "");
 
   r.release = true;
   EXPECT_EQ(RemoveLine(docker, r, "j1", "/tmp/d"),
@@ -155,8 +155,8 @@ TEST(TeardownPlan, TheRemovalLineReleasesTheHoldsThenDisarmsAndExitsWithTheRemov
   r.disarm = true;
   EXPECT_EQ(RemoveLine(docker, r, "j1", "/tmp/d"),
             "{ " + RemoveWithHoldsCommand(docker, {"a", "b"}, {"h1"}, "j1") + "; s=$?; " +
-                DisarmWatchdogCommand("j1", "/tmp/d") + "; exit $s; }");
-  EXPECT_EQ(AfterApiRemovalLine(r, "j1", "/tmp/d"), DisarmWatchdogCommand("j1", "/tmp/d"));
+                DisarmWatchdogCommand("/tmp/d") + "; exit $s; }");
+  EXPECT_EQ(AfterApiRemovalLine(r, "/tmp/d"), DisarmWatchdogCommand("/tmp/d"));
 }
 
 TEST(TeardownPlan, EveryHostGetsItsHostHookThenItsLocalHookAndALostHostsHostHookIsSkipped) {

@@ -160,7 +160,7 @@ TEST(Teardown, AnArmedWatchdogIsDisarmedWithTheLastRemovalButNotBeforeARestart) 
       const std::string host = h == 0 ? "h1" : "h2";
       const std::vector<std::string> rm = w.Sent(host, "docker rm -f " + w.name(static_cast<int>(h)));
       ASSERT_EQ(rm.size(), 1u);
-      const std::string disarm = DisarmWatchdogCommand("abcd1234", w.world.host_state(h).job_dir);
+      const std::string disarm = DisarmWatchdogCommand(w.world.host_state(h).job_dir);
       EXPECT_EQ(rm[0].find(disarm) != std::string::npos, final) << rm[0];
       EXPECT_EQ(w.world.host_state(h).lease.armed, !final);
       EXPECT_TRUE(w.world.host(host).containers().empty());

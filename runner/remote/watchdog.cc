@@ -27,21 +27,39 @@ std::string OwnDirTestOf(const std::string& d) {
          " 2>/dev/null)\" = 700 ]; }";
 }
 
+// The relay's cleanup (RelayCleanupOf) of a shell word, where it can have
+// something to do: unless the word is the user's own directory, not a link,
+// with no relay/ in it. RelayAuthorizeCommand makes relay/ before it adds a
+// line to authorized_keys, and RelayCleanupOf removes the lines before
+// relay/; so a directory of ours without relay/ has no lines left, and a
+// job that pushed no image by relay runs no program for it here.
+std::string RelayCleanupIfAnyOf(const std::string& dir) {
+  return "{ { [ -d " + dir + " ] && [ ! -L " + dir + " ] && [ -O " + dir + " ] && [ ! -e " + dir + "/relay ] && [ ! -L " +
+         dir + "/relay ]; } || " + RelayCleanupOf(dir) + "; }";
+}
+
 // DisarmWatchdogCommand of a shell word (a quoted path, or "$d").
-std::string DisarmOf(const std::string& job_id, const std::string& dir) {
-  // The directory is first moved into a fresh directory of our own
-  // (mktemp -d: no other user can have made it, unlike a fixed name):
-  // `kill` does not wait, and a watchdog still finishing its tick would
-  // otherwise write $D/now into a directory that `rm -rf` is emptying
-  // (which then stays, with that one file). After the move nothing can be
-  // created under the old path, and the watchdog ends by itself on its next
-  // tick ($D is gone) if the signal is late.
+std::string DisarmOf(const std::string& dir) {
+  // The PID read back is signalled only when watchdog.pid holds two
+  // numbers, the PID and its start time (field 22 of /proc/PID/stat, which
+  // ArmWatchdogCommand wrote beside it), and /proc shows that PID as ours,
+  // leading its own process group (the watchdog runs under setsid), with
+  // that start time: a PID reused since is another process. Then the whole
+  // group is ended, so the loop's `sleep` (and a hook it runs) go with it.
+  // Only shell builtins read /proc.
   //
-  // The PID read back is signalled only when it is all digits, belongs to
-  // us, its argv ends in barge-watchdog-<job id>, and it leads its own
-  // process group (the watchdog runs under setsid); then the whole group
-  // is ended, so the loop's `sleep` (and a hook it runs) go with it. All
-  // in a subshell: callers chain this after their own variables.
+  // `kill` does not wait: a watchdog still finishing its tick can write
+  // $D/now into a directory that `rm -rf` is emptying, which then stays,
+  // with that one file; `rm -rf` then fails. Only then does the disarm wait
+  // for /proc to show the watchdog gone or a zombie (a loop of builtins)
+  // and remove it again. Where nothing was signalled (not ours, no start
+  // time: a watchdog armed by an older barge, or one already gone), or the
+  // second removal fails too, the directory is first moved into a fresh
+  // directory of our own (mktemp -d: no other user can have made it,
+  // unlike a fixed name): after the move nothing can be created under the
+  // old path, and a watchdog still running ends by itself on its next tick
+  // ($D is gone). All in a subshell: callers chain this after their own
+  // variables. The usual end runs two programs: the mode's `stat` and `rm`.
   //
   // Nothing is moved, read or removed unless the directory is this user's
   // own, mode 0700, not a link (OwnDirTestOf): another user's directory of
@@ -49,16 +67,19 @@ std::string DisarmOf(const std::string& job_id, const std::string& dir) {
   // name cannot be swapped (the user's own entry in a sticky /tmp, or in
   // the user's own directory).
   const std::string tmpl = dir + "'.gone.XXXXXX'";
-  const std::string title = ssh::ShellQuote(" barge-watchdog-" + job_id + " ");
-  return "(" + RelayCleanupOf(dir) + "; " + OwnDirTestOf(dir) + " || exit 0; g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir +
-         " \"$g/d\" 2>/dev/null && d=\"$g/d\" || d=" + dir +
-         "; p=; { read -r p < \"$d/watchdog.pid\"; } 2>/dev/null;"
-         " case \"$p\" in ''|*[!0-9]*) ;; *)"
-         " if [ -O \"/proc/$p\" ]; then"
-         " c=$(tr '\\0' ' ' < \"/proc/$p/cmdline\" 2>/dev/null); s=$(cat \"/proc/$p/stat\" 2>/dev/null);"
+  return "(" + RelayCleanupIfAnyOf(dir) + "; " + OwnDirTestOf(dir) + " || exit 0; k=0;"
+         " p=; t=; { read -r p t < " + dir + "/watchdog.pid; } 2>/dev/null;"
+         " case \"$p:$t\" in *[!0-9:]*|:*|*:) ;; *)"
+         " if [ -O \"/proc/$p\" ]; then s=; { read -r s < \"/proc/$p/stat\"; } 2>/dev/null;"
          " s=${s##*) }; set -- $s;"
-         " case \"$c\" in *" + title + ") [ \"${3:-}\" = \"$p\" ] && kill -TERM \"-$p\" 2>/dev/null ;; esac;"
-         " fi ;; esac; rm -rf \"$d\" ${g:+\"$g\"}; exit 0)";
+         " [ \"${3:-}\" = \"$p\" ] && [ \"${20:-}\" = \"$t\" ] && kill -TERM \"-$p\" 2>/dev/null && k=1;"
+         " fi ;; esac;"
+         " if [ $k = 1 ]; then rm -rf " + dir + " 2>/dev/null && exit 0;"
+         " i=0; while [ $i -lt 5000 ]; do s=; { read -r s < \"/proc/$p/stat\"; } 2>/dev/null;"
+         " case $s in ''|*\") Z \"*) break ;; esac; i=$((i + 1)); done;"
+         " rm -rf " + dir + " 2>/dev/null && exit 0; fi;"
+         " g=$(mktemp -d " + tmpl + " 2>/dev/null) && mv " + dir + " \"$g/d\" 2>/dev/null && d=\"$g/d\" || d=" + dir +
+         "; rm -rf \"$d\" ${g:+\"$g\"}; exit 0)";
 }
 
 }  // namespace
@@ -144,11 +165,15 @@ std::string ArmWatchdogCommand(const WatchdogParams& p) {
       " rm -rf \"$D\"; exit 0; fi; done";
   // The lease is stamped by the shell itself (`: >` marks the file
   // modified, as `touch` does, without a program); setsid alone detaches
-  // the loop (no terminal: nothing sends it a hangup).
+  // the loop (no terminal: nothing sends it a hangup). watchdog.pid holds
+  // its PID and that process's start time (field 22 of /proc/PID/stat, set
+  // at the fork, read by a builtin), which DisarmOf checks before it
+  // signals: setsid, not a group leader here, does not fork again.
   return MakeOwnDir(dir) + " && : > " + ShellQuote(dir + "/lease") + DeadlineLine(p) +
          " && (setsid sh -c " + ShellQuote(script) + " " +
          ShellQuote("barge-watchdog-" + p.job_id) +
-         " >/dev/null 2>&1 </dev/null & echo $! > " + ShellQuote(dir + "/watchdog.pid") + ")";
+         " >/dev/null 2>&1 </dev/null & p=$!; s=; { read -r s < \"/proc/$p/stat\"; } 2>/dev/null; s=${s##*) };"
+         " set -- $s; echo \"$p ${20:-}\" > " + ShellQuote(dir + "/watchdog.pid") + ")";
 }
 
 std::string KeepUntilCommand(const std::string& job_dir, std::chrono::seconds keep_after) {
@@ -163,8 +188,8 @@ std::string RenewLeaseCommand(const std::string& job_dir) {
   return OwnDirTest(job_dir) + " && : > " + ssh::ShellQuote(job_dir + "/lease");
 }
 
-std::string DisarmWatchdogCommand(const std::string& job_id, const std::string& job_dir) {
-  return DisarmOf(job_id, ssh::ShellQuote(job_dir));
+std::string DisarmWatchdogCommand(const std::string& job_dir) {
+  return DisarmOf(ssh::ShellQuote(job_dir));
 }
 
 std::string DisarmJobWatchdogsCommand(const std::string& job_id) {
@@ -173,7 +198,7 @@ std::string DisarmJobWatchdogsCommand(const std::string& job_id) {
   // itself when nothing matches, which is not a directory of ours.
   const std::string prefix = "/tmp/barge-" + job_id + ".";
   return "(for d in " + ssh::ShellQuote(prefix) + "????????????; do " + OwnDirTestOf("\"$d\"") +
-         " || continue; " + DisarmOf(job_id, "\"$d\"") + "; done; " + RelayLinesCleanupCommand(prefix) + "; exit 0)";
+         " || continue; " + DisarmOf("\"$d\"") + "; done; " + RelayLinesCleanupCommand(prefix) + "; exit 0)";
 }
 
 }  // namespace barge::runner

@@ -105,11 +105,13 @@ std::string KeepUntilCommand(const std::string& job_dir, std::chrono::seconds ke
 std::string RenewLeaseCommand(const std::string& job_dir);
 
 // Stops the watchdog and everything it started (its process group, once
-// the PID read back is checked to be this job's watchdog of ours), removes
-// the image relay's authorized_keys lines of `job_dir` (RelayCleanupOf:
-// they are in ~/.ssh, not under the directory) and the per-host directory
-// `job_dir`. Exits 0; runs in a subshell.
-std::string DisarmWatchdogCommand(const std::string& job_id, const std::string& job_dir);
+// the PID read back is checked to be the watchdog ArmWatchdogCommand
+// started: ours, leading its group, with the start time written beside
+// it), removes the image relay's authorized_keys lines of `job_dir` where
+// it has any (RelayCleanupOf: they are in ~/.ssh, not under the
+// directory) and the per-host directory `job_dir`. Exits 0; runs in a
+// subshell; the usual end runs two programs (stat, rm).
+std::string DisarmWatchdogCommand(const std::string& job_dir);
 // The same for every directory of job `job_id` on the host that is the SSH
 // user's own (OwnDirTest), whatever its random part: for a job whose
 // controller is gone (`barge down`), which does not know the names. The

@@ -53,7 +53,7 @@ class WatchdogTest : public ::testing::Test {
     fs::permissions(docker_, fs::perms::owner_all);
   }
   void TearDown() override {
-    (void)Sh(DisarmWatchdogCommand(job_, jobdir_));
+    (void)Sh(DisarmWatchdogCommand(jobdir_));
     fs::remove_all(scratch_);
   }
   WatchdogParams Params(std::chrono::seconds lease) const {
@@ -268,7 +268,7 @@ TEST_F(WatchdogTest, ARenewedLeaseKeepsTheJobAndDisarmingEndsTheLoop) {
   }
   EXPECT_TRUE(fs::exists(dir));
   EXPECT_THAT(ReadAll(log_), ::testing::Not(::testing::HasSubstr("rm -f")));
-  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(jobdir_)), 0);
   EXPECT_FALSE(fs::exists(dir));
   // Gone, or a zombie waiting for a late reaper: not running either way.
   EXPECT_TRUE(Within(3000ms, [&] {
@@ -294,7 +294,7 @@ TEST_F(WatchdogTest, DisarmingAtAnyPointOfATickLeavesNoDirectoryBehindInTenRound
     ASSERT_EQ(Sh(ArmWatchdogCommand(Params(2s))), 0);
     // Spread over one tick (1 s): the disarm meets the loop at every step.
     std::this_thread::sleep_for(std::chrono::milliseconds(1000 + 100 * round));
-    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
+    ASSERT_EQ(Sh(DisarmWatchdogCommand(jobdir_)), 0);
     std::this_thread::sleep_for(200ms);
     EXPECT_FALSE(fs::exists(dir)) << "round " << round;
     EXPECT_EQ(GoneDirsOf(dir), std::vector<std::string>{}) << "round " << round;
@@ -327,7 +327,34 @@ TEST_F(WatchdogTest, DisarmingEndsTheWatchdogAndItsSleepAtOnceWithinOneSecond) {
   const pid_t pid = std::stoi(ReadAll(jobdir_ + "/watchdog.pid"));
   ASSERT_TRUE(Within(2000ms, [&] { return RunningInGroup(pid).size() >= 2; }))
       << "the watchdog and its sleep should both run in group " << pid;
-  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(jobdir_)), 0);
+  EXPECT_TRUE(Within(1000ms, [&] { return RunningInGroup(pid).empty(); }))
+      << RunningInGroup(pid).size() << " processes of the watchdog's group still run";
+}
+
+// The common end of a job: disarming a watchdog (no relay on the host)
+// runs two programs, the directory mode's `stat` and `rm` (every other
+// step is a shell builtin), and ends the watchdog.
+TEST_F(WatchdogTest, DisarmingAWatchdogWithNoRelayRunsOnlyStatAndRm) {
+  WatchdogParams p = Params(600s);
+  p.grace = 20s;  // a 10 s tick: the loop sits in `sleep 10`
+  ASSERT_EQ(Sh(ArmWatchdogCommand(p)), 0);
+  const pid_t pid = std::stoi(ReadAll(jobdir_ + "/watchdog.pid"));
+  ASSERT_TRUE(Within(2000ms, [&] { return RunningInGroup(pid).size() >= 2; }));
+  // Every program a disarm could run, each logging its name, then the real one.
+  const fs::path bin = scratch_ / "bin";
+  const std::string ran = (scratch_ / "ran").string();
+  fs::create_directories(bin);
+  for (const char* name : {"stat", "rm", "mktemp", "mv", "tr", "cat", "grep", "head", "wc", "rmdir", "kill", "sleep"}) {
+    const std::string real = "/usr/bin/" + std::string(name);
+    const std::string at = fs::exists(real) ? real : "/bin/" + std::string(name);
+    std::ofstream(bin / name) << "#!/bin/sh\necho " << name << " >> " << ssh::ShellQuote(ran) << "\nexec "
+                              << ssh::ShellQuote(at) << " \"$@\"\n";
+    fs::permissions(bin / name, fs::perms::owner_all);
+  }
+  ASSERT_EQ(Sh("PATH=" + ssh::ShellQuote(bin.string()) + "; export PATH; " + DisarmWatchdogCommand(jobdir_)), 0);
+  EXPECT_EQ(ReadAll(ran), "stat\nrm\n");
+  EXPECT_FALSE(fs::exists(jobdir_));
   EXPECT_TRUE(Within(1000ms, [&] { return RunningInGroup(pid).empty(); }))
       << RunningInGroup(pid).size() << " processes of the watchdog's group still run";
 }
@@ -335,7 +362,9 @@ TEST_F(WatchdogTest, DisarmingEndsTheWatchdogAndItsSleepAtOnceWithinOneSecond) {
 // A watchdog.pid that is not this job's watchdog is never signalled: not a
 // number, a negative one (kill -1 would end every process of ours), or the
 // PID of another process (one of ours leading its own group, but not the
-// watchdog).
+// watchdog): without a start time (an older barge's file), with another
+// start time than that process's (a PID reused), or with more than the two
+// numbers.
 TEST_F(WatchdogTest, DisarmingSignalsNothingButThisJobsWatchdog) {
   const std::string dir = jobdir_;
   // A bystander leading its own group, as the watchdog does.
@@ -346,13 +375,23 @@ TEST_F(WatchdogTest, DisarmingSignalsNothingButThisJobsWatchdog) {
     execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
     _exit(127);
   }
+  // The bystander's start time (field 22 of /proc/PID/stat) and one off it:
+  // a PID of ours reused by another process has another start time.
+  const std::string stat_line = ReadAll("/proc/" + std::to_string(bystander) + "/stat");
+  std::istringstream fields(stat_line.substr(stat_line.rfind(") ") + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  ASSERT_FALSE(field.empty());
+  const std::string other_start = std::to_string(std::stoll(field) + 1);
   for (const std::string& planted :
        {std::string("-1"), std::string("-9 -1"), "-" + std::to_string(bystander),
-        std::to_string(bystander), std::string("$(touch x)")}) {
+        std::to_string(bystander), std::to_string(bystander) + " " + other_start,
+        std::to_string(bystander) + " " + field + " 1", std::string("$(touch x)")}) {
     fs::create_directories(dir);
     ASSERT_EQ(chmod(dir.c_str(), 0700), 0);  // as barge makes it (MakeOwnDir)
     std::ofstream(dir + "/watchdog.pid") << planted << "\n";
-    ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0) << planted;
+    ASSERT_EQ(Sh(DisarmWatchdogCommand(jobdir_)), 0) << planted;
     EXPECT_FALSE(fs::exists(dir)) << planted;
     std::string stat = ReadAll("/proc/" + std::to_string(bystander) + "/stat");
     EXPECT_TRUE(!stat.empty() && stat.find(") Z ") == std::string::npos)
@@ -370,7 +409,7 @@ TEST_F(WatchdogTest, APremadeGoneDirectoryIsNeitherUsedNorReadAtDisarm) {
   const pid_t pid = std::stoi(ReadAll(dir + "/watchdog.pid"));
   fs::create_directories(dir + ".gone");
   std::ofstream(dir + ".gone/watchdog.pid") << "-1\n";
-  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(jobdir_)), 0);
   EXPECT_FALSE(fs::exists(dir));
   EXPECT_FALSE(fs::exists(dir + ".gone/" + fs::path(dir).filename().string()));
   EXPECT_EQ(ReadAll(dir + ".gone/watchdog.pid"), "-1\n");
@@ -393,7 +432,7 @@ TEST_F(WatchdogTest, DisarmingLeavesAnotherUsersDirectoryAtTheJobsPathUnreadAndU
   ASSERT_EQ(chown((jobdir_ + "/watchdog.pid").c_str(), 65534, 65534), 0);
   ASSERT_EQ(chmod(jobdir_.c_str(), 0700), 0);
   ASSERT_EQ(chown(jobdir_.c_str(), 65534, 65534), 0);
-  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, jobdir_)), 0);
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(jobdir_)), 0);
   EXPECT_EQ(ReadAll(jobdir_ + "/watchdog.pid"), std::to_string(pid) + "\n") << "another user's directory was moved or removed";
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fs::path(jobdir_).parent_path(), ec)) {
@@ -402,7 +441,7 @@ TEST_F(WatchdogTest, DisarmingLeavesAnotherUsersDirectoryAtTheJobsPathUnreadAndU
   std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
   EXPECT_TRUE(!stat.empty() && stat.find(") Z ") == std::string::npos)
       << "our watchdog was signalled through another user's watchdog.pid";
-  ASSERT_EQ(Sh(DisarmWatchdogCommand(job_, ours.dir)), 0);
+  ASSERT_EQ(Sh(DisarmWatchdogCommand(ours.dir)), 0);
   EXPECT_TRUE(Within(3000ms, [&] { return RunningInGroup(pid).empty(); }));
   fs::remove_all(jobdir_);
 }

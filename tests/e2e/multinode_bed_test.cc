@@ -898,8 +898,9 @@ TEST_F(MultiNodeTest, AKeptJobWhoseControllerIsKilledIsRemovedByTheWatchdogsByTh
 // And the check of what barge's own watchdog.pid names: on host 1 barge's
 // watchdog is gone (killed here) and its PID file names, as a reused PID
 // would, a process of uid 65534 that passes every other test of a watchdog
-// (titled barge-watchdog-<id>, leading its own process group). Only the
-// owner check keeps it from the disarm's kill, at teardown and at `down`.
+// (titled barge-watchdog-<id>, leading its own process group, its start
+// time written beside it). Only the owner check keeps it from the disarm's
+// kill, at teardown and at `down`.
 TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreNeitherUsedNorSignalledAtTeardownOrDown) {
   const auto& bed = GetBed();
   // The processes this test starts, ended whatever happens.
@@ -954,7 +955,9 @@ TEST_F(MultiNodeTest, AnotherUsersPlantedDirectoriesPidFilesSymlinksAndFifosAreN
   auto reuse_pid = [&](const std::string& id, pid_t lookalike) {
     const std::string real = InHost(
         bed.hosts[0], "for d in /tmp/barge-" + id + ".????????????; do [ -O \"$d\" ] && [ ! -L \"$d\" ] || continue;"
-                      " cat \"$d/watchdog.pid\" && echo " + std::to_string(lookalike) + " > \"$d/watchdog.pid\"; done");
+                      " read -r w _ < \"$d/watchdog.pid\" && echo $w && s=$(sed 's/.*) //' /proc/" +
+                      std::to_string(lookalike) + "/stat) && set -- $s && echo \"" + std::to_string(lookalike) +
+                      " ${20}\" > \"$d/watchdog.pid\"; done");
     const std::vector<int> watchdogs = WatchdogPids(id);
     ASSERT_FALSE(real.empty() || real.find_first_not_of("0123456789\n") != std::string::npos) << real;
     const pid_t w = std::stoi(real);
