@@ -5,8 +5,14 @@
 namespace barge::cluster {
 namespace {
 
+// The lists below hold every node's address and every node's env keeps
+// them, so a plan holds them nodes^2 times (about 57 MB at 1,000 nodes):
+// each is sized exactly, not left with the up to 2x slack of appending.
 std::string Join(const std::vector<std::string>& items, const std::string& sep) {
+  size_t size = items.empty() ? 0 : sep.size() * (items.size() - 1);
+  for (const std::string& item : items) size += item.size();
   std::string out;
+  out.reserve(size);
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) out += sep;
     out += items[i];
@@ -16,12 +22,19 @@ std::string Join(const std::vector<std::string>& items, const std::string& sep) 
 
 std::string JsonStringList(const std::vector<std::string>& items) {
   // Addresses and host names are validated to hold no quotes or backslashes.
-  std::string out = "[";
+  size_t size = 2 + (items.empty() ? 0 : items.size() - 1);
+  for (const std::string& item : items) size += item.size() + 2;
+  std::string out;
+  out.reserve(size);
+  out += '[';
   for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ",";
-    out += "\"" + items[i] + "\"";
+    if (i) out += ',';
+    out += '"';
+    out += items[i];
+    out += '"';
   }
-  return out + "]";
+  out += ']';
+  return out;
 }
 
 bool Wants(const RendezvousInput& in, const std::string& convention) {

@@ -28,7 +28,16 @@
 namespace barge::ssh {
 namespace {
 
-constexpr size_t kMaxWrite = 64 * 1024;
+// At most this many bytes per ssh_channel_write, so that each goes out as
+// one packet of at most 16 KiB. libssh (0.10) builds every packet in the
+// session's output buffer and copies it, encrypted, into the socket's; each
+// grows to the power of two above the largest packet sent and keeps that
+// size for the life of the session. Packets of the host's maximum (32 KiB
+// for OpenSSH) made each of them 64 KiB, on every host that was sent a large
+// request (an Engine API create of a 1,000-node job is about 57 KiB); this
+// keeps them at 16 KiB. The 256 bytes are room for the packet's header,
+// padding and MAC.
+constexpr size_t kMaxWrite = 16 * 1024 - 256;
 // After the host refused to open a channel: wait this long before the next
 // open, and treat refusals within kRecentClose of a close as a full host.
 constexpr std::chrono::milliseconds kOpenRetryDelay{20};
@@ -788,7 +797,9 @@ void SshExecutor::FlushStdin(Channel& c) {
   if (!c.script_taken) return;
   if (!WriteAll(c, c.stdin_queue, &c.stdin_offset)) return;
   if (c.stdin_offset == c.stdin_queue.size()) {
-    c.stdin_queue.clear();
+    // Not clear(): libssh has the bytes now, and the channel may live on
+    // for a long while (an Engine API call until its answer).
+    std::string().swap(c.stdin_queue);
     c.stdin_offset = 0;
     if (c.stdin_close_requested && !c.eof_sent) {
       c.eof_sent = true;
