@@ -28,16 +28,7 @@
 namespace barge::ssh {
 namespace {
 
-// At most this many bytes per ssh_channel_write, so that each goes out as
-// one packet of at most 16 KiB. libssh (0.10) builds every packet in the
-// session's output buffer and copies it, encrypted, into the socket's; each
-// grows to the power of two above the largest packet sent and keeps that
-// size for the life of the session. Packets of the host's maximum (32 KiB
-// for OpenSSH) made each of them 64 KiB, on every host that was sent a large
-// request (an Engine API create of a 1,000-node job is about 57 KiB); this
-// keeps them at 16 KiB. The 256 bytes are room for the packet's header,
-// padding and MAC.
-constexpr size_t kMaxWrite = 16 * 1024 - 256;
+constexpr size_t kMaxWrite = 64 * 1024;
 // After the host refused to open a channel: wait this long before the next
 // open, and treat refusals within kRecentClose of a close as a full host.
 constexpr std::chrono::milliseconds kOpenRetryDelay{20};
